@@ -1,0 +1,56 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Client, Connection } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../core/config';
+import type { Logger } from '../core/logger';
+import { authenticate } from './middleware/auth';
+import { errorHandler } from './middleware/error-handler';
+import { jsonBody } from './middleware/json-body';
+import { requestId } from './middleware/request-id';
+import { createRunService } from './run-service';
+import { createErrorReferenceRouter } from './routes/error-reference-routes';
+import { createHealthRouter } from './routes/health-routes';
+import { createRunsRouter } from './routes/runs-routes';
+import { createSessionRouter } from './routes/session-routes';
+
+export interface AppDeps {
+  config: Config;
+  dataSource: DataSource;
+  temporalClient: Client;
+  temporalConnection: Connection;
+  logger: Logger;
+  isWorkerRunning?: () => boolean;
+}
+
+/** Builds the Koa app; tests and every entry point build it the same way. */
+export function createApp(deps: AppDeps): Koa {
+  const { config, dataSource, logger } = deps;
+  const app = new Koa();
+  app.proxy = true;
+  app.silent = true;
+
+  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient });
+  const api = new Router({ prefix: '/api/v1' });
+  api.use(authenticate(dataSource));
+  const runs = createRunsRouter({ config, dataSource, runService });
+  api.use(runs.routes(), runs.allowedMethods({ throw: true }));
+
+  const open = [
+    createHealthRouter({
+      dataSource,
+      temporalConnection: deps.temporalConnection,
+      namespace: config.temporal.namespace,
+      isWorkerRunning: deps.isWorkerRunning,
+    }),
+    createSessionRouter({ dataSource }),
+    createErrorReferenceRouter(),
+  ];
+
+  app.use(requestId());
+  app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
+  app.use(jsonBody());
+  for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
+  app.use(api.routes()).use(api.allowedMethods({ throw: true }));
+  return app;
+}

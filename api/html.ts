@@ -1,0 +1,21 @@
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for HTML element content and attribute values. */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+export function page(title: string, body: string, options: { refreshSeconds?: number } = {}): string {
+  const refresh = options.refreshSeconds ? `<meta http-equiv="refresh" content="${options.refreshSeconds}">` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">${refresh}
+<title>${escapeHtml(title)}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2328;line-height:1.5}
+h1{font-size:1.4rem}.meta{color:#59636e;font-size:.9rem}.event{border-left:3px solid #d0d7de;margin:1rem 0;padding:.25rem 1rem}
+.event.prompt,.event.followup{border-color:#0969da}.event.assistant{border-color:#1a7f37}.event.state{border-color:#8250df}
+.event.error,.failed{border-color:#cf222e}.kind{font-weight:600;text-transform:uppercase;font-size:.75rem;color:#59636e}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.75rem;border-radius:6px}
+</style></head><body>${body}</body></html>`;
+}

@@ -1,0 +1,192 @@
+import { createHash } from 'node:crypto';
+import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
+import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
+import { invalid } from './api-error';
+import { skillSpecSchema } from './schemas/run-schemas';
+
+type Query = Record<string, string | string[] | undefined>;
+
+export interface ListRunsQuery {
+  filters: RunFilters;
+  sortBy: RunSortField;
+  sortOrder: SortOrder;
+  limit: number;
+  after?: { value: string; runId: string };
+}
+
+/** States the official clients know; valid in a filter even where this service never uses them. */
+const CLIENT_ONLY_STATES = ['PENDING', 'CLAIMED', 'BLOCKED'];
+const SINGLE_PARAMS = [
+  'limit',
+  'cursor',
+  'name',
+  'model_id',
+  'creator',
+  'source',
+  'environment_id',
+  'skill_spec',
+  'skill',
+  'created_after',
+  'created_before',
+  'updated_after',
+  'q',
+  'sort_by',
+  'sort_order',
+  'artifact_type',
+  'schedule_id',
+] as const;
+const SORT_FIELDS: readonly RunSortField[] = ['updated_at', 'created_at', 'title'];
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+const METADATA_PARAM = /^metadata\[([a-zA-Z0-9._-]{1,64})\]$/;
+
+function single(query: Query, name: string): string | undefined {
+  const value = query[name];
+  if (Array.isArray(value)) throw invalid(`Query parameter \`${name}\` may be given only once.`);
+  return value;
+}
+
+function timestamp(query: Query, name: string): Date | undefined {
+  const value = single(query, name);
+  if (value === undefined) return undefined;
+  const date = new Date(value);
+  if (!RFC3339.test(value) || Number.isNaN(date.getTime())) {
+    throw invalid(
+      `Query parameter \`${name}\` must be an RFC 3339 timestamp such as 2026-11-22T03:04:05.123Z (got "${value}").`,
+    );
+  }
+  return date;
+}
+
+/** Validates the list query (unknown parameters are rejected) and decodes the cursor. */
+export function parseListRunsQuery(query: Query): ListRunsQuery {
+  const metadata: Record<string, string> = {};
+  for (const key of Object.keys(query)) {
+    const m = METADATA_PARAM.exec(key);
+    if (m) {
+      metadata[m[1]!] = single(query, key) ?? '';
+      continue;
+    }
+    if (key !== 'state' && !(SINGLE_PARAMS as readonly string[]).includes(key)) {
+      throw invalid(
+        key.startsWith('metadata')
+          ? `Query parameter \`${key}\` must look like metadata[KEY]=VALUE with KEY matching [a-zA-Z0-9._-]{1,64}.`
+          : `Unknown query parameter \`${key}\`.`,
+      );
+    }
+  }
+  if (Object.keys(metadata).length > 5) throw invalid('At most 5 metadata[KEY]=VALUE filters may be combined.');
+
+  const limitRaw = single(query, 'limit');
+  const limit = limitRaw === undefined ? 20 : Number(limitRaw);
+  if (!/^\d+$/.test(limitRaw ?? '20') || limit < 1 || limit > 100) {
+    throw invalid(`Query parameter \`limit\` must be an integer from 1 to 100 (got "${limitRaw}").`);
+  }
+
+  const stateRaw = query.state;
+  const states = stateRaw === undefined ? undefined : Array.isArray(stateRaw) ? stateRaw : [stateRaw];
+  for (const s of states ?? []) {
+    if (!(RUN_STATES as readonly string[]).includes(s) && !CLIENT_ONLY_STATES.includes(s)) {
+      throw invalid(
+        `Query parameter \`state\` must be one of ${[...RUN_STATES, ...CLIENT_ONLY_STATES].join(', ')} (got "${s}").`,
+      );
+    }
+  }
+
+  const source = single(query, 'source');
+  if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source)) {
+    throw invalid(`Query parameter \`source\` must be one of ${RUN_SOURCES.join(', ')} (got "${source}").`);
+  }
+  const skillSpec = single(query, 'skill_spec') ?? single(query, 'skill');
+  if (skillSpec !== undefined && !skillSpecSchema.safeParse(skillSpec).success) {
+    throw invalid(
+      `Query parameter \`skill_spec\` must be \`owner/repo:skill-name\` or \`owner/repo:path/to/SKILL.md\` (got "${skillSpec}").`,
+    );
+  }
+  const artifactType = single(query, 'artifact_type');
+  if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
+    throw invalid(`Query parameter \`artifact_type\` must be PLAN or PULL_REQUEST (got "${artifactType}").`);
+  }
+  const sortBy = (single(query, 'sort_by') ?? 'updated_at') as RunSortField;
+  if (!SORT_FIELDS.includes(sortBy)) {
+    throw invalid(`Query parameter \`sort_by\` must be one of ${SORT_FIELDS.join(', ')} (got "${sortBy}").`);
+  }
+  const sortOrder = (single(query, 'sort_order') ?? 'desc') as SortOrder;
+  if (sortOrder !== 'asc' && sortOrder !== 'desc') {
+    throw invalid(`Query parameter \`sort_order\` must be asc or desc (got "${sortOrder}").`);
+  }
+  const q = single(query, 'q');
+  if (q !== undefined && q.length > 1000) throw invalid('Query parameter `q` is at most 1000 characters.');
+  const environment = single(query, 'environment_id');
+
+  const filters: RunFilters = {
+    states,
+    name: single(query, 'name'),
+    modelId: single(query, 'model_id'),
+    creator: single(query, 'creator'),
+    source,
+    environmentId: environment === 'empty-environment' ? null : environment,
+    skillSpec,
+    createdAfter: timestamp(query, 'created_after'),
+    createdBefore: timestamp(query, 'created_before'),
+    updatedAfter: timestamp(query, 'updated_after'),
+    q,
+    metadata: Object.keys(metadata).length ? metadata : undefined,
+    matchesNothing: artifactType !== undefined || single(query, 'schedule_id') !== undefined || undefined,
+  };
+  const fingerprint = filterFingerprint(filters, sortBy, sortOrder);
+  const cursor = single(query, 'cursor');
+  return {
+    filters,
+    sortBy,
+    sortOrder,
+    limit,
+    after: cursor === undefined ? undefined : decodeCursor(cursor, fingerprint),
+  };
+}
+
+function filterFingerprint(filters: RunFilters, sortBy: string, sortOrder: string): string {
+  const canonical = JSON.stringify({
+    ...filters,
+    states: filters.states ? [...filters.states].sort() : undefined,
+    sortBy,
+    sortOrder,
+  });
+  return createHash('sha256').update(canonical).digest('base64url').slice(0, 16);
+}
+
+interface CursorPayload {
+  v: string;
+  id: string;
+  f: string;
+}
+
+export function encodeCursor(query: ListRunsQuery, last: { value: string; runId: string }): string {
+  const payload: CursorPayload = {
+    v: last.value,
+    id: last.runId,
+    f: filterFingerprint(query.filters, query.sortBy, query.sortOrder),
+  };
+  return Buffer.from(JSON.stringify(payload)).toString('base64url');
+}
+
+function decodeCursor(cursor: string, fingerprint: string): { value: string; runId: string } {
+  let payload: Partial<CursorPayload>;
+  try {
+    payload = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPayload>;
+  } catch {
+    throw invalid(
+      'Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.',
+    );
+  }
+  if (typeof payload.v !== 'string' || typeof payload.id !== 'string' || !/^[0-9a-f-]{36}$/.test(payload.id)) {
+    throw invalid(
+      'Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.',
+    );
+  }
+  if (payload.f !== fingerprint) {
+    throw invalid(
+      'Query parameter `cursor` was issued for other filters or another sort; repeat the same filters with it, or start without a cursor.',
+    );
+  }
+  return { value: payload.v, runId: payload.id };
+}

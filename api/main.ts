@@ -1,0 +1,35 @@
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import { connectTemporalClient, openDataSource } from '../infra/connections';
+import { resolveEndpoints } from '../infra/runtime';
+import { ensureSearchAttributes } from '../infra/search-attributes';
+import { createApp } from './app';
+import { closeServer, listen } from './server';
+
+/** Production entry point: the API alone (scale it behind a load balancer). */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, 'api');
+  const endpoints = resolveEndpoints(config);
+  const dataSource = await openDataSource(endpoints.databaseUrl);
+  const { connection, client } = await connectTemporalClient(endpoints.temporalAddress, config.temporal.namespace);
+  await ensureSearchAttributes(connection, config.temporal.namespace, logger);
+  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  const server = await listen(app, config.port, config.host);
+  logger.info('API listening', { url: `http://${config.host}:${config.port}/api/v1` });
+
+  const shutdown = async () => {
+    logger.info('shutting down');
+    await closeServer(server);
+    await connection.close();
+    await dataSource.destroy();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown());
+  process.once('SIGINT', () => void shutdown());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`API failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

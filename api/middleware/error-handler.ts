@@ -1,0 +1,80 @@
+import type { Middleware } from 'koa';
+import { ERROR_CODES, type ErrorCode } from '../../core/error-codes';
+import type { Logger } from '../../core/logger';
+import { ApiError } from '../api-error';
+import { isDependencyDown } from '../dependency-errors';
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  error: string;
+  error_code: ErrorCode;
+  retryable: boolean;
+  trace_id: string;
+}
+
+export function problemDocument(
+  errorReferenceBaseUrl: string,
+  error: ApiError,
+  instance: string,
+  traceId: string,
+): ProblemDocument {
+  const { title, retryable } = ERROR_CODES[error.code];
+  return {
+    type: `${errorReferenceBaseUrl}/${error.code}`,
+    title,
+    status: error.status,
+    detail: error.detail,
+    instance,
+    error: `${title}: ${error.detail}`,
+    error_code: error.code,
+    retryable,
+    trace_id: traceId,
+  };
+}
+
+/** The one place that turns thrown errors into RFC 9457 problem documents. */
+export function errorHandler(options: { errorReferenceBaseUrl: string; logger: Logger }): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError('resource_not_found', `No route ${ctx.method} ${ctx.path}.`);
+      }
+    } catch (err) {
+      const requestId = String(ctx.state.requestId ?? '');
+      const apiError = toApiError(err, ctx.method, ctx.path, options.logger, requestId);
+      ctx.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+      // Tells the official clients whether retrying can help, instead of guessing from the status.
+      ctx.set('x-should-retry', String(ERROR_CODES[apiError.code].retryable));
+      ctx.body = problemDocument(options.errorReferenceBaseUrl, apiError, ctx.path, requestId);
+      ctx.type = 'application/problem+json; charset=utf-8';
+    }
+  };
+}
+
+function toApiError(err: unknown, method: string, path: string, logger: Logger, requestId: string): ApiError {
+  if (err instanceof ApiError) return err;
+  const status = (err as { status?: number }).status;
+  if (status === 405) {
+    return new ApiError('operation_not_supported', `${method} is not supported on ${path}.`, { status: 405 });
+  }
+  if (status === 501) return new ApiError('operation_not_supported', `${method} is not implemented.`, { status: 501 });
+  if (isDependencyDown(err)) {
+    logger.warn('dependency unavailable', { requestId, method, path, error: err });
+    return new ApiError(
+      'resource_unavailable',
+      'A dependency of the service (database or Temporal) is unavailable; retry later.',
+      { headers: { 'Retry-After': '5' } },
+    );
+  }
+  logger.error('unhandled error', { requestId, method, path, error: err });
+  return new ApiError(
+    'internal_error',
+    `An unexpected error occurred; quote request id ${requestId} when reporting it.`,
+  );
+}

@@ -1,0 +1,41 @@
+import Router from '@koa/router';
+import type { Connection } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+
+export interface HealthDeps {
+  dataSource: DataSource;
+  temporalConnection: Connection;
+  namespace: string;
+  /** Present where this process also runs the worker (the all-in-one `npm start`). */
+  isWorkerRunning?: () => boolean;
+}
+
+async function check(fn: () => Promise<unknown>): Promise<string> {
+  try {
+    await fn();
+    return 'ok';
+  } catch (err) {
+    return `unavailable: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal answer (and the worker polls). */
+export function createHealthRouter(deps: HealthDeps): Router {
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const checks: Record<string, string> = {
+      database: await check(() => deps.dataSource.query('SELECT 1')),
+      temporal: await check(() =>
+        deps.temporalConnection.workflowService.describeNamespace({ namespace: deps.namespace }),
+      ),
+    };
+    if (deps.isWorkerRunning) checks.worker = deps.isWorkerRunning() ? 'ok' : 'unavailable: worker is not polling';
+    const ready = Object.values(checks).every((c) => c === 'ok');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ready' : 'not ready', checks };
+  });
+  return router;
+}

@@ -1,0 +1,85 @@
+import Router, { type RouterMiddleware } from '@koa/router';
+import { z } from 'zod';
+import type { Config } from '../../core/config';
+import { isUuid } from '../../core/ids';
+import type { DataSource } from 'typeorm';
+import { findRun, listRuns } from '../../db/run-queries';
+import { notFound } from '../api-error';
+import { readIdempotencyKey, type StoredResponse } from '../idempotency';
+import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
+import { principalOf } from '../middleware/auth';
+import { toRunItem } from '../run-item';
+import type { createRunService } from '../run-service';
+import { createRunSchema, followupSchema } from '../schemas/run-schemas';
+import { validate } from '../validate';
+
+export interface RunsRoutesDeps {
+  config: Config;
+  dataSource: DataSource;
+  runService: ReturnType<typeof createRunService>;
+}
+
+const emptyBodySchema = z.strictObject({});
+
+function send(
+  ctx: { status: number; body: unknown; set(name: string, value: string): void },
+  response: StoredResponse,
+): void {
+  ctx.status = response.status;
+  for (const [name, value] of Object.entries(response.headers)) ctx.set(name, value);
+  ctx.body = response.body;
+}
+
+/** The five run endpoints of the wire contract (plus the older `POST /agent/run`). */
+export function createRunsRouter({ config, dataSource, runService }: RunsRoutesDeps): Router {
+  const router = new Router();
+
+  const create: RouterMiddleware = async (ctx) => {
+    const body = validate(createRunSchema, ctx.state.body);
+    const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
+    send(ctx, await runService.createRun(principalOf(ctx.state), body, key));
+  };
+  router.post('/agent/runs', create);
+  router.post('/agent/run', create);
+
+  router.get('/agent/runs', async (ctx) => {
+    const query = parseListRunsQuery(ctx.query);
+    const { runs, hasMore } = await listRuns(dataSource.manager, { teamId: principalOf(ctx.state).teamId, ...query });
+    const last = runs[runs.length - 1];
+    const sortValue = (run: NonNullable<typeof last>) =>
+      query.sortBy === 'title'
+        ? run.title
+        : (query.sortBy === 'created_at' ? run.createdAt : run.updatedAt).toISOString();
+    ctx.body = {
+      runs: runs.map((run) => toRunItem(run, config.publicUrl)),
+      page_info: {
+        has_next_page: hasMore,
+        ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
+      },
+    };
+  });
+
+  router.get('/agent/runs/:runId', async (ctx) => {
+    const runId = ctx.params.runId!;
+    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
+    if (!run) throw notFound(`No run ${runId}.`);
+    ctx.body = toRunItem(run, config.publicUrl);
+  });
+
+  router.post('/agent/runs/:runId/followups', async (ctx) => {
+    const body = validate(followupSchema, ctx.state.body);
+    const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
+    send(ctx, await runService.sendFollowup(principalOf(ctx.state), ctx.params.runId!, body, key));
+  });
+
+  router.post('/agent/runs/:runId/cancel', async (ctx) => {
+    validate(emptyBodySchema, ctx.state.body);
+    const runId = ctx.params.runId!;
+    await runService.cancelRun(principalOf(ctx.state), runId);
+    ctx.status = 200;
+    ctx.body = JSON.stringify(runId);
+    ctx.type = 'application/json; charset=utf-8';
+  });
+
+  return router;
+}

@@ -1,0 +1,77 @@
+import { isTerminal } from '../core/run-state';
+import type { Run } from '../db/entities/run';
+
+/** `RunItem` as the wire contract and the official clients define it. */
+export interface RunItem {
+  run_id: string;
+  task_id: string;
+  title: string;
+  prompt: string;
+  state: string;
+  created_at: string;
+  updated_at: string;
+  started_at?: string;
+  session_id?: string;
+  session_link?: string;
+  conversation_id: string;
+  agent_config: Run['config'];
+  agent_skill?: NonNullable<Run['agentSkill']>;
+  status_message?: NonNullable<Run['statusMessage']>;
+  creator: { uid: string; display_name: string; type: Run['creatorType'] };
+  source: string;
+  metadata: Record<string, string>;
+  run_time?: string;
+  request_usage: { total_tokens: number; inference_cost_usd?: number };
+  artifacts: unknown[];
+  parent_run_id?: string;
+  is_run_type_cancellable: boolean;
+}
+
+/** ISO 8601 duration with millisecond precision, e.g. PT2M30.5S. */
+export function isoDuration(ms: number): string {
+  const totalSeconds = Math.max(0, ms) / 1000;
+  const hours = Math.floor(totalSeconds / 3600);
+  const minutes = Math.floor((totalSeconds % 3600) / 60);
+  const seconds = Math.round((totalSeconds % 60) * 1000) / 1000;
+  return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
+}
+
+export function sessionLink(publicUrl: string, sessionId: string): string {
+  return `${publicUrl}/sessions/${sessionId}`;
+}
+
+export function toRunItem(run: Run, publicUrl: string, now: Date = new Date()): RunItem {
+  const started = run.startedAt !== null;
+  const item: RunItem = {
+    run_id: run.runId,
+    task_id: run.runId,
+    title: run.title,
+    prompt: run.prompt,
+    state: run.state,
+    created_at: run.createdAt.toISOString(),
+    updated_at: run.updatedAt.toISOString(),
+    conversation_id: run.conversationId,
+    agent_config: run.config,
+    creator: { uid: run.creatorUid, display_name: run.creatorDisplayName, type: run.creatorType },
+    source: run.source,
+    metadata: run.metadata,
+    request_usage: { total_tokens: Number(run.totalTokens) },
+    artifacts: [],
+    is_run_type_cancellable: !isTerminal(run.state),
+  };
+  if (run.startedAt) {
+    item.started_at = run.startedAt.toISOString();
+    const end = isTerminal(run.state) && run.endedAt ? run.endedAt : now;
+    item.run_time = isoDuration(end.getTime() - run.startedAt.getTime());
+  }
+  // The transcript page exists from the start; the link is advertised once the agent started.
+  if (started || run.state === 'SUCCEEDED') {
+    item.session_id = run.sessionId;
+    item.session_link = sessionLink(publicUrl, run.sessionId);
+  }
+  if (run.agentSkill) item.agent_skill = run.agentSkill;
+  if (run.statusMessage) item.status_message = run.statusMessage;
+  if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
+  if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  return item;
+}

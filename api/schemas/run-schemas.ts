@@ -1,0 +1,110 @@
+import { z } from 'zod';
+
+/** Request schemas of the runs API, defined once; validation and (later) OpenAPI come from here. */
+
+export const MAX_PROMPT_CHARS = 100_000;
+export const MAX_TITLE_CHARS = 200;
+
+const SKILL_SPEC_RE = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|(?:[A-Za-z0-9_.-]+\/)*SKILL\.md)$/;
+export const skillSpecSchema = z
+  .string()
+  .regex(SKILL_SPEC_RE, 'must be `owner/repo:skill-name` or `owner/repo:path/to/SKILL.md`');
+
+const stringMap = z.record(z.string().max(1024), z.string().max(8192));
+
+export const mcpServerSchema = z
+  .strictObject({
+    command: z.string().min(1).max(4096).optional(),
+    args: z.array(z.string().max(8192)).max(100).optional(),
+    env: stringMap.optional(),
+    url: z.url().max(4096).optional(),
+    headers: stringMap.optional(),
+  })
+  .superRefine((server, ctx) => {
+    const hasCommand = server.command !== undefined;
+    const hasUrl = server.url !== undefined;
+    if (hasCommand === hasUrl) {
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of `command` (stdio) or `url` (HTTP)' });
+    }
+    if (hasUrl && (server.args !== undefined || server.env !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: '`args` and `env` go with `command`, not with `url`' });
+    }
+    if (hasCommand && server.headers !== undefined) {
+      ctx.addIssue({ code: 'custom', message: '`headers` go with `url`, not with `command`' });
+    }
+  });
+
+export const agentConfigSchema = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  model_id: z
+    .string()
+    .max(200)
+    .regex(/^[a-z0-9-]+\/\S+$/, 'must be `<provider>/<model>`, e.g. `openai/gpt-4o`')
+    .optional(),
+  base_prompt: z.string().max(MAX_PROMPT_CHARS).optional(),
+  environment_id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an environment uid')
+    .optional(),
+  skill_spec: skillSpecSchema.optional(),
+  mcp_servers: z
+    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are 1-64 of [A-Za-z0-9_-]'), mcpServerSchema)
+    .refine((m) => Object.keys(m).length <= 20, 'at most 20 MCP servers')
+    .optional(),
+  idle_timeout_minutes: z.number().int().min(0).max(1440).optional(),
+  computer_use_enabled: z.boolean().optional(),
+});
+
+const METADATA_KEY_RE = /^[a-zA-Z0-9._-]{1,64}$/;
+
+export const metadataSchema = z.record(z.string(), z.string()).superRefine((metadata, ctx) => {
+  const keys = Object.keys(metadata);
+  if (keys.length > 20) ctx.addIssue({ code: 'custom', message: `at most 20 keys (got ${keys.length})` });
+  for (const key of keys) {
+    if (!METADATA_KEY_RE.test(key)) {
+      ctx.addIssue({ code: 'custom', path: [key], message: 'keys must match [a-zA-Z0-9._-]{1,64}' });
+    }
+    const value = metadata[key]!;
+    if (Buffer.byteLength(value, 'utf8') > 256) {
+      ctx.addIssue({ code: 'custom', path: [key], message: 'values are at most 256 bytes' });
+    }
+    if (value.includes('\u0000')) ctx.addIssue({ code: 'custom', path: [key], message: 'values may not contain NUL' });
+  }
+});
+
+const idSchema = z.string().min(1).max(128);
+
+export const createRunSchema = z
+  .strictObject({
+    prompt: z.string().max(MAX_PROMPT_CHARS).optional(),
+    title: z.string().max(MAX_TITLE_CHARS).optional(),
+    config: agentConfigSchema.optional(),
+    skill: skillSpecSchema.optional(),
+    metadata: metadataSchema.optional(),
+    conversation_id: idSchema.optional(),
+    parent_run_id: idSchema.optional(),
+    agent_identity_uid: idSchema.optional(),
+    /** Sent by the official clients; every run here is already visible to the caller's team. */
+    team: z.boolean().optional(),
+  })
+  .superRefine((body, ctx) => {
+    const skill = body.skill ?? body.config?.skill_spec;
+    if ((body.prompt === undefined || body.prompt.trim() === '') && !skill) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['prompt'],
+        message: 'required (a non-empty prompt, unless a skill is given)',
+      });
+    }
+  });
+
+export type CreateRunRequest = z.infer<typeof createRunSchema>;
+
+export const FOLLOWUP_MODES = ['normal', 'plan', 'orchestrate'] as const;
+
+export const followupSchema = z.strictObject({
+  message: z.string().min(1).max(MAX_PROMPT_CHARS),
+  mode: z.enum(FOLLOWUP_MODES).optional(),
+});
+
+export type FollowupRequest = z.infer<typeof followupSchema>;

@@ -1,0 +1,32 @@
+import type { ErrorCode } from './error-codes';
+
+/** `MCPServerConfig`: `command` (+ `args`, `env`) for stdio, or `url` (+ `headers`) for HTTP; exactly one. */
+export interface McpServerConfig {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+/** `AmbientAgentConfig` as stored on a run: the request's config with defaults filled in. */
+export interface ResolvedAgentConfig {
+  name?: string;
+  model_id: string;
+  base_prompt?: string;
+  environment_id?: string;
+  skill_spec?: string;
+  mcp_servers?: Record<string, McpServerConfig>;
+  idle_timeout_minutes: number;
+  computer_use_enabled?: boolean;
+}
+
+export interface RunStatusMessage {
+  message: string;
+  error_code?: ErrorCode;
+  retryable?: boolean;
+}
+
+export type AgentSkillInfo =
+  | { name: string; description?: string; full_path: string }
+  | { name?: string; description?: string; bundled_skill_id: string };

@@ -1,0 +1,127 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { newUuidV7 } from '../core/ids';
+import type { ApiKey, ApiKeyKind } from './entities/api-key';
+import type { PrincipalType } from './entities/principal';
+
+const KEY_PREFIX = 'ark';
+
+export interface AuthenticatedPrincipal {
+  uid: string;
+  type: PrincipalType;
+  displayName: string;
+  teamId: string;
+  keyId: string;
+}
+
+export interface CreatedKey {
+  id: string;
+  rawKey: string;
+  prefix: string;
+  principalUid: string;
+  teamId: string;
+}
+
+export function hashKey(rawKey: string): string {
+  return createHash('sha256').update(rawKey).digest('hex');
+}
+
+/** Keys look like `ark_<8-char public prefix>_<secret>`; the prefix alone is safe to log. */
+export function generateRawKey(): { rawKey: string; prefix: string } {
+  const prefix = randomBytes(6).toString('base64url');
+  const secret = randomBytes(32).toString('base64url');
+  return { rawKey: `${KEY_PREFIX}_${prefix}_${secret}`, prefix: `${KEY_PREFIX}_${prefix}` };
+}
+
+export function looksLikeKey(value: string): boolean {
+  return /^ark_[A-Za-z0-9_-]{8}_[A-Za-z0-9_-]{43}$/.test(value);
+}
+
+/** Creates a key; the team and the principal (user or agent identity) are created when first named. */
+export async function createApiKey(
+  dataSource: DataSource,
+  input: { kind: ApiKeyKind; name: string; team: string },
+): Promise<CreatedKey> {
+  const principalType: PrincipalType = input.kind === 'personal' ? 'user' : 'service_account';
+  return dataSource.transaction(async (tx) => {
+    await tx.query(`INSERT INTO teams (id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
+      newUuidV7(),
+      input.team,
+    ]);
+    const [team] = (await tx.query(`SELECT id FROM teams WHERE name = $1`, [input.team])) as { id: string }[];
+    const uidPrefix = principalType === 'user' ? 'usr' : 'sa';
+    await tx.query(
+      `INSERT INTO principals (uid, team_id, type, display_name) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (team_id, type, display_name) DO NOTHING`,
+      [`${uidPrefix}_${randomBytes(12).toString('base64url')}`, team!.id, principalType, input.name],
+    );
+    const [principal] = (await tx.query(
+      `SELECT uid FROM principals WHERE team_id = $1 AND type = $2 AND display_name = $3`,
+      [team!.id, principalType, input.name],
+    )) as { uid: string }[];
+    const { rawKey, prefix } = generateRawKey();
+    const id = newUuidV7();
+    await tx.query(
+      `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [id, principal!.uid, team!.id, input.kind, input.name, prefix, hashKey(rawKey)],
+    );
+    return { id, rawKey, prefix, principalUid: principal!.uid, teamId: team!.id };
+  });
+}
+
+export interface ListedKey {
+  id: string;
+  kind: ApiKeyKind;
+  name: string;
+  prefix: string;
+  team: string;
+  principalUid: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export async function listApiKeys(dataSource: DataSource): Promise<ListedKey[]> {
+  const rows = (await dataSource.query(
+    `SELECT k.id, k.kind, k.name, k.prefix, t.name AS team, k.principal_uid, k.created_at, k.revoked_at
+       FROM api_keys k JOIN teams t ON t.id = k.team_id ORDER BY k.created_at`,
+  )) as (Omit<ApiKey, 'principalUid' | 'createdAt' | 'revokedAt'> & {
+    team: string;
+    principal_uid: string;
+    created_at: Date;
+    revoked_at: Date | null;
+  })[];
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    prefix: r.prefix,
+    team: r.team,
+    principalUid: r.principal_uid,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
+}
+
+/** Revokes by key id or public prefix; returns false when no active key matched. */
+export async function revokeApiKey(dataSource: DataSource, idOrPrefix: string): Promise<boolean> {
+  const column = /^[0-9a-f-]{36}$/.test(idOrPrefix) ? 'id::text' : 'prefix';
+  const result = (await dataSource.query(
+    `UPDATE api_keys SET revoked_at = now() WHERE ${column} = $1 AND revoked_at IS NULL RETURNING id`,
+    [idOrPrefix],
+  )) as [unknown[], number];
+  return result[1] > 0;
+}
+
+export async function authenticateKey(dataSource: DataSource, rawKey: string): Promise<AuthenticatedPrincipal | null> {
+  if (!looksLikeKey(rawKey)) return null;
+  const rows = (await dataSource.query(
+    `SELECT k.id AS key_id, p.uid, p.type, p.display_name, p.team_id
+       FROM api_keys k JOIN principals p ON p.uid = k.principal_uid
+      WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`,
+    [hashKey(rawKey)],
+  )) as { key_id: string; uid: string; type: PrincipalType; display_name: string; team_id: string }[];
+  const row = rows[0];
+  if (!row) return null;
+  return { uid: row.uid, type: row.type, displayName: row.display_name, teamId: row.team_id, keyId: row.key_id };
+}

@@ -1,0 +1,50 @@
+import { DataSource } from 'typeorm';
+import { ApiKeyEntity } from './entities/api-key';
+import { FollowupEntity } from './entities/followup';
+import { IdempotencyRecordEntity } from './entities/idempotency-record';
+import { PrincipalEntity } from './entities/principal';
+import { RunEntity } from './entities/run';
+import { RunEventEntity } from './entities/run-event';
+import { TeamEntity } from './entities/team';
+import { InitialSchema1763780000000 } from './migrations/1763780000000-initial-schema';
+
+export const ENTITIES = [
+  TeamEntity,
+  PrincipalEntity,
+  ApiKeyEntity,
+  RunEntity,
+  FollowupEntity,
+  RunEventEntity,
+  IdempotencyRecordEntity,
+];
+
+export const MIGRATIONS = [InitialSchema1763780000000];
+
+/** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
+export function createDataSource(databaseUrl: string, options: { poolSize?: number } = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    synchronize: false,
+    migrationsRun: false,
+    migrationsTransactionMode: 'each',
+    extra: { max: options.poolSize ?? 10 },
+  });
+}
+
+/** Applies pending migrations; safe to run concurrently from several processes. */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  // An advisory lock keeps two processes starting at once from racing on the same migration.
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock(727274)');
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((m) => m.name);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock(727274)').catch(() => undefined);
+    await runner.release();
+  }
+}

@@ -1,0 +1,71 @@
+import { EntitySchema } from 'typeorm';
+import type { RunState } from '../../core/run-state';
+import type { AgentSkillInfo, ResolvedAgentConfig, RunStatusMessage } from '../../core/run-types';
+
+export interface Run {
+  runId: string;
+  teamId: string;
+  creatorUid: string;
+  creatorType: 'user' | 'service_account';
+  creatorDisplayName: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  turn: number;
+  config: ResolvedAgentConfig;
+  name: string | null;
+  modelId: string;
+  environmentId: string | null;
+  skillSpec: string | null;
+  source: string;
+  metadata: Record<string, string>;
+  conversationId: string;
+  parentRunId: string | null;
+  sessionId: string;
+  statusMessage: RunStatusMessage | null;
+  agentSkill: AgentSkillInfo | null;
+  totalTokens: string;
+  inferenceCostUsd: string | null;
+  cancelRequestedAt: Date | null;
+  cancelRequestedBy: string | null;
+  startedAt: Date | null;
+  endedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const RunEntity = new EntitySchema<Run>({
+  name: 'Run',
+  tableName: 'runs',
+  columns: {
+    runId: { name: 'run_id', type: 'uuid', primary: true },
+    teamId: { name: 'team_id', type: 'uuid' },
+    creatorUid: { name: 'creator_uid', type: 'text' },
+    creatorType: { name: 'creator_type', type: 'text' },
+    creatorDisplayName: { name: 'creator_display_name', type: 'text' },
+    title: { type: 'text' },
+    prompt: { type: 'text' },
+    state: { type: 'text' },
+    turn: { type: 'integer' },
+    config: { type: 'jsonb' },
+    name: { type: 'text', nullable: true },
+    modelId: { name: 'model_id', type: 'text' },
+    environmentId: { name: 'environment_id', type: 'text', nullable: true },
+    skillSpec: { name: 'skill_spec', type: 'text', nullable: true },
+    source: { type: 'text' },
+    metadata: { type: 'jsonb' },
+    conversationId: { name: 'conversation_id', type: 'text' },
+    parentRunId: { name: 'parent_run_id', type: 'uuid', nullable: true },
+    sessionId: { name: 'session_id', type: 'text', unique: true },
+    statusMessage: { name: 'status_message', type: 'jsonb', nullable: true },
+    agentSkill: { name: 'agent_skill', type: 'jsonb', nullable: true },
+    totalTokens: { name: 'total_tokens', type: 'bigint' },
+    inferenceCostUsd: { name: 'inference_cost_usd', type: 'numeric', nullable: true },
+    cancelRequestedAt: { name: 'cancel_requested_at', type: 'timestamptz', precision: 3, nullable: true },
+    cancelRequestedBy: { name: 'cancel_requested_by', type: 'text', nullable: true },
+    startedAt: { name: 'started_at', type: 'timestamptz', precision: 3, nullable: true },
+    endedAt: { name: 'ended_at', type: 'timestamptz', precision: 3, nullable: true },
+    createdAt: { name: 'created_at', type: 'timestamptz', precision: 3 },
+    updatedAt: { name: 'updated_at', type: 'timestamptz', precision: 3 },
+  },
+});

@@ -1,0 +1,53 @@
+import type { EntityManager } from 'typeorm';
+import type { RunEventKind, RunEventPayloads } from '../core/run-events';
+
+/** Appends a transcript entry once: a second write with the same key is a no-op. Returns whether it wrote. */
+export async function appendRunEvent<K extends RunEventKind>(
+  manager: EntityManager,
+  event: { runId: string; eventKey: string; kind: K; turn: number; payload: RunEventPayloads[K] },
+): Promise<boolean> {
+  const rows = (await manager.query(
+    `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
+     VALUES ($1, $2, $3, $4, $5::jsonb)
+     ON CONFLICT (run_id, event_key) DO NOTHING RETURNING id`,
+    [event.runId, event.eventKey, event.kind, event.turn, JSON.stringify(event.payload)],
+  )) as unknown[];
+  return rows.length > 0;
+}
+
+export interface StoredRunEvent {
+  id: string;
+  eventKey: string;
+  kind: RunEventKind;
+  turn: number;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+}
+
+export async function loadRunEvents(
+  manager: EntityManager,
+  runId: string,
+  kinds?: readonly RunEventKind[],
+): Promise<StoredRunEvent[]> {
+  const rows = (await manager.query(
+    `SELECT id, event_key, kind, turn, payload, created_at FROM run_events
+      WHERE run_id = $1 AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
+      ORDER BY id`,
+    [runId, kinds ?? null],
+  )) as {
+    id: string;
+    event_key: string;
+    kind: RunEventKind;
+    turn: number;
+    payload: Record<string, unknown>;
+    created_at: Date;
+  }[];
+  return rows.map((r) => ({
+    id: r.id,
+    eventKey: r.event_key,
+    kind: r.kind,
+    turn: r.turn,
+    payload: r.payload,
+    createdAt: r.created_at,
+  }));
+}

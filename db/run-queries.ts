@@ -1,0 +1,135 @@
+import type { EntityManager } from 'typeorm';
+import type { RunState } from '../core/run-state';
+import type { Run } from './entities/run';
+
+export type RunSortField = 'updated_at' | 'created_at' | 'title';
+export type SortOrder = 'asc' | 'desc';
+
+export interface RunFilters {
+  states?: string[];
+  name?: string;
+  modelId?: string;
+  creator?: string;
+  source?: string;
+  /** null selects runs without an environment. */
+  environmentId?: string | null;
+  skillSpec?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  updatedAfter?: Date;
+  q?: string;
+  metadata?: Record<string, string>;
+  /** Filters the service knows but no run here can match (scheduled runs, artifacts). */
+  matchesNothing?: boolean;
+}
+
+export interface RunPageRequest {
+  teamId: string;
+  filters: RunFilters;
+  sortBy: RunSortField;
+  sortOrder: SortOrder;
+  limit: number;
+  after?: { value: string; runId: string };
+}
+
+const SORT_SQL: Record<RunSortField, string> = {
+  updated_at: 'r.updated_at',
+  created_at: 'r.created_at',
+  title: 'r.title COLLATE "C"',
+};
+
+/** One page of a team's runs, in keyset order; fetches one extra row to tell whether more follow. */
+export async function listRuns(
+  manager: EntityManager,
+  page: RunPageRequest,
+): Promise<{ runs: Run[]; hasMore: boolean }> {
+  const where: string[] = ['r.team_id = $1'];
+  const params: unknown[] = [page.teamId];
+  const add = (sql: (p: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(sql(`$${params.length}`));
+  };
+  const f = page.filters;
+  if (f.matchesNothing) where.push('false');
+  if (f.states?.length) add((p) => `r.state = ANY(${p}::text[])`, f.states);
+  if (f.name !== undefined) add((p) => `r.name = ${p}`, f.name);
+  if (f.modelId !== undefined) add((p) => `r.model_id = ${p}`, f.modelId);
+  if (f.creator !== undefined) add((p) => `r.creator_uid = ${p}`, f.creator);
+  if (f.source !== undefined) add((p) => `r.source = ${p}`, f.source);
+  if (f.environmentId === null) where.push('r.environment_id IS NULL');
+  else if (f.environmentId !== undefined) add((p) => `r.environment_id = ${p}`, f.environmentId);
+  if (f.skillSpec !== undefined) add((p) => `r.skill_spec = ${p}`, f.skillSpec);
+  if (f.createdAfter) add((p) => `r.created_at > ${p}`, f.createdAfter);
+  if (f.createdBefore) add((p) => `r.created_at < ${p}`, f.createdBefore);
+  if (f.updatedAfter) add((p) => `r.updated_at > ${p}`, f.updatedAfter);
+  if (f.q !== undefined) {
+    const pattern = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    add((p) => `(r.title ILIKE ${p} OR r.prompt ILIKE ${p} OR COALESCE(r.skill_spec, '') ILIKE ${p})`, pattern);
+  }
+  if (f.metadata && Object.keys(f.metadata).length) add((p) => `r.metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
+
+  const sortExpr = SORT_SQL[page.sortBy];
+  const dir = page.sortOrder === 'asc' ? 'ASC' : 'DESC';
+  if (page.after) {
+    const cmp = page.sortOrder === 'asc' ? '>' : '<';
+    const cast = page.sortBy === 'title' ? '::text COLLATE "C"' : '::timestamptz';
+    params.push(page.after.value, page.after.runId);
+    where.push(`(${sortExpr}, r.run_id) ${cmp} ($${params.length - 1}${cast}, $${params.length}::uuid)`);
+  }
+  params.push(page.limit + 1);
+  const sql = `SELECT r.* FROM runs r WHERE ${where.join(' AND ')} ORDER BY ${sortExpr} ${dir}, r.run_id ${dir} LIMIT $${params.length}`;
+  const raw = (await manager.query(sql, params)) as Record<string, unknown>[];
+  const runs = raw.map(rowToRun);
+  return { runs: runs.slice(0, page.limit), hasMore: runs.length > page.limit };
+}
+
+export async function findRun(manager: EntityManager, runId: string, teamId?: string): Promise<Run | null> {
+  const rows = (await manager.query(
+    `SELECT r.* FROM runs r WHERE r.run_id = $1 AND ($2::uuid IS NULL OR r.team_id = $2::uuid)`,
+    [runId, teamId ?? null],
+  )) as Record<string, unknown>[];
+  return rows[0] ? rowToRun(rows[0]) : null;
+}
+
+export async function findRunBySession(manager: EntityManager, sessionId: string): Promise<Run | null> {
+  const rows = (await manager.query(`SELECT r.* FROM runs r WHERE r.session_id = $1`, [sessionId])) as Record<
+    string,
+    unknown
+  >[];
+  return rows[0] ? rowToRun(rows[0]) : null;
+}
+
+/** Maps a raw `runs` row (snake_case) to the entity shape. */
+export function rowToRun(row: Record<string, unknown>): Run {
+  return {
+    runId: row.run_id as string,
+    teamId: row.team_id as string,
+    creatorUid: row.creator_uid as string,
+    creatorType: row.creator_type as Run['creatorType'],
+    creatorDisplayName: row.creator_display_name as string,
+    title: row.title as string,
+    prompt: row.prompt as string,
+    state: row.state as RunState,
+    turn: row.turn as number,
+    config: row.config as Run['config'],
+    name: (row.name as string | null) ?? null,
+    modelId: row.model_id as string,
+    environmentId: (row.environment_id as string | null) ?? null,
+    skillSpec: (row.skill_spec as string | null) ?? null,
+    source: row.source as string,
+    metadata: (row.metadata as Record<string, string>) ?? {},
+    conversationId: row.conversation_id as string,
+    parentRunId: (row.parent_run_id as string | null) ?? null,
+    sessionId: row.session_id as string,
+    statusMessage: (row.status_message as Run['statusMessage']) ?? null,
+    agentSkill: (row.agent_skill as Run['agentSkill']) ?? null,
+    totalTokens: String(row.total_tokens ?? '0'),
+    inferenceCostUsd: (row.inference_cost_usd as string | null) ?? null,
+    cancelRequestedAt: (row.cancel_requested_at as Date | null) ?? null,
+    cancelRequestedBy: (row.cancel_requested_by as string | null) ?? null,
+    startedAt: (row.started_at as Date | null) ?? null,
+    endedAt: (row.ended_at as Date | null) ?? null,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+  };
+}

@@ -1,0 +1,101 @@
+import type { EntityManager } from 'typeorm';
+import type { RunState } from '../core/run-state';
+import type { RunStatusMessage } from '../core/run-types';
+import { appendRunEvent } from './run-events';
+
+/** SQL rank of a state within a turn; mirrors `stateRank` in core/run-state. */
+const RANK = (col: string) => `(CASE ${col} WHEN 'QUEUED' THEN 0 WHEN 'INPROGRESS' THEN 1 ELSE 2 END)`;
+const BUMP_UPDATED_AT = `updated_at = GREATEST(clock_timestamp(), updated_at + interval '1 millisecond')`;
+
+/** Serialises writers of one run; also taken by the API around creating a run and its workflow. */
+export async function lockRunCreation(manager: EntityManager, runId: string): Promise<void> {
+  await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [runId]);
+}
+
+export interface LockedRun {
+  state: RunState;
+  turn: number;
+  pendingFollowups: number;
+}
+
+/** Locks the run row for the rest of the transaction; null when it does not exist. */
+export async function lockRun(manager: EntityManager, runId: string): Promise<LockedRun | null> {
+  const rows = (await manager.query(
+    `SELECT state, turn,
+            (SELECT count(*)::int FROM followups f WHERE f.run_id = r.run_id AND f.delivered_at IS NULL) AS pending
+       FROM runs r WHERE run_id = $1 FOR UPDATE`,
+    [runId],
+  )) as { state: RunState; turn: number; pending: number }[];
+  const row = rows[0];
+  return row ? { state: row.state, turn: row.turn, pendingFollowups: row.pending } : null;
+}
+
+/** Moves a run in a terminal state back to QUEUED in a new turn. Caller holds the row lock. */
+export async function reopenRun(manager: EntityManager, runId: string, currentTurn: number): Promise<number> {
+  const turn = currentTurn + 1;
+  await manager.query(
+    `UPDATE runs SET state = 'QUEUED', turn = $2, status_message = NULL, ended_at = NULL,
+            cancel_requested_at = NULL, cancel_requested_by = NULL, ${BUMP_UPDATED_AT}
+      WHERE run_id = $1`,
+    [runId, turn],
+  );
+  await appendRunEvent(manager, {
+    runId,
+    eventKey: `state-t${turn}-QUEUED`,
+    kind: 'state',
+    turn,
+    payload: { state: 'QUEUED' },
+  });
+  return turn;
+}
+
+/** Moves a run forward within its turn; a stale or repeated write changes nothing. */
+export async function applyTransition(
+  manager: EntityManager,
+  input: { runId: string; turn: number; state: RunState; statusMessage?: RunStatusMessage },
+): Promise<boolean> {
+  const result = (await manager.query(
+    `UPDATE runs SET state = $3::text, status_message = $4::jsonb, ${BUMP_UPDATED_AT},
+            started_at = CASE WHEN $3::text = 'INPROGRESS' THEN COALESCE(started_at, clock_timestamp()) ELSE started_at END,
+            ended_at = CASE WHEN ${RANK('$3::text')} = 2 THEN clock_timestamp() ELSE ended_at END
+      WHERE run_id = $1 AND turn = $2 AND ${RANK('state')} < ${RANK('$3::text')}
+      RETURNING run_id`,
+    [input.runId, input.turn, input.state, input.statusMessage ? JSON.stringify(input.statusMessage) : null],
+  )) as [unknown[], number];
+  const applied = result[1] > 0;
+  if (applied) {
+    await appendRunEvent(manager, {
+      runId: input.runId,
+      eventKey: `state-t${input.turn}-${input.state}`,
+      kind: 'state',
+      turn: input.turn,
+      payload: input.statusMessage
+        ? { state: input.state, status_message: input.statusMessage }
+        : { state: input.state },
+    });
+  }
+  return applied;
+}
+
+/** Records CANCELLED for a run that has not reached a terminal state. */
+export async function applyCancellation(manager: EntityManager, runId: string): Promise<boolean> {
+  const rows = (await manager.query(
+    `UPDATE runs SET state = 'CANCELLED', ${BUMP_UPDATED_AT}, ended_at = clock_timestamp(),
+            status_message = jsonb_build_object(
+              'message', 'Run cancelled by ' || COALESCE(cancel_requested_by, 'an operator (workflow cancelled in Temporal)') || '.',
+              'retryable', false)
+      WHERE run_id = $1 AND state IN ('QUEUED', 'INPROGRESS')
+      RETURNING turn, status_message`,
+    [runId],
+  )) as [{ turn: number; status_message: RunStatusMessage }[], number];
+  const row = rows[0][0];
+  if (!row) return false;
+  await appendRunEvent(manager, {
+    runId,
+    eventKey: `state-t${row.turn}-CANCELLED`,
+    kind: 'state',
+    turn: row.turn,
+    payload: { state: 'CANCELLED', status_message: row.status_message },
+  });
+  return true;
+}

@@ -1,0 +1,20 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../db/data-source';
+
+export async function openDataSource(databaseUrl: string, poolSize?: number): Promise<DataSource> {
+  return createDataSource(databaseUrl, { poolSize }).initialize();
+}
+
+export async function connectTemporalClient(
+  address: string,
+  namespace: string,
+): Promise<{ connection: Connection; client: Client }> {
+  const connection = await Connection.connect({ address });
+  return { connection, client: new Client({ connection, namespace }) };
+}
+
+export function connectWorkerConnection(address: string): Promise<NativeConnection> {
+  return NativeConnection.connect({ address });
+}

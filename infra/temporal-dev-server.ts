@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/run-contract';
+import type { TemporalCliSource } from './temporal-cli';
+
+export interface DevServerOptions {
+  source: TemporalCliSource;
+  namespace: string;
+  port: number;
+  uiPort: number;
+  /** SQLite file that keeps workflows across restarts; in memory when absent. */
+  dbFile?: string;
+  logFile: string;
+  ui?: boolean;
+}
+
+export interface RunningDevServer {
+  address: string;
+  uiUrl?: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` with the project's search attributes and waits until it answers. */
+export async function startTemporalDevServer(options: DevServerOptions): Promise<RunningDevServer> {
+  const address = `127.0.0.1:${options.port}`;
+  const ui = options.ui ?? true;
+  const uiUrl = ui ? `http://localhost:${options.uiPort}` : undefined;
+  if (options.source.kind === 'sdk-download') {
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'cached-download', downloadDir: options.source.downloadDir },
+        namespace: options.namespace,
+        ip: '127.0.0.1',
+        port: options.port,
+        ui,
+        uiPort: ui ? options.uiPort : undefined,
+        dbFilename: options.dbFile,
+        searchAttributes: SEARCH_ATTRIBUTE_KEYS,
+      },
+    });
+    return { address, uiUrl, stop: () => env.teardown() };
+  }
+
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'warn',
+    ...(ui ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+  ];
+  const log = createWriteStream(options.logFile, { flags: 'a' });
+  const child = spawn(options.source.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  let exited: string | undefined;
+  child.once('exit', (code, signal) => {
+    exited = `exited with ${signal ?? code}`;
+  });
+  await waitForTemporal(address, options.namespace, () => exited, options.logFile);
+  return { address, uiUrl, stop: () => stopChild(child) };
+}
+
+async function waitForTemporal(
+  address: string,
+  namespace: string,
+  exited: () => string | undefined,
+  logFile: string,
+): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const gone = exited();
+    if (gone) throw new Error(`Temporal dev server ${gone}; see ${logFile}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`Temporal dev server did not become ready at ${address}: ${String(err)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+export function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

@@ -1,0 +1,1 @@
+export { agentRunWorkflow } from './run-workflow';

@@ -1,0 +1,63 @@
+/**
+ * The contract of the agent-run workflow: its type name, input, signals, queries, search
+ * attributes and failure types. The API, the workflow and the worker all import this module;
+ * nothing refers to these by string literal elsewhere.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RunState } from '../core/run-state';
+
+export const RUN_WORKFLOW_TYPE = 'agentRunWorkflow';
+
+export function runWorkflowId(runId: string): string {
+  return `agent-run-${runId}`;
+}
+
+/** Knobs the API passes to every execution; kept small because it lands in history. */
+export interface RunWorkflowSettings {
+  heartbeatTimeoutSeconds: number;
+  modelRequestTimeoutSeconds: number;
+  modelRetry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
+}
+
+export interface RunWorkflowInput {
+  runId: string;
+  settings: RunWorkflowSettings;
+  /** Set when an execution continues-as-new in the middle of a turn. */
+  resume?: { turn: number; step: number };
+}
+
+/** A follow-up was durably recorded in PostgreSQL with this sequence number. */
+export interface FollowupSignal {
+  seq: number;
+}
+
+export const followupSignal = defineSignal<[FollowupSignal]>('followup');
+
+export const runStateQuery = defineQuery<RunState | 'STARTING'>('runState');
+
+export const searchAttributes = {
+  state: defineSearchAttributeKey('AgentRunState', SearchAttributeType.KEYWORD),
+  name: defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD),
+  model: defineSearchAttributeKey('AgentModel', SearchAttributeType.KEYWORD),
+  creator: defineSearchAttributeKey('AgentCreator', SearchAttributeType.KEYWORD),
+  source: defineSearchAttributeKey('AgentSource', SearchAttributeType.KEYWORD),
+  environment: defineSearchAttributeKey('AgentEnvironment', SearchAttributeType.KEYWORD),
+} as const;
+
+export const SEARCH_ATTRIBUTE_KEYS = Object.values(searchAttributes);
+
+/**
+ * `ApplicationFailure` types raised by activities. User-side failures end the run FAILED with
+ * the error code the failure names; anything else that escapes retries ends it ERROR.
+ */
+export const RunFailureType = {
+  /** The request or the agent's work is at fault; details carry the error code. */
+  USER_FAILURE: 'AgentRunUserFailure',
+  /** The run row does not exist: the API's transaction that started the workflow rolled back. */
+  RUN_NOT_FOUND: 'AgentRunNotFound',
+} as const;
+
+export interface UserFailureDetails {
+  errorCode: 'feature_not_available' | 'invalid_request' | 'environment_setup_failed' | 'resource_not_found';
+}
