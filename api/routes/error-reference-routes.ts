@@ -1,11 +1,16 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
 import { isErrorCode } from '../../core/error-codes';
 import { notFound } from '../api-error';
 import { escapeHtml, page } from '../html';
 
-export const ERROR_REFERENCE_FILE = path.resolve(__dirname, '..', '..', 'docs', 'errors.md');
+/** docs/errors.md at the repository root, from source (api/routes) or compiled code (dist/api/routes). */
+export const ERROR_REFERENCE_FILE =
+  [
+    path.resolve(__dirname, '..', '..', 'docs', 'errors.md'),
+    path.resolve(__dirname, '..', '..', '..', 'docs', 'errors.md'),
+  ].find((f) => existsSync(f)) ?? path.resolve(__dirname, '..', '..', 'docs', 'errors.md');
 
 /** Splits docs/errors.md into its `## <code>` sections. */
 export function errorReferenceSections(markdown: string): Map<string, string> {

@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# One image for the API (default), the worker and the migration:
+#   node dist/api/main.js | node dist/worker/main.js | node dist/bin/migrate.js
+
+# --- build: compile TypeScript to dist/ and prebuild the workflow bundle -------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# package.json's `allowScripts` is read by npm 11; the npm 10 of Node 20 ignores it and runs
+# the install scripts as usual.
+RUN npm ci
+COPY . .
+# tsc to dist/, then dist/workflow-bundle.js, which production workers load.
+RUN npm run build
+
+# --- runtime: production dependencies, dist/ and docs/ ------------------------------------
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# The API serves docs/errors.md as the error reference. Compiled code resolves it relative to
+# dist/ (dist/api/routes/../../docs), so it goes there as well as beside dist/.
+COPY docs ./docs
+COPY docs ./dist/docs
+# AGENT_RUNS_DATA_DIR (./.data) must be writable by the non-root user.
+RUN mkdir -p /app/.data && chown node:node /app/.data
+USER node
+EXPOSE 8080
+CMD ["node", "dist/api/main.js"]

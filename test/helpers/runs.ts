@@ -1,0 +1,56 @@
+import type { TestContext } from './test-context';
+import { waitFor } from './test-context';
+
+export interface RunBody {
+  run_id: string;
+  state: string;
+  [key: string]: unknown;
+}
+
+export const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+export async function createRun(ctx: TestContext, key: string, body: Record<string, unknown>): Promise<string> {
+  const res = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send(body);
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return (res.body as { run_id: string }).run_id;
+}
+
+export async function getRun(ctx: TestContext, key: string, runId: string): Promise<RunBody> {
+  const res = await ctx.api.get(`/api/v1/agent/runs/${runId}`).set(auth(key));
+  if (res.status !== 200) throw new Error(`get failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as RunBody;
+}
+
+/** Polls the run until it is in one of `states`; records every state it was seen in. */
+export async function waitForState(
+  ctx: TestContext,
+  key: string,
+  runId: string,
+  states: string[],
+  seen?: string[],
+  timeoutMs?: number,
+): Promise<RunBody> {
+  return waitFor(
+    async () => {
+      const run = await getRun(ctx, key, runId);
+      if (seen && seen[seen.length - 1] !== run.state) seen.push(run.state);
+      return run;
+    },
+    (run) => states.includes(run.state),
+    `run ${runId} to reach ${states.join('/')}`,
+    timeoutMs,
+  );
+}
+
+/** Transcript entries of a run, in order, straight from PostgreSQL. */
+export async function transcript(
+  ctx: TestContext,
+  runId: string,
+): Promise<{ kind: string; payload: Record<string, unknown> }[]> {
+  return (await ctx.dataSource.query(`SELECT kind, payload FROM run_events WHERE run_id = $1 ORDER BY id`, [
+    runId,
+  ])) as {
+    kind: string;
+    payload: Record<string, unknown>;
+  }[];
+}

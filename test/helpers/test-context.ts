@@ -1,0 +1,151 @@
+import type { Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
+import supertest from 'supertest';
+import type { DataSource } from 'typeorm';
+import { createApp } from '../../api/app';
+import { closeServer, listen } from '../../api/server';
+import { loadConfig, type Config } from '../../core/config';
+import { createLogger } from '../../core/logger';
+import { createApiKey } from '../../db/api-keys';
+import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
+import { createWorker } from '../../worker/create-worker';
+import type { TestStackInfo } from '../stack/test-stack';
+import { ScriptedModelServer } from './scripted-model';
+
+export function testStack(): TestStackInfo {
+  const raw = process.env.AGENT_RUNS_TEST_STACK;
+  if (!raw) throw new Error('AGENT_RUNS_TEST_STACK is not set: run the tests with `npm test` (jest global setup).');
+  return JSON.parse(raw) as TestStackInfo;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(6).toString('hex')}`;
+}
+
+export interface TestContext {
+  config: Config;
+  stack: TestStackInfo;
+  dataSource: DataSource;
+  client: Client;
+  connection: Connection;
+  model: ScriptedModelServer;
+  baseUrl: string;
+  api: ReturnType<typeof supertest>;
+  /** A fresh team with a personal key; returns the raw key and the creator uid. */
+  newTeamKey(
+    kind?: 'personal' | 'agent',
+    team?: string,
+  ): Promise<{ key: string; uid: string; team: string; id: string }>;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Per test file: a worker on its own task queue, the API on a real port, and a scripted
+ * model server, all against the run's shared PostgreSQL and Temporal.
+ */
+let runtimeInstalled = false;
+
+/** Keeps the SDK's own logging to warnings so test output stays readable. */
+function quietTemporalRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+}
+
+export async function createTestContext(
+  options: { env?: Record<string, string>; worker?: boolean } = {},
+): Promise<TestContext> {
+  quietTemporalRuntime();
+  const stack = testStack();
+  const model = new ScriptedModelServer();
+  const modelUrl = await model.start();
+  const config = loadConfig({
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_TASK_QUEUE: uniqueName('test-queue'),
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: modelUrl,
+    AGENT_DEFAULT_MODEL: 'openai/test-model',
+    MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
+    MODEL_RETRY_MAX_INTERVAL_MS: '200',
+    MODEL_RETRY_MAX_ATTEMPTS: '3',
+    ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '5',
+    LOG_LEVEL: 'error',
+    PORT: '0',
+    ...options.env,
+  });
+  const logger = createLogger(config.logLevel, 'test');
+  const dataSource = await openDataSource(stack.databaseUrl, 10);
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
+  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  const server: Server = await listen(app, 0, '127.0.0.1');
+  const port = (server.address() as { port: number }).port;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  config.publicUrl = baseUrl;
+
+  let worker: Worker | undefined;
+  let workerConnection: NativeConnection | undefined;
+  let workerRun: Promise<void> | undefined;
+  const ctx: TestContext = {
+    config,
+    stack,
+    dataSource,
+    client,
+    connection,
+    model,
+    baseUrl,
+    api: supertest(baseUrl),
+    async newTeamKey(kind = 'personal', team = uniqueName('team')) {
+      const name = uniqueName(kind === 'personal' ? 'user' : 'agent');
+      const created = await createApiKey(dataSource, { kind, name, team });
+      return { key: created.rawKey, uid: created.principalUid, team, id: created.id };
+    },
+    async startWorker() {
+      workerConnection = await connectWorkerConnection(stack.temporalAddress);
+      worker = await createWorker({
+        config,
+        dataSource,
+        connection: workerConnection,
+        logger,
+        workflowBundlePath: stack.workflowBundlePath,
+      });
+      workerRun = worker.run();
+    },
+    async stopWorker() {
+      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+      await workerRun;
+      await workerConnection?.close();
+      worker = undefined;
+    },
+    async close() {
+      await ctx.stopWorker();
+      await closeServer(server);
+      await model.stop();
+      await connection.close();
+      await dataSource.destroy();
+    },
+  };
+  if (options.worker ?? true) await ctx.startWorker();
+  return ctx;
+}
+
+/** Polls `read` until `done` holds or the deadline passes; returns the last value. */
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T;
+  for (;;) {
+    last = await read();
+    if (done(last)) return last;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Brings up the one PostgreSQL and the one Temporal dev server of a test run with the same
+ * bootstrap code as `npm start`, bundles the workflow once, prints one JSON line, and keeps
+ * running until stdin closes. Run by the jest global setup as a child process.
+ */
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { loadConfig } from '../../core/config';
+import { runMigrations } from '../../db/data-source';
+import { openDataSource } from '../../infra/connections';
+import { startDependencies } from '../../infra/runtime';
+import { freePort } from '../helpers/free-port';
+
+export interface TestStackInfo {
+  databaseUrl: string;
+  temporalAddress: string;
+  workflowBundlePath: string;
+  dataDir: string;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-test-'));
+  // PostgreSQL runs as the `postgres` user when the tests run as root: it must reach its data dir.
+  chmodSync(dataDir, 0o755);
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+    AGENT_RUNS_DATA_DIR: dataDir,
+    EMBEDDED_POSTGRES_PORT: String(await freePort()),
+    TEMPORAL_DEV_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+  });
+  const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), { temporalUi: false });
+  const dataSource = await openDataSource(deps.databaseUrl, 2);
+  await runMigrations(dataSource);
+  await dataSource.destroy();
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  const workflowBundlePath = path.join(dataDir, 'workflow-bundle.js');
+  writeFileSync(workflowBundlePath, code);
+  const info: TestStackInfo = {
+    databaseUrl: deps.databaseUrl,
+    temporalAddress: deps.temporalAddress,
+    workflowBundlePath,
+    dataDir,
+  };
+  process.stdout.write(`${JSON.stringify(info)}\n`);
+
+  const stop = () => {
+    void deps.stop().finally(() => process.exit(0));
+  };
+  process.stdin.on('end', stop);
+  process.stdin.on('close', stop);
+  process.stdin.resume();
+  process.on('SIGTERM', stop);
+}
+
+const noop = () => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+
+main().catch((err: unknown) => {
+  process.stderr.write(`test stack failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
