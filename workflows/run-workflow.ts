@@ -103,6 +103,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   try {
     let turn: number | null;
     let firstStep = 0;
+    let idleMinutes: number | undefined;
     if (input.resume) {
       turn = input.resume.turn;
       firstStep = input.resume.step;
@@ -114,9 +115,9 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     for (;;) {
       if (turn !== null) await runTurn(turn, firstStep);
       firstStep = 0;
-      const idleMinutes = (await store.loadIdleTimeout({ runId })).idleTimeoutMinutes;
-      const woke = await condition(() => followupPending, idleMinutes * 60_000);
-      if (!woke) return;
+      idleMinutes ??= (await store.loadIdleTimeout({ runId })).idleTimeoutMinutes;
+      const woke = idleMinutes > 0 ? await condition(() => followupPending, idleMinutes * 60_000) : followupPending;
+      if (!woke && !followupPending) return;
       if (workflowInfo().continueAsNewSuggested) {
         await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
       }
@@ -135,6 +136,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
           upsertSearchAttributes([{ key: searchAttributes.state, value: 'CANCELLED' }]);
         }
       });
+      // A follow-up that raced the cancellation continues the run in a fresh execution.
+      if (followupPending) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
       throw err;
     }
     if (
