@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { appendRunEvent, loadRunEvents } from '../db/run-events';
+import { deliverFollowups, lockRun } from '../db/run-store';
 import { RunFailureType, type UserFailureDetails } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 import { ProviderNotConfiguredError, ProviderRejectedError, resolveProvider, type ChatMessage } from './model-provider';
@@ -25,7 +26,10 @@ export function conversationMessages(
   return messages;
 }
 
-/** The agent's work: one model call per step, its reply stored once in the transcript. */
+/**
+ * The agent's work: one model call per step. A step first appends the follow-ups recorded so far
+ * to the conversation, then stores the reply once in the transcript.
+ */
 export function createAgentActivities({ dataSource, config }: ActivityDeps) {
   return {
     async runAgentStep({
@@ -41,9 +45,15 @@ export function createAgentActivities({ dataSource, config }: ActivityDeps) {
       const [run] = (await dataSource.query(`SELECT config FROM runs WHERE run_id = $1`, [runId])) as {
         config: ResolvedAgentConfig;
       }[];
+      await dataSource.transaction(async (tx) => {
+        await lockRun(tx, runId);
+        await deliverFollowups(tx, runId, turn);
+      });
       const events = await loadRunEvents(dataSource.manager, runId, ['prompt', 'followup', 'assistant']);
       const done = events.find((e) => e.eventKey === eventKey);
       if (done) return { totalTokens: Number(done.payload.total_tokens ?? 0) };
+      // A follow-up already answered by a retried earlier step leaves nothing new to reply to.
+      if (events[events.length - 1]?.kind === 'assistant') return { totalTokens: 0 };
 
       const modelId = run!.config.model_id;
       let resolved;

@@ -16,18 +16,19 @@ export interface LockedRun {
   state: RunState;
   turn: number;
   pendingFollowups: number;
+  idleTimeoutMinutes: number;
 }
 
 /** Locks the run row for the rest of the transaction; null when it does not exist. */
 export async function lockRun(manager: EntityManager, runId: string): Promise<LockedRun | null> {
   const rows = (await manager.query(
-    `SELECT state, turn,
+    `SELECT state, turn, COALESCE((config->>'idle_timeout_minutes')::int, 0) AS idle,
             (SELECT count(*)::int FROM followups f WHERE f.run_id = r.run_id AND f.delivered_at IS NULL) AS pending
        FROM runs r WHERE run_id = $1 FOR UPDATE`,
     [runId],
-  )) as { state: RunState; turn: number; pending: number }[];
+  )) as { state: RunState; turn: number; pending: number; idle: number }[];
   const row = rows[0];
-  return row ? { state: row.state, turn: row.turn, pendingFollowups: row.pending } : null;
+  return row ? { state: row.state, turn: row.turn, pendingFollowups: row.pending, idleTimeoutMinutes: row.idle } : null;
 }
 
 /** Moves a run in a terminal state back to QUEUED in a new turn. Caller holds the row lock. */
@@ -98,4 +99,27 @@ export async function applyCancellation(manager: EntityManager, runId: string): 
     payload: { state: 'CANCELLED', status_message: row.status_message },
   });
   return true;
+}
+
+/** Appends every recorded, undelivered follow-up to the conversation, in order. Caller holds the row lock. */
+export async function deliverFollowups(manager: EntityManager, runId: string, turn: number): Promise<number> {
+  const followups = (await manager.query(
+    `SELECT id, seq, message, mode FROM followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY seq`,
+    [runId],
+  )) as { id: string; seq: number; message: string; mode: string }[];
+  for (const f of followups) {
+    await appendRunEvent(manager, {
+      runId,
+      eventKey: `followup-${f.id}`,
+      kind: 'followup',
+      turn,
+      payload: { followup_id: f.id, seq: f.seq, message: f.message, mode: f.mode },
+    });
+  }
+  if (followups.length > 0) {
+    await manager.query(`UPDATE followups SET delivered_at = clock_timestamp() WHERE id = ANY($1::uuid[])`, [
+      followups.map((f) => f.id),
+    ]);
+  }
+  return followups.length;
 }

@@ -23,7 +23,7 @@ export interface RunWorkflowSettings {
 export interface RunWorkflowInput {
   runId: string;
   settings: RunWorkflowSettings;
-  /** Set when an execution continues-as-new in the middle of a turn. */
+  /** Set when an execution continues-as-new in the middle of a turn (the turn is read back from the run). */
   resume?: { turn: number; step: number };
 }
 

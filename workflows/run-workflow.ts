@@ -6,6 +6,7 @@ import {
   continueAsNew,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -36,8 +37,10 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   });
   setHandler(runStateQuery, () => state);
 
-  const store = proxyActivities<RunActivities>({
-    startToCloseTimeout: '1 minute',
+  // State writes are short, idempotent transactions: local activities keep them off the task
+  // queue and out of history (one marker each instead of three events).
+  const store = proxyLocalActivities<RunActivities>({
+    startToCloseTimeout: '30s',
     retry: { initialInterval: '500ms', maximumInterval: '30s', nonRetryableErrorTypes: [RunFailureType.RUN_NOT_FOUND] },
   });
   const env = proxyActivities<RunActivities>({
@@ -62,79 +65,60 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     },
   });
 
-  async function transition(turn: number, to: RunState, statusMessage?: RunStatusMessage): Promise<void> {
-    await store.recordTransition({ runId, turn, state: to, statusMessage });
+  function setState(to: RunState): void {
     state = to;
     upsertSearchAttributes([{ key: searchAttributes.state, value: to }]);
   }
 
-  /** Runs one turn: from QUEUED to a terminal state. Returns only when the turn is over. */
+  /** Works one turn from INPROGRESS to a terminal state, starting at `firstStep`. */
   async function runTurn(turn: number, firstStep: number): Promise<void> {
     let step = firstStep;
+    let to: TerminalRunState = 'SUCCEEDED';
+    let statusMessage: RunStatusMessage | undefined;
     try {
       if (step === 0) {
-        await transition(turn, 'INPROGRESS');
         await env.provisionEnvironment({ runId, turn });
         await env.resolveSkillsAndMcpServers({ runId, turn });
       }
-      let deliver = true;
       for (;;) {
-        if (deliver || followupPending) {
-          followupPending = false;
-          await store.deliverFollowups({ runId, turn });
-        }
+        // Each step first appends the follow-ups recorded so far, so they join at this boundary.
+        followupPending = false;
         await agent.runAgentStep({ runId, turn, step });
         step += 1;
-        // A follow-up that arrived while the model was working is answered in this turn.
-        deliver = false;
         if (!followupPending) break;
         if (workflowInfo().continueAsNewSuggested) {
           await continueAsNew<typeof agentRunWorkflow>({ ...input, resume: { turn, step } });
         }
       }
-      await transition(turn, 'SUCCEEDED');
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const { to, statusMessage } = classifyFailure(err);
-      await transition(turn, to, statusMessage);
+      ({ to, statusMessage } = classifyFailure(err));
     }
+    await store.recordTransition({ runId, turn, state: to, statusMessage });
+    setState(to);
   }
 
   try {
-    let turn: number | null;
-    let firstStep = 0;
-    let idleMinutes: number | undefined;
-    if (input.resume) {
-      turn = input.resume.turn;
-      firstStep = input.resume.step;
-      state = 'INPROGRESS';
-    } else {
-      turn = (await store.beginTurn({ runId })).turn;
-      if (turn !== null) state = 'QUEUED';
-    }
+    let { turn, idleTimeoutMinutes } = await store.startTurn({ runId });
+    let firstStep = input.resume && input.resume.turn === turn ? input.resume.step : 0;
     for (;;) {
-      if (turn !== null) await runTurn(turn, firstStep);
-      firstStep = 0;
-      idleMinutes ??= (await store.loadIdleTimeout({ runId })).idleTimeoutMinutes;
-      const woke = idleMinutes > 0 ? await condition(() => followupPending, idleMinutes * 60_000) : followupPending;
+      if (turn !== null) {
+        setState('INPROGRESS');
+        await runTurn(turn, firstStep);
+        firstStep = 0;
+      }
+      const woke = idleTimeoutMinutes > 0 ? await condition(() => followupPending, idleTimeoutMinutes * 60_000) : false;
       if (!woke && !followupPending) return;
       if (workflowInfo().continueAsNewSuggested) {
         await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
       }
-      turn = (await store.beginTurn({ runId })).turn;
-      if (turn !== null) {
-        state = 'QUEUED';
-        upsertSearchAttributes([{ key: searchAttributes.state, value: 'QUEUED' }]);
-      }
+      ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
     }
   } catch (err) {
     if (isCancellation(err)) {
       await CancellationScope.nonCancellable(async () => {
         const { applied } = await store.recordCancelled({ runId });
-        if (applied) {
-          state = 'CANCELLED';
-          upsertSearchAttributes([{ key: searchAttributes.state, value: 'CANCELLED' }]);
-        }
+        if (applied) setState('CANCELLED');
       });
       // A follow-up that raced the cancellation continues the run in a fresh execution.
       if (followupPending) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
@@ -145,7 +129,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       err.cause instanceof ApplicationFailure &&
       err.cause.type === RunFailureType.RUN_NOT_FOUND
     ) {
-      // The API never committed this run: nothing to do.
+      // The API's transaction that started this workflow rolled back: there is no run.
       return;
     }
     throw err;
@@ -161,12 +145,13 @@ function classifyFailure(err: unknown): { to: TerminalRunState; statusMessage: R
       statusMessage: { message: cause.message, error_code: details.errorCode ?? 'invalid_request', retryable: false },
     };
   }
-  const message = describePlatformFailure(cause);
-  return { to: 'ERROR', statusMessage: { message, error_code: 'resource_unavailable', retryable: true } };
-}
-
-function describePlatformFailure(cause: unknown): string {
-  const base = 'The run stopped because a dependency kept failing after all retries';
-  if (cause instanceof Error && cause.message) return `${base}: ${cause.message}`;
-  return `${base}.`;
+  const reason = cause instanceof Error && cause.message ? `: ${cause.message}` : '.';
+  return {
+    to: 'ERROR',
+    statusMessage: {
+      message: `The run stopped because a dependency kept failing after all retries${reason}`,
+      error_code: 'resource_unavailable',
+      retryable: true,
+    },
+  };
 }

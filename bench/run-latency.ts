@@ -1,0 +1,135 @@
+/**
+ * Benchmark: a self-contained stack (embedded PostgreSQL, Temporal dev server, one worker, the
+ * API, a scripted model that answers at once) and N runs created through the HTTP API.
+ * Reports create latency, QUEUED → INPROGRESS latency, end-to-end time, throughput, history
+ * size and the process's memory. Usage: npm run bench -- [runs=50] [concurrency=10]
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { closeServer, listen } from '../api/server';
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import { createApiKey } from '../db/api-keys';
+import { runMigrations } from '../db/data-source';
+import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
+import { startDependencies } from '../infra/runtime';
+import { ScriptedModelServer } from '../test/helpers/scripted-model';
+import { freePort } from '../test/helpers/free-port';
+import { createWorker } from '../worker/create-worker';
+import { runWorkflowId } from '../workflows/run-contract';
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+};
+const summary = (name: string, values: number[]) =>
+  `${name.padEnd(28)} p50 ${percentile(values, 50).toFixed(0).padStart(6)} ms   p95 ${percentile(values, 95)
+    .toFixed(0)
+    .padStart(6)} ms   max ${Math.max(...values)
+    .toFixed(0)
+    .padStart(6)} ms`;
+
+async function main(): Promise<void> {
+  const runs = Number(process.argv[2] ?? 50);
+  const concurrency = Number(process.argv[3] ?? 10);
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
+  chmodSync(dataDir, 0o755);
+  const model = new ScriptedModelServer();
+  const modelUrl = await model.start();
+  const config = loadConfig({
+    AGENT_RUNS_DATA_DIR: dataDir,
+    EMBEDDED_POSTGRES_PORT: String(await freePort()),
+    TEMPORAL_DEV_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    OPENAI_API_KEY: 'bench',
+    OPENAI_BASE_URL: modelUrl,
+    AGENT_DEFAULT_MODEL: 'openai/bench',
+    AGENT_IDLE_TIMEOUT_MINUTES: '0',
+    LOG_LEVEL: 'error',
+  });
+  const log = (m: string) => process.stdout.write(`${m}\n`);
+  const bootStart = Date.now();
+  const deps = await startDependencies(config, () => undefined, { temporalUi: false });
+  const dataSource = await openDataSource(deps.databaseUrl, 20);
+  await runMigrations(dataSource);
+  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
+  const workerConnection = await connectWorkerConnection(deps.temporalAddress);
+  const logger = createLogger('error', 'bench');
+  const worker = await createWorker({ config, dataSource, connection: workerConnection, logger });
+  const workerRun = worker.run();
+  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  const server = await listen(app, 0, '127.0.0.1');
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
+  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
+  log(`stack up in ${Date.now() - bootStart} ms; ${runs} runs, ${concurrency} at a time`);
+
+  const createMs: number[] = [];
+  const pickupMs: number[] = [];
+  const totalMs: number[] = [];
+  const ids: string[] = [];
+  const started = Date.now();
+  let next = 0;
+  const rssBefore = process.memoryUsage().rss;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < runs) {
+        next += 1;
+        const t0 = Date.now();
+        const res = await fetch(`${base}/agent/runs`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ prompt: 'bench' }),
+        });
+        const { run_id: id } = (await res.json()) as { run_id: string };
+        createMs.push(Date.now() - t0);
+        ids.push(id);
+        for (;;) {
+          const run = (await (await fetch(`${base}/agent/runs/${id}`, { headers })).json()) as {
+            state: string;
+            created_at: string;
+            started_at?: string;
+            updated_at: string;
+          };
+          if (run.state === 'SUCCEEDED') {
+            pickupMs.push(Date.parse(run.started_at!) - Date.parse(run.created_at));
+            totalMs.push(Date.parse(run.updated_at) - Date.parse(run.created_at));
+            break;
+          }
+          if (run.state !== 'QUEUED' && run.state !== 'INPROGRESS') throw new Error(`run ${id} ended ${run.state}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    }),
+  );
+  const elapsed = Date.now() - started;
+  const history = await client.workflow.getHandle(runWorkflowId(ids[0]!)).fetchHistory();
+
+  log(summary('POST /agent/runs', createMs));
+  log(summary('QUEUED → INPROGRESS', pickupMs));
+  log(summary('created → SUCCEEDED', totalMs));
+  log(`throughput                   ${((runs / elapsed) * 1000).toFixed(1)} runs/s`);
+  log(`history events, 1-step run   ${history.events?.length ?? 0}`);
+  log(
+    `RSS (API + worker process)   ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB (was ${(rssBefore / 1048576).toFixed(0)} MiB)`,
+  );
+
+  await closeServer(server);
+  worker.shutdown();
+  await workerRun;
+  await workerConnection.close();
+  await connection.close();
+  await dataSource.destroy();
+  await model.stop();
+  await deps.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
