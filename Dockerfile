@@ -22,10 +22,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# The API serves docs/errors.md as the error reference. Compiled code resolves it relative to
-# dist/ (dist/api/routes/../../docs), so it goes there as well as beside dist/.
+# The API serves docs/errors.md as the error reference.
 COPY docs ./docs
-COPY docs ./dist/docs
 # AGENT_RUNS_DATA_DIR (./.data) must be writable by the non-root user.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
