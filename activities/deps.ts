@@ -1,10 +1,14 @@
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import type { McpSessionCache } from './tools/mcp-sessions';
 
 /** What activities are built from; wired in worker/. */
 export interface ActivityDeps {
   dataSource: DataSource;
   config: Config;
   logger: Logger;
+  /** The task queue only this worker polls: activities that touch a workspace it holds go there. */
+  workspaceQueue: string;
+  mcpSessions: McpSessionCache;
 }

@@ -1,7 +1,7 @@
-import { createAgentActivities } from './agent-activities';
+import { createAgentStepActivities } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
-import { createEnvironmentActivities } from './environment-activities';
 import { createRunStoreActivities } from './run-store-activities';
+import { createWorkspaceActivities } from './workspace-activities';
 
 export type { ActivityDeps } from './deps';
 
@@ -9,8 +9,8 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createRunStoreActivities(deps),
-    ...createEnvironmentActivities(deps),
-    ...createAgentActivities(deps),
+    ...createWorkspaceActivities(deps),
+    ...createAgentStepActivities(deps),
   };
 }
 

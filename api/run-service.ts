@@ -49,6 +49,7 @@ export function createRunService({ config, dataSource, temporal }: RunServiceDep
     settings: {
       heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
       modelRequestTimeoutSeconds: config.models.requestTimeoutSeconds,
+      workspaceScheduleToStartSeconds: config.workspace.scheduleToStartSeconds,
       modelRetry: config.models.retry,
     },
   });

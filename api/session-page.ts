@@ -3,43 +3,117 @@ import type { Run } from '../db/entities/run';
 import type { StoredRunEvent } from '../db/run-events';
 import { escapeHtml, page } from './html';
 
+/** Outputs longer than this many lines are folded behind a <details> toggle. */
+const FOLD_LINES = 20;
+
+function pre(text: unknown, className = ''): string {
+  return `<pre${className ? ` class="${className}"` : ''}>${escapeHtml(text)}</pre>`;
+}
+
+function folded(label: string, text: string): string {
+  const lines = text.split('\n').length;
+  if (lines <= FOLD_LINES) return pre(text, 'output');
+  return `<details class="fold"><summary>${escapeHtml(label)} (${lines} lines)</summary>${pre(text, 'output')}</details>`;
+}
+
+/** A unified diff with added and removed lines marked for colouring. */
+function renderDiff(diff: string): string {
+  if (!diff) return '<p class="meta">Change reverted: the file is back to its committed state.</p>';
+  const lines = diff.split('\n').map((line) => {
+    const cls =
+      line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git') || line.startsWith('index ')
+        ? 'hdr'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+')
+            ? 'add'
+            : line.startsWith('-')
+              ? 'del'
+              : 'ctx';
+    return `<span class="${cls}">${escapeHtml(line)}</span>`;
+  });
+  return `<pre class="diff">${lines.join('\n')}</pre>`;
+}
+
 function renderEvent(event: StoredRunEvent): string {
   const p = event.payload;
   const time = `<span class="meta">${escapeHtml(event.createdAt.toISOString())}</span>`;
-  const block = (label: string, content: string) =>
-    `<div class="event ${escapeHtml(event.kind)}"><div class="kind">${escapeHtml(label)} ${time}</div>${content}</div>`;
+  const block = (label: string, content: string, extra = '') =>
+    `<section class="event ${escapeHtml(event.kind)}${extra}" data-kind="${escapeHtml(event.kind)}"><div class="kind">${label} ${time}</div>${content}</section>`;
   switch (event.kind) {
     case 'prompt':
       return block(
         'Prompt',
-        `${p.base_prompt ? `<details><summary>Base prompt</summary><pre>${escapeHtml(p.base_prompt)}</pre></details>` : ''}<pre>${escapeHtml(p.text)}</pre>`,
+        `${p.base_prompt ? `<details><summary>Base prompt</summary>${pre(p.base_prompt)}</details>` : ''}${pre(p.text)}`,
       );
     case 'followup':
-      return block(`Follow-up #${escapeHtml(p.seq)} (${escapeHtml(p.mode)})`, `<pre>${escapeHtml(p.message)}</pre>`);
-    case 'assistant':
+      return block(`Follow-up #${escapeHtml(p.seq)} (${escapeHtml(p.mode)})`, pre(p.message));
+    case 'assistant': {
+      const calls = (p.tool_calls as { name: string }[] | undefined) ?? [];
+      const asks = calls.length
+        ? `<p class="meta">Asks for: ${calls.map((c) => `<code>${escapeHtml(c.name)}</code>`).join(', ')}</p>`
+        : '';
       return block(
-        `Agent (${escapeHtml(p.model_id)}, ${escapeHtml(p.total_tokens ?? 0)} tokens)`,
-        `<pre>${escapeHtml(p.text)}</pre>`,
+        `Agent · ${escapeHtml(p.model_id)} · ${escapeHtml(p.total_tokens ?? 0)} tokens`,
+        (p.text ? pre(p.text) : '') + asks,
       );
+    }
+    case 'tool_call': {
+      const input = p.input as Record<string, unknown>;
+      const isCommand = p.name === 'run_command';
+      const head = isCommand
+        ? `<div class="command"><span class="prompt">$</span> <code>${escapeHtml(input.command)}</code></div>`
+        : `<details><summary>Input</summary>${pre(JSON.stringify(input, null, 2))}</details>`;
+      const status =
+        p.exit_code !== undefined || p.duration_ms !== undefined
+          ? `<p class="meta">${p.timed_out ? 'timed out' : `exit code <strong class="exit">${escapeHtml(p.exit_code)}</strong>`} · ${escapeHtml(p.duration_ms)} ms</p>`
+          : '';
+      const output = String(p.full_output ?? p.output ?? '');
+      return block(
+        `Tool · <code>${escapeHtml(p.name)}</code>${p.is_error ? ' · <span class="err">error</span>' : ''}`,
+        head + status + folded('Output', output),
+        p.is_error ? ' failed' : '',
+      );
+    }
+    case 'command':
+      return block(
+        `Setup command · exit code ${escapeHtml(p.exit_code)} · ${escapeHtml(p.duration_ms)} ms`,
+        `<div class="command"><span class="prompt">$</span> <code>${escapeHtml(p.command)}</code></div>${folded('Output', String(p.output ?? ''))}`,
+        p.exit_code === 0 ? '' : ' failed',
+      );
+    case 'files_changed': {
+      const files = (p.files as { repo: string; path: string; diff: string }[]) ?? [];
+      return block(
+        `Files changed · ${files.length}`,
+        files
+          .map(
+            (f) =>
+              `<div class="file"><div class="path">${escapeHtml(f.repo === '.' ? f.path : `${f.repo}/${f.path}`)}</div>${renderDiff(f.diff)}</div>`,
+          )
+          .join(''),
+      );
+    }
+    case 'skill_load':
+      return block('Skill loaded', `<p><code>${escapeHtml(p.name)}</code> ${escapeHtml(JSON.stringify(p.input))}</p>`);
     case 'state': {
       const status = p.status_message as { message?: string; error_code?: string } | undefined;
-      const detail = status
-        ? `<pre>${escapeHtml(status.error_code ? `[${status.error_code}] ` : '')}${escapeHtml(status.message)}</pre>`
-        : '';
-      return block(`State → ${String(p.state)}`, detail);
+      const detail = status ? pre(`${status.error_code ? `[${status.error_code}] ` : ''}${status.message ?? ''}`) : '';
+      return block(`State → <strong>${escapeHtml(p.state)}</strong>`, detail);
     }
     case 'config':
-      return block('Configuration', `<pre>${escapeHtml(JSON.stringify(p, null, 2))}</pre>`);
+      return block('Configuration', `<details><summary>Resolved</summary>${pre(JSON.stringify(p, null, 2))}</details>`);
     default:
-      return block(event.kind, `<pre>${escapeHtml(p.message ?? JSON.stringify(p))}</pre>`);
+      return block(escapeHtml(event.kind), pre(p.message ?? JSON.stringify(p)));
   }
 }
 
-/** The transcript behind `session_link`: every event of the run, in order, escaped. */
+/** The transcript behind `session_link`: every event of the run, in order, escaped; live while running. */
 export function renderSessionPage(run: Run, events: StoredRunEvent[]): string {
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
-· model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}</p>`;
-  const live = isTerminal(run.state) ? undefined : 3;
-  return page(`${run.title} · transcript`, header + events.map(renderEvent).join('\n'), { refreshSeconds: live });
+· model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
+${isTerminal(run.state) ? '' : ' · <span id="live">live, refreshing every 3 s</span>'}</p>`;
+  return page(`${run.title} · transcript`, header + events.map(renderEvent).join('\n'), {
+    refreshSeconds: isTerminal(run.state) ? undefined : 3,
+  });
 }

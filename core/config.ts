@@ -27,6 +27,18 @@ const envSchema = z.object({
 
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com'),
+  MODEL_PRICES: optionalString,
+  AGENT_MAX_STEPS: intFrom(50, 1, 10_000),
+  AGENT_MAX_TOKENS: intFrom(2_000_000, 1, 1_000_000_000),
+  AGENT_COMMAND_TIMEOUT_SECONDS: intFrom(600, 1, 86_400),
+  AGENT_TOOL_OUTPUT_LIMIT_BYTES: intFrom(30_000, 1_000, 10_000_000),
+  AGENT_RUNS_WORKSPACE_DIR: optionalString,
+  GIT_BASE_URL: z.string().default('https://github.com'),
+  GIT_TOKEN: optionalString,
+  SETUP_COMMAND_TIMEOUT_SECONDS: intFrom(900, 1, 86_400),
+  WORKSPACE_SCHEDULE_TO_START_SECONDS: intFrom(60, 1, 3600),
   AGENT_DEFAULT_MODEL: z.string().default('openai/gpt-4o-mini'),
   AGENT_IDLE_TIMEOUT_MINUTES: intFrom(10, 0, 1440),
   MODEL_REQUEST_TIMEOUT_SECONDS: intFrom(600, 1, 3600),
@@ -55,6 +67,9 @@ export interface Config {
   };
   models: {
     openai: { apiKey?: string; baseUrl: string };
+    anthropic: { apiKey?: string; baseUrl: string };
+    /** USD per million input and output tokens, by model id. */
+    prices: Record<string, { input: number; output: number }>;
     defaultModel: string;
     requestTimeoutSeconds: number;
     retry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
@@ -62,6 +77,45 @@ export interface Config {
   idleTimeoutMinutes: number;
   heartbeatTimeoutSeconds: number;
   errorReferenceBaseUrl: string;
+  agent: { maxSteps: number; maxTokens: number; commandTimeoutSeconds: number; toolOutputLimitBytes: number };
+  workspace: {
+    dir: string;
+    gitBaseUrl: string;
+    gitToken?: string;
+    setupCommandTimeoutSeconds: number;
+    scheduleToStartSeconds: number;
+  };
+}
+
+/** Prices of well-known models (USD per million tokens); MODEL_PRICES adds to or overrides them. */
+const DEFAULT_PRICES: Record<string, { input: number; output: number }> = {
+  'openai/gpt-4o': { input: 2.5, output: 10 },
+  'openai/gpt-4o-mini': { input: 0.15, output: 0.6 },
+  'openai/gpt-4.1': { input: 2, output: 8 },
+  'openai/gpt-4.1-mini': { input: 0.4, output: 1.6 },
+  'anthropic/claude-sonnet-4-5': { input: 3, output: 15 },
+  'anthropic/claude-haiku-4-5': { input: 1, output: 5 },
+};
+
+const pricesSchema = z.record(z.string(), z.strictObject({ input: z.number().min(0), output: z.number().min(0) }));
+
+function parsePrices(raw: string | undefined): Record<string, { input: number; output: number }> {
+  if (raw === undefined) return DEFAULT_PRICES;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(
+      'Invalid configuration:\n  MODEL_PRICES: must be JSON like {"openai/gpt-4o":{"input":2.5,"output":10}}',
+    );
+  }
+  const parsed = pricesSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      `Invalid configuration:\n  MODEL_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  return { ...DEFAULT_PRICES, ...parsed.data };
 }
 
 export class ConfigError extends Error {}
@@ -94,6 +148,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     models: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
+      prices: parsePrices(e.MODEL_PRICES),
       defaultModel: e.AGENT_DEFAULT_MODEL,
       requestTimeoutSeconds: e.MODEL_REQUEST_TIMEOUT_SECONDS,
       retry: {
@@ -105,5 +161,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idleTimeoutMinutes: e.AGENT_IDLE_TIMEOUT_MINUTES,
     heartbeatTimeoutSeconds: e.ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS,
     errorReferenceBaseUrl: (e.ERROR_REFERENCE_BASE_URL ?? `${publicUrl}/errors`).replace(/\/+$/, ''),
+    agent: {
+      maxSteps: e.AGENT_MAX_STEPS,
+      maxTokens: e.AGENT_MAX_TOKENS,
+      commandTimeoutSeconds: e.AGENT_COMMAND_TIMEOUT_SECONDS,
+      toolOutputLimitBytes: e.AGENT_TOOL_OUTPUT_LIMIT_BYTES,
+    },
+    workspace: {
+      dir: path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces')),
+      gitBaseUrl: e.GIT_BASE_URL.replace(/\/+$/, ''),
+      gitToken: e.GIT_TOKEN,
+      setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,
+      scheduleToStartSeconds: e.WORKSPACE_SCHEDULE_TO_START_SECONDS,
+    },
   };
 }

@@ -28,3 +28,21 @@ export function isSessionId(value: string): boolean {
 export function newOpaqueId(): string {
   return randomBytes(16).toString('base64url');
 }
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** An environment uid: 22 characters of [A-Za-z0-9], about 131 random bits. */
+export function newEnvironmentUid(): string {
+  let out = '';
+  while (out.length < 22) {
+    for (const byte of randomBytes(32)) {
+      // Rejection sampling keeps every character equally likely.
+      if (byte < 248 && out.length < 22) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export function isEnvironmentUid(value: string): boolean {
+  return /^[A-Za-z0-9]{22}$/.test(value);
+}

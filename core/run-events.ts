@@ -1,13 +1,59 @@
 import type { RunState } from './run-state';
 import type { RunStatusMessage } from './run-types';
 
+export interface ToolCallRecord {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
 /** Kinds of transcript entries; each run's entries are stored in order in `run_events`. */
 export type RunEventPayloads = {
   state: { state: RunState; status_message?: RunStatusMessage };
   prompt: { text: string; base_prompt?: string };
   followup: { followup_id: string; seq: number; message: string; mode: string };
-  assistant: { text: string; model_id: string; total_tokens?: number; finish_reason?: string };
-  config: { environment_id?: string; skill_spec?: string; mcp_servers?: string[]; model_id: string };
+  assistant: {
+    text: string;
+    model_id: string;
+    total_tokens?: number;
+    input_tokens?: number;
+    output_tokens?: number;
+    finish_reason?: string;
+    tool_calls?: ToolCallRecord[];
+  };
+  /** One tool call and its result; `output` is what the model saw, `full_output` all of it. */
+  tool_call: {
+    tool_call_id: string;
+    name: string;
+    input: Record<string, unknown>;
+    output: string;
+    is_error: boolean;
+    exit_code?: number | null;
+    duration_ms?: number;
+    timed_out?: boolean;
+    full_output?: string;
+  };
+  /** A skill loaded through `read_skill` (section 2.4 of the spec). */
+  skill_load: { name: string; input: { bundled_skill_id: string } | { skill_path: string } };
+  /** Files the step changed in the workspace, one unified diff per file (empty diff: reverted). */
+  files_changed: { files: { repo: string; path: string; diff: string }[] };
+  /** A setup command of the environment. */
+  command: {
+    phase: 'setup';
+    command: string;
+    exit_code: number | null;
+    duration_ms: number;
+    output: string;
+    timed_out: boolean;
+  };
+  config: {
+    environment_id?: string;
+    skill_spec?: string;
+    mcp_servers?: string[];
+    mcp_tools?: string[];
+    model_id: string;
+    skills?: string[];
+  };
   notice: { message: string };
 };
 

@@ -7,6 +7,7 @@ import { RunEntity } from './entities/run';
 import { RunEventEntity } from './entities/run-event';
 import { TeamEntity } from './entities/team';
 import { InitialSchema1763780000000 } from './migrations/1763780000000-initial-schema';
+import { Environments1763790000000 } from './migrations/1763790000000-environments';
 
 export const ENTITIES = [
   TeamEntity,
@@ -18,7 +19,7 @@ export const ENTITIES = [
   IdempotencyRecordEntity,
 ];
 
-export const MIGRATIONS = [InitialSchema1763780000000];
+export const MIGRATIONS = [InitialSchema1763780000000, Environments1763790000000];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
 export function createDataSource(databaseUrl: string, options: { poolSize?: number } = {}): DataSource {

@@ -61,10 +61,11 @@ test('a run goes QUEUED → INPROGRESS → SUCCEEDED and its transcript holds pr
 
   const request = ctx.model.calls(marker)[0]!;
   expect(request.model).toBe('test-model');
-  expect(request.messages).toEqual([
-    { role: 'system', content: 'Be terse.' },
-    { role: 'user', content: `Fix the bug ${marker}` },
-  ]);
+  expect(request.system).toMatch(/^Be terse\./);
+  expect(request.messages).toEqual([{ role: 'user', content: `Fix the bug ${marker}` }]);
+  expect(request.tools).toEqual(
+    expect.arrayContaining(['run_command', 'read_file', 'write_file', 'edit_file', 'list_directory', 'read_skill']),
+  );
 
   const events = await transcript(ctx, runId);
   expect(events.map((e) => (e.kind === 'state' ? `state:${String(e.payload.state)}` : e.kind))).toEqual([

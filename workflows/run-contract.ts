@@ -17,6 +17,8 @@ export function runWorkflowId(runId: string): string {
 export interface RunWorkflowSettings {
   heartbeatTimeoutSeconds: number;
   modelRequestTimeoutSeconds: number;
+  /** How long a workspace activity may wait for its worker before the workspace counts as lost. */
+  workspaceScheduleToStartSeconds: number;
   modelRetry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
 }
 
@@ -25,6 +27,8 @@ export interface RunWorkflowInput {
   settings: RunWorkflowSettings;
   /** Set when an execution continues-as-new in the middle of a turn (the turn is read back from the run). */
   resume?: { turn: number; step: number };
+  /** The task queue of the worker holding the run's workspace, carried across continue-as-new. */
+  workspaceQueue?: string;
 }
 
 /** A follow-up was durably recorded in PostgreSQL with this sequence number. */
@@ -56,6 +60,8 @@ export const RunFailureType = {
   USER_FAILURE: 'AgentRunUserFailure',
   /** The run row does not exist: the API's transaction that started the workflow rolled back. */
   RUN_NOT_FOUND: 'AgentRunNotFound',
+  /** The worker that holds the run's workspace is not the one that got the task (or lost it). */
+  WORKSPACE_LOST: 'AgentRunWorkspaceLost',
 } as const;
 
 export interface UserFailureDetails {

@@ -8,9 +8,11 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
 import type { RunActivities } from '../activities';
 import type { RunState, TerminalRunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
@@ -23,15 +25,19 @@ import {
   type UserFailureDetails,
 } from './run-contract';
 
+/** How often a run may lose its workspace worker in one turn before it ends ERROR. */
+const MAX_REPROVISIONS = 3;
+
 /**
  * One execution per run (a follow-up after the idle window starts a new one with the same id).
  * The run's durable data lives in PostgreSQL; this workflow drives its state machine and keeps
- * only ids and counters in history.
+ * only ids, counters and the workspace's task queue in history.
  */
 export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   const { runId, settings } = input;
   let followupPending = false;
   let state: RunState | 'STARTING' = 'STARTING';
+  let workspaceQueue = input.workspaceQueue;
   setHandler(followupSignal, () => {
     followupPending = true;
   });
@@ -43,8 +49,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     startToCloseTimeout: '30s',
     retry: { initialInterval: '500ms', maximumInterval: '30s', nonRetryableErrorTypes: [RunFailureType.RUN_NOT_FOUND] },
   });
-  const env = proxyActivities<RunActivities>({
-    startToCloseTimeout: '10 minutes',
+  const provisioning = proxyActivities<RunActivities>({
+    startToCloseTimeout: '24 hours',
     heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
     retry: {
       initialInterval: '1s',
@@ -53,21 +59,44 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       nonRetryableErrorTypes: [RunFailureType.USER_FAILURE],
     },
   });
-  const agent = proxyActivities<RunActivities>({
-    startToCloseTimeout: `${settings.modelRequestTimeoutSeconds + 30}s`,
-    heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
-    retry: {
-      initialInterval: `${settings.modelRetry.initialIntervalMs}ms`,
-      maximumInterval: `${settings.modelRetry.maxIntervalMs}ms`,
-      backoffCoefficient: 2,
-      maximumAttempts: settings.modelRetry.maxAttempts,
-      nonRetryableErrorTypes: [RunFailureType.USER_FAILURE],
-    },
-  });
+  /** Activities on the worker that holds the workspace; a dead worker shows as a schedule-to-start timeout. */
+  const onWorkspace = (taskQueue: string) =>
+    proxyActivities<RunActivities>({
+      taskQueue,
+      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
+      startToCloseTimeout: '24 hours',
+      heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
+      retry: {
+        initialInterval: `${settings.modelRetry.initialIntervalMs}ms`,
+        maximumInterval: `${settings.modelRetry.maxIntervalMs}ms`,
+        backoffCoefficient: 2,
+        maximumAttempts: settings.modelRetry.maxAttempts,
+        nonRetryableErrorTypes: [RunFailureType.USER_FAILURE, RunFailureType.WORKSPACE_LOST],
+      },
+    });
 
   function setState(to: RunState): void {
     state = to;
     upsertSearchAttributes([{ key: searchAttributes.state, value: to }]);
+  }
+
+  /** Runs `work` on the workspace worker, provisioning a workspace first (again, if its worker is gone). */
+  async function onTheWorkspace<T>(turn: number, work: (queue: string) => Promise<T>): Promise<T> {
+    let reason: string | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (!workspaceQueue) {
+          workspaceQueue = (await provisioning.provisionEnvironment({ runId, turn, reason })).workspaceQueue;
+          const { name } = await onWorkspace(workspaceQueue).resolveSkillsAndMcpServers({ runId, turn });
+          if (name) upsertSearchAttributes([{ key: searchAttributes.name, value: name }]);
+        }
+        return await work(workspaceQueue);
+      } catch (err) {
+        if (!isWorkspaceLost(err) || attempt >= MAX_REPROVISIONS) throw err;
+        reason = `The worker that held the workspace (${workspaceQueue}) is gone: provisioning a new workspace elsewhere; changes made in the old one are lost.`;
+        workspaceQueue = undefined;
+      }
+    }
   }
 
   /** Works one turn from INPROGRESS to a terminal state, starting at `firstStep`. */
@@ -76,18 +105,15 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     let to: TerminalRunState = 'SUCCEEDED';
     let statusMessage: RunStatusMessage | undefined;
     try {
-      if (step === 0) {
-        await env.provisionEnvironment({ runId, turn });
-        await env.resolveSkillsAndMcpServers({ runId, turn });
-      }
+      await onTheWorkspace(turn, async () => undefined);
       for (;;) {
         // Each step first appends the follow-ups recorded so far, so they join at this boundary.
         followupPending = false;
-        await agent.runAgentStep({ runId, turn, step });
+        const { done } = await onTheWorkspace(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
         step += 1;
-        if (!followupPending) break;
+        if (done && !followupPending) break;
         if (workflowInfo().continueAsNewSuggested) {
-          await continueAsNew<typeof agentRunWorkflow>({ ...input, resume: { turn, step } });
+          await continueAsNew<typeof agentRunWorkflow>({ ...input, workspaceQueue, resume: { turn, step } });
         }
       }
     } catch (err) {
@@ -96,6 +122,20 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     }
     await store.recordTransition({ runId, turn, state: to, statusMessage });
     setState(to);
+  }
+
+  async function removeWorkspace(): Promise<void> {
+    if (!workspaceQueue) return;
+    const queue = workspaceQueue;
+    workspaceQueue = undefined;
+    await proxyActivities<RunActivities>({
+      taskQueue: queue,
+      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
+      startToCloseTimeout: '5 minutes',
+      retry: { maximumAttempts: 3 },
+    })
+      .removeWorkspace({ runId })
+      .catch(() => undefined); // a worker that is gone took its workspace with it
   }
 
   try {
@@ -108,9 +148,12 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         firstStep = 0;
       }
       const woke = idleTimeoutMinutes > 0 ? await condition(() => followupPending, idleTimeoutMinutes * 60_000) : false;
-      if (!woke && !followupPending) return;
+      if (!woke && !followupPending) {
+        await removeWorkspace();
+        if (!followupPending) return;
+      }
       if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
+        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workspaceQueue });
       }
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
     }
@@ -119,6 +162,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       await CancellationScope.nonCancellable(async () => {
         const { applied } = await store.recordCancelled({ runId });
         if (applied) setState('CANCELLED');
+        await removeWorkspace();
       });
       // A follow-up that raced the cancellation continues the run in a fresh execution.
       if (followupPending) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
@@ -134,6 +178,13 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     }
     throw err;
   }
+}
+
+function isWorkspaceLost(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure)) return false;
+  const cause = err.cause;
+  if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START) return true;
+  return cause instanceof ApplicationFailure && cause.type === RunFailureType.WORKSPACE_LOST;
 }
 
 function classifyFailure(err: unknown): { to: TerminalRunState; statusMessage: RunStatusMessage } {

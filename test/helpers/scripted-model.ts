@@ -3,20 +3,32 @@ import type { AddressInfo } from 'node:net';
 
 export interface ChatRequest {
   model: string;
-  messages: { role: string; content: string }[];
+  /** OpenAI messages as sent; Anthropic messages flattened to text per message. */
+  messages: { role: string; content: string; tool_calls?: unknown[]; tool_call_id?: string }[];
+  /** The system prompt (OpenAI: the system message, Anthropic: `system`). */
+  system?: string;
+  /** Names of the tools offered. */
+  tools: string[];
+  protocol: 'openai' | 'anthropic';
+}
+
+export interface ScriptedToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
 }
 
 export type ScriptedReply =
-  | { text: string; totalTokens?: number }
+  | { text: string; totalTokens?: number; toolCalls?: ScriptedToolCall[] }
   | { status: number; error: string }
   /** Holds the response until `release()` is called or the client goes away. */
-  | { hold: Promise<{ text: string; totalTokens?: number }> };
+  | { hold: Promise<{ text: string; totalTokens?: number; toolCalls?: ScriptedToolCall[] }> };
 
 export type Script = (request: ChatRequest, call: number) => ScriptedReply | Promise<ScriptedReply>;
 
 /**
- * A real HTTP server speaking the OpenAI Chat Completions protocol, scripted per test. A script
- * is chosen by a marker that the test puts in the run's prompt, so runs never share a script.
+ * A real HTTP server speaking the OpenAI Chat Completions protocol (`/v1/chat/completions`) and
+ * the Anthropic Messages protocol (`/v1/messages`), scripted per test. A script is chosen by a
+ * marker that the test puts in the run's prompt, so runs never share a script.
  */
 export class ScriptedModelServer {
   private readonly server = http.createServer((req, res) => void this.handle(req, res));
@@ -52,18 +64,22 @@ export class ScriptedModelServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+    const protocol = req.url?.endsWith('/chat/completions')
+      ? 'openai'
+      : req.url?.endsWith('/messages')
+        ? 'anthropic'
+        : undefined;
+    if (req.method !== 'POST' || !protocol) {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     }
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
-    const text = body.messages.map((m) => m.content).join('\n');
+    const raw = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    const body = normalise(raw, protocol);
+    const text = [body.system ?? '', ...body.messages.map((m) => m.content)].join('\n');
     const marker = [...this.scripts.keys()].find((m) => text.includes(m));
     const entry = marker === undefined ? undefined : this.scripts.get(marker);
     if (!entry || marker === undefined) {
-      return this.reply(res, body, {
-        text: `echo: ${body.messages[body.messages.length - 1]?.content ?? ''}`,
-        totalTokens: 7,
-      });
+      const last = body.messages[body.messages.length - 1]?.content ?? '';
+      return this.reply(res, body, { text: `echo: ${last}`, totalTokens: 7 });
     }
     entry.calls.push(body);
     for (const w of [...this.waiters]) {
@@ -84,24 +100,69 @@ export class ScriptedModelServer {
       reply = await reply.hold;
       if (gone) return;
     }
-    if ('status' in reply)
-      return this.send(res, reply.status, { error: { message: reply.error, type: 'invalid_request_error' } });
+    if ('status' in reply) {
+      const error =
+        protocol === 'openai'
+          ? { error: { message: reply.error, type: 'invalid_request_error' } }
+          : { type: 'error', error: { type: 'invalid_request_error', message: reply.error } };
+      return this.send(res, reply.status, error);
+    }
     this.reply(res, body, reply);
   }
 
-  private reply(res: http.ServerResponse, req: ChatRequest, reply: { text: string; totalTokens?: number }): void {
+  private callId = 0;
+
+  private reply(
+    res: http.ServerResponse,
+    req: ChatRequest,
+    reply: { text: string; totalTokens?: number; toolCalls?: ScriptedToolCall[] },
+  ): void {
     const total = reply.totalTokens ?? 10;
+    const input = Math.floor(total / 2);
+    const calls = (reply.toolCalls ?? []).map((c) => ({
+      ...c,
+      id: `call_${++this.callId}_${Math.random().toString(36).slice(2, 8)}`,
+    }));
+    if (req.protocol === 'anthropic') {
+      return this.send(res, 200, {
+        id: `msg_${Math.random().toString(36).slice(2)}`,
+        type: 'message',
+        role: 'assistant',
+        model: req.model,
+        content: [
+          ...(reply.text ? [{ type: 'text', text: reply.text }] : []),
+          ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.arguments })),
+        ],
+        stop_reason: calls.length ? 'tool_use' : 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: input, output_tokens: total - input },
+      });
+    }
     this.send(res, 200, {
       id: `chatcmpl-${Math.random().toString(36).slice(2)}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: req.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: reply.text }, finish_reason: 'stop' }],
-      usage: {
-        prompt_tokens: Math.floor(total / 2),
-        completion_tokens: total - Math.floor(total / 2),
-        total_tokens: total,
-      },
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: reply.text || null,
+            ...(calls.length
+              ? {
+                  tool_calls: calls.map((c) => ({
+                    id: c.id,
+                    type: 'function',
+                    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                  })),
+                }
+              : {}),
+          },
+          finish_reason: calls.length ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: { prompt_tokens: input, completion_tokens: total - input, total_tokens: total },
     });
   }
 
@@ -117,4 +178,38 @@ export function gate<T>(): { promise: Promise<T>; release: (value: T) => void } 
   let release!: (value: T) => void;
   const promise = new Promise<T>((resolve) => (release = resolve));
   return { promise, release };
+}
+
+function blockText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((b: { type?: string; text?: string; content?: unknown; name?: string; input?: unknown }) =>
+      b.type === 'text'
+        ? (b.text ?? '')
+        : b.type === 'tool_result'
+          ? blockText(b.content)
+          : b.type === 'tool_use'
+            ? `[tool_use ${b.name} ${JSON.stringify(b.input)}]`
+            : '',
+    )
+    .join('\n');
+}
+
+/** One shape for both protocols, so tests can assert what the model was shown. */
+function normalise(raw: Record<string, unknown>, protocol: 'openai' | 'anthropic'): ChatRequest {
+  const tools = ((raw.tools as { name?: string; function?: { name: string } }[] | undefined) ?? []).map(
+    (t) => t.function?.name ?? t.name ?? '',
+  );
+  if (protocol === 'openai') {
+    const all = raw.messages as { role: string; content: string | null }[];
+    const system = all.find((m) => m.role === 'system')?.content ?? undefined;
+    const messages = all.filter((m) => m.role !== 'system').map((m) => ({ ...m, content: m.content ?? '' }));
+    return { model: raw.model as string, messages, system, tools, protocol };
+  }
+  const messages = (raw.messages as { role: string; content: unknown }[]).map((m) => ({
+    role: m.role,
+    content: blockText(m.content),
+  }));
+  return { model: raw.model as string, messages, system: blockText(raw.system) || undefined, tools, protocol };
 }

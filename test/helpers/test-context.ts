@@ -1,7 +1,10 @@
 import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, Runtime, type NativeConnection } from '@temporalio/worker';
 import supertest from 'supertest';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
@@ -10,7 +13,7 @@ import { loadConfig, type Config } from '../../core/config';
 import { createLogger } from '../../core/logger';
 import { createApiKey } from '../../db/api-keys';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
-import { createWorker } from '../../worker/create-worker';
+import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
 import { ScriptedModelServer } from './scripted-model';
 
@@ -76,6 +79,8 @@ export async function createTestContext(
     ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '5',
     LOG_LEVEL: 'error',
     PORT: '0',
+    AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')),
+    WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test');
@@ -87,7 +92,7 @@ export async function createTestContext(
   const baseUrl = `http://127.0.0.1:${port}`;
   config.publicUrl = baseUrl;
 
-  let worker: Worker | undefined;
+  let worker: RunWorker | undefined;
   let workerConnection: NativeConnection | undefined;
   let workerRun: Promise<void> | undefined;
   const ctx: TestContext = {

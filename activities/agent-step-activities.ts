@@ -1,0 +1,333 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../core/config';
+import type { RunEventPayloads } from '../core/run-events';
+import type { ResolvedAgentConfig } from '../core/run-types';
+import { appendRunEvent, loadRunEvents, type StoredRunEvent } from '../db/run-events';
+import { deliverFollowups, lockRun } from '../db/run-store';
+import { RunFailureType } from '../workflows/run-contract';
+import type { ActivityDeps } from './deps';
+import { resolveProvider } from './model/resolve-provider';
+import { ProviderNotConfiguredError, ProviderRejectedError, type AgentMessage, type ToolCall } from './model/types';
+import { findBundledSkill } from './skills/bundled-skills';
+import {
+  BUILTIN_TOOL_NAMES,
+  BUILTIN_TOOLS,
+  runBuiltinTool,
+  type AdvertisedSkill,
+  type ToolOutcome,
+} from './tools/builtin-tools';
+import { capText } from './workspace/run-process';
+import { diffAgainstHead, workspaceRepositories } from './workspace/git';
+import { workspaceDir } from './workspace/workspace-paths';
+import { userFailure, withHeartbeat } from './workspace-activities';
+
+interface StepRun {
+  config: ResolvedAgentConfig & { max_steps?: number; max_tokens?: number };
+  total_tokens: string;
+  advertised_skills: (AdvertisedSkillRow & Record<string, unknown>)[] | null;
+}
+interface AdvertisedSkillRow {
+  name: string;
+  description: string;
+  bundled_skill_id?: string;
+  skill_path?: string;
+}
+
+const CONVERSATION_KINDS = ['prompt', 'followup', 'assistant', 'tool_call'] as const;
+
+/** The model's view of the conversation, rebuilt from the transcript. */
+export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'payload'>[]): AgentMessage[] {
+  const messages: AgentMessage[] = [];
+  for (const e of events) {
+    const p = e.payload;
+    if (e.kind === 'prompt' && p.text) messages.push({ role: 'user', content: String(p.text) });
+    else if (e.kind === 'followup') messages.push({ role: 'user', content: String(p.message) });
+    else if (e.kind === 'assistant') {
+      const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
+      messages.push({ role: 'assistant', content: String(p.text ?? ''), ...(toolCalls.length ? { toolCalls } : {}) });
+    } else if (e.kind === 'tool_call') {
+      messages.push({
+        role: 'tool',
+        toolCallId: String(p.tool_call_id),
+        name: String(p.name),
+        content: String(p.output),
+        isError: p.is_error === true,
+      });
+    }
+  }
+  return messages;
+}
+
+export function systemPrompt(basePrompt: string | undefined, skills: AdvertisedSkillRow[]): string {
+  const parts = [
+    basePrompt?.trim() ||
+      'You are a careful software engineering agent. Work in the workspace with the tools you have, verify what you change, and finish with a short summary of what you did.',
+    'Your workspace is the current directory of your tools; repositories of the environment are cloned into it. Paths are relative to the workspace root.',
+  ];
+  if (skills.length) {
+    parts.push(
+      `Skills you can load with the read_skill tool when a task matches one:\n${skills.map((s) => `- ${s.name}: ${s.description}`).join('\n')}`,
+    );
+  }
+  return parts.join('\n\n');
+}
+
+function costUsd(config: Config, modelId: string, input: number, output: number): number | null {
+  const price = config.models.prices[modelId];
+  return price ? (input * price.input + output * price.output) / 1_000_000 : null;
+}
+
+/**
+ * One step of the agent loop, on the worker that holds the workspace: deliver follow-ups, call
+ * the model with the conversation and the tools, run the tool calls it asks for, record what
+ * changed. Every write is keyed, so a retried step redoes at most the tool call in flight.
+ */
+export function createAgentStepActivities({ dataSource, config, mcpSessions }: ActivityDeps) {
+  return {
+    async runAgentStep({
+      runId,
+      turn,
+      step,
+    }: {
+      runId: string;
+      turn: number;
+      step: number;
+    }): Promise<{ done: boolean }> {
+      const ctx = Context.current();
+      return withHeartbeat(async () => {
+        const workspace = workspaceDir(config.workspace.dir, runId);
+        if (!existsSync(workspace)) {
+          throw ApplicationFailure.nonRetryable(
+            `The workspace of run ${runId} is not on this worker`,
+            RunFailureType.WORKSPACE_LOST,
+          );
+        }
+        await dataSource.transaction(async (tx) => {
+          await lockRun(tx, runId);
+          await deliverFollowups(tx, runId, turn);
+        });
+        const [run] = (await dataSource.query(
+          `SELECT config, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
+          [runId],
+        )) as StepRun[];
+        const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS);
+        const assistantKey = `assistant-t${turn}-s${step}`;
+        let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
+          RunEventPayloads['assistant'] | undefined;
+
+        if (!assistant) {
+          const last = events[events.length - 1];
+          // Nothing new since the last reply (a follow-up already answered by a retried step).
+          if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length)
+            return { done: true };
+          const maxSteps = run!.config.max_steps ?? config.agent.maxSteps;
+          const maxTokens = run!.config.max_tokens ?? config.agent.maxTokens;
+          const stepsSoFar = events.filter((e) => e.kind === 'assistant').length;
+          if (stepsSoFar >= maxSteps) {
+            throw userFailure(
+              `The agent reached its step limit of ${maxSteps} model calls without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
+              'invalid_request',
+            );
+          }
+          if (Number(run!.total_tokens) >= maxTokens) {
+            throw userFailure(
+              `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
+              'invalid_request',
+            );
+          }
+          assistant = await callModel(runId, turn, step, run!, events, ctx.cancellationSignal);
+        }
+
+        const calls = assistant.tool_calls ?? [];
+        if (calls.length === 0) return { done: true };
+        const advertised = await loadAdvertisedSkills(run!, workspace);
+        const mcp = Object.keys(run!.config.mcp_servers ?? {}).length
+          ? await mcpSessions.get(runId, run!.config.mcp_servers!, workspace)
+          : undefined;
+        const doneCalls = new Set(
+          events.filter((e) => e.kind === 'tool_call').map((e) => String(e.payload.tool_call_id)),
+        );
+        for (const call of calls) {
+          if (doneCalls.has(call.id)) continue;
+          let outcome: ToolOutcome;
+          if (BUILTIN_TOOL_NAMES.has(call.name)) {
+            outcome = await runBuiltinTool(call.name, call.arguments, {
+              workspace,
+              signal: ctx.cancellationSignal,
+              commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
+              outputLimitBytes: config.agent.toolOutputLimitBytes,
+              skills: advertised,
+            });
+          } else if (mcp) {
+            const result = await mcp.call(call.name, call.arguments, ctx.cancellationSignal);
+            outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
+          } else {
+            outcome = { output: `Unknown tool ${call.name}.`, isError: true };
+          }
+          if (ctx.cancellationSignal.aborted) throw new Error('cancelled');
+          const output = outcome.output;
+          await dataSource.transaction(async (tx) => {
+            await appendRunEvent(tx, {
+              runId,
+              eventKey: `tool-${call.id}`,
+              kind: 'tool_call',
+              turn,
+              payload: {
+                tool_call_id: call.id,
+                name: call.name,
+                input: call.arguments,
+                output,
+                is_error: outcome.isError,
+                ...outcome.details,
+              },
+            });
+            if (outcome.skillLoad) {
+              await appendRunEvent(tx, {
+                runId,
+                eventKey: `skill-${call.id}`,
+                kind: 'skill_load',
+                turn,
+                payload: { name: String(call.arguments.name), input: outcome.skillLoad },
+              });
+            }
+          });
+        }
+        await recordChangedFiles(runId, turn, step, workspace);
+        return { done: false };
+      });
+    },
+  };
+
+  async function callModel(
+    runId: string,
+    turn: number,
+    step: number,
+    run: StepRun,
+    events: StoredRunEvent[],
+    signal: AbortSignal,
+  ): Promise<RunEventPayloads['assistant']> {
+    const modelId = run.config.model_id;
+    let resolved;
+    try {
+      resolved = resolveProvider(config, modelId);
+    } catch (err) {
+      if (err instanceof ProviderNotConfiguredError) throw userFailure(err.message, 'feature_not_available');
+      throw err;
+    }
+    const mcp = Object.keys(run.config.mcp_servers ?? {}).length
+      ? await mcpSessions.get(runId, run.config.mcp_servers!, workspaceDir(config.workspace.dir, runId))
+      : undefined;
+    let reply;
+    try {
+      reply = await resolved.provider.complete({
+        model: resolved.model,
+        system: systemPrompt(run.config.base_prompt, run.advertised_skills ?? []),
+        messages: conversationFromEvents(events),
+        tools: [...BUILTIN_TOOLS, ...(mcp?.tools.map((t) => t.spec) ?? [])],
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof ProviderRejectedError) {
+        const code = err.status === 401 || err.status === 403 ? 'feature_not_available' : 'invalid_request';
+        throw userFailure(`The model provider rejected the request (HTTP ${err.status}): ${err.message}`, code);
+      }
+      throw err;
+    }
+    const totalTokens = reply.inputTokens + reply.outputTokens;
+    const payload: RunEventPayloads['assistant'] = {
+      text: reply.text,
+      model_id: modelId,
+      total_tokens: totalTokens,
+      input_tokens: reply.inputTokens,
+      output_tokens: reply.outputTokens,
+      finish_reason: reply.finishReason,
+      ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
+    };
+    const cost = costUsd(config, modelId, reply.inputTokens, reply.outputTokens);
+    await dataSource.transaction(async (tx) => {
+      const wrote = await appendRunEvent(tx, {
+        runId,
+        eventKey: `assistant-t${turn}-s${step}`,
+        kind: 'assistant',
+        turn,
+        payload,
+      });
+      if (wrote) {
+        await tx.query(
+          `UPDATE runs SET total_tokens = total_tokens + $2,
+                  inference_cost_usd = CASE WHEN $3::numeric IS NULL THEN inference_cost_usd ELSE COALESCE(inference_cost_usd, 0) + $3::numeric END
+            WHERE run_id = $1`,
+          [runId, totalTokens, cost],
+        );
+      }
+    });
+    return payload;
+  }
+
+  /** The skills offered to the agent, with their content (bundled, or read from the workspace). */
+  async function loadAdvertisedSkills(run: StepRun, workspace: string): Promise<AdvertisedSkill[]> {
+    const skills: AdvertisedSkill[] = [];
+    for (const row of run.advertised_skills ?? []) {
+      if (row.bundled_skill_id) {
+        const bundled = findBundledSkill(row.bundled_skill_id);
+        if (bundled) {
+          skills.push({
+            name: row.name,
+            description: row.description,
+            content: bundled.content,
+            source: { bundled_skill_id: bundled.id },
+          });
+        }
+      } else if (row.skill_path) {
+        const content = await readFile(path.join(workspace, row.skill_path), 'utf8').catch(() => undefined);
+        if (content !== undefined) {
+          skills.push({
+            name: row.name,
+            description: row.description,
+            content,
+            source: { skill_path: row.skill_path },
+          });
+        }
+      }
+    }
+    return skills;
+  }
+
+  /** Records the files this step changed, per repository, as unified diffs from git. */
+  async function recordChangedFiles(runId: string, turn: number, step: number, workspace: string): Promise<void> {
+    const previous = new Map<string, string>();
+    for (const e of await loadRunEvents(dataSource.manager, runId, ['files_changed'])) {
+      for (const f of (e.payload.files as RunEventPayloads['files_changed']['files']) ?? [])
+        previous.set(`${f.repo}\0${f.path}`, f.diff);
+    }
+    const changed: RunEventPayloads['files_changed']['files'] = [];
+    const current = new Set<string>();
+    for (const repo of workspaceRepositories(workspace)) {
+      const repoName = repo === workspace ? '.' : repo.slice(workspace.length + 1);
+      for (const [file, diff] of await diffAgainstHead(repo)) {
+        const key = `${repoName}\0${file}`;
+        current.add(key);
+        if (previous.get(key) !== diff) changed.push({ repo: repoName, path: file, diff });
+      }
+    }
+    for (const [key, diff] of previous) {
+      if (diff && !current.has(key)) {
+        const [repo, file] = key.split('\0') as [string, string];
+        changed.push({ repo, path: file, diff: '' });
+      }
+    }
+    if (!changed.length) return;
+    await dataSource.transaction((tx) =>
+      appendRunEvent(tx, {
+        runId,
+        eventKey: `files-t${turn}-s${step}`,
+        kind: 'files_changed',
+        turn,
+        payload: { files: changed },
+      }),
+    );
+  }
+}

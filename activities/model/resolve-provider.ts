@@ -1,0 +1,35 @@
+import type { Config } from '../../core/config';
+import { createAnthropicProvider } from './anthropic-provider';
+import { createOpenAiProvider } from './openai-provider';
+import { ProviderNotConfiguredError, type ModelProvider } from './types';
+
+const PROVIDERS = {
+  openai: { variable: 'OPENAI_API_KEY', settings: (c: Config) => c.models.openai, create: createOpenAiProvider },
+  anthropic: {
+    variable: 'ANTHROPIC_API_KEY',
+    settings: (c: Config) => c.models.anthropic,
+    create: createAnthropicProvider,
+  },
+} as const;
+
+/** Picks the provider for `provider/model`; throws ProviderNotConfiguredError naming what to set. */
+export function resolveProvider(config: Config, modelId: string): { provider: ModelProvider; model: string } {
+  const slash = modelId.indexOf('/');
+  const name = modelId.slice(0, slash);
+  const model = modelId.slice(slash + 1);
+  const entry = PROVIDERS[name as keyof typeof PROVIDERS] as (typeof PROVIDERS)[keyof typeof PROVIDERS] | undefined;
+  if (!entry) {
+    throw new ProviderNotConfiguredError(
+      `No model provider is configured for "${modelId}": this service supports ${Object.keys(PROVIDERS)
+        .map((p) => `${p}/<model>`)
+        .join(' and ')}.`,
+    );
+  }
+  const { apiKey, baseUrl } = entry.settings(config);
+  if (!apiKey) {
+    throw new ProviderNotConfiguredError(
+      `No model provider is configured for "${modelId}": set ${entry.variable} on the worker.`,
+    );
+  }
+  return { provider: entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 }), model };
+}

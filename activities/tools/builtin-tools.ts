@@ -1,0 +1,248 @@
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ToolSpec } from '../model/types';
+import { capText, runProcess } from '../workspace/run-process';
+import { commandEnvironment, resolveInWorkspace } from '../workspace/workspace-paths';
+
+/** What a tool call produced: the text the model sees, and what the transcript keeps. */
+export interface ToolOutcome {
+  output: string;
+  isError: boolean;
+  details?: { exit_code?: number | null; duration_ms?: number; timed_out?: boolean; full_output?: string };
+  skillLoad?: { bundled_skill_id: string } | { skill_path: string };
+}
+
+export interface AdvertisedSkill {
+  name: string;
+  description: string;
+  content: string;
+  source: { bundled_skill_id: string } | { skill_path: string };
+}
+
+export interface ToolContext {
+  workspace: string;
+  signal: AbortSignal;
+  commandTimeoutSeconds: number;
+  outputLimitBytes: number;
+  skills: AdvertisedSkill[];
+}
+
+const str = (description: string) => ({ type: 'string', description });
+const int = (description: string) => ({ type: 'integer', description });
+
+export const BUILTIN_TOOLS: ToolSpec[] = [
+  {
+    name: 'run_command',
+    description:
+      'Run a shell command (bash -c) in the workspace. Returns exit code and combined stdout/stderr (long output is cut in the middle). The command is killed on timeout.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: str('The command line to run.'),
+        cwd: str('Working directory relative to the workspace root (default: the root).'),
+        timeout_seconds: int('Timeout in seconds (default and maximum set by the service).'),
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'read_file',
+    description: 'Read a text file of the workspace. Optionally a range of lines (1-based).',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: str('File path relative to the workspace root.'),
+        start_line: int('First line (1-based).'),
+        end_line: int('Last line.'),
+      },
+      required: ['path'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'write_file',
+    description: 'Create or overwrite a file in the workspace with the given content (directories are created).',
+    parameters: {
+      type: 'object',
+      properties: { path: str('File path relative to the workspace root.'), content: str('The complete new content.') },
+      required: ['path', 'content'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'edit_file',
+    description:
+      'Replace text in a workspace file. old_text must occur exactly once unless replace_all is true. Include enough context to make it unique.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: str('File path relative to the workspace root.'),
+        old_text: str('The exact text to replace.'),
+        new_text: str('The replacement text.'),
+        replace_all: { type: 'boolean', description: 'Replace every occurrence.' },
+      },
+      required: ['path', 'old_text', 'new_text'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'list_directory',
+    description: 'List a directory of the workspace (directories end with /). .git directories are not shown.',
+    parameters: {
+      type: 'object',
+      properties: { path: str('Directory relative to the workspace root (default: the root).') },
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'read_skill',
+    description: 'Load one of the skills listed in the system prompt by its name, and follow its instructions.',
+    parameters: {
+      type: 'object',
+      properties: { name: str('The skill name as listed.') },
+      required: ['name'],
+      additionalProperties: false,
+    },
+  },
+];
+
+export const BUILTIN_TOOL_NAMES = new Set(BUILTIN_TOOLS.map((t) => t.name));
+
+class ToolInputError extends Error {}
+
+function stringArg(args: Record<string, unknown>, name: string, required = true): string {
+  const value = args[name];
+  if (value === undefined && !required) return '';
+  if (typeof value !== 'string') throw new ToolInputError(`\`${name}\` must be a string`);
+  return value;
+}
+
+function numberArg(args: Record<string, unknown>, name: string): number | undefined {
+  const value = args[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ToolInputError(`\`${name}\` must be a number`);
+  return value;
+}
+
+/** Runs one built-in tool; errors the model can act on come back as outcomes, not exceptions. */
+export async function runBuiltinTool(
+  name: string,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<ToolOutcome> {
+  try {
+    switch (name) {
+      case 'run_command':
+        return await runCommand(args, ctx);
+      case 'read_file': {
+        const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
+        const text = await readFile(file, 'utf8');
+        const start = numberArg(args, 'start_line');
+        const end = numberArg(args, 'end_line');
+        const selected =
+          start || end
+            ? text
+                .split('\n')
+                .slice((start ?? 1) - 1, end)
+                .join('\n')
+            : text;
+        return { output: capText(selected, ctx.outputLimitBytes), isError: false };
+      }
+      case 'write_file': {
+        const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
+        const content = stringArg(args, 'content');
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, content);
+        return {
+          output: `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(ctx.workspace, file)}.`,
+          isError: false,
+        };
+      }
+      case 'edit_file':
+        return await editFile(args, ctx);
+      case 'list_directory': {
+        const dir = resolveInWorkspace(ctx.workspace, stringArg(args, 'path', false));
+        const entries = (await readdir(dir, { withFileTypes: true }))
+          .filter((e) => e.name !== '.git')
+          .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
+          .sort();
+        return { output: entries.length ? entries.join('\n') : '(empty directory)', isError: false };
+      }
+      case 'read_skill': {
+        const wanted = stringArg(args, 'name');
+        const skill = ctx.skills.find(
+          (s) => s.name === wanted || ('bundled_skill_id' in s.source && s.source.bundled_skill_id === wanted),
+        );
+        if (!skill) {
+          return {
+            output: `No skill named ${wanted}. Available: ${ctx.skills.map((s) => s.name).join(', ') || 'none'}.`,
+            isError: true,
+          };
+        }
+        return { output: skill.content, isError: false, skillLoad: skill.source };
+      }
+      default:
+        return { output: `Unknown tool ${name}.`, isError: true };
+    }
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    return { output: `${name} failed: ${message}`, isError: true };
+  }
+}
+
+async function runCommand(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
+  const command = stringArg(args, 'command');
+  const cwd = resolveInWorkspace(ctx.workspace, stringArg(args, 'cwd', false));
+  if (!(await stat(cwd)).isDirectory())
+    throw new ToolInputError(`cwd ${stringArg(args, 'cwd', false)} is not a directory`);
+  const requested = numberArg(args, 'timeout_seconds');
+  const timeoutSeconds = Math.max(1, Math.min(requested ?? ctx.commandTimeoutSeconds, ctx.commandTimeoutSeconds));
+  const result = await runProcess({
+    command,
+    cwd,
+    env: commandEnvironment(ctx.workspace),
+    timeoutMs: timeoutSeconds * 1000,
+    signal: ctx.signal,
+    keepBytes: Math.max(ctx.outputLimitBytes, 1024 * 1024),
+  });
+  if (result.cancelled) throw new Error('command cancelled');
+  const status = result.timedOut
+    ? `Timed out after ${timeoutSeconds}s; the command and its children were killed.`
+    : `Exit code ${result.exitCode ?? `signal ${result.signal}`} in ${result.durationMs} ms.`;
+  return {
+    output: `${status}\n${capText(result.output, ctx.outputLimitBytes)}`,
+    isError: result.timedOut || result.exitCode !== 0,
+    details: {
+      exit_code: result.exitCode,
+      duration_ms: result.durationMs,
+      timed_out: result.timedOut,
+      full_output: result.output,
+    },
+  };
+}
+
+async function editFile(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
+  const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
+  const oldText = stringArg(args, 'old_text');
+  const newText = stringArg(args, 'new_text');
+  if (!oldText) throw new ToolInputError('`old_text` must not be empty; use write_file to create a file');
+  const text = await readFile(file, 'utf8');
+  const count = text.split(oldText).length - 1;
+  if (count === 0) return { output: `old_text was not found in ${args.path as string}.`, isError: true };
+  if (count > 1 && args.replace_all !== true) {
+    return {
+      output: `old_text occurs ${count} times in ${args.path as string}; add context or set replace_all.`,
+      isError: true,
+    };
+  }
+  await writeFile(
+    file,
+    args.replace_all === true ? text.split(oldText).join(newText) : text.replace(oldText, () => newText),
+  );
+  return {
+    output: `Replaced ${args.replace_all === true ? count : 1} occurrence(s) in ${args.path as string}.`,
+    isError: false,
+  };
+}

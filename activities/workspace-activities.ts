@@ -1,0 +1,326 @@
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { ResolvedAgentConfig } from '../core/run-types';
+import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '../db/environments';
+import { appendRunEvent } from '../db/run-events';
+import { RunFailureType, type UserFailureDetails } from '../workflows/run-contract';
+import type { ActivityDeps } from './deps';
+import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO, bundledSkills, findBundledSkill } from './skills/bundled-skills';
+import {
+  discoverSkills,
+  findSkillInRepo,
+  parseSkillSpec,
+  SkillFormatError,
+  SkillNotFoundError,
+} from './skills/skill-files';
+import type { AdvertisedSkill } from './tools/builtin-tools';
+import { McpServerError } from './tools/mcp-sessions';
+import {
+  cloneRepository,
+  CloneError,
+  initRepository,
+  repositoryUrl,
+  scrubSecret,
+  workspaceRepositories,
+} from './workspace/git';
+import { runProcess } from './workspace/run-process';
+import { commandEnvironment, workspaceDir } from './workspace/workspace-paths';
+
+const SETUP_OUTPUT_TAIL = 2000;
+
+export function userFailure(message: string, errorCode: UserFailureDetails['errorCode']): ApplicationFailure {
+  const details: UserFailureDetails = { errorCode };
+  return ApplicationFailure.nonRetryable(message, RunFailureType.USER_FAILURE, details);
+}
+
+/** Beats every second while `work` runs, so cancellation and a dead worker are noticed quickly. */
+export async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const timer = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+interface RunRow {
+  config: ResolvedAgentConfig;
+  team_id: string;
+}
+
+/**
+ * Workspace activities: provisioning runs on any worker and returns the task queue of the worker
+ * that now holds the workspace; everything else that touches the workspace runs there.
+ */
+export function createWorkspaceActivities({ dataSource, config, workspaceQueue, mcpSessions }: ActivityDeps) {
+  const root = config.workspace.dir;
+  const auth = { token: config.workspace.gitToken };
+  // Kept beside the workspaces, not in them, so the agent never sees it.
+  const provisionedMarker = (runId: string) => path.join(root, '.provisioned', runId);
+
+  async function loadRun(runId: string): Promise<RunRow> {
+    const [run] = (await dataSource.query(`SELECT config, team_id FROM runs WHERE run_id = $1`, [runId])) as RunRow[];
+    return run!;
+  }
+
+  async function note(runId: string, turn: number, key: string, message: string) {
+    await dataSource.transaction((tx) =>
+      appendRunEvent(tx, { runId, eventKey: key, kind: 'notice', turn, payload: { message } }),
+    );
+  }
+
+  async function runSetupCommands(runId: string, turn: number, env: Environment, dir: string, signal: AbortSignal) {
+    const commands = env.config.setup_commands ?? [];
+    for (const [index, command] of commands.entries()) {
+      const result = await runProcess({
+        command,
+        cwd: dir,
+        env: commandEnvironment(dir),
+        timeoutMs: config.workspace.setupCommandTimeoutSeconds * 1000,
+        signal,
+        keepBytes: 256 * 1024,
+      });
+      if (result.cancelled) throw new Error('setup cancelled');
+      const output = scrubSecret(result.output, auth.token);
+      await dataSource.transaction((tx) =>
+        appendRunEvent(tx, {
+          runId,
+          eventKey: `setup-t${turn}-${index}`,
+          kind: 'command',
+          turn,
+          payload: {
+            phase: 'setup',
+            command,
+            exit_code: result.exitCode,
+            duration_ms: result.durationMs,
+            output,
+            timed_out: result.timedOut,
+          },
+        }),
+      );
+      if (result.timedOut || result.exitCode !== 0) {
+        await markEnvironmentSetupFailed(dataSource.manager, env.uid, true);
+        const why = result.timedOut
+          ? `timed out after ${config.workspace.setupCommandTimeoutSeconds}s`
+          : `exited with ${result.exitCode ?? result.signal}`;
+        throw userFailure(
+          `Setup command ${index + 1} of environment ${env.uid} (\`${command}\`) ${why}. Output ends with:\n${output.slice(-SETUP_OUTPUT_TAIL)}`,
+          'environment_setup_failed',
+        );
+      }
+    }
+    await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
+  }
+
+  async function recordEnvironmentSkills(env: Environment, dir: string) {
+    for (const repo of env.config.github_repos ?? []) {
+      for (const skill of discoverSkills(path.join(dir, repo.repo))) {
+        await dataSource.query(
+          `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (environment_uid, owner, repo, skill_path)
+           DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, base_prompt = EXCLUDED.base_prompt, discovered_at = now()`,
+          [env.uid, repo.owner, repo.repo, skill.skillPath, skill.name, skill.description, skill.body],
+        );
+      }
+    }
+  }
+
+  return {
+    /** Makes the run's workspace on this worker: clones the environment's repositories, runs its setup. */
+    async provisionEnvironment({
+      runId,
+      turn,
+      reason,
+    }: {
+      runId: string;
+      turn: number;
+      reason?: string;
+    }): Promise<{ workspaceQueue: string }> {
+      const ctx = Context.current();
+      return withHeartbeat(async () => {
+        const run = await loadRun(runId);
+        const dir = workspaceDir(root, runId);
+        if (reason) await note(runId, turn, `reprovision-t${turn}-${ctx.info.activityId}`, reason);
+        if (existsSync(provisionedMarker(runId)) && existsSync(dir)) return { workspaceQueue };
+        await rm(dir, { recursive: true, force: true });
+        await mkdir(dir, { recursive: true });
+
+        const envId = run.config.environment_id;
+        const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
+        if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
+        if (env) {
+          for (const repo of env.config.github_repos ?? []) {
+            try {
+              await cloneRepository(
+                repositoryUrl(config.workspace.gitBaseUrl, repo.owner, repo.repo),
+                path.join(dir, repo.repo),
+                auth,
+                ctx.cancellationSignal,
+              );
+            } catch (err) {
+              if (!(err instanceof CloneError)) throw err;
+              await markEnvironmentSetupFailed(dataSource.manager, env.uid, true);
+              throw userFailure(
+                `Could not clone ${repo.owner}/${repo.repo} for environment ${env.uid}: ${err.message}`,
+                'environment_setup_failed',
+              );
+            }
+          }
+        }
+        if (!env?.config.github_repos?.length) await initRepository(dir);
+        await note(
+          runId,
+          turn,
+          `workspace-t${turn}-${ctx.info.activityId}`,
+          env
+            ? `Workspace on ${ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker'} ${workspaceQueue}: cloned ${(env.config.github_repos ?? []).map((r) => `${r.owner}/${r.repo}`).join(', ') || 'no repositories'} for environment ${env.config.name} (${env.uid}).`
+            : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
+        );
+        if (env) {
+          await runSetupCommands(runId, turn, env, dir, ctx.cancellationSignal);
+          await recordEnvironmentSkills(env, dir);
+        }
+        await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
+        await writeFile(provisionedMarker(runId), '');
+        return { workspaceQueue };
+      });
+    },
+
+    /**
+     * Resolves the run's skill (its base prompt), the skills it advertises and its MCP servers,
+     * on the worker that holds the workspace. Returns the skill's name for the run's label.
+     */
+    async resolveSkillsAndMcpServers({ runId, turn }: { runId: string; turn: number }): Promise<{ name?: string }> {
+      const ctx = Context.current();
+      return withHeartbeat(async () => {
+        const run = await loadRun(runId);
+        const dir = workspaceDir(root, runId);
+        const advertised: AdvertisedSkill[] = bundledSkills().map((s) => ({
+          name: s.id,
+          description: s.description,
+          content: s.content,
+          source: { bundled_skill_id: s.id },
+        }));
+        for (const repo of workspaceRepositories(dir)) {
+          for (const s of discoverSkills(repo)) {
+            const rel = path.relative(dir, path.join(repo, s.skillPath));
+            if (!advertised.some((a) => a.name === s.name))
+              advertised.push({
+                name: s.name,
+                description: s.description,
+                content: s.content,
+                source: { skill_path: rel },
+              });
+          }
+        }
+
+        let agentSkill: Record<string, unknown> | null = null;
+        let basePrompt: string | undefined;
+        const spec = run.config.skill_spec;
+        if (spec) {
+          const parsed = parseSkillSpec(spec);
+          try {
+            if (parsed.owner === BUNDLED_SKILL_OWNER && parsed.repo === BUNDLED_SKILL_REPO) {
+              const skill = findBundledSkill(parsed.target.replace(/\/SKILL\.md$/, ''));
+              if (!skill) {
+                throw new SkillNotFoundError(
+                  `Skill ${spec} not found: the bundled skills are ${bundledSkills()
+                    .map((s) => s.id)
+                    .join(', ')}.`,
+                );
+              }
+              agentSkill = { bundled_skill_id: skill.id, name: skill.name, description: skill.description };
+              basePrompt = skill.content;
+            } else {
+              let repoDir = path.join(dir, parsed.repo);
+              if (!existsSync(path.join(repoDir, '.git'))) {
+                repoDir = path.join(dir, '.skills', parsed.owner, parsed.repo);
+                if (!existsSync(repoDir)) {
+                  await cloneRepository(
+                    repositoryUrl(config.workspace.gitBaseUrl, parsed.owner, parsed.repo),
+                    repoDir,
+                    auth,
+                    ctx.cancellationSignal,
+                  );
+                }
+              }
+              const skill = findSkillInRepo(repoDir, parsed, spec);
+              agentSkill = {
+                name: skill.name,
+                description: skill.description,
+                full_path: `${parsed.owner}/${parsed.repo}/${skill.skillPath}`,
+              };
+              basePrompt = skill.content;
+            }
+          } catch (err) {
+            if (err instanceof SkillNotFoundError || err instanceof SkillFormatError || err instanceof CloneError) {
+              throw userFailure(err.message, 'resource_not_found');
+            }
+            throw err;
+          }
+        }
+
+        let mcpTools: string[] = [];
+        const servers = run.config.mcp_servers ?? {};
+        if (Object.keys(servers).length) {
+          try {
+            const session = await mcpSessions.get(runId, servers, dir);
+            mcpTools = session.tools.map((t) => t.spec.name);
+          } catch (err) {
+            if (err instanceof McpServerError) throw userFailure(err.message, 'invalid_request');
+            throw err;
+          }
+        }
+
+        const name = run.config.name ?? (agentSkill?.name as string | undefined);
+        await dataSource.transaction(async (tx) => {
+          await tx.query(
+            `UPDATE runs SET advertised_skills = $2::jsonb,
+                    agent_skill = COALESCE($3::jsonb, agent_skill),
+                    config = CASE WHEN $4::text IS NULL THEN config ELSE config || jsonb_build_object('name', $4::text) END
+                            || CASE WHEN $5::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('base_prompt', $5::text) END,
+                    name = COALESCE(name, $4::text)
+              WHERE run_id = $1`,
+            [
+              runId,
+              JSON.stringify(
+                advertised.map(({ name: n, description, source }) => ({ name: n, description, ...source })),
+              ),
+              agentSkill ? JSON.stringify(agentSkill) : null,
+              run.config.name ? null : (name ?? null),
+              basePrompt === undefined || run.config.base_prompt?.includes(basePrompt)
+                ? null
+                : [run.config.base_prompt, basePrompt].filter(Boolean).join('\n\n'),
+            ],
+          );
+          await appendRunEvent(tx, {
+            runId,
+            eventKey: `config-t${turn}`,
+            kind: 'config',
+            turn,
+            payload: {
+              model_id: run.config.model_id,
+              environment_id: run.config.environment_id,
+              skill_spec: spec,
+              mcp_servers: Object.keys(servers),
+              mcp_tools: mcpTools,
+              skills: advertised.map((a) => a.name),
+            },
+          });
+        });
+        return { name };
+      });
+    },
+
+    /** Removes the run's workspace from this worker (idle window over, or cancelled). */
+    async removeWorkspace({ runId }: { runId: string }): Promise<void> {
+      await mcpSessions.close(runId);
+      await rm(workspaceDir(root, runId), { recursive: true, force: true });
+      await rm(provisionedMarker(runId), { force: true });
+    },
+  };
+}

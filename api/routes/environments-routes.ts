@@ -1,0 +1,77 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import { isEnvironmentUid } from '../../core/ids';
+import {
+  deleteEnvironment,
+  findEnvironment,
+  insertEnvironment,
+  listEnvironments,
+  updateEnvironment,
+  type Environment,
+} from '../../db/environments';
+import { notFound } from '../api-error';
+import { principalOf } from '../middleware/auth';
+import { environmentBodySchema, environmentListQuerySchema } from '../schemas/environment-schemas';
+import { validate } from '../validate';
+
+/** `CloudEnvironment` as the API returns it. */
+export function toEnvironmentItem(env: Environment) {
+  return {
+    uid: env.uid,
+    config: env.config,
+    setup_failed: env.setupFailed,
+    last_updated: env.lastUpdated.toISOString(),
+    created_at: env.createdAt.toISOString(),
+    creator: env.creator,
+  };
+}
+
+/** CRUD for a team's environments; same auth, scoping and error rules as runs. */
+export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSource }): Router {
+  const router = new Router();
+  const load = async (uid: string, teamId: string) => {
+    const env = isEnvironmentUid(uid) ? await findEnvironment(dataSource.manager, uid, teamId) : null;
+    if (!env) throw notFound(`No environment ${uid}.`);
+    return env;
+  };
+
+  router.get('/agent/environments', async (ctx) => {
+    const query = validate(environmentListQuerySchema, ctx.query, 'query');
+    const envs = await listEnvironments(
+      dataSource.manager,
+      principalOf(ctx.state).teamId,
+      query.sort_by ?? 'last_updated',
+    );
+    ctx.body = { environments: envs.map(toEnvironmentItem) };
+  });
+
+  router.post('/agent/environments', async (ctx) => {
+    const { config } = validate(environmentBodySchema, ctx.state.body);
+    const env = await insertEnvironment(dataSource.manager, principalOf(ctx.state), config);
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/agent/environments/${env.uid}`);
+    ctx.body = toEnvironmentItem(env);
+  });
+
+  router.get('/agent/environments/:uid', async (ctx) => {
+    ctx.body = toEnvironmentItem(await load(ctx.params.uid!, principalOf(ctx.state).teamId));
+  });
+
+  router.put('/agent/environments/:uid', async (ctx) => {
+    const { config } = validate(environmentBodySchema, ctx.state.body);
+    const uid = ctx.params.uid!;
+    await load(uid, principalOf(ctx.state).teamId);
+    const env = await updateEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId, config);
+    if (!env) throw notFound(`No environment ${uid}.`);
+    ctx.body = toEnvironmentItem(env);
+  });
+
+  router.delete('/agent/environments/:uid', async (ctx) => {
+    const uid = ctx.params.uid!;
+    await load(uid, principalOf(ctx.state).teamId);
+    await deleteEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId);
+    ctx.status = 204;
+  });
+
+  return router;
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+const REPO_PART = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/** `CloudEnvironmentConfig`: what an environment holds. */
+export const environmentConfigSchema = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  description: z.string().max(2000).nullable().optional(),
+  docker_image: z.string().min(1).max(500).optional(),
+  github_repos: z
+    .array(
+      z.strictObject({
+        owner: z.string().regex(REPO_PART, 'must be 1-100 of [A-Za-z0-9_.-]'),
+        repo: z.string().regex(REPO_PART, 'must be 1-100 of [A-Za-z0-9_.-]'),
+      }),
+    )
+    .max(20)
+    .refine(
+      (repos) => new Set(repos.map((r) => r.repo)).size === repos.length,
+      'repository names must be unique (each is cloned into a directory of that name)',
+    )
+    .optional(),
+  setup_commands: z.array(z.string().min(1).max(10_000)).max(50).optional(),
+});
+
+export const environmentBodySchema = z.strictObject({ config: environmentConfigSchema });
+
+export const environmentListQuerySchema = z.strictObject({
+  sort_by: z.enum(['name', 'last_updated']).optional(),
+});

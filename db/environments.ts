@@ -1,0 +1,113 @@
+import type { EntityManager } from 'typeorm';
+import { newEnvironmentUid } from '../core/ids';
+import type { AuthenticatedPrincipal } from './api-keys';
+
+export interface EnvironmentConfig {
+  name: string;
+  description?: string | null;
+  docker_image?: string;
+  github_repos?: { owner: string; repo: string }[];
+  setup_commands?: string[];
+}
+
+export interface Environment {
+  uid: string;
+  teamId: string;
+  config: EnvironmentConfig;
+  setupFailed: boolean;
+  creator: { uid: string; type: string; display_name: string };
+  createdAt: Date;
+  lastUpdated: Date;
+}
+
+export type EnvironmentSort = 'name' | 'last_updated';
+
+function rowToEnvironment(row: Record<string, unknown>): Environment {
+  return {
+    uid: row.uid as string,
+    teamId: row.team_id as string,
+    config: row.config as EnvironmentConfig,
+    setupFailed: row.setup_failed as boolean,
+    creator: {
+      uid: row.creator_uid as string,
+      type: row.creator_type as string,
+      display_name: row.creator_display_name as string,
+    },
+    createdAt: row.created_at as Date,
+    lastUpdated: row.last_updated as Date,
+  };
+}
+
+export async function insertEnvironment(
+  manager: EntityManager,
+  principal: AuthenticatedPrincipal,
+  config: EnvironmentConfig,
+): Promise<Environment> {
+  const rows = (await manager.query(
+    `INSERT INTO environments (uid, team_id, config, name, creator_uid, creator_type, creator_display_name)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7) RETURNING *`,
+    [
+      newEnvironmentUid(),
+      principal.teamId,
+      JSON.stringify(config),
+      config.name,
+      principal.uid,
+      principal.type,
+      principal.displayName,
+    ],
+  )) as Record<string, unknown>[];
+  return rowToEnvironment(rows[0]!);
+}
+
+export async function findEnvironment(
+  manager: EntityManager,
+  uid: string,
+  teamId?: string,
+): Promise<Environment | null> {
+  const rows = (await manager.query(
+    `SELECT * FROM environments WHERE uid = $1 AND deleted_at IS NULL AND ($2::uuid IS NULL OR team_id = $2::uuid)`,
+    [uid, teamId ?? null],
+  )) as Record<string, unknown>[];
+  return rows[0] ? rowToEnvironment(rows[0]) : null;
+}
+
+export async function listEnvironments(
+  manager: EntityManager,
+  teamId: string,
+  sortBy: EnvironmentSort,
+): Promise<Environment[]> {
+  const order = sortBy === 'name' ? 'name COLLATE "C" ASC, uid ASC' : 'last_updated DESC, uid DESC';
+  const rows = (await manager.query(
+    `SELECT * FROM environments WHERE team_id = $1 AND deleted_at IS NULL ORDER BY ${order}`,
+    [teamId],
+  )) as Record<string, unknown>[];
+  return rows.map(rowToEnvironment);
+}
+
+export async function updateEnvironment(
+  manager: EntityManager,
+  uid: string,
+  teamId: string,
+  config: EnvironmentConfig,
+): Promise<Environment | null> {
+  const rows = (await manager.query(
+    `UPDATE environments SET config = $3::jsonb, name = $4, setup_failed = false,
+            last_updated = GREATEST(clock_timestamp(), last_updated + interval '1 millisecond')
+      WHERE uid = $1 AND team_id = $2 AND deleted_at IS NULL RETURNING *`,
+    [uid, teamId, JSON.stringify(config), config.name],
+  )) as [Record<string, unknown>[], number];
+  return rows[0][0] ? rowToEnvironment(rows[0][0]) : null;
+}
+
+/** Soft delete: runs keep pointing at the environment they ran in. */
+export async function deleteEnvironment(manager: EntityManager, uid: string, teamId: string): Promise<boolean> {
+  const rows = (await manager.query(
+    `UPDATE environments SET deleted_at = clock_timestamp() WHERE uid = $1 AND team_id = $2 AND deleted_at IS NULL RETURNING uid`,
+    [uid, teamId],
+  )) as [unknown[], number];
+  return rows[1] > 0;
+}
+
+export async function markEnvironmentSetupFailed(manager: EntityManager, uid: string, failed: boolean): Promise<void> {
+  await manager.query(`UPDATE environments SET setup_failed = $2 WHERE uid = $1`, [uid, failed]);
+}
