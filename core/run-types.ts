@@ -18,6 +18,8 @@ export interface ResolvedAgentConfig {
   skill_spec?: string;
   mcp_servers?: Record<string, McpServerConfig>;
   idle_timeout_minutes: number;
+  max_steps?: number;
+  max_tokens?: number;
   computer_use_enabled?: boolean;
 }
 

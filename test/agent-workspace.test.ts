@@ -1,0 +1,203 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { runWorkflowId } from '../workflows/run-contract';
+import { createEnvironment } from './helpers/environments';
+import { createGitHost } from './helpers/git-fixtures';
+import { gate } from './helpers/scripted-model';
+import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+const git = createGitHost();
+git.addRepo('acme', 'widgets', {
+  'README.md': '# Widgets\n',
+  'src/widget.ts': "export const colour = 'red';\n",
+});
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext({ env: { GIT_BASE_URL: git.baseUrl } });
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+const workspaceOf = (runId: string) => path.join(ctx.config.workspace.dir, runId);
+
+test('the agent works in the environment: clones, setup, a command that writes a file, an edit, diffs in the transcript', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, {
+    name: 'widgets',
+    github_repos: [{ owner: 'acme', repo: 'widgets' }],
+    setup_commands: ['echo setting up && ls widgets'],
+  });
+  const marker = uniqueName('tools');
+  ctx.model.script(marker, (_req, call) => {
+    if (call === 1)
+      return {
+        text: 'Writing a file.',
+        toolCalls: [{ name: 'run_command', arguments: { command: 'echo hello > widgets/out.txt && echo wrote' } }],
+      };
+    if (call === 2) {
+      return {
+        text: '',
+        toolCalls: [
+          { name: 'edit_file', arguments: { path: 'widgets/src/widget.ts', old_text: "'red'", new_text: "'blue'" } },
+        ],
+      };
+    }
+    return { text: 'Done: wrote out.txt and made the widget blue.' };
+  });
+  const runId = await createRun(ctx, key, { prompt: `Paint it blue ${marker}`, config: { environment_id: envId } });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  expect(run.agent_config).toMatchObject({ environment_id: envId });
+
+  const calls = ctx.model.calls(marker);
+  expect(calls).toHaveLength(3);
+  const toolReply = calls[1]!.messages.find((m) => m.role === 'tool');
+  expect(toolReply?.content).toMatch(/Exit code 0[\s\S]*wrote/);
+  expect(calls[2]!.messages.filter((m) => m.role === 'tool').pop()?.content).toMatch(/Replaced 1 occurrence/);
+
+  expect(readFileSync(path.join(workspaceOf(runId), 'widgets/out.txt'), 'utf8')).toBe('hello\n');
+  const events = await transcript(ctx, runId);
+  const setup = events.find((e) => e.kind === 'command');
+  expect(setup?.payload).toMatchObject({ command: 'echo setting up && ls widgets', exit_code: 0 });
+  expect(String(setup?.payload.output)).toContain('README.md');
+  const command = events.find((e) => e.kind === 'tool_call' && e.payload.name === 'run_command');
+  expect(command?.payload).toMatchObject({
+    exit_code: 0,
+    input: { command: 'echo hello > widgets/out.txt && echo wrote' },
+  });
+  expect(command?.payload.duration_ms).toEqual(expect.any(Number));
+  const diffs = events
+    .filter((e) => e.kind === 'files_changed')
+    .flatMap((e) => e.payload.files as { repo: string; path: string; diff: string }[]);
+  expect(diffs.find((f) => f.path === 'out.txt')?.diff).toContain('+hello');
+  const widget = diffs.find((f) => f.path === 'src/widget.ts');
+  expect(widget?.repo).toBe('widgets');
+  expect(widget?.diff).toContain("-export const colour = 'red';");
+  expect(widget?.diff).toContain("+export const colour = 'blue';");
+
+  const page = await ctx.api.get(new URL(run.session_link as string).pathname);
+  expect(page.text).toContain('echo hello &gt; widgets/out.txt');
+  expect(page.text).toContain('<span class="add">+export const colour = &#39;blue&#39;;</span>');
+});
+
+test('a failing setup command ends the run FAILED with environment_setup_failed and marks the environment', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, {
+    name: 'broken',
+    github_repos: [{ owner: 'acme', repo: 'widgets' }],
+    setup_commands: ['true', 'echo compiling; echo "error: missing toolchain" >&2; exit 3'],
+  });
+  const marker = uniqueName('setup-fails');
+  ctx.model.script(marker, () => ({ text: 'should not be asked' }));
+  const runId = await createRun(ctx, key, { prompt: `Build ${marker}`, config: { environment_id: envId } });
+  const run = await waitForState(ctx, key, runId, ['FAILED']);
+  const status = run.status_message as { message: string; error_code: string };
+  expect(status.error_code).toBe('environment_setup_failed');
+  expect(status.message).toContain('exit 3');
+  expect(status.message).toContain('error: missing toolchain');
+  expect(ctx.model.calls(marker)).toHaveLength(0);
+  const env = await ctx.api.get(`/api/v1/agent/environments/${envId}`).set(auth(key));
+  expect(env.body.setup_failed).toBe(true);
+});
+
+test('an unknown environment is rejected at create time', async () => {
+  const { key } = await ctx.newTeamKey();
+  const res = await ctx.api
+    .post('/api/v1/agent/runs')
+    .set(auth(key))
+    .send({ prompt: 'x', config: { environment_id: 'AAAAAAAAAAAAAAAAAAAAAA' } });
+  expect(res.status).toBe(404);
+  expect(res.body.detail).toContain('config.environment_id');
+});
+
+test('the step limit ends the run FAILED saying which limit', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('loop');
+  ctx.model.script(marker, () => ({ text: '', toolCalls: [{ name: 'list_directory', arguments: {} }] }));
+  const runId = await createRun(ctx, key, { prompt: `Loop forever ${marker}`, config: { max_steps: 3 } });
+  const run = await waitForState(ctx, key, runId, ['FAILED']);
+  expect((run.status_message as { message: string }).message).toMatch(/step limit of 3/);
+  expect(ctx.model.calls(marker)).toHaveLength(3);
+});
+
+test('a follow-up changes what the agent does next', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('steer');
+  const first = gate<{ text: string; toolCalls: { name: string; arguments: Record<string, unknown> }[] }>();
+  ctx.model.script(marker, (req, call) => {
+    if (call === 1) return { hold: first.promise };
+    const lastUser = req.messages.filter((m) => m.role === 'user').pop()?.content ?? '';
+    if (call === 2 && lastUser.includes('b.txt')) {
+      return { text: '', toolCalls: [{ name: 'write_file', arguments: { path: 'b.txt', content: 'steered' } }] };
+    }
+    return { text: 'ok' };
+  });
+  const runId = await createRun(ctx, key, { prompt: `Write a.txt ${marker}` });
+  await ctx.model.waitForCalls(marker, 1);
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/followups`).set(auth(key)).send({ message: 'Write b.txt instead.' });
+  first.release({ text: 'Thinking about a.txt', toolCalls: [] });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  expect(readFileSync(path.join(workspaceOf(runId), 'b.txt'), 'utf8')).toBe('steered');
+  expect(existsSync(path.join(workspaceOf(runId), 'a.txt'))).toBe(false);
+});
+
+test('cancelling during `sleep 600` kills the command within 5 seconds', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('sleep');
+  ctx.model.script(marker, () => ({
+    text: '',
+    toolCalls: [{ name: 'run_command', arguments: { command: 'echo $$ > sleep.pid; exec sleep 600' } }],
+  }));
+  const runId = await createRun(ctx, key, { prompt: `Sleep ${marker}` });
+  const pidFile = path.join(workspaceOf(runId), 'sleep.pid');
+  const pid = await waitFor(
+    async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0),
+    (p) => p > 0,
+    'the command to start',
+  );
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  expect(alive()).toBe(true);
+  const cancelledAt = Date.now();
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key)).expect(200);
+  await waitFor(
+    async () => alive(),
+    (a) => !a,
+    'the sleep to be killed',
+    5_000,
+  );
+  console.log(`sleep 600 killed ${Date.now() - cancelledAt} ms after the cancel request`);
+  await waitForState(ctx, key, runId, ['CANCELLED']);
+  // The workspace goes with the cancelled run.
+  await waitFor(
+    async () => existsSync(workspaceOf(runId)),
+    (exists) => !exists,
+    'the workspace to be removed',
+  );
+});
+
+test('a ten-step run against the scripted model', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('ten');
+  ctx.model.script(marker, (_req, call) =>
+    call < 10
+      ? { text: '', toolCalls: [{ name: 'write_file', arguments: { path: `f${call}.txt`, content: String(call) } }] }
+      : { text: 'all done' },
+  );
+  const started = Date.now();
+  const runId = await createRun(ctx, key, { prompt: `Ten steps ${marker}` });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
+  const elapsed = Date.now() - started;
+  const history = await ctx.client.workflow.getHandle(runWorkflowId(runId)).fetchHistory();
+  console.log(`ten-step run: ${elapsed} ms, ${history.events?.length} history events so far`);
+  expect(ctx.model.calls(marker)).toHaveLength(10);
+  expect((await getRun(ctx, key, runId)).request_usage).toEqual({ total_tokens: 100 });
+});
