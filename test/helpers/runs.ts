@@ -36,7 +36,17 @@ export async function waitForState(
       if (seen && seen[seen.length - 1] !== run.state) seen.push(run.state);
       return run;
     },
-    (run) => states.includes(run.state),
+    (run) => {
+      if (states.includes(run.state)) return true;
+      // A run that ended some other way will not get there: fail now, with its status.
+      const terminal = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+      if (terminal.includes(run.state) && states.every((s) => terminal.includes(s))) {
+        throw new Error(
+          `run ${runId} ended ${run.state}, not ${states.join('/')}: ${JSON.stringify(run.status_message)}`,
+        );
+      }
+      return false;
+    },
     `run ${runId} to reach ${states.join('/')}`,
     timeoutMs,
   );
