@@ -15,7 +15,9 @@ git.addRepo('acme', 'widgets', {
 
 let ctx: TestContext;
 beforeAll(async () => {
-  ctx = await createTestContext({ env: { GIT_BASE_URL: git.baseUrl } });
+  ctx = await createTestContext({
+    env: { GIT_BASE_URL: git.baseUrl, MODEL_PRICES: JSON.stringify({ 'openai/test-model': { input: 1, output: 2 } }) },
+  });
 });
 afterAll(async () => {
   await ctx?.close();
@@ -199,5 +201,25 @@ test('a ten-step run against the scripted model', async () => {
   const history = await ctx.client.workflow.getHandle(runWorkflowId(runId)).fetchHistory();
   console.log(`ten-step run: ${elapsed} ms, ${history.events?.length} history events so far`);
   expect(ctx.model.calls(marker)).toHaveLength(10);
-  expect((await getRun(ctx, key, runId)).request_usage).toEqual({ total_tokens: 100 });
+  // Ten calls of 5 input and 5 output tokens at $1 and $2 per million.
+  const usage = (await getRun(ctx, key, runId)).request_usage as { total_tokens: number; inference_cost_usd: number };
+  expect(usage.total_tokens).toBe(100);
+  expect(usage.inference_cost_usd).toBeCloseTo(0.00015, 10);
+});
+
+test('the workspace outlives the run for its idle window, then goes', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('idle-ws');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? { text: '', toolCalls: [{ name: 'write_file', arguments: { path: 'keep.txt', content: 'x' } }] }
+      : { text: 'done' },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Idle ${marker}`, config: { idle_timeout_minutes: 0 } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  await waitFor(
+    async () => existsSync(workspaceOf(runId)),
+    (exists) => !exists,
+    'the workspace to be removed after the idle window',
+  );
 });
