@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isUuid } from '../core/ids';
 import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
 import { invalid } from './api-error';
@@ -45,11 +46,19 @@ function single(query: Query, name: string): string | undefined {
   return value;
 }
 
+/** True for a real calendar date and time of day: `Date` would roll 2026-02-31 or 24:00 over to the next day. */
+function isRealDateTime(value: string): boolean {
+  const [, y, mo, d, h] = /^(\d{4})-(\d{2})-(\d{2})T(\d{2})/i.exec(value) ?? [];
+  const day = new Date(0);
+  day.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  return day.getUTCMonth() === Number(mo) - 1 && day.getUTCDate() === Number(d) && Number(h) <= 23;
+}
+
 function timestamp(query: Query, name: string): Date | undefined {
   const value = single(query, name);
   if (value === undefined) return undefined;
   const date = new Date(value);
-  if (!RFC3339.test(value) || Number.isNaN(date.getTime())) {
+  if (!RFC3339.test(value) || Number.isNaN(date.getTime()) || !isRealDateTime(value)) {
     throw invalid(
       `Query parameter \`${name}\` must be an RFC 3339 timestamp such as 2026-11-22T03:04:05.123Z (got "${value}").`,
     );
@@ -59,11 +68,15 @@ function timestamp(query: Query, name: string): Date | undefined {
 
 /** Validates the list query (unknown parameters are rejected) and decodes the cursor. */
 export function parseListRunsQuery(query: Query): ListRunsQuery {
-  const metadata: Record<string, string> = {};
+  const metadataPairs: [string, string][] = [];
   for (const key of Object.keys(query)) {
+    // PostgreSQL text cannot hold NUL: refuse it here rather than fail the query with a 500.
+    if ([query[key]].flat().some((v) => v?.includes('\u0000'))) {
+      throw invalid(`Query parameter \`${key}\` may not contain the NUL character.`);
+    }
     const m = METADATA_PARAM.exec(key);
     if (m) {
-      metadata[m[1]!] = single(query, key) ?? '';
+      metadataPairs.push([m[1]!, single(query, key) ?? '']);
       continue;
     }
     if (key !== 'state' && !(SINGLE_PARAMS as readonly string[]).includes(key)) {
@@ -74,6 +87,11 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
       );
     }
   }
+  // Sorted, so that the cursor fingerprint does not depend on parameter order; fromEntries
+  // defines own properties, so a key such as `__proto__` filters instead of being dropped.
+  const metadata: Record<string, string> = Object.fromEntries(
+    metadataPairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
   if (Object.keys(metadata).length > 5) throw invalid('At most 5 metadata[KEY]=VALUE filters may be combined.');
 
   const limitRaw = single(query, 'limit');
@@ -140,7 +158,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
     sortBy,
     sortOrder,
     limit,
-    after: cursor === undefined ? undefined : decodeCursor(cursor, fingerprint),
+    after: cursor === undefined ? undefined : decodeCursor(cursor, fingerprint, sortBy),
   };
 }
 
@@ -169,24 +187,38 @@ export function encodeCursor(query: ListRunsQuery, last: { value: string; runId:
   return Buffer.from(JSON.stringify(payload)).toString('base64url');
 }
 
-function decodeCursor(cursor: string, fingerprint: string): { value: string; runId: string } {
-  let payload: Partial<CursorPayload>;
+/** Issued cursors of the time sorts hold `Date#toISOString()` of a stored timestamp, nothing else. */
+function isIssuedTimestamp(value: string): boolean {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime()) || date.toISOString() !== value) return false;
+  // PostgreSQL reads neither year 0 nor the expanded years (+010000-…) of toISOString.
+  return date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999;
+}
+
+function decodeCursor(cursor: string, fingerprint: string, sortBy: RunSortField): { value: string; runId: string } {
+  const notIssued = () =>
+    invalid('Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.');
+  let payload: Partial<CursorPayload> | null;
   try {
-    payload = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPayload>;
+    payload = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPayload> | null;
   } catch {
-    throw invalid(
-      'Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.',
-    );
+    throw notIssued();
   }
-  if (typeof payload.v !== 'string' || typeof payload.id !== 'string' || !/^[0-9a-f-]{36}$/.test(payload.id)) {
-    throw invalid(
-      'Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.',
-    );
+  if (
+    typeof payload !== 'object' ||
+    payload === null ||
+    typeof payload.v !== 'string' ||
+    typeof payload.id !== 'string' ||
+    !isUuid(payload.id)
+  ) {
+    throw notIssued();
   }
   if (payload.f !== fingerprint) {
     throw invalid(
       'Query parameter `cursor` was issued for other filters or another sort; repeat the same filters with it, or start without a cursor.',
     );
   }
+  // The value is compared in SQL as a timestamptz (time sorts) or text: a forged one must not reach it.
+  if (sortBy === 'title' ? payload.v.includes('\u0000') : !isIssuedTimestamp(payload.v)) throw notIssued();
   return { value: payload.v, runId: payload.id };
 }
