@@ -125,10 +125,10 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
             return { done: true };
           const maxSteps = run!.config.max_steps ?? config.agent.maxSteps;
           const maxTokens = run!.config.max_tokens ?? config.agent.maxTokens;
-          const stepsSoFar = events.filter((e) => e.kind === 'assistant').length;
+          const stepsSoFar = events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
           if (stepsSoFar >= maxSteps) {
             throw userFailure(
-              `The agent reached its step limit of ${maxSteps} model calls without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
+              `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
               'invalid_request',
             );
           }

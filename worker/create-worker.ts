@@ -58,6 +58,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '10s',
+    // A worker that died holding a run's cached workflow hands it to another worker after this.
+    stickyQueueScheduleToStartTimeout: '3s',
   } satisfies Partial<WorkerOptions>;
   const shared = await Worker.create({ ...common, taskQueue: config.temporal.taskQueue, ...workflowSource });
   const workspace = await Worker.create({ ...common, taskQueue: workspaceQueue });

@@ -3,7 +3,7 @@
  * bootstrap code as `npm start`, bundles the workflow once, prints one JSON line, and keeps
  * running until stdin closes. Run by the jest global setup as a child process.
  */
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -49,7 +49,10 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const stop = () => {
-    void deps.stop().finally(() => process.exit(0));
+    void deps
+      .stop()
+      .then(() => rmSync(dataDir, { recursive: true, force: true }))
+      .finally(() => process.exit(0));
   };
   process.stdin.on('end', stop);
   process.stdin.on('close', stop);

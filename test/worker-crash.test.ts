@@ -1,0 +1,255 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { RUN_STATES, stateRank, type RunState } from '../core/run-state';
+import { gate } from './helpers/scripted-model';
+import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** A worker process (`worker/main.ts`) started the way production starts it. */
+interface WorkerChild {
+  proc: ChildProcess;
+  spawnedAt: number;
+  output: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const workers: WorkerChild[] = [];
+let ctx: TestContext;
+
+beforeAll(async () => {
+  // The API passes the heartbeat timeout to every workflow it starts: it decides how fast a dead worker is noticed.
+  ctx = await createTestContext({ worker: false, env: { ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3' } });
+});
+
+afterAll(async () => {
+  for (const w of workers) {
+    if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL');
+    await w.exited;
+  }
+  await ctx?.close();
+});
+
+function spawnWorker(c: TestContext): WorkerChild {
+  const spawnedAt = Date.now();
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: c.stack.databaseUrl,
+      TEMPORAL_ADDRESS: c.stack.temporalAddress,
+      TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
+      OPENAI_API_KEY: 'test-key',
+      OPENAI_BASE_URL: c.config.models.openai.baseUrl,
+      AGENT_DEFAULT_MODEL: 'openai/test-model',
+      ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
+      MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  proc.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
+  proc.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const child = { proc, spawnedAt, output, exited };
+  workers.push(child);
+  return child;
+}
+
+/** Resolves with `promise`, or rejects when the deadline passes or the worker dies first. */
+async function within<T>(promise: Promise<T>, timeoutMs: number, what: string, worker: WorkerChild): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(`Timed out after ${timeoutMs} ms waiting for ${what}; worker output:\n${worker.output.join('')}`),
+        ),
+      timeoutMs,
+    );
+  });
+  const died = worker.exited.then(({ code, signal }) => {
+    throw new Error(
+      `worker exited (${signal ?? code}) while waiting for ${what}; its output:\n${worker.output.join('')}`,
+    );
+  });
+  try {
+    return await Promise.race([promise, deadline, died]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Identities of the workers that polled the context's activity task queue lately. */
+async function activityPollers(c: TestContext): Promise<string[]> {
+  const res = await c.connection.workflowService.describeTaskQueue({
+    namespace: c.config.temporal.namespace,
+    taskQueue: { name: c.config.temporal.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  return (res.pollers ?? []).map((p) => p.identity ?? '');
+}
+
+/** Resolves once the worker polls for activities (the SDK's default identity is `pid@host`); returns how long that took. */
+async function waitUntilPolling(c: TestContext, worker: WorkerChild, what: string): Promise<number> {
+  const identity = `${worker.proc.pid}@${os.hostname()}`;
+  await within(
+    waitFor(
+      () => activityPollers(c),
+      (ids) => ids.includes(identity),
+      `${what} (${identity}) to poll`,
+      120_000,
+    ),
+    125_000,
+    `${what} to poll`,
+    worker,
+  );
+  return Date.now() - worker.spawnedAt;
+}
+
+/** Polls a run in the background and records every state and `updated_at` it was seen with. */
+function recordHistory(c: TestContext, key: string, runId: string) {
+  const seen: { state: string; updatedAt: string }[] = [];
+  let stopped = false;
+  let failure: unknown;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const run = await getRun(c, key, runId);
+        seen.push({ state: run.state, updatedAt: run.updated_at as string });
+      } catch (err) {
+        failure = err;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  })();
+  return {
+    seen,
+    /** Stops polling; resolves with what made polling fail, if anything did. */
+    async stop(): Promise<unknown> {
+      stopped = true;
+      await loop;
+      return failure;
+    },
+  };
+}
+
+const userMessages = (messages: { role: string; content: string }[]) =>
+  messages.filter((m) => m.role === 'user').map((m) => m.content);
+
+jest.setTimeout(180_000);
+
+test('a worker SIGKILLed mid-model-call: another worker finishes the run, the follow-up lands exactly once', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('worker-crash');
+  const prompt = `Port the parser ${marker}`;
+  const followupMessage = `Also keep the old API ${uniqueName('followup')}`;
+  const firstCall = gate<{ text: string }>();
+  // Call 1 is held (the worker dies in it); every later call answers at once.
+  ctx.model.script(marker, (_req, call) =>
+    call === 1 ? { hold: firstCall.promise } : { text: `done (call ${call})` },
+  );
+
+  const first = spawnWorker(ctx);
+  const firstStartupMs = await waitUntilPolling(ctx, first, 'the first worker');
+  const runId = await createRun(ctx, key, { prompt });
+  const history = recordHistory(ctx, key, runId);
+  let pollFailure: unknown;
+  try {
+    await within(ctx.model.waitForCalls(marker, 1), 30_000, 'the first model call', first);
+    expect((await getRun(ctx, key, runId)).state).toBe('INPROGRESS');
+
+    const res = await ctx.api
+      .post(`/api/v1/agent/runs/${runId}/followups`)
+      .set(auth(key))
+      .send({ message: followupMessage });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ run_id: runId, state: 'INPROGRESS' });
+
+    const killedAt = Date.now();
+    first.proc.kill('SIGKILL');
+    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    // The model server saw the killed worker's request go away mid-call.
+    await waitFor(
+      async () => ctx.model.aborted.includes(marker),
+      (aborted) => aborted,
+      'the killed worker’s model request to be dropped',
+      10_000,
+    );
+    expect((await getRun(ctx, key, runId)).state).toBe('INPROGRESS');
+
+    const second = spawnWorker(ctx);
+    const secondStartupMs = await waitUntilPolling(ctx, second, 'the second worker');
+    await within(ctx.model.waitForCalls(marker, 2), 60_000, 'the retried model call on the second worker', second);
+    const retriedAfterMs = Date.now() - killedAt;
+    const done = await within(
+      waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, 60_000),
+      65_000,
+      'the run to end on the second worker',
+      second,
+    );
+    const recoveredAfterMs = Date.now() - killedAt;
+    // Releasing the dead call changes nothing: nobody is listening for it any more.
+    firstCall.release({ text: 'reply to a dead worker' });
+    console.log(
+      [
+        `worker SIGKILL: workers polled ${firstStartupMs} ms / ${secondStartupMs} ms after spawn (first / second)`,
+        `worker SIGKILL: after the kill, the retried model call arrived at ${retriedAfterMs} ms and the run SUCCEEDED at ${recoveredAfterMs} ms (heartbeat timeout 3 s)`,
+      ].join('\n'),
+    );
+
+    expect(done.state).toBe('SUCCEEDED');
+    expect(done.status_message).toBeUndefined();
+
+    // The model saw the prompt alone before the crash, and afterwards the follow-up once, after the prompt.
+    const calls = ctx.model.calls(marker);
+    expect(userMessages(calls[0]!.messages)).toEqual([prompt]);
+    expect(calls).toHaveLength(2);
+    expect(userMessages(calls[1]!.messages)).toEqual([prompt, followupMessage]);
+    expect(calls[1]!.messages.filter((m) => m.role === 'assistant')).toEqual([]);
+    expect(done.request_usage).toEqual({ total_tokens: 10 });
+
+    const events = await transcript(ctx, runId);
+    const followups = events.filter((e) => e.kind === 'followup');
+    expect(followups).toHaveLength(1);
+    expect(followups[0]!.payload.message).toBe(followupMessage);
+    const kinds = events.map((e) => e.kind);
+    expect(kinds.indexOf('prompt')).toBeLessThan(kinds.indexOf('followup'));
+    expect(kinds.indexOf('followup')).toBeLessThan(kinds.indexOf('assistant'));
+    expect(events.filter((e) => e.kind === 'assistant').map((e) => e.payload.text)).toEqual([`done (call 2)`]);
+    expect(events.filter((e) => e.kind === 'state').map((e) => e.payload.state)).toEqual([
+      'QUEUED',
+      'INPROGRESS',
+      'SUCCEEDED',
+    ]);
+    const [{ undelivered }] = (await ctx.dataSource.query(
+      `SELECT count(*)::int AS undelivered FROM followups WHERE run_id = $1 AND delivered_at IS NULL`,
+      [runId],
+    )) as [{ undelivered: number }];
+    expect(undelivered).toBe(0);
+  } finally {
+    pollFailure = await history.stop();
+  }
+  if (pollFailure) throw pollFailure;
+
+  // What clients saw never went backwards: states only move forward, updated_at never decreases.
+  const seen = history.seen;
+  expect(seen.length).toBeGreaterThan(1);
+  expect(seen[seen.length - 1]!.state).toBe('SUCCEEDED');
+  for (let i = 1; i < seen.length; i++) {
+    const [before, after] = [seen[i - 1]!, seen[i]!];
+    expect(RUN_STATES).toContain(after.state);
+    expect(stateRank(after.state as RunState)).toBeGreaterThanOrEqual(stateRank(before.state as RunState));
+    expect(Date.parse(after.updatedAt)).toBeGreaterThanOrEqual(Date.parse(before.updatedAt));
+  }
+  const distinct = seen.map((s) => s.state).filter((s, i, all) => i === 0 || all[i - 1] !== s);
+  expect(distinct).toContain('INPROGRESS');
+  expect(['QUEUED', 'INPROGRESS', 'SUCCEEDED'].filter((s) => distinct.includes(s))).toEqual(distinct);
+});
