@@ -9,6 +9,8 @@ import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createRunService } from './run-service';
+import { createAgentRouter } from './routes/agent-routes';
+import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
 import { createRunsRouter } from './routes/runs-routes';
@@ -34,7 +36,10 @@ export function createApp(deps: AppDeps): Koa {
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
   const runs = createRunsRouter({ config, dataSource, runService });
-  api.use(runs.routes(), runs.allowedMethods({ throw: true }));
+  for (const router of [createEnvironmentsRouter({ dataSource }), createAgentRouter({ config, dataSource })]) {
+    api.use(router.routes(), router.allowedMethods());
+  }
+  api.use(runs.routes(), runs.allowedMethods());
 
   const open = [
     createHealthRouter({
@@ -50,7 +55,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
   app.use(jsonBody());
-  for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
-  app.use(api.routes()).use(api.allowedMethods({ throw: true }));
+  // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
+  for (const router of open) app.use(router.routes()).use(router.allowedMethods());
+  app.use(api.routes()).use(api.allowedMethods());
   return app;
 }

@@ -19,8 +19,19 @@ export function readIdempotencyKey(header: string | undefined): string | undefin
 
 export function requestHash(body: unknown): string {
   return createHash('sha256')
-    .update(JSON.stringify(body ?? null))
+    .update(JSON.stringify(canonical(body ?? null)))
     .digest('hex');
+}
+
+/** JSON members are unordered: the same body with its members in another order is the same request. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+  );
 }
 
 /**

@@ -7,6 +7,7 @@ import { isTerminal, type RunState } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import type { Run } from '../db/entities/run';
+import { findEnvironment } from '../db/environments';
 import { appendRunEvent } from '../db/run-events';
 import { findRun } from '../db/run-queries';
 import { applyCancellation, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
@@ -124,6 +125,9 @@ export function createRunService({ config, dataSource, temporal }: RunServiceDep
           idle_timeout_minutes: body.config?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
           ...(skill ? { skill_spec: skill } : {}),
         };
+        if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
+          throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+        }
         const conversationId = await resolveConversation(tx, principal, body.conversation_id);
         const parentRunId = await resolveParent(tx, principal, body.parent_run_id);
         const runId = newUuidV7();

@@ -4,8 +4,34 @@ import { invalid } from './api-error';
 /** Parses `value` with a schema; on failure throws a 400 whose detail names each bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, what = 'body'): z.infer<S> {
   const result = schema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  throw invalid(describeIssues(result.error.issues, what));
+  if (!result.success) throw invalid(describeIssues(result.error.issues, what));
+  const bad = findUnstorableString(result.data, []);
+  if (bad) throw invalid(`\`${bad.path.length ? bad.path.join('.') : what}\` ${bad.problem}.`);
+  return result.data;
+}
+
+/** NUL, which PostgreSQL text and jsonb cannot hold, or an unpaired UTF-16 surrogate, which jsonb rejects. */
+export function unstorableProblem(value: string): string | undefined {
+  if (value.includes('\u0000')) return 'may not contain NUL characters';
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value)) {
+    return 'may not contain unpaired UTF-16 surrogates';
+  }
+  return undefined;
+}
+
+function findUnstorableString(value: unknown, path: string[]): { path: string[]; problem: string } | undefined {
+  if (typeof value === 'string') {
+    const problem = unstorableProblem(value);
+    return problem ? { path, problem } : undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const keyProblem = unstorableProblem(key);
+    if (keyProblem) return { path, problem: `has a key that ${keyProblem}` };
+    const found = findUnstorableString(child, [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 export function describeIssues(issues: readonly z.core.$ZodIssue[], what: string): string {

@@ -15,11 +15,18 @@ class UsageError extends Error {}
 /** Manages API keys in the configured database; the raw key is the last line of `create`. */
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
-    allowPositionals: true,
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    // An unknown option or one without its value is a usage error too (exit 2, with the usage).
+    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+  }
+  const { values, positionals } = parsed;
   if (command !== 'create' && command !== 'list' && command !== 'revoke') throw new UsageError(USAGE);
   if (command === 'create') {
     if (values.kind !== 'personal' && values.kind !== 'agent')

@@ -44,6 +44,10 @@ export function errorHandler(options: { errorReferenceBaseUrl: string; logger: L
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new ApiError('resource_not_found', `No route ${ctx.method} ${ctx.path}.`);
       }
+      // Set by the routers' allowedMethods together with `Allow`, which stays on the response.
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) {
+        throw toApiError({ status: ctx.status }, ctx.method, ctx.path, options.logger, String(ctx.state.requestId));
+      }
     } catch (err) {
       const requestId = String(ctx.state.requestId ?? '');
       const apiError = toApiError(err, ctx.method, ctx.path, options.logger, requestId);

@@ -4,7 +4,7 @@ import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import type { DataSource } from 'typeorm';
 import { findRun, listRuns } from '../../db/run-queries';
-import { notFound } from '../api-error';
+import { invalid, notFound } from '../api-error';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
@@ -30,11 +30,18 @@ function send(
   ctx.body = response.body;
 }
 
+/** Only the list takes query parameters; elsewhere any is unknown, and rejected like an unknown field. */
+function rejectQueryParameters(query: Record<string, unknown>): void {
+  const [name] = Object.keys(query);
+  if (name !== undefined) throw invalid(`Unknown query parameter \`${name}\`.`);
+}
+
 /** The five run endpoints of the wire contract (plus the older `POST /agent/run`). */
 export function createRunsRouter({ config, dataSource, runService }: RunsRoutesDeps): Router {
   const router = new Router();
 
   const create: RouterMiddleware = async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const body = validate(createRunSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
     send(ctx, await runService.createRun(principalOf(ctx.state), body, key));
@@ -60,6 +67,7 @@ export function createRunsRouter({ config, dataSource, runService }: RunsRoutesD
   });
 
   router.get('/agent/runs/:runId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const runId = ctx.params.runId!;
     const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
     if (!run) throw notFound(`No run ${runId}.`);
@@ -67,12 +75,14 @@ export function createRunsRouter({ config, dataSource, runService }: RunsRoutesD
   });
 
   router.post('/agent/runs/:runId/followups', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const body = validate(followupSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
     send(ctx, await runService.sendFollowup(principalOf(ctx.state), ctx.params.runId!, body, key));
   });
 
   router.post('/agent/runs/:runId/cancel', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     validate(emptyBodySchema, ctx.state.body);
     const runId = ctx.params.runId!;
     await runService.cancelRun(principalOf(ctx.state), runId);

@@ -52,6 +52,9 @@ export const agentConfigSchema = z.strictObject({
     .refine((m) => Object.keys(m).length <= 20, 'at most 20 MCP servers')
     .optional(),
   idle_timeout_minutes: z.number().int().min(0).max(1440).optional(),
+  /** Limits of the agent loop for this run; the service's defaults apply when absent. */
+  max_steps: z.number().int().min(1).max(10_000).optional(),
+  max_tokens: z.number().int().min(1).max(1_000_000_000).optional(),
   computer_use_enabled: z.boolean().optional(),
 });
 
