@@ -11,7 +11,8 @@ function pre(text: unknown, className = ''): string {
 }
 
 function folded(label: string, text: string): string {
-  const lines = text.split('\n').length;
+  // A final newline ends the last line; it does not start another.
+  const lines = text.replace(/\n$/, '').split('\n').length;
   if (lines <= FOLD_LINES) return pre(text, 'output');
   return `<details class="fold"><summary>${escapeHtml(label)} (${lines} lines)</summary>${pre(text, 'output')}</details>`;
 }

@@ -356,6 +356,8 @@ describe('creating a run', () => {
     ['`config.skill_spec` of one word', { config: { skill_spec: 'nope' } }, /`config\.skill_spec`/],
     ['`config.skill_spec` without a skill name', { config: { skill_spec: 'owner/repo' } }, /`config\.skill_spec`/],
     ['`config.skill_spec` with an empty skill name', { config: { skill_spec: 'owner/repo:' } }, /`config\.skill_spec`/],
+    ['`skill` whose owner is `..`', { skill: '../repo:deploy' }, /`skill`/],
+    ['`config.skill_spec` whose repo is `.`', { config: { skill_spec: 'owner/.:deploy' } }, /`config\.skill_spec`/],
     [
       'more than 20 metadata keys',
       { prompt: 'x', metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) },

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
@@ -25,6 +26,16 @@ beforeAll(async () => {
   ctx = await createTestContext({ worker: false, env: { ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3' } });
 });
 
+/** Every test ends with no worker of its own alive, so the next test's runs go only to its workers. */
+async function killWorkers(): Promise<void> {
+  for (const w of workers) {
+    if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL');
+    await w.exited;
+  }
+}
+
+afterEach(killWorkers);
+
 afterAll(async () => {
   for (const w of workers) {
     if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL');
@@ -33,7 +44,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-function spawnWorker(c: TestContext): WorkerChild {
+function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir): WorkerChild {
   const spawnedAt = Date.now();
   const proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     cwd: ROOT,
@@ -42,6 +53,7 @@ function spawnWorker(c: TestContext): WorkerChild {
       DATABASE_URL: c.stack.databaseUrl,
       TEMPORAL_ADDRESS: c.stack.temporalAddress,
       TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
+      AGENT_RUNS_WORKSPACE_DIR: workspaceDir,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: c.config.models.openai.baseUrl,
       AGENT_DEFAULT_MODEL: 'openai/test-model',
@@ -252,4 +264,90 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
   const distinct = seen.map((s) => s.state).filter((s, i, all) => i === 0 || all[i - 1] !== s);
   expect(distinct).toContain('INPROGRESS');
   expect(['QUEUED', 'INPROGRESS', 'SUCCEEDED'].filter((s) => distinct.includes(s))).toEqual(distinct);
+});
+
+/** A run whose first step runs a command that blocks until the test creates `go` in the workspace. */
+function blockingCommandScript(marker: string) {
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            {
+              name: 'run_command',
+              arguments: { command: 'touch started; while [ ! -f go ]; do sleep 0.1; done; echo finished' },
+            },
+          ],
+        }
+      : { text: 'all done' },
+  );
+}
+
+test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only that tool call in the same workspace', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('tool-crash');
+  blockingCommandScript(marker);
+  const first = spawnWorker(ctx);
+  await waitUntilPolling(ctx, first, 'the first worker');
+  const runId = await createRun(ctx, key, { prompt: `Wait for go ${marker}` });
+  const workspace = path.join(ctx.config.workspace.dir, runId);
+  await waitFor(async () => existsSync(path.join(workspace, 'started')), Boolean, 'the command to start', 60_000);
+  rmSync(path.join(workspace, 'started'));
+  first.proc.kill('SIGKILL');
+  await first.exited;
+
+  const second = spawnWorker(ctx);
+  await waitUntilPolling(ctx, second, 'the second worker');
+  await within(
+    waitFor(async () => existsSync(path.join(workspace, 'started')), Boolean, 'the command to run again', 60_000),
+    65_000,
+    'the repeated tool call',
+    second,
+  );
+  writeFileSync(path.join(workspace, 'go'), '');
+  const done = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
+  expect(done.state).toBe('SUCCEEDED');
+  // The model call of the interrupted step was not repeated; its tool call was, once, to completion.
+  expect(ctx.model.calls(marker)).toHaveLength(2);
+  const tools = (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call');
+  expect(tools).toHaveLength(1);
+  expect(tools[0]!.payload).toMatchObject({ exit_code: 0 });
+  expect(String(tools[0]!.payload.output)).toContain('finished');
+});
+
+test('when the workspace worker does not come back, the run provisions afresh elsewhere and the transcript says so', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('tool-elsewhere');
+  blockingCommandScript(marker);
+  const first = spawnWorker(ctx);
+  await waitUntilPolling(ctx, first, 'the first worker');
+  const runId = await createRun(ctx, key, { prompt: `Wait for go ${marker}` });
+  const oldWorkspace = path.join(ctx.config.workspace.dir, runId);
+  await waitFor(async () => existsSync(path.join(oldWorkspace, 'started')), Boolean, 'the command to start', 60_000);
+  first.proc.kill('SIGKILL');
+  await first.exited;
+  writeFileSync(path.join(oldWorkspace, 'go'), ''); // lets the orphaned command of the dead worker end
+
+  // Another machine: its own workspace directory, so its own workspace queue.
+  const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-elsewhere-'));
+  const second = spawnWorker(ctx, elsewhere);
+  await waitUntilPolling(ctx, second, 'the worker elsewhere');
+  const newWorkspace = path.join(elsewhere, runId);
+  await within(
+    waitFor(
+      async () => existsSync(path.join(newWorkspace, 'started')),
+      Boolean,
+      'the command to run in the new workspace',
+      90_000,
+    ),
+    95_000,
+    'the re-provisioned workspace',
+    second,
+  );
+  writeFileSync(path.join(newWorkspace, 'go'), '');
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
+  const notices = (await transcript(ctx, runId))
+    .filter((e) => e.kind === 'notice')
+    .map((e) => String(e.payload.message));
+  expect(notices.some((m) => /is gone: provisioning a new workspace elsewhere/.test(m))).toBe(true);
 });

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 
-const REPO_PART = /^[A-Za-z0-9_.-]{1,100}$/;
+/** A GitHub owner or repository name; `.` and `..` are path segments, not names (they would escape the git host or workspace). */
+const REPO_PART = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
+const REPO_PART_RULE = 'must be 1-100 of [A-Za-z0-9_.-], and not "." or ".."';
 
 /** `CloudEnvironmentConfig`: what an environment holds. */
 export const environmentConfigSchema = z.strictObject({
@@ -10,8 +12,8 @@ export const environmentConfigSchema = z.strictObject({
   github_repos: z
     .array(
       z.strictObject({
-        owner: z.string().regex(REPO_PART, 'must be 1-100 of [A-Za-z0-9_.-]'),
-        repo: z.string().regex(REPO_PART, 'must be 1-100 of [A-Za-z0-9_.-]'),
+        owner: z.string().regex(REPO_PART, REPO_PART_RULE),
+        repo: z.string().regex(REPO_PART, REPO_PART_RULE),
       }),
     )
     .max(20)

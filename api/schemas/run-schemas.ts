@@ -5,7 +5,9 @@ import { z } from 'zod';
 export const MAX_PROMPT_CHARS = 100_000;
 export const MAX_TITLE_CHARS = 200;
 
-const SKILL_SPEC_RE = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|(?:[A-Za-z0-9_.-]+\/)*SKILL\.md)$/;
+// owner and repo are path parts of a clone URL: `.` and `..` are refused like any bad character.
+const SKILL_SPEC_RE =
+  /^(?!\.\.?\/)[A-Za-z0-9_.-]+\/(?!\.\.?:)[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|(?:[A-Za-z0-9_.-]+\/)*SKILL\.md)$/;
 export const skillSpecSchema = z
   .string()
   .regex(SKILL_SPEC_RE, 'must be `owner/repo:skill-name` or `owner/repo:path/to/SKILL.md`');
