@@ -90,13 +90,22 @@ export async function updateEnvironment(
   teamId: string,
   config: EnvironmentConfig,
 ): Promise<Environment | null> {
+  // Skills found in repositories the environment no longer holds go with them, in the same statement.
   const rows = (await manager.query(
-    `UPDATE environments SET config = $3::jsonb, name = $4, setup_failed = false,
-            last_updated = GREATEST(clock_timestamp(), last_updated + interval '1 millisecond')
-      WHERE uid = $1 AND team_id = $2 AND deleted_at IS NULL RETURNING *`,
+    `WITH updated AS (
+       UPDATE environments SET config = $3::jsonb, name = $4, setup_failed = false,
+              last_updated = GREATEST(clock_timestamp(), last_updated + interval '1 millisecond')
+        WHERE uid = $1 AND team_id = $2 AND deleted_at IS NULL RETURNING *
+     ), dropped_skills AS (
+       DELETE FROM environment_skills s USING updated u
+        WHERE s.environment_uid = u.uid
+          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(u.config->'github_repos', '[]'::jsonb)) r
+                           WHERE r->>'owner' = s.owner AND r->>'repo' = s.repo)
+     )
+     SELECT * FROM updated`,
     [uid, teamId, JSON.stringify(config), config.name],
-  )) as [Record<string, unknown>[], number];
-  return rows[0][0] ? rowToEnvironment(rows[0][0]) : null;
+  )) as Record<string, unknown>[];
+  return rows[0] ? rowToEnvironment(rows[0]) : null;
 }
 
 /** Soft delete: runs keep pointing at the environment they ran in. */
