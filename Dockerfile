@@ -15,6 +15,8 @@ RUN npm run build
 
 # --- runtime: production dependencies, dist/ and docs/ ------------------------------------
 FROM node:20-bookworm-slim AS runtime
+# Workers clone repositories and run the agent's commands with git and bash.
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
@@ -22,8 +24,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN (npm ci --omit=dev || npm install --omit=dev) && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# The API serves docs/errors.md as the error reference.
+# The API serves docs/errors.md as the error reference; workers offer the bundled skills.
 COPY docs ./docs
+COPY bundled-skills ./bundled-skills
 # AGENT_RUNS_DATA_DIR (./.data) must be writable by the non-root user.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
