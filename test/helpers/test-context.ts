@@ -15,6 +15,7 @@ import { createApiKey } from '../../db/api-keys';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
+import { freePort } from './free-port';
 import { ScriptedModelServer } from './scripted-model';
 
 export function testStack(): TestStackInfo {
@@ -64,6 +65,8 @@ export async function createTestContext(
 ): Promise<TestContext> {
   quietTemporalRuntime();
   const stack = testStack();
+  // Known before the app is built, so PUBLIC_URL (session links, error `type` URLs) is right.
+  const port = await freePort();
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
   const config = loadConfig({
@@ -78,7 +81,8 @@ export async function createTestContext(
     MODEL_RETRY_MAX_ATTEMPTS: '3',
     ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '5',
     LOG_LEVEL: 'error',
-    PORT: '0',
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
     AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')),
     WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
     ...options.env,
@@ -87,10 +91,8 @@ export async function createTestContext(
   const dataSource = await openDataSource(stack.databaseUrl, 10);
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
   const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
-  const server: Server = await listen(app, 0, '127.0.0.1');
-  const port = (server.address() as { port: number }).port;
-  const baseUrl = `http://127.0.0.1:${port}`;
-  config.publicUrl = baseUrl;
+  const server: Server = await listen(app, port, '127.0.0.1');
+  const baseUrl = config.publicUrl;
 
   let worker: RunWorker | undefined;
   let workerConnection: NativeConnection | undefined;
