@@ -2,7 +2,8 @@
  * Benchmark: a self-contained stack (embedded PostgreSQL, Temporal dev server, one worker, the
  * API, a scripted model that answers at once) and N runs created through the HTTP API.
  * Reports create latency, QUEUED → INPROGRESS latency, end-to-end time, throughput, history
- * size and the process's memory. Usage: npm run bench -- [runs=50] [concurrency=10]
+ * size and the process's memory. Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1]
+ * (a run of N steps makes N model calls, each but the last asking for one write_file tool call).
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -35,6 +36,7 @@ const summary = (name: string, values: number[]) =>
 async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 50);
   const concurrency = Number(process.argv[3] ?? 10);
+  const steps = Number(process.argv[4] ?? 1);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
   chmodSync(dataDir, 0o755);
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
   const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
   const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
-  log(`stack up in ${Date.now() - bootStart} ms; ${runs} runs, ${concurrency} at a time`);
+  log(`stack up in ${Date.now() - bootStart} ms; ${runs} runs of ${steps} step(s), ${concurrency} at a time`);
 
   const createMs: number[] = [];
   const pickupMs: number[] = [];
@@ -79,11 +81,17 @@ async function main(): Promise<void> {
     Array.from({ length: concurrency }, async () => {
       while (next < runs) {
         next += 1;
+        const marker = `bench-${next}-${Math.random().toString(36).slice(2)}`;
+        model.script(marker, (_req, call) =>
+          call < steps
+            ? { text: '', toolCalls: [{ name: 'write_file', arguments: { path: `f${call}.txt`, content: 'x' } }] }
+            : { text: 'done' },
+        );
         const t0 = Date.now();
         const res = await fetch(`${base}/agent/runs`, {
           method: 'POST',
           headers,
-          body: JSON.stringify({ prompt: 'bench' }),
+          body: JSON.stringify({ prompt: marker }),
         });
         const { run_id: id } = (await res.json()) as { run_id: string };
         createMs.push(Date.now() - t0);
@@ -107,13 +115,15 @@ async function main(): Promise<void> {
     }),
   );
   const elapsed = Date.now() - started;
-  const history = await client.workflow.getHandle(runWorkflowId(ids[0]!)).fetchHistory();
+  const handle = client.workflow.getHandle(runWorkflowId(ids[0]!));
+  await handle.result(); // the idle window is 0: the workflow completes right after the run
+  const history = await handle.fetchHistory();
 
   log(summary('POST /agent/runs', createMs));
   log(summary('QUEUED → INPROGRESS', pickupMs));
   log(summary('created → SUCCEEDED', totalMs));
   log(`throughput                   ${((runs / elapsed) * 1000).toFixed(1)} runs/s`);
-  log(`history events, 1-step run   ${history.events?.length ?? 0}`);
+  log(`history events of a run      ${history.events?.length ?? 0} (${steps} step(s), whole execution)`);
   log(
     `RSS (API + worker process)   ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB (was ${(rssBefore / 1048576).toFixed(0)} MiB)`,
   );
