@@ -43,8 +43,11 @@ export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'pa
   const messages: AgentMessage[] = [];
   for (const e of events) {
     const p = e.payload;
-    if (e.kind === 'prompt' && p.text) messages.push({ role: 'user', content: String(p.text) });
-    else if (e.kind === 'followup') messages.push({ role: 'user', content: String(p.message) });
+    if (e.kind === 'prompt') {
+      // A run started from a skill alone has no prompt; providers want a first user message.
+      const text = String(p.text ?? '').trim() ? String(p.text) : 'Follow the instructions of your skill.';
+      messages.push({ role: 'user', content: text });
+    } else if (e.kind === 'followup') messages.push({ role: 'user', content: String(p.message) });
     else if (e.kind === 'assistant') {
       const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
       messages.push({ role: 'assistant', content: String(p.text ?? ''), ...(toolCalls.length ? { toolCalls } : {}) });
@@ -105,16 +108,22 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
             RunFailureType.WORKSPACE_LOST,
           );
         }
+        const assistantKey = `assistant-t${turn}-s${step}`;
         await dataSource.transaction(async (tx) => {
           await lockRun(tx, runId);
-          await deliverFollowups(tx, runId, turn);
+          // A retried step whose model call is recorded finishes its tool calls first: a follow-up
+          // may not land between the model's tool calls and their results.
+          const [recorded] = (await tx.query(`SELECT 1 FROM run_events WHERE run_id = $1 AND event_key = $2`, [
+            runId,
+            assistantKey,
+          ])) as unknown[];
+          if (!recorded) await deliverFollowups(tx, runId, turn);
         });
         const [run] = (await dataSource.query(
           `SELECT config, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
         const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS);
-        const assistantKey = `assistant-t${turn}-s${step}`;
         let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
           RunEventPayloads['assistant'] | undefined;
 

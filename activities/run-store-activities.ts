@@ -37,8 +37,21 @@ export function createRunStoreActivities({ dataSource }: ActivityDeps) {
       return { applied: await dataSource.transaction((tx) => applyTransition(tx, input)) };
     },
 
-    async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean }> {
-      return { applied: await dataSource.transaction((tx) => applyCancellation(tx, runId)) };
+    /**
+     * Records CANCELLED and says whether a follow-up was sent after the cancel request (it
+     * continues the run; one sent before waits for the next follow-up).
+     */
+    async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
+      return dataSource.transaction(async (tx) => {
+        const applied = await applyCancellation(tx, runId);
+        const [{ count }] = (await tx.query(
+          `SELECT count(*)::int AS count FROM followups f JOIN runs r ON r.run_id = f.run_id
+            WHERE f.run_id = $1 AND f.delivered_at IS NULL
+              AND f.created_at > COALESCE(r.cancel_requested_at, 'infinity'::timestamptz)`,
+          [runId],
+        )) as [{ count: number }];
+        return { applied, followupAfterCancel: count > 0 };
+      });
     },
   };
 }

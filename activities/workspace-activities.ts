@@ -72,7 +72,15 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     );
   }
 
-  async function runSetupCommands(runId: string, turn: number, env: Environment, dir: string, signal: AbortSignal) {
+  /** `attemptKey` tells provisionings of one turn apart, so a re-provision's output is kept too. */
+  async function runSetupCommands(
+    runId: string,
+    turn: number,
+    attemptKey: string,
+    env: Environment,
+    dir: string,
+    signal: AbortSignal,
+  ) {
     const commands = env.config.setup_commands ?? [];
     for (const [index, command] of commands.entries()) {
       const result = await runProcess({
@@ -88,7 +96,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       await dataSource.transaction((tx) =>
         appendRunEvent(tx, {
           runId,
-          eventKey: `setup-t${turn}-${index}`,
+          eventKey: `setup-t${turn}-${attemptKey}-${index}`,
           kind: 'command',
           turn,
           payload: {
@@ -181,7 +189,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
             : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
         );
         if (env) {
-          await runSetupCommands(runId, turn, env, dir, ctx.cancellationSignal);
+          await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
           await recordEnvironmentSkills(env, dir);
         }
         await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });

@@ -49,7 +49,6 @@ export function createRunService({ config, dataSource, temporal }: RunServiceDep
     runId,
     settings: {
       heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
-      modelRequestTimeoutSeconds: config.models.requestTimeoutSeconds,
       workspaceScheduleToStartSeconds: config.workspace.scheduleToStartSeconds,
       modelRetry: config.models.retry,
     },
@@ -202,6 +201,7 @@ export function createRunService({ config, dataSource, temporal }: RunServiceDep
       body: FollowupRequest,
       idempotencyKey: string | undefined,
     ): Promise<StoredResponse> {
+      if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
       return withIdempotency(principal, `followup:${runId}`, idempotencyKey, body, async (tx) => {
         const { run, locked } = await lockTeamRun(tx, principal, runId);
         const [{ seq }] = (await tx.query(`SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM followups WHERE run_id = $1`, [

@@ -48,3 +48,9 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], what: string
     })
     .join(' ');
 }
+
+/** For routes that take no query parameters: any is unknown, and rejected like an unknown field. */
+export function rejectQueryParameters(query: Record<string, unknown>): void {
+  const [name] = Object.keys(query);
+  if (name !== undefined) throw invalid(`Unknown query parameter \`${name}\`.`);
+}

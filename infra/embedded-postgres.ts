@@ -79,13 +79,18 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     );
   }
   const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${options.database}`;
-  const admin = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres') });
-  await admin.connect();
   try {
-    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.database]);
-    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(options.database)}`);
-  } finally {
-    await admin.end();
+    const admin = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres') });
+    await admin.connect();
+    try {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.database]);
+      if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(options.database)}`);
+    } finally {
+      await admin.end();
+    }
+  } catch (err) {
+    await pg.stop();
+    throw err;
   }
   return { url, stop: () => pg.stop() };
 }

@@ -68,7 +68,13 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   child.once('exit', (code, signal) => {
     exited = `exited with ${signal ?? code}`;
   });
-  await waitForTemporal(address, options.namespace, () => exited, options.logFile);
+  try {
+    await waitForTemporal(address, options.namespace, () => exited, options.logFile);
+  } catch (err) {
+    // Never leave a half-started server holding the port for the next attempt.
+    await stopChild(child);
+    throw err;
+  }
   return { address, uiUrl, stop: () => stopChild(child) };
 }
 

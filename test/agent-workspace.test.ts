@@ -223,3 +223,80 @@ test('the workspace outlives the run for its idle window, then goes', async () =
     'the workspace to be removed after the idle window',
   );
 });
+
+test('a command that leaves a background process behind returns at once; the process is killed with its group', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('background');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [{ name: 'run_command', arguments: { command: 'sleep 300 & echo $! > bg.pid; echo launched' } }],
+        }
+      : { text: 'done' },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Background ${marker}` });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 20_000);
+  const result = ctx.model.calls(marker)[1]!.messages.find((m) => m.role === 'tool');
+  expect(result?.content).toMatch(/Exit code 0[\s\S]*launched/);
+  const pid = Number(readFileSync(path.join(workspaceOf(runId), 'bg.pid'), 'utf8'));
+  await waitFor(
+    async () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    (alive) => !alive,
+    'the background sleep to be killed',
+    5_000,
+  );
+});
+
+test('a run started from a skill alone gives the model a first user message', async () => {
+  const { key } = await ctx.newTeamKey();
+  const res = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ skill: 'agent-runs/bundled:pr-comments' });
+  expect(res.status).toBe(201);
+  const run = await waitForState(ctx, key, res.body.run_id as string, ['SUCCEEDED']);
+  expect(run.title).toBe('Run skill agent-runs/bundled:pr-comments');
+  const events = await transcript(ctx, run.run_id);
+  expect(events.find((e) => e.kind === 'assistant')?.payload.text).toBe('echo: Follow the instructions of your skill.');
+});
+
+test('a follow-up sent before a cancel does not bring the run back; one sent after does, with both in order', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('cancel-order');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (_req, call) => (call === 1 ? { hold: held.promise } : { text: 'resumed' }));
+  const runId = await createRun(ctx, key, { prompt: `Work ${marker}` });
+  await ctx.model.waitForCalls(marker, 1);
+  await ctx.api
+    .post(`/api/v1/agent/runs/${runId}/followups`)
+    .set(auth(key))
+    .send({ message: 'before cancel' })
+    .expect(200);
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key)).expect(200);
+  await waitForState(ctx, key, runId, ['CANCELLED']);
+  const handle = ctx.client.workflow.getHandle(runWorkflowId(runId));
+  await waitFor(
+    () => handle.describe(),
+    (d) => d.status.name === 'CANCELLED',
+    'the workflow to end cancelled',
+  );
+  expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
+  expect(ctx.model.calls(marker)).toHaveLength(1);
+
+  await ctx.api
+    .post(`/api/v1/agent/runs/${runId}/followups`)
+    .set(auth(key))
+    .send({ message: 'after cancel' })
+    .expect(200);
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const users = ctx.model
+    .calls(marker)[1]!
+    .messages.filter((m) => m.role === 'user')
+    .map((m) => m.content);
+  expect(users).toEqual([`Work ${marker}`, 'before cancel', 'after cancel']);
+});

@@ -670,3 +670,43 @@ describe('listing runs', () => {
     expect(ids).toEqual([doneRunId, heldRunId].sort());
   });
 });
+
+describe('ids that cannot be stored', () => {
+  test('a follow-up to a run id with a NUL byte, with an Idempotency-Key, is 404', async () => {
+    const { key } = await ctx.newTeamKey();
+    const res = await ctx.api
+      .post('/api/v1/agent/runs/%00/followups')
+      .set({ Authorization: `Bearer ${key}`, 'Idempotency-Key': 'k1' })
+      .send({ message: 'hi' });
+    expect(res.status).toBe(404);
+    expect(res.body.error_code).toBe('resource_not_found');
+  });
+
+  test('a conversation id with a NUL byte is 404', async () => {
+    const { key } = await ctx.newTeamKey();
+    const res = await ctx.api.get('/api/v1/agent/conversations/%00').set({ Authorization: `Bearer ${key}` });
+    expect(res.status).toBe(404);
+  });
+
+  test('unknown query parameters on the environment and conversation routes are 400', async () => {
+    const { key } = await ctx.newTeamKey();
+    const headers = { Authorization: `Bearer ${key}` };
+    const created = await ctx.api
+      .post('/api/v1/agent/environments?x=1')
+      .set(headers)
+      .send({ config: { name: 'e' } });
+    expect(created.status).toBe(400);
+    expect(created.body.detail).toContain('`x`');
+    const env = await ctx.api
+      .post('/api/v1/agent/environments')
+      .set(headers)
+      .send({ config: { name: 'e' } });
+    for (const res of [
+      await ctx.api.get(`/api/v1/agent/environments/${env.body.uid}?x=1`).set(headers),
+      await ctx.api.delete(`/api/v1/agent/environments/${env.body.uid}?x=1`).set(headers),
+      await ctx.api.get(`/api/v1/agent/conversations/01a20148-bbe3-7f9b-a00a-640e2b639bda?x=1`).set(headers),
+    ]) {
+      expect(res.status).toBe(400);
+    }
+  });
+});

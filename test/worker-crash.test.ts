@@ -283,7 +283,7 @@ function blockingCommandScript(marker: string) {
   );
 }
 
-test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only that tool call in the same workspace', async () => {
+test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only that tool call in the same workspace, and a follow-up sent meanwhile comes after the tool result', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('tool-crash');
   blockingCommandScript(marker);
@@ -293,6 +293,11 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
   const workspace = path.join(ctx.config.workspace.dir, runId);
   await waitFor(async () => existsSync(path.join(workspace, 'started')), Boolean, 'the command to start', 60_000);
   rmSync(path.join(workspace, 'started'));
+  await ctx.api
+    .post(`/api/v1/agent/runs/${runId}/followups`)
+    .set(auth(key))
+    .send({ message: 'sent mid-command' })
+    .expect(200);
   first.proc.kill('SIGKILL');
   await first.exited;
 
@@ -313,6 +318,9 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
   expect(tools).toHaveLength(1);
   expect(tools[0]!.payload).toMatchObject({ exit_code: 0 });
   expect(String(tools[0]!.payload.output)).toContain('finished');
+  // The follow-up joined at the next step boundary, after the tool result, never between.
+  expect(ctx.model.calls(marker)[1]!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+  expect(ctx.model.calls(marker)[1]!.messages[3]!.content).toBe('sent mid-command');
 });
 
 test('when the workspace worker does not come back, the run provisions afresh elsewhere and the transcript says so', async () => {

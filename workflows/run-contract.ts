@@ -16,7 +16,6 @@ export function runWorkflowId(runId: string): string {
 /** Knobs the API passes to every execution; kept small because it lands in history. */
 export interface RunWorkflowSettings {
   heartbeatTimeoutSeconds: number;
-  modelRequestTimeoutSeconds: number;
   /** How long a workspace activity may wait for its worker before the workspace counts as lost. */
   workspaceScheduleToStartSeconds: number;
   modelRetry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };

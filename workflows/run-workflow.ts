@@ -4,6 +4,7 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
+  ContinueAsNew,
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
@@ -25,7 +26,7 @@ import {
   type UserFailureDetails,
 } from './run-contract';
 
-/** How often a run may lose its workspace worker in one turn before it ends ERROR. */
+/** How often one step may lose its workspace worker before the run ends ERROR. */
 const MAX_REPROVISIONS = 3;
 
 /**
@@ -94,6 +95,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       } catch (err) {
         if (!isWorkspaceLost(err) || attempt >= MAX_REPROVISIONS) throw err;
         reason = `The worker that held the workspace (${workspaceQueue}) is gone: provisioning a new workspace elsewhere; changes made in the old one are lost.`;
+        // If that worker was only busy, it removes the abandoned workspace when it gets to it.
+        void removeWorkspaceOn(workspaceQueue!, '1 hour');
         workspaceQueue = undefined;
       }
     }
@@ -117,25 +120,29 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         }
       }
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (isCancellation(err) || err instanceof ContinueAsNew) throw err;
       ({ to, statusMessage } = classifyFailure(err));
     }
     await store.recordTransition({ runId, turn, state: to, statusMessage });
     setState(to);
   }
 
-  async function removeWorkspace(): Promise<void> {
-    if (!workspaceQueue) return;
-    const queue = workspaceQueue;
-    workspaceQueue = undefined;
-    await proxyActivities<RunActivities>({
-      taskQueue: queue,
-      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
+  function removeWorkspaceOn(taskQueue: string, scheduleToStartTimeout: string): Promise<void> {
+    return proxyActivities<RunActivities>({
+      taskQueue,
+      scheduleToStartTimeout,
       startToCloseTimeout: '5 minutes',
       retry: { maximumAttempts: 3 },
     })
       .removeWorkspace({ runId })
       .catch(() => undefined); // a worker that is gone took its workspace with it
+  }
+
+  async function removeWorkspace(): Promise<void> {
+    if (!workspaceQueue) return;
+    const queue = workspaceQueue;
+    workspaceQueue = undefined;
+    await removeWorkspaceOn(queue, `${settings.workspaceScheduleToStartSeconds}s`);
   }
 
   try {
@@ -155,17 +162,21 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       if (workflowInfo().continueAsNewSuggested) {
         await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workspaceQueue });
       }
+      followupPending = false;
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
     }
   } catch (err) {
     if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(async () => {
-        const { applied } = await store.recordCancelled({ runId });
-        if (applied) setState('CANCELLED');
+      // Signals from before the cancellation are answered by the database check below.
+      followupPending = false;
+      const { followupAfterCancel } = await CancellationScope.nonCancellable(async () => {
+        const recorded = await store.recordCancelled({ runId });
+        if (recorded.applied) setState('CANCELLED');
         await removeWorkspace();
+        return recorded;
       });
-      // A follow-up that raced the cancellation continues the run in a fresh execution.
-      if (followupPending) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
+      // A follow-up sent after the cancel request continues the run in a fresh execution.
+      if (followupPending || followupAfterCancel) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
       throw err;
     }
     if (

@@ -27,10 +27,18 @@ export function scrubSecret(text: string, secret?: string): string {
   return secret ? text.split(secret).join('***') : text;
 }
 
+/**
+ * The agent can write the repository's .git/config: the worker's git calls on it get no secrets
+ * in their environment and ignore the hooks a config could name.
+ */
+const SAFE_GIT_ENV: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: '/nonexistent', LANG: 'C.UTF-8' };
+const SAFE_GIT_ARGS = ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null'];
+
+/** git on a workspace repository (local operations only). */
 async function git(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const { stdout } = await execFileAsync('git', args, {
+  const { stdout } = await execFileAsync('git', [...SAFE_GIT_ARGS, ...args], {
     cwd,
-    env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...env },
+    env: { ...SAFE_GIT_ENV, GIT_TERMINAL_PROMPT: '0', ...env },
     maxBuffer: 256 * 1024 * 1024,
   });
   return stdout;

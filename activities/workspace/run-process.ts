@@ -23,9 +23,13 @@ export interface RunProcessOptions {
 
 const KILL_GRACE_MS = 2000;
 
+/** After bash exits, how long to wait for the pipes to drain before closing them. */
+const DRAIN_MS = 1000;
+
 /**
- * Runs `bash -c command` in its own process group; on timeout or abort the whole group gets
- * SIGTERM, then SIGKILL, so nothing the command started lives on.
+ * Runs `bash -c command` in its own process group. On timeout or abort the whole group gets
+ * SIGTERM, then SIGKILL; when bash exits, whatever it left running in its group is killed, and a
+ * process that escaped the group cannot hold the call open by keeping the output pipes.
  */
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const started = Date.now();
@@ -42,26 +46,25 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
 
     let timedOut = false;
     let cancelled = false;
-    let killTimer: NodeJS.Timeout | undefined;
-    const killGroup = () => {
-      if (child.pid === undefined || child.exitCode !== null) return;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    const signalGroup = (sig: NodeJS.Signals) => {
       try {
-        process.kill(-child.pid, 'SIGTERM');
+        if (child.pid !== undefined) process.kill(-child.pid, sig);
       } catch {
-        return;
+        // the group is already empty
       }
-      killTimer = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }, KILL_GRACE_MS);
     };
-    const timeout = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, options.timeoutMs);
+    const killGroup = () => {
+      signalGroup('SIGTERM');
+      timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
+    };
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        killGroup();
+      }, options.timeoutMs),
+    );
     const onAbort = () => {
       cancelled = true;
       killGroup();
@@ -69,22 +72,15 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.once('error', (err) => {
-      clearTimeout(timeout);
-      reject(err);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
+    const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
+      for (const t of timers) clearTimeout(t);
       options.signal?.removeEventListener('abort', onAbort);
-      // Whatever the command left running in its group goes too.
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // group already empty
-      }
+      child.stdout.destroy();
+      child.stderr.destroy();
       resolve({
-        exitCode: code,
+        exitCode,
         signal,
         timedOut,
         cancelled,
@@ -92,6 +88,16 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
         output: capture.text(),
         outputBytes: capture.total,
       });
+    };
+    child.once('error', (err) => {
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      reject(err);
+    });
+    child.once('exit', (code, signal) => {
+      signalGroup('SIGKILL');
+      timers.push(setTimeout(() => finish(code, signal), DRAIN_MS));
+      child.once('close', () => finish(code, signal));
     });
   });
 }

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 export function workspaceDir(root: string, runId: string): string {
@@ -18,21 +18,33 @@ export function resolveInWorkspace(workspace: string, requested: string): string
   const target = path.resolve(root, requested || '.');
   const inside = (p: string) => p === root || p.startsWith(root + path.sep);
   if (!inside(target)) throw new PathOutsideWorkspaceError(`${requested} is outside the workspace`);
-  // The deepest existing ancestor decides where a symlink really points.
+  // The deepest existing ancestor decides where a symlink really points; a dangling symlink is
+  // refused outright, since writing through it could create a file anywhere.
   let existing = target;
   for (;;) {
+    let real: string | undefined;
     try {
-      const real = realpathSync(existing);
+      real = realpathSync(existing);
+    } catch {
+      if (isSymlink(existing)) throw new PathOutsideWorkspaceError(`${requested} goes through a dangling symlink`);
+    }
+    if (real !== undefined) {
       if (!inside(real)) throw new PathOutsideWorkspaceError(`${requested} leads outside the workspace`);
       break;
-    } catch (err) {
-      if (err instanceof PathOutsideWorkspaceError) throw err;
-      const parent = path.dirname(existing);
-      if (parent === existing) break;
-      existing = parent;
     }
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    existing = parent;
   }
   return target;
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** The environment agent commands run with: enough to work, none of the worker's secrets. */

@@ -2,12 +2,13 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
+import { isUuid } from '../../core/ids';
 import { loadRunEvents } from '../../db/run-events';
 import { rowToRun } from '../../db/run-queries';
 import { notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../run-item';
-import { validate } from '../validate';
+import { rejectQueryParameters, validate } from '../validate';
 
 const agentListQuerySchema = z.strictObject({
   refresh: z.enum(['true', 'false']).optional(),
@@ -73,7 +74,9 @@ export function createAgentRouter({ config, dataSource }: { config: Config; data
   });
 
   router.get('/agent/conversations/:conversationId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const conversationId = ctx.params.conversationId!;
+    if (!isUuid(conversationId)) throw notFound(`No conversation ${conversationId}.`);
     const rows = (await dataSource.query(
       `SELECT * FROM runs WHERE conversation_id = $1 AND team_id = $2 ORDER BY created_at, run_id`,
       [conversationId, principalOf(ctx.state).teamId],

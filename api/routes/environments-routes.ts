@@ -12,7 +12,7 @@ import {
 import { notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
 import { environmentBodySchema, environmentListQuerySchema } from '../schemas/environment-schemas';
-import { validate } from '../validate';
+import { rejectQueryParameters, validate } from '../validate';
 
 /** `CloudEnvironment` as the API returns it. */
 export function toEnvironmentItem(env: Environment) {
@@ -46,6 +46,7 @@ export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSourc
   });
 
   router.post('/agent/environments', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const { config } = validate(environmentBodySchema, ctx.state.body);
     const env = await insertEnvironment(dataSource.manager, principalOf(ctx.state), config);
     ctx.status = 201;
@@ -54,10 +55,12 @@ export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSourc
   });
 
   router.get('/agent/environments/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     ctx.body = toEnvironmentItem(await load(ctx.params.uid!, principalOf(ctx.state).teamId));
   });
 
   router.put('/agent/environments/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const { config } = validate(environmentBodySchema, ctx.state.body);
     const uid = ctx.params.uid!;
     await load(uid, principalOf(ctx.state).teamId);
@@ -67,6 +70,7 @@ export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSourc
   });
 
   router.delete('/agent/environments/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
     const uid = ctx.params.uid!;
     await load(uid, principalOf(ctx.state).teamId);
     await deleteEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId);

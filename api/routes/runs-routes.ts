@@ -4,14 +4,14 @@ import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import type { DataSource } from 'typeorm';
 import { findRun, listRuns } from '../../db/run-queries';
-import { invalid, notFound } from '../api-error';
+import { notFound } from '../api-error';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../run-item';
 import type { createRunService } from '../run-service';
 import { createRunSchema, followupSchema } from '../schemas/run-schemas';
-import { validate } from '../validate';
+import { rejectQueryParameters, validate } from '../validate';
 
 export interface RunsRoutesDeps {
   config: Config;
@@ -28,12 +28,6 @@ function send(
   ctx.status = response.status;
   for (const [name, value] of Object.entries(response.headers)) ctx.set(name, value);
   ctx.body = response.body;
-}
-
-/** Only the list takes query parameters; elsewhere any is unknown, and rejected like an unknown field. */
-function rejectQueryParameters(query: Record<string, unknown>): void {
-  const [name] = Object.keys(query);
-  if (name !== undefined) throw invalid(`Unknown query parameter \`${name}\`.`);
 }
 
 /** The five run endpoints of the wire contract (plus the older `POST /agent/run`). */
