@@ -25,6 +25,15 @@ afterAll(async () => {
 
 const workspaceOf = (runId: string) => path.join(ctx.config.workspace.dir, runId);
 
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 test('the agent works in the environment: clones, setup, a command that writes a file, an edit, diffs in the transcript', async () => {
   const { key } = await ctx.newTeamKey();
   const envId = await createEnvironment(ctx, key, {
@@ -159,14 +168,7 @@ test('cancelling during `sleep 600` kills the command within 5 seconds', async (
     (p) => p > 0,
     'the command to start',
   );
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = () => processAlive(pid);
   expect(alive()).toBe(true);
   const cancelledAt = Date.now();
   await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key)).expect(200);
@@ -241,14 +243,7 @@ test('a command that leaves a background process behind returns at once; the pro
   expect(result?.content).toMatch(/Exit code 0[\s\S]*launched/);
   const pid = Number(readFileSync(path.join(workspaceOf(runId), 'bg.pid'), 'utf8'));
   await waitFor(
-    async () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    async () => processAlive(pid),
     (alive) => !alive,
     'the background sleep to be killed',
     5_000,
