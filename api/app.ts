@@ -4,6 +4,7 @@ import type { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
@@ -23,20 +24,26 @@ export interface AppDeps {
   temporalConnection: Connection;
   logger: Logger;
   isWorkerRunning?: () => boolean;
+  /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
+  secretsKey?: Buffer;
 }
 
 /** Builds the Koa app; tests and every entry point build it the same way. */
 export function createApp(deps: AppDeps): Koa {
   const { config, dataSource, logger } = deps;
+  const secretsKey = deps.secretsKey ?? resolveSecretsKey(config);
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
 
-  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient });
+  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey });
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
-  const runs = createRunsRouter({ config, dataSource, runService });
-  for (const router of [createEnvironmentsRouter({ dataSource }), createAgentRouter({ config, dataSource })]) {
+  const runs = createRunsRouter({ config, dataSource, runService, secretsKey });
+  for (const router of [
+    createEnvironmentsRouter({ config, dataSource }),
+    createAgentRouter({ config, dataSource, secretsKey }),
+  ]) {
     api.use(router.routes(), router.allowedMethods());
   }
   api.use(runs.routes(), runs.allowedMethods());
@@ -48,7 +55,7 @@ export function createApp(deps: AppDeps): Koa {
       namespace: config.temporal.namespace,
       isWorkerRunning: deps.isWorkerRunning,
     }),
-    createSessionRouter({ dataSource }),
+    createSessionRouter({ dataSource, secretsKey }),
     createErrorReferenceRouter(),
   ];
 

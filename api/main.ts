@@ -2,6 +2,7 @@ import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { createApp } from './app';
 import { closeServer, listen } from './server';
@@ -10,11 +11,20 @@ import { closeServer, listen } from './server';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
+  // Before any connection: without the key, runs with MCP credentials could not be stored.
+  const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);
   const dataSource = await openDataSource(endpoints.databaseUrl);
   const { connection, client } = await connectTemporalClient(endpoints.temporalAddress, config.temporal.namespace);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
-  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  const app = createApp({
+    config,
+    dataSource,
+    temporalClient: client,
+    temporalConnection: connection,
+    logger,
+    secretsKey,
+  });
   const server = await listen(app, config.port, config.host);
   logger.info('API listening', { url: `http://${config.host}:${config.port}/api/v1` });
 

@@ -1,5 +1,6 @@
 import { isTerminal } from '../core/run-state';
 import type { Run } from '../db/entities/run';
+import { maskSecrets, redactRunConfig, runSecretValues } from './run-secrets';
 
 /** `RunItem` as the wire contract and the official clients define it. */
 export interface RunItem {
@@ -40,7 +41,8 @@ export function sessionLink(publicUrl: string, sessionId: string): string {
   return `${publicUrl}/sessions/${sessionId}`;
 }
 
-export function toRunItem(run: Run, publicUrl: string, now: Date = new Date()): RunItem {
+/** The run as every endpoint shows it: MCP credentials as `"***"`, never in clear (not even echoed in a status). */
+export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: Date = new Date()): RunItem {
   const started = run.startedAt !== null;
   const item: RunItem = {
     run_id: run.runId,
@@ -51,7 +53,7 @@ export function toRunItem(run: Run, publicUrl: string, now: Date = new Date()): 
     created_at: run.createdAt.toISOString(),
     updated_at: run.updatedAt.toISOString(),
     conversation_id: run.conversationId,
-    agent_config: run.config,
+    agent_config: redactRunConfig(run.config),
     creator: { uid: run.creatorUid, display_name: run.creatorDisplayName, type: run.creatorType },
     source: run.source,
     metadata: run.metadata,
@@ -70,7 +72,7 @@ export function toRunItem(run: Run, publicUrl: string, now: Date = new Date()): 
     item.session_link = sessionLink(publicUrl, run.sessionId);
   }
   if (run.agentSkill) item.agent_skill = run.agentSkill;
-  if (run.statusMessage) item.status_message = run.statusMessage;
+  if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   return item;

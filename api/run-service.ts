@@ -5,6 +5,7 @@ import type { Config } from '../core/config';
 import { newSessionId, newUuidV7, isUuid } from '../core/ids';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
+import { encryptMcpServers } from '../core/secrets';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import type { Run } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
@@ -20,13 +21,17 @@ import {
   type RunWorkflowInput,
 } from '../workflows/run-contract';
 import { ApiError, invalid, notFound } from './api-error';
+import { assertSkillOwnerAllowed } from './git-owners';
 import { claimIdempotencyKey, requestHash, storeIdempotentResponse, type StoredResponse } from './idempotency';
+import { idempotencyView } from './run-secrets';
 import type { CreateRunRequest, FollowupRequest } from './schemas/run-schemas';
 
 export interface RunServiceDeps {
   config: Config;
   dataSource: DataSource;
   temporal: Client;
+  /** Encrypts the MCP credentials a run is created with (`core/secrets.ts`). */
+  secretsKey: Buffer;
 }
 
 const TITLE_CHARS = 80;
@@ -44,7 +49,7 @@ export function autoTitle(prompt: string, skill?: string): string {
 }
 
 /** Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. */
-export function createRunService({ config, dataSource, temporal }: RunServiceDeps) {
+export function createRunService({ config, dataSource, temporal, secretsKey }: RunServiceDeps) {
   const workflowInput = (runId: string): RunWorkflowInput => ({
     runId,
     settings: {
@@ -116,13 +121,19 @@ export function createRunService({ config, dataSource, temporal }: RunServiceDep
           'Computer use is not available on this service; omit `config.computer_use_enabled`.',
         );
       }
-      return withIdempotency(principal, 'create-run', idempotencyKey, body, async (tx) => {
-        const skill = body.skill ?? body.config?.skill_spec;
+      const skill = body.skill ?? body.config?.skill_spec;
+      if (skill) {
+        assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
+      }
+      const hashed = idempotencyView(body, secretsKey);
+      return withIdempotency(principal, 'create-run', idempotencyKey, hashed, async (tx) => {
         const resolved: ResolvedAgentConfig = {
           ...body.config,
           model_id: body.config?.model_id ?? config.models.defaultModel,
           idle_timeout_minutes: body.config?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
           ...(skill ? { skill_spec: skill } : {}),
+          // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+          ...(body.config?.mcp_servers ? { mcp_servers: encryptMcpServers(body.config.mcp_servers, secretsKey) } : {}),
         };
         if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
           throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);

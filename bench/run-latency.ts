@@ -17,6 +17,7 @@ import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { freePort } from '../test/helpers/free-port';
 import { createWorker } from '../worker/create-worker';
@@ -54,6 +55,8 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'error',
   });
   const log = (m: string) => process.stdout.write(`${m}\n`);
+  // In the bench's own data dir, where the worker finds it too.
+  const secretsKey = resolveSecretsKey(config, { create: true });
   const bootStart = Date.now();
   const deps = await startDependencies(config, () => undefined, { temporalUi: false });
   const dataSource = await openDataSource(deps.databaseUrl, 20);
@@ -63,7 +66,14 @@ async function main(): Promise<void> {
   const logger = createLogger('error', 'bench');
   const worker = await createWorker({ config, dataSource, connection: workerConnection, logger });
   const workerRun = worker.run();
-  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  const app = createApp({
+    config,
+    dataSource,
+    temporalClient: client,
+    temporalConnection: connection,
+    logger,
+    secretsKey,
+  });
   const server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
   const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });

@@ -7,6 +7,7 @@ import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { createWorker } from '../worker/create-worker';
 
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'start');
+  // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
+  const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
   const dataSource = await openDataSource(deps.databaseUrl);
   const applied = await runMigrations(dataSource);
@@ -40,6 +43,7 @@ async function main(): Promise<void> {
     temporalConnection: connection,
     logger: createLogger(config.logLevel, 'api'),
     isWorkerRunning: () => worker.getState() === 'RUNNING',
+    secretsKey,
   });
   const server = await listen(app, config.port, config.host);
 

@@ -8,6 +8,7 @@ import { rowToRun } from '../../db/run-queries';
 import { notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../run-item';
+import { maskSecrets, runSecretValues } from '../run-secrets';
 import { rejectQueryParameters, validate } from '../validate';
 
 const agentListQuerySchema = z.strictObject({
@@ -32,7 +33,15 @@ interface SkillRow {
  * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect;
  * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and ordered actions.
  */
-export function createAgentRouter({ config, dataSource }: { config: Config; dataSource: DataSource }): Router {
+export function createAgentRouter({
+  config,
+  dataSource,
+  secretsKey,
+}: {
+  config: Config;
+  dataSource: DataSource;
+  secretsKey: Buffer;
+}): Router {
   const router = new Router();
 
   router.get('/agent', async (ctx) => {
@@ -86,9 +95,10 @@ export function createAgentRouter({ config, dataSource }: { config: Config; data
     const actions: Record<string, unknown>[] = [];
     const advertised = new Map<string, unknown>();
     for (const [index, run] of runs.entries()) {
+      const secrets = runSecretValues(run.config, secretsKey);
       for (const skill of (rows[index]!.advertised_skills as { name: string }[] | null) ?? [])
         advertised.set(skill.name, skill);
-      for (const event of await loadRunEvents(dataSource.manager, run.runId)) {
+      for (const event of maskSecrets(await loadRunEvents(dataSource.manager, run.runId), secrets)) {
         const p = event.payload;
         const base = { run_id: run.runId, created_at: event.createdAt.toISOString() };
         if (event.kind === 'skill_load') actions.push({ ...base, kind: 'read_skill', input: p.input, name: p.name });
@@ -112,7 +122,7 @@ export function createAgentRouter({ config, dataSource }: { config: Config; data
     }
     ctx.body = {
       conversation_id: conversationId,
-      runs: runs.map((r) => toRunItem(r, config.publicUrl)),
+      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey)),
       advertised_skills: [...advertised.values()],
       actions,
     };

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
+import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
 import {
   deleteEnvironment,
@@ -8,8 +9,10 @@ import {
   listEnvironments,
   updateEnvironment,
   type Environment,
+  type EnvironmentConfig,
 } from '../../db/environments';
 import { notFound } from '../api-error';
+import { assertGitOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
 import { environmentBodySchema, environmentListQuerySchema } from '../schemas/environment-schemas';
 import { rejectQueryParameters, validate } from '../validate';
@@ -27,8 +30,13 @@ export function toEnvironmentItem(env: Environment) {
 }
 
 /** CRUD for a team's environments; same auth, scoping and error rules as runs. */
-export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSource }): Router {
+export function createEnvironmentsRouter({ config, dataSource }: { config: Config; dataSource: DataSource }): Router {
   const router = new Router();
+  const checkOwners = (env: EnvironmentConfig) => {
+    for (const [index, repository] of (env.github_repos ?? []).entries()) {
+      assertGitOwnerAllowed(config.workspace.gitAllowedOwners, repository, `config.github_repos.${index}.owner`);
+    }
+  };
   const load = async (uid: string, teamId: string) => {
     const env = isEnvironmentUid(uid) ? await findEnvironment(dataSource.manager, uid, teamId) : null;
     if (!env) throw notFound(`No environment ${uid}.`);
@@ -47,8 +55,9 @@ export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSourc
 
   router.post('/agent/environments', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const { config } = validate(environmentBodySchema, ctx.state.body);
-    const env = await insertEnvironment(dataSource.manager, principalOf(ctx.state), config);
+    const body = validate(environmentBodySchema, ctx.state.body);
+    checkOwners(body.config);
+    const env = await insertEnvironment(dataSource.manager, principalOf(ctx.state), body.config);
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/environments/${env.uid}`);
     ctx.body = toEnvironmentItem(env);
@@ -61,10 +70,11 @@ export function createEnvironmentsRouter({ dataSource }: { dataSource: DataSourc
 
   router.put('/agent/environments/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const { config } = validate(environmentBodySchema, ctx.state.body);
+    const body = validate(environmentBodySchema, ctx.state.body);
     const uid = ctx.params.uid!;
     await load(uid, principalOf(ctx.state).teamId);
-    const env = await updateEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId, config);
+    checkOwners(body.config);
+    const env = await updateEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId, body.config);
     if (!env) throw notFound(`No environment ${uid}.`);
     ctx.body = toEnvironmentItem(env);
   });

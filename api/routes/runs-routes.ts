@@ -17,6 +17,7 @@ export interface RunsRoutesDeps {
   config: Config;
   dataSource: DataSource;
   runService: ReturnType<typeof createRunService>;
+  secretsKey: Buffer;
 }
 
 const emptyBodySchema = z.strictObject({});
@@ -31,7 +32,7 @@ function send(
 }
 
 /** The five run endpoints of the wire contract (plus the older `POST /agent/run`). */
-export function createRunsRouter({ config, dataSource, runService }: RunsRoutesDeps): Router {
+export function createRunsRouter({ config, dataSource, runService, secretsKey }: RunsRoutesDeps): Router {
   const router = new Router();
 
   const create: RouterMiddleware = async (ctx) => {
@@ -52,7 +53,7 @@ export function createRunsRouter({ config, dataSource, runService }: RunsRoutesD
         ? run.title
         : (query.sortBy === 'created_at' ? run.createdAt : run.updatedAt).toISOString();
     ctx.body = {
-      runs: runs.map((run) => toRunItem(run, config.publicUrl)),
+      runs: runs.map((run) => toRunItem(run, config.publicUrl, secretsKey)),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
@@ -65,7 +66,7 @@ export function createRunsRouter({ config, dataSource, runService }: RunsRoutesD
     const runId = ctx.params.runId!;
     const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
     if (!run) throw notFound(`No run ${runId}.`);
-    ctx.body = toRunItem(run, config.publicUrl);
+    ctx.body = toRunItem(run, config.publicUrl, secretsKey);
   });
 
   router.post('/agent/runs/:runId/followups', async (ctx) => {

@@ -1,0 +1,323 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createApp } from '../api/app';
+import { requestHash } from '../api/idempotency';
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import type { McpServerConfig } from '../core/run-types';
+import {
+  decryptMcpServers,
+  decryptSecret,
+  encryptMcpServers,
+  encryptSecret,
+  parseSecretsKey,
+  REDACTED,
+  redactMcpServers,
+} from '../core/secrets';
+import { appendRunEvent } from '../db/run-events';
+import { resolveSecretsKey } from '../infra/secrets-key';
+import { auth, createRun, getRun, type RunBody } from './helpers/runs';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+
+/** MCP `env` and `headers` values are write-only: encrypted at rest, `"***"` in every response. */
+const ROOT = path.resolve(__dirname, '..');
+const KEY_TEXT = randomBytes(32).toString('base64');
+const KEY = Buffer.from(KEY_TEXT, 'base64');
+const KEY_RULE = /SECRETS_ENCRYPTION_KEY must be 32 random bytes.*openssl rand -base64 32/;
+
+const TOKEN = `tok-${randomBytes(12).toString('hex')}`;
+const DB_PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
+const servers = (): Record<string, McpServerConfig> => ({
+  tracker: { url: 'https://mcp.example.com/mcp', headers: { Authorization: `Bearer ${TOKEN}`, 'X-Team': 'platform' } },
+  db: { command: 'npx', args: ['-y', 'db-mcp'], env: { DB_PASSWORD, LOG_LEVEL: 'warn' } },
+});
+const redacted = {
+  tracker: { url: 'https://mcp.example.com/mcp', headers: { Authorization: REDACTED, 'X-Team': REDACTED } },
+  db: { command: 'npx', args: ['-y', 'db-mcp'], env: { DB_PASSWORD: REDACTED, LOG_LEVEL: REDACTED } },
+};
+
+const tempDir = () => mkdtempSync(path.join(os.tmpdir(), 'agent-runs-secrets-'));
+
+describe('core/secrets', () => {
+  test('MCP servers round trip; each value is enc:v1: with a fresh IV; names, keys and the rest are kept', () => {
+    const encrypted = encryptMcpServers(servers(), KEY);
+    expect(decryptMcpServers(encrypted, KEY)).toEqual(servers());
+    expect(Object.keys(encrypted)).toEqual(['tracker', 'db']);
+    expect(encrypted.db).toMatchObject({ command: 'npx', args: ['-y', 'db-mcp'] });
+    expect(encrypted.tracker!.url).toBe('https://mcp.example.com/mcp');
+    const values = [...Object.values(encrypted.tracker!.headers!), ...Object.values(encrypted.db!.env!)];
+    expect(Object.keys(encrypted.db!.env!)).toEqual(['DB_PASSWORD', 'LOG_LEVEL']);
+    for (const value of values) expect(value).toMatch(/^enc:v1:[A-Za-z0-9_-]+$/);
+    expect(JSON.stringify(encrypted)).not.toContain(TOKEN);
+    expect(JSON.stringify(encrypted)).not.toContain(DB_PASSWORD);
+    expect(encryptSecret(TOKEN, KEY)).not.toBe(encryptSecret(TOKEN, KEY));
+    expect(encryptMcpServers(undefined, KEY)).toBeUndefined();
+    expect(decryptSecret(encryptSecret('', KEY), KEY)).toBe('');
+  });
+
+  test('a value stored before encryption passes through decrypt unchanged', () => {
+    expect(decryptSecret('plain-old-value', KEY)).toBe('plain-old-value');
+    expect(decryptMcpServers(servers(), KEY)).toEqual(servers());
+  });
+
+  test('a tampered ciphertext, a truncated one and the wrong key all throw', () => {
+    const sealed = encryptSecret(TOKEN, KEY);
+    const raw = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
+    expect(() => decryptSecret(`enc:v1:${raw.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
+    const tag = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    tag[12] = tag[12]! ^ 1;
+    expect(() => decryptSecret(`enc:v1:${tag.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret('enc:v1:AAAA', KEY)).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret(sealed, randomBytes(32))).toThrow(/another SECRETS_ENCRYPTION_KEY/);
+    expect(() => decryptMcpServers(encryptMcpServers(servers(), KEY), randomBytes(32))).toThrow(/Cannot decrypt/);
+  });
+
+  test('parseSecretsKey takes 32 bytes as base64 or hex and rejects anything else without echoing it', () => {
+    const bytes = randomBytes(32);
+    expect(parseSecretsKey(bytes.toString('base64'))).toEqual(bytes);
+    expect(parseSecretsKey(`${bytes.toString('hex')}\n`)).toEqual(bytes);
+    const bad = [
+      '',
+      'hunter2-is-my-password',
+      randomBytes(16).toString('base64'),
+      randomBytes(33).toString('base64'),
+      `${bytes.toString('hex')}0`,
+      bytes.toString('base64url'),
+    ];
+    for (const text of bad) {
+      let message = '';
+      try {
+        parseSecretsKey(text);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(KEY_RULE);
+      if (text) expect(message).not.toContain(text);
+    }
+  });
+
+  test('redactMcpServers replaces every env and headers value with "***" and keeps everything else', () => {
+    expect(redactMcpServers(servers())).toEqual(redacted);
+    expect(redactMcpServers(undefined)).toBeUndefined();
+  });
+});
+
+describe('infra/secrets-key', () => {
+  test('create: true writes a 0600 key file in a new data dir; later calls reuse it', () => {
+    const dataDir = path.join(tempDir(), 'data');
+    const config = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir });
+    expect(() => resolveSecretsKey(config)).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+    expect(existsSync(dataDir)).toBe(false);
+
+    const key = resolveSecretsKey(config, { create: true });
+    const file = path.join(dataDir, 'secrets.key');
+    expect(key).toHaveLength(32);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(parseSecretsKey(readFileSync(file, 'utf8'))).toEqual(key);
+    expect(resolveSecretsKey(config)).toEqual(key);
+    expect(resolveSecretsKey(config, { create: true })).toEqual(key);
+  });
+
+  test('SECRETS_ENCRYPTION_KEY wins over the file; a bad one or a bad file is an error naming what to fix', () => {
+    const dataDir = tempDir();
+    resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir }), { create: true });
+    expect(resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: KEY_TEXT }))).toEqual(
+      KEY,
+    );
+    const badConfig = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: 'not-a-key' });
+    expect(() => resolveSecretsKey(badConfig, { create: true })).toThrow(KEY_RULE);
+
+    const brokenDir = tempDir();
+    writeFileSync(path.join(brokenDir, 'secrets.key'), 'garbage\n');
+    expect(() => resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: brokenDir }), { create: true })).toThrow(
+      /secrets\.key does not hold a valid key/,
+    );
+    expect(readFileSync(path.join(brokenDir, 'secrets.key'), 'utf8')).toBe('garbage\n');
+  });
+
+  test('the API entry point refuses to start without a key, saying how to make one', async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      AGENT_RUNS_DATA_DIR: tempDir(),
+      DATABASE_URL: 'postgres://127.0.0.1:1/none',
+    };
+    delete env.SECRETS_ENCRYPTION_KEY;
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'api/main.ts'],
+        { cwd: ROOT, env, timeout: 60_000 },
+        (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+      );
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/API failed to start: .*SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+  });
+});
+
+describe('the API', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ env: { SECRETS_ENCRYPTION_KEY: KEY_TEXT }, worker: false });
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  const storedConfig = async (runId: string) =>
+    (
+      (await ctx.dataSource.query(`SELECT config FROM runs WHERE run_id = $1`, [runId])) as {
+        config: { mcp_servers: Record<string, McpServerConfig> };
+      }[]
+    )[0]!.config;
+
+  const sessionPage = async (runId: string) => {
+    const [{ session_id }] = (await ctx.dataSource.query(`SELECT session_id FROM runs WHERE run_id = $1`, [runId])) as [
+      { session_id: string },
+    ];
+    const page = await ctx.api.get(`/sessions/${session_id}`);
+    expect(page.status).toBe(200);
+    return page.text;
+  };
+
+  const expectNoSecret = (text: string) => {
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain(DB_PASSWORD);
+  };
+
+  test('created with MCP credentials: stored encrypted, "***" in the run, the list, the conversation and the page', async () => {
+    const { key } = await ctx.newTeamKey();
+    const prompt = `Use the tracker ${uniqueName('mcp-secrets')}`;
+    const runId = await createRun(ctx, key, { prompt, config: { name: 'mcp-bot', mcp_servers: servers() } });
+
+    const stored = await storedConfig(runId);
+    const storedText = JSON.stringify(stored);
+    expectNoSecret(storedText);
+    expect(storedText).toContain('enc:v1:');
+    // The worker's view: decrypting the stored row gives back exactly what was sent.
+    expect(decryptMcpServers(stored.mcp_servers, KEY)).toEqual(servers());
+
+    const run = await getRun(ctx, key, runId);
+    expect(run.agent_config).toMatchObject({ name: 'mcp-bot', mcp_servers: redacted });
+    expectNoSecret(JSON.stringify(run));
+    expect(JSON.stringify(run)).not.toContain('enc:v1:');
+
+    const list = await ctx.api.get('/api/v1/agent/runs').set(auth(key));
+    expect(list.status).toBe(200);
+    expect(
+      (list.body.runs as RunBody[]).map((r) => [r.run_id, (r.agent_config as { mcp_servers: unknown }).mcp_servers]),
+    ).toEqual([[runId, redacted]]);
+    expectNoSecret(list.text);
+
+    const conversation = await ctx.api
+      .get(`/api/v1/agent/conversations/${run.conversation_id as string}`)
+      .set(auth(key));
+    expect(conversation.status).toBe(200);
+    expect((conversation.body.runs as RunBody[])[0]!.agent_config).toMatchObject({ mcp_servers: redacted });
+    expect(conversation.body.actions).toEqual([expect.objectContaining({ kind: 'user_message', text: prompt })]);
+    expectNoSecret(conversation.text);
+
+    const page = await sessionPage(runId);
+    expect(page).toContain('Use the tracker');
+    expectNoSecret(page);
+  });
+
+  test('a credential a worker recorded in the transcript or a status is masked on every way out', async () => {
+    const { key } = await ctx.newTeamKey();
+    const runId = await createRun(ctx, key, { prompt: 'echo', config: { mcp_servers: servers() } });
+    // What an MCP server that echoes its credentials in an error would leave behind.
+    await appendRunEvent(ctx.dataSource.manager, {
+      runId,
+      eventKey: 'echo-tool',
+      kind: 'tool_call',
+      turn: 1,
+      payload: {
+        tool_call_id: 'c1',
+        name: 'mcp__tracker__whoami',
+        input: { header: `Bearer ${TOKEN}`, token: TOKEN },
+        output: `denied for token ${TOKEN}; db password ${DB_PASSWORD}; level warn`,
+        is_error: true,
+      },
+    });
+    await ctx.dataSource.query(`UPDATE runs SET status_message = $2::jsonb WHERE run_id = $1`, [
+      runId,
+      JSON.stringify({ message: `MCP server db failed: bad password ${DB_PASSWORD}`, error_code: 'invalid_request' }),
+    ]);
+
+    const run = await getRun(ctx, key, runId);
+    expect(run.status_message).toEqual({
+      message: 'MCP server db failed: bad password ***',
+      error_code: 'invalid_request',
+    });
+
+    const conversation = await ctx.api
+      .get(`/api/v1/agent/conversations/${run.conversation_id as string}`)
+      .set(auth(key));
+    const toolCall = (conversation.body.actions as Record<string, unknown>[]).find((a) => a.kind === 'tool_call');
+    // Short values ("warn") are not masked in text: they are no credentials and would garble it.
+    expect(toolCall).toMatchObject({
+      input: { header: REDACTED, token: REDACTED },
+      output: 'denied for token ***; db password ***; level warn',
+    });
+    expectNoSecret(conversation.text);
+
+    const page = await sessionPage(runId);
+    expect(page).toContain('denied for token ***; db password ***');
+    expectNoSecret(page);
+  });
+
+  test('rows stored in plain text before encryption existed are shown redacted too', async () => {
+    const { key } = await ctx.newTeamKey();
+    const runId = await createRun(ctx, key, { prompt: 'legacy', config: { mcp_servers: servers() } });
+    await ctx.dataSource.query(
+      `UPDATE runs SET config = jsonb_set(config, '{mcp_servers}', $2::jsonb) WHERE run_id = $1`,
+      [runId, JSON.stringify(servers())],
+    );
+    expect(JSON.stringify(await storedConfig(runId))).toContain(TOKEN);
+    const run = await getRun(ctx, key, runId);
+    expect(run.agent_config).toMatchObject({ mcp_servers: redacted });
+    expectNoSecret(JSON.stringify(run));
+  });
+
+  test('idempotent create: a retry replays, other credentials conflict, and the stored hash is keyed', async () => {
+    const { key, uid } = await ctx.newTeamKey();
+    const idempotencyKey = uniqueName('idem');
+    const body = { prompt: 'idempotent mcp', config: { mcp_servers: servers() } };
+    const send = (b: object) =>
+      ctx.api.post('/api/v1/agent/runs').set(auth(key)).set('Idempotency-Key', idempotencyKey).send(b);
+    const first = await send(body);
+    expect(first.status).toBe(201);
+    const again = await send(body);
+    expect(again.status).toBe(201);
+    expect(again.body.run_id).toBe(first.body.run_id);
+    const changed = servers();
+    changed.tracker!.headers!.Authorization = 'Bearer another-token-value';
+    const conflict = await send({ ...body, config: { mcp_servers: changed } });
+    expect(conflict.status).toBe(409);
+
+    const [record] = (await ctx.dataSource.query(
+      `SELECT request_hash FROM idempotency_records WHERE principal_uid = $1 AND key = $2`,
+      [uid, idempotencyKey],
+    )) as { request_hash: string }[];
+    // An unkeyed hash of the body would let anyone with the table guess a weak credential offline.
+    expect(record!.request_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(record!.request_hash).not.toBe(requestHash(body));
+  });
+
+  test('createApp without a key in the config or the data dir fails fast, saying how to make one', () => {
+    const config = loadConfig({ AGENT_RUNS_DATA_DIR: tempDir() });
+    expect(() =>
+      createApp({
+        config,
+        dataSource: ctx.dataSource,
+        temporalClient: ctx.client,
+        temporalConnection: ctx.connection,
+        logger: createLogger('error', 'test'),
+      }),
+    ).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+  });
+});
