@@ -1,6 +1,4 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../core/config';
 import type { RunEventPayloads } from '../core/run-events';
@@ -19,6 +17,9 @@ import {
   type AdvertisedSkill,
   type ToolOutcome,
 } from './tools/builtin-tools';
+import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
+import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
+import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
 import { capText } from './workspace/run-process';
 import { diffAgainstHead, workspaceRepositories } from './workspace/git';
 import { workspaceDir } from './workspace/workspace-paths';
@@ -26,6 +27,7 @@ import { userFailure, withHeartbeat } from './workspace-activities';
 
 interface StepRun {
   config: ResolvedAgentConfig & { max_steps?: number; max_tokens?: number };
+  team_id: string;
   total_tokens: string;
   advertised_skills: (AdvertisedSkillRow & Record<string, unknown>)[] | null;
 }
@@ -88,7 +90,7 @@ function costUsd(config: Config, modelId: string, input: number, output: number)
  * the model with the conversation and the tools, run the tool calls it asks for, record what
  * changed. Every write is keyed, so a retried step redoes at most the tool call in flight.
  */
-export function createAgentStepActivities({ dataSource, config, mcpSessions }: ActivityDeps) {
+export function createAgentStepActivities({ dataSource, config, mcpSessions, sandbox }: ActivityDeps) {
   return {
     async runAgentStep({
       runId,
@@ -120,7 +122,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
           if (!recorded) await deliverFollowups(tx, runId, turn);
         });
         const [run] = (await dataSource.query(
-          `SELECT config, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
+          `SELECT config, team_id, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
         const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS);
@@ -152,9 +154,15 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
 
         const calls = assistant.tool_calls ?? [];
         if (calls.length === 0) return { done: true };
-        const advertised = await loadAdvertisedSkills(run!, workspace);
+        const processes = runProcesses(sandbox, runId);
+        const files = workspaceFiles(processes);
+        const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
+          environmentId: run!.config.environment_id,
+          teamId: run!.team_id,
+        });
+        const advertised = await loadAdvertisedSkills(run!, files);
         const mcp = Object.keys(run!.config.mcp_servers ?? {}).length
-          ? await mcpSessions.get(runId, run!.config.mcp_servers!, workspace)
+          ? await mcpSessions.get(runId, run!.config.mcp_servers!, networkPolicy)
           : undefined;
         const doneCalls = new Set(
           events.filter((e) => e.kind === 'tool_call').map((e) => String(e.payload.tool_call_id)),
@@ -164,7 +172,9 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
           let outcome: ToolOutcome;
           if (BUILTIN_TOOL_NAMES.has(call.name)) {
             outcome = await runBuiltinTool(call.name, call.arguments, {
-              workspace,
+              processes,
+              files,
+              networkPolicy,
               signal: ctx.cancellationSignal,
               commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
               outputLimitBytes: config.agent.toolOutputLimitBytes,
@@ -204,7 +214,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
             }
           });
         }
-        await recordChangedFiles(runId, turn, step, workspace);
+        await recordChangedFiles(runId, turn, step, workspace, processes);
         return { done: false };
       });
     },
@@ -227,7 +237,14 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
       throw err;
     }
     const mcp = Object.keys(run.config.mcp_servers ?? {}).length
-      ? await mcpSessions.get(runId, run.config.mcp_servers!, workspaceDir(config.workspace.dir, runId))
+      ? await mcpSessions.get(
+          runId,
+          run.config.mcp_servers!,
+          await loadRunNetworkPolicy(dataSource.manager, config, {
+            environmentId: run.config.environment_id,
+            teamId: run.team_id,
+          }),
+        )
       : undefined;
     let reply;
     try {
@@ -277,7 +294,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
   }
 
   /** The skills offered to the agent, with their content (bundled, or read from the workspace). */
-  async function loadAdvertisedSkills(run: StepRun, workspace: string): Promise<AdvertisedSkill[]> {
+  async function loadAdvertisedSkills(run: StepRun, files: WorkspaceFiles): Promise<AdvertisedSkill[]> {
     const skills: AdvertisedSkill[] = [];
     for (const row of run.advertised_skills ?? []) {
       if (row.bundled_skill_id) {
@@ -291,7 +308,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
           });
         }
       } else if (row.skill_path) {
-        const content = await readFile(path.join(workspace, row.skill_path), 'utf8').catch(() => undefined);
+        const content = await files.read(row.skill_path, 1024 * 1024).catch(() => undefined);
         if (content !== undefined) {
           skills.push({
             name: row.name,
@@ -306,7 +323,13 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
   }
 
   /** Records the files this step changed, per repository, as unified diffs from git. */
-  async function recordChangedFiles(runId: string, turn: number, step: number, workspace: string): Promise<void> {
+  async function recordChangedFiles(
+    runId: string,
+    turn: number,
+    step: number,
+    workspace: string,
+    processes: RunProcesses,
+  ): Promise<void> {
     const previous = new Map<string, string>();
     for (const e of await loadRunEvents(dataSource.manager, runId, ['files_changed'])) {
       for (const f of (e.payload.files as RunEventPayloads['files_changed']['files']) ?? [])
@@ -315,8 +338,15 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions }: A
     const changed: RunEventPayloads['files_changed']['files'] = [];
     const current = new Set<string>();
     for (const repo of workspaceRepositories(workspace)) {
-      const repoName = repo === workspace ? '.' : repo.slice(workspace.length + 1);
-      for (const [file, diff] of await diffAgainstHead(repo)) {
+      const repoName = repo === '' ? '.' : repo;
+      let diffs: Map<string, string>;
+      try {
+        diffs = await diffAgainstHead(processes, repo);
+      } catch {
+        // A repository the agent broke (or made point elsewhere) has no diff to show.
+        continue;
+      }
+      for (const [file, diff] of diffs) {
         const key = `${repoName}\0${file}`;
         current.add(key);
         if (previous.get(key) !== diff) changed.push({ repo: repoName, path: file, diff });

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
 
 /** What activities are built from; wired in worker/. */
@@ -11,4 +12,6 @@ export interface ActivityDeps {
   /** The task queue only this worker polls: activities that touch a workspace it holds go there. */
   workspaceQueue: string;
   mcpSessions: McpSessionCache;
+  /** Every process a run starts runs in it. */
+  sandbox: Sandbox;
 }

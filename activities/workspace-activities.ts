@@ -7,6 +7,9 @@ import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '.
 import { appendRunEvent } from '../db/run-events';
 import { RunFailureType, type UserFailureDetails } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
+import { networkRefusalNotes } from './sandbox/network-notes';
+import { runProcesses } from './sandbox/sandboxed-process';
+import { workspaceFiles } from './sandbox/workspace-files';
 import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO, bundledSkills, findBundledSkill } from './skills/bundled-skills';
 import {
   discoverSkills,
@@ -25,8 +28,8 @@ import {
   scrubSecret,
   workspaceRepositories,
 } from './workspace/git';
-import { runProcess } from './workspace/run-process';
-import { commandEnvironment, workspaceDir } from './workspace/workspace-paths';
+import { loadRunNetworkPolicy, runNetworkPolicy } from './sandbox/run-network-policy';
+import { workspaceDir } from './workspace/workspace-paths';
 
 const SETUP_OUTPUT_TAIL = 2000;
 
@@ -55,7 +58,7 @@ interface RunRow {
  * Workspace activities: provisioning runs on any worker and returns the task queue of the worker
  * that now holds the workspace; everything else that touches the workspace runs there.
  */
-export function createWorkspaceActivities({ dataSource, config, workspaceQueue, mcpSessions }: ActivityDeps) {
+export function createWorkspaceActivities({ dataSource, config, workspaceQueue, mcpSessions, sandbox }: ActivityDeps) {
   const root = config.workspace.dir;
   const auth = { token: config.workspace.gitToken };
   // Kept beside the workspaces, not in them, so the agent never sees it.
@@ -82,17 +85,17 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     signal: AbortSignal,
   ) {
     const commands = env.config.setup_commands ?? [];
+    const policy = runNetworkPolicy(config, env);
     for (const [index, command] of commands.entries()) {
-      const result = await runProcess({
+      const result = await runProcesses(sandbox, runId).runCommand({
         command,
-        cwd: dir,
-        env: commandEnvironment(dir),
+        policy,
         timeoutMs: config.workspace.setupCommandTimeoutSeconds * 1000,
         signal,
         keepBytes: 256 * 1024,
       });
       if (result.cancelled) throw new Error('setup cancelled');
-      const output = scrubSecret(result.output, auth.token);
+      const output = scrubSecret(result.output, auth.token) + networkRefusalNotes(result.refusals);
       await dataSource.transaction((tx) =>
         appendRunEvent(tx, {
           runId,
@@ -106,6 +109,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
             duration_ms: result.durationMs,
             output,
             timed_out: result.timedOut,
+            ...(result.refusals.length ? { network_refusals: result.refusals } : {}),
           },
         }),
       );
@@ -123,9 +127,10 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
   }
 
-  async function recordEnvironmentSkills(env: Environment, dir: string) {
+  async function recordEnvironmentSkills(runId: string, env: Environment) {
+    const files = workspaceFiles(runProcesses(sandbox, runId));
     for (const repo of env.config.github_repos ?? []) {
-      for (const skill of discoverSkills(path.join(dir, repo.repo))) {
+      for (const skill of await discoverSkills(files, repo.repo)) {
         await dataSource.query(
           `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt)
            VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -155,7 +160,16 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         if (reason) await note(runId, turn, `reprovision-t${turn}-${ctx.info.activityId}`, reason);
         if (existsSync(provisionedMarker(runId)) && existsSync(dir)) return { workspaceQueue };
         await rm(dir, { recursive: true, force: true });
-        await mkdir(dir, { recursive: true });
+        await sandbox.prepareRun(runId);
+        const processes = runProcesses(sandbox, runId);
+        if (sandbox.kind === 'none') {
+          await note(
+            runId,
+            turn,
+            `unsandboxed-t${turn}-${ctx.info.activityId}`,
+            'Warning: this worker runs with AGENT_SANDBOX=none: commands run unconfined as the worker user, with its view of the machine and network.',
+          );
+        }
 
         const envId = run.config.environment_id;
         const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
@@ -164,8 +178,9 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           for (const repo of env.config.github_repos ?? []) {
             try {
               await cloneRepository(
+                processes,
                 repositoryUrl(config.workspace.gitBaseUrl, repo.owner, repo.repo),
-                path.join(dir, repo.repo),
+                repo.repo,
                 auth,
                 ctx.cancellationSignal,
               );
@@ -179,7 +194,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
             }
           }
         }
-        if (!env?.config.github_repos?.length) await initRepository(dir);
+        if (!env?.config.github_repos?.length) await initRepository(processes);
         await note(
           runId,
           turn,
@@ -190,7 +205,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         );
         if (env) {
           await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
-          await recordEnvironmentSkills(env, dir);
+          await recordEnvironmentSkills(runId, env);
         }
         await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
         await writeFile(provisionedMarker(runId), '');
@@ -207,6 +222,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       return withHeartbeat(async () => {
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
+        const files = workspaceFiles(runProcesses(sandbox, runId));
         const advertised: AdvertisedSkill[] = bundledSkills().map((s) => ({
           name: s.id,
           description: s.description,
@@ -214,8 +230,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           source: { bundled_skill_id: s.id },
         }));
         for (const repo of workspaceRepositories(dir)) {
-          for (const s of discoverSkills(repo)) {
-            const rel = path.relative(dir, path.join(repo, s.skillPath));
+          for (const s of await discoverSkills(files, repo)) {
+            const rel = path.posix.join(repo, s.skillPath);
             if (!advertised.some((a) => a.name === s.name))
               advertised.push({
                 name: s.name,
@@ -244,11 +260,12 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
               agentSkill = { bundled_skill_id: skill.id, name: skill.name, description: skill.description };
               basePrompt = skill.content;
             } else {
-              let repoDir = path.join(dir, parsed.repo);
-              if (!existsSync(path.join(repoDir, '.git'))) {
-                repoDir = path.join(dir, '.skills', parsed.owner, parsed.repo);
-                if (!existsSync(repoDir)) {
+              let repoDir = parsed.repo;
+              if (!workspaceRepositories(dir).includes(parsed.repo)) {
+                repoDir = path.posix.join('.skills', parsed.owner, parsed.repo);
+                if (!(await files.isDirectory(repoDir))) {
                   await cloneRepository(
+                    runProcesses(sandbox, runId),
                     repositoryUrl(config.workspace.gitBaseUrl, parsed.owner, parsed.repo),
                     repoDir,
                     auth,
@@ -256,7 +273,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
                   );
                 }
               }
-              const skill = findSkillInRepo(repoDir, parsed, spec);
+              const skill = await findSkillInRepo(files, repoDir, parsed, spec);
               agentSkill = {
                 name: skill.name,
                 description: skill.description,
@@ -276,7 +293,11 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         const servers = run.config.mcp_servers ?? {};
         if (Object.keys(servers).length) {
           try {
-            const session = await mcpSessions.get(runId, servers, dir);
+            const policy = await loadRunNetworkPolicy(dataSource.manager, config, {
+              environmentId: run.config.environment_id,
+              teamId: run.team_id,
+            });
+            const session = await mcpSessions.get(runId, servers, policy);
             mcpTools = session.tools.map((t) => t.spec.name);
           } catch (err) {
             if (err instanceof McpServerError) throw userFailure(err.message, 'invalid_request');
@@ -328,6 +349,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     async removeWorkspace({ runId }: { runId: string }): Promise<void> {
       await mcpSessions.close(runId);
       await rm(workspaceDir(root, runId), { recursive: true, force: true });
+      await sandbox.removeRun(runId);
       await rm(provisionedMarker(runId), { force: true });
     },
   };

@@ -64,7 +64,14 @@ async function main(): Promise<void> {
   const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
   const workerConnection = await connectWorkerConnection(deps.temporalAddress);
   const logger = createLogger('error', 'bench');
-  const worker = await createWorker({ config, dataSource, connection: workerConnection, logger });
+  const worker = await createWorker({
+    config,
+    dataSource,
+    connection: workerConnection,
+    logger,
+    platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
+    secretsKey,
+  });
   const workerRun = worker.run();
   const app = createApp({
     config,

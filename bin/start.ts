@@ -33,6 +33,8 @@ async function main(): Promise<void> {
     dataSource,
     connection: workerConnection,
     logger: createLogger(config.logLevel, 'worker'),
+    platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
+    secretsKey,
   });
   const workerDone = worker.run();
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseNetworkPolicyText, type NetworkPolicy } from './network-policy';
 
 const optionalString = z
   .string()
@@ -48,6 +49,21 @@ const envSchema = z.object({
   ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: intFrom(10, 1, 600),
 
   ERROR_REFERENCE_BASE_URL: optionalString.pipe(z.url().optional()),
+
+  AGENT_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
+  AGENT_SANDBOX_BWRAP_PATH: optionalString,
+  AGENT_SANDBOX_UID: intFrom(200_000, 1000, 4_000_000_000),
+  AGENT_SANDBOX_READONLY_PATHS: optionalString,
+  AGENT_SANDBOX_MEMORY_MB: intFrom(4096, 64, 1_048_576),
+  AGENT_SANDBOX_MAX_PROCESSES: intFrom(512, 8, 1_000_000),
+  AGENT_SANDBOX_MAX_FILE_SIZE_MB: intFrom(2048, 1, 1_048_576),
+  AGENT_SANDBOX_CPU_SECONDS: intFrom(3600, 1, 1_000_000),
+  AGENT_SANDBOX_MAX_OPEN_FILES: intFrom(4096, 64, 1_048_576),
+  AGENT_NETWORK_DEFAULT: z.string().default('open'),
+  AGENT_NETWORK_ALLOWED_PRIVATE_HOSTS: optionalString,
+  OUTBOUND_ALLOWED_PRIVATE_HOSTS: optionalString,
+  SECRETS_ENCRYPTION_KEY: optionalString,
+  GIT_ALLOWED_OWNERS: optionalString,
 });
 
 export interface Config {
@@ -82,9 +98,32 @@ export interface Config {
     dir: string;
     gitBaseUrl: string;
     gitToken?: string;
+    /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
+    gitAllowedOwners?: string[];
     setupCommandTimeoutSeconds: number;
     scheduleToStartSeconds: number;
   };
+  sandbox: SandboxConfig;
+  network: {
+    /** Policy of environments that set none: `open`, `none`, or allowed domains. */
+    defaultPolicy: NetworkPolicy;
+    /** Private hosts and CIDRs the sandbox egress proxy may reach (still never the platform's own). */
+    sandboxAllowedPrivateHosts: string[];
+    /** Private hosts and CIDRs the worker may connect to for MCP servers and webhooks. */
+    outboundAllowedPrivateHosts: string[];
+  };
+  /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
+  secretsEncryptionKey?: string;
+}
+
+export interface SandboxConfig {
+  kind: 'bwrap' | 'none';
+  bwrapPath?: string;
+  /** Host uid given to runs' processes when the worker runs as root. */
+  uid: number;
+  /** Extra host paths mounted read-only into every sandbox (toolchains outside /usr). */
+  readonlyPaths: string[];
+  limits: { memoryMb: number; maxProcesses: number; maxFileSizeMb: number; cpuSeconds: number; maxOpenFiles: number };
 }
 
 /** Prices of well-known models (USD per million tokens); MODEL_PRICES adds to or overrides them. */
@@ -119,6 +158,20 @@ function parsePrices(raw: string | undefined): Record<string, { input: number; o
 }
 
 export class ConfigError extends Error {}
+
+const commaList = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+function parseNetworkPolicy(raw: string): NetworkPolicy {
+  const parsed = parseNetworkPolicyText(raw);
+  if (typeof parsed === 'string' && parsed.startsWith('!')) {
+    throw new ConfigError(`Invalid configuration:\n  AGENT_NETWORK_DEFAULT: ${parsed.slice(1)}`);
+  }
+  return parsed as NetworkPolicy;
+}
 
 /** Reads and validates configuration; the only place that looks at environment variables. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -171,8 +224,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dir: path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces')),
       gitBaseUrl: e.GIT_BASE_URL.replace(/\/+$/, ''),
       gitToken: e.GIT_TOKEN,
+      gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
       setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,
       scheduleToStartSeconds: e.WORKSPACE_SCHEDULE_TO_START_SECONDS,
     },
+    sandbox: {
+      kind: e.AGENT_SANDBOX,
+      bwrapPath: e.AGENT_SANDBOX_BWRAP_PATH,
+      uid: e.AGENT_SANDBOX_UID,
+      readonlyPaths: commaList(e.AGENT_SANDBOX_READONLY_PATHS).map((p) => path.resolve(p)),
+      limits: {
+        memoryMb: e.AGENT_SANDBOX_MEMORY_MB,
+        maxProcesses: e.AGENT_SANDBOX_MAX_PROCESSES,
+        maxFileSizeMb: e.AGENT_SANDBOX_MAX_FILE_SIZE_MB,
+        cpuSeconds: e.AGENT_SANDBOX_CPU_SECONDS,
+        maxOpenFiles: e.AGENT_SANDBOX_MAX_OPEN_FILES,
+      },
+    },
+    network: {
+      defaultPolicy: parseNetworkPolicy(e.AGENT_NETWORK_DEFAULT),
+      sandboxAllowedPrivateHosts: commaList(e.AGENT_NETWORK_ALLOWED_PRIVATE_HOSTS),
+      outboundAllowedPrivateHosts: commaList(e.OUTBOUND_ALLOWED_PRIVATE_HOSTS),
+    },
+    secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
   };
 }

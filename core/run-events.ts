@@ -1,6 +1,13 @@
 import type { RunState } from './run-state';
 import type { RunStatusMessage } from './run-types';
 
+/** A connection the sandbox's egress proxy refused. */
+export interface NetworkRefusalRecord {
+  host: string;
+  port: number;
+  reason: string;
+}
+
 export interface ToolCallRecord {
   id: string;
   name: string;
@@ -32,6 +39,7 @@ export type RunEventPayloads = {
     duration_ms?: number;
     timed_out?: boolean;
     full_output?: string;
+    network_refusals?: NetworkRefusalRecord[];
   };
   /** A skill loaded through `read_skill` (section 2.4 of the spec). */
   skill_load: { name: string; input: { bundled_skill_id: string } | { skill_path: string } };
@@ -45,6 +53,7 @@ export type RunEventPayloads = {
     duration_ms: number;
     output: string;
     timed_out: boolean;
+    network_refusals?: NetworkRefusalRecord[];
   };
   config: {
     environment_id?: string;

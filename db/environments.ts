@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { newEnvironmentUid } from '../core/ids';
+import type { NetworkPolicy } from '../core/network-policy';
 import type { AuthenticatedPrincipal } from './api-keys';
 
 export interface EnvironmentConfig {
@@ -8,6 +9,7 @@ export interface EnvironmentConfig {
   docker_image?: string;
   github_repos?: { owner: string; repo: string }[];
   setup_commands?: string[];
+  network?: NetworkPolicy;
 }
 
 export interface Environment {

@@ -15,6 +15,21 @@ export async function appendRunEvent<K extends RunEventKind>(
   return rows.length > 0;
 }
 
+/** Appends a notice to the run's current turn (for events that happen outside a step, such as an MCP server's refused connection). */
+export async function appendNoticeToCurrentTurn(
+  manager: EntityManager,
+  runId: string,
+  eventKey: string,
+  message: string,
+): Promise<void> {
+  await manager.query(
+    `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
+     SELECT run_id, $2, 'notice', turn, $3::jsonb FROM runs WHERE run_id = $1
+     ON CONFLICT (run_id, event_key) DO NOTHING`,
+    [runId, eventKey, JSON.stringify({ message })],
+  );
+}
+
 export interface StoredRunEvent {
   id: string;
   eventKey: string;

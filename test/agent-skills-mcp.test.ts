@@ -26,7 +26,15 @@ const REPO_ROOT = path.resolve(__dirname, '..');
 let ctx: TestContext;
 let http: Awaited<ReturnType<typeof startMcpHttpServer>>;
 beforeAll(async () => {
-  ctx = await createTestContext({ env: { GIT_BASE_URL: git.baseUrl } });
+  // The MCP test servers listen on loopback, which only an operator's allow-list opens.
+  // The stdio fixture runs from this repository with tsx, which the sandbox shows only when told to.
+  ctx = await createTestContext({
+    env: {
+      GIT_BASE_URL: git.baseUrl,
+      OUTBOUND_ALLOWED_PRIVATE_HOSTS: '127.0.0.1',
+      AGENT_SANDBOX_READONLY_PATHS: `${path.join(REPO_ROOT, 'node_modules')},${path.join(REPO_ROOT, 'test/fixtures')}`,
+    },
+  });
   http = await startMcpHttpServer('s3cret', { colour: 'teal' });
 });
 afterAll(async () => {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runWorkflowId } from '../workflows/run-contract';
 import { createEnvironment } from './helpers/environments';
+import { hostPidsRunning } from './helpers/host-processes';
 import { createGitHost } from './helpers/git-fixtures';
 import { gate } from './helpers/scripted-model';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
@@ -24,15 +25,6 @@ afterAll(async () => {
 });
 
 const workspaceOf = (runId: string) => path.join(ctx.config.workspace.dir, runId);
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('the agent works in the environment: clones, setup, a command that writes a file, an edit, diffs in the transcript', async () => {
   const { key } = await ctx.newTeamKey();
@@ -159,17 +151,15 @@ test('cancelling during `sleep 600` kills the command within 5 seconds', async (
   const marker = uniqueName('sleep');
   ctx.model.script(marker, () => ({
     text: '',
-    toolCalls: [{ name: 'run_command', arguments: { command: 'echo $$ > sleep.pid; exec sleep 600' } }],
+    toolCalls: [{ name: 'run_command', arguments: { command: `exec -a ${marker} sleep 600` } }],
   }));
   const runId = await createRun(ctx, key, { prompt: `Sleep ${marker}` });
-  const pidFile = path.join(workspaceOf(runId), 'sleep.pid');
-  const pid = await waitFor(
-    async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0),
-    (p) => p > 0,
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
     'the command to start',
   );
-  const alive = () => processAlive(pid);
-  expect(alive()).toBe(true);
+  const alive = () => hostPidsRunning(marker).length > 0;
   const cancelledAt = Date.now();
   await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key)).expect(200);
   await waitFor(
@@ -233,7 +223,7 @@ test('a command that leaves a background process behind returns at once; the pro
     call === 1
       ? {
           text: '',
-          toolCalls: [{ name: 'run_command', arguments: { command: 'sleep 300 & echo $! > bg.pid; echo launched' } }],
+          toolCalls: [{ name: 'run_command', arguments: { command: `(exec -a ${marker} sleep 300) & echo launched` } }],
         }
       : { text: 'done' },
   );
@@ -241,9 +231,8 @@ test('a command that leaves a background process behind returns at once; the pro
   await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 20_000);
   const result = ctx.model.calls(marker)[1]!.messages.find((m) => m.role === 'tool');
   expect(result?.content).toMatch(/Exit code 0[\s\S]*launched/);
-  const pid = Number(readFileSync(path.join(workspaceOf(runId), 'bg.pid'), 'utf8'));
   await waitFor(
-    async () => processAlive(pid),
+    async () => hostPidsRunning(marker).length > 0,
     (alive) => !alive,
     'the background sleep to be killed',
     5_000,

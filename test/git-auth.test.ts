@@ -1,9 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { cloneRepository, CloneError } from '../activities/workspace/git';
+import { createTestSandbox } from './helpers/sandbox';
 
 /** An HTTP server that refuses every git request but records the Authorization header it got. */
 async function refusingGitServer(): Promise<{ url: string; headers: string[]; close(): Promise<void> }> {
@@ -23,12 +21,11 @@ async function refusingGitServer(): Promise<{ url: string; headers: string[]; cl
 test('GIT_TOKEN is sent to the git host and never appears in the error', async () => {
   const server = await refusingGitServer();
   const token = 'ghp_SECRETtoken1234567890';
+  const { processes } = await createTestSandbox();
   try {
-    const err = await cloneRepository(
-      `${server.url}/acme/private`,
-      path.join(mkdtempSync(path.join(os.tmpdir(), 'clone-')), 'x'),
-      { token },
-    ).catch((e: unknown) => e);
+    const err = await cloneRepository(await processes('run-1'), `${server.url}/acme/private`, 'x', { token }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(CloneError);
     expect((err as Error).message).toContain('acme/private');
     expect((err as Error).message).not.toContain(token);

@@ -1,13 +1,19 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
+import { createSandbox } from '../activities/sandbox/create-sandbox';
+import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { endpointOf, OutboundAddressRules, type Endpoint } from '../core/outbound-addresses';
+import { decryptMcpServers } from '../core/secrets';
+import { appendNoticeToCurrentTurn } from '../db/run-events';
+import { resolveSecretsKey } from '../infra/secrets-key';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -19,6 +25,13 @@ export interface CreateWorkerOptions {
   logger: Logger;
   /** Overrides the bundle lookup (tests bundle once per test run). */
   workflowBundlePath?: string;
+  /**
+   * The platform's own services (database URL, Temporal `host:port`): nothing a run starts may
+   * connect to them, whatever the network settings allow.
+   */
+  platformEndpoints: string[];
+  /** Key of request-supplied credentials; resolved from the configuration when absent. */
+  secretsKey?: Buffer;
 }
 
 /** The run worker of one process: the shared queue (workflows, provisioning) and its workspace queue. */
@@ -48,8 +61,29 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     ? { workflowBundle: { codePath: bundlePath } }
     : { workflowsPath: require.resolve('../workflows') };
   const workspaceQueue = workspaceQueueName(config);
-  const mcpSessions = new McpSessionCache();
-  const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions });
+  const secretsKey = options.secretsKey ?? resolveSecretsKey(config);
+  const platform = platformEndpoints(config, options.platformEndpoints);
+  const sandboxRules = new OutboundAddressRules(config.network.sandboxAllowedPrivateHosts);
+  await sandboxRules.addPlatformEndpoints(platform);
+  const outboundRules = new OutboundAddressRules(config.network.outboundAllowedPrivateHosts);
+  await outboundRules.addPlatformEndpoints(platform);
+  const sandbox: Sandbox = await createSandbox(config, sandboxRules, logger);
+  const mcpSessions = new McpSessionCache(
+    {
+      sandbox,
+      outboundRules,
+      onRefusal: (runId, server, refusal) => {
+        void appendNoticeToCurrentTurn(
+          dataSource.manager,
+          runId,
+          `mcp-network-${randomUUID()}`,
+          `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
+        ).catch((err: unknown) => logger.warn('could not record a refused connection', { runId, error: err }));
+      },
+    },
+    (servers) => decryptMcpServers(servers, secretsKey),
+  );
+  const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
   const common = {
     connection,
     namespace: config.temporal.namespace,
@@ -77,4 +111,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     },
     getState: () => shared.getState(),
   };
+}
+
+/** The platform's own services: the database, Temporal and this service's API. */
+function platformEndpoints(config: Config, given: string[]): Endpoint[] {
+  const endpoints = given.map((e) => endpointOf(e, e.startsWith('postgres') ? 5432 : 7233));
+  endpoints.push(endpointOf(config.publicUrl, config.publicUrl.startsWith('https:') ? 443 : 80));
+  endpoints.push({ host: config.host === '0.0.0.0' ? '127.0.0.1' : config.host, port: config.port });
+  return endpoints.filter((e): e is Endpoint => e !== undefined);
 }

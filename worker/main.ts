@@ -11,7 +11,13 @@ async function main(): Promise<void> {
   const endpoints = resolveEndpoints(config);
   const dataSource = await openDataSource(endpoints.databaseUrl);
   const connection = await connectWorkerConnection(endpoints.temporalAddress);
-  const worker = await createWorker({ config, dataSource, connection, logger });
+  const worker = await createWorker({
+    config,
+    dataSource,
+    connection,
+    logger,
+    platformEndpoints: [endpoints.databaseUrl, endpoints.temporalAddress],
+  });
   logger.info('worker polling', { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // The Temporal runtime drains the worker on SIGINT/SIGTERM; run() resolves once it has.
   await worker.run();

@@ -1,6 +1,6 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { WorkspaceFiles } from '../sandbox/workspace-files';
 
 /** Where repositories keep skills, in the order they are searched. */
 export const SKILL_DIRS = ['.agents/skills', '.warp/skills', '.claude/skills', '.codex/skills', 'skills'] as const;
@@ -40,28 +40,22 @@ export function parseSkillFile(content: string, where: string): SkillFile {
 export interface DiscoveredSkill extends SkillFile {
   /** Path of SKILL.md inside its repository. */
   skillPath: string;
+  /** The repository, relative to the workspace. */
   repoDir: string;
 }
 
-/** Every `<dir>/<name>/SKILL.md` under the known skill directories of a repository. */
-export function discoverSkills(repoDir: string): DiscoveredSkill[] {
+/** Every `<dir>/<name>/SKILL.md` under the known skill directories of a workspace repository. */
+export async function discoverSkills(files: WorkspaceFiles, repoDir: string): Promise<DiscoveredSkill[]> {
   const found: DiscoveredSkill[] = [];
   const seen = new Set<string>();
-  for (const dir of SKILL_DIRS) {
-    const abs = path.join(repoDir, dir);
-    if (!existsSync(abs) || !statSync(abs).isDirectory()) continue;
-    for (const entry of readdirSync(abs, { withFileTypes: true })) {
-      const skillPath = `${dir}/${entry.name}/SKILL.md`;
-      const file = path.join(repoDir, skillPath);
-      if (!entry.isDirectory() || !existsSync(file)) continue;
-      try {
-        const skill = parseSkillFile(readFileSync(file, 'utf8'), skillPath);
-        if (seen.has(skill.name)) continue;
-        seen.add(skill.name);
-        found.push({ ...skill, skillPath, repoDir });
-      } catch {
-        // A malformed skill is skipped in discovery; naming it explicitly reports the problem.
-      }
+  for (const { skillPath, content } of await files.skillFiles(repoDir, SKILL_DIRS)) {
+    try {
+      const skill = parseSkillFile(content, skillPath);
+      if (seen.has(skill.name)) continue;
+      seen.add(skill.name);
+      found.push({ ...skill, skillPath, repoDir });
+    } catch {
+      // A malformed skill is skipped in discovery; naming it explicitly reports the problem.
     }
   }
   return found;
@@ -86,14 +80,17 @@ export class SkillNotFoundError extends Error {
 }
 
 /** Finds the skill a spec names inside a checked-out repository; the error says where it looked. */
-export function findSkillInRepo(repoDir: string, spec: SkillSpec, specText: string): DiscoveredSkill {
+export async function findSkillInRepo(
+  files: WorkspaceFiles,
+  repoDir: string,
+  spec: SkillSpec,
+  specText: string,
+): Promise<DiscoveredSkill> {
   const candidates = spec.isPath ? [spec.target] : SKILL_DIRS.map((d) => `${d}/${spec.target}/SKILL.md`);
   for (const skillPath of candidates) {
-    const file = path.resolve(repoDir, skillPath);
-    if (!file.startsWith(path.resolve(repoDir) + path.sep)) continue;
-    if (existsSync(file) && statSync(file).isFile()) {
-      return { ...parseSkillFile(readFileSync(file, 'utf8'), `${specText}`), skillPath, repoDir };
-    }
+    if (path.posix.normalize(skillPath).startsWith('..')) continue;
+    const content = await files.read(path.posix.join(repoDir, skillPath), 1024 * 1024).catch(() => undefined);
+    if (content !== undefined) return { ...parseSkillFile(content, specText), skillPath, repoDir };
   }
   throw new SkillNotFoundError(
     `Skill ${specText} not found: looked for ${candidates.join(', ')} in ${spec.owner}/${spec.repo}.`,

@@ -1,14 +1,24 @@
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { NetworkPolicy } from '../../core/network-policy';
 import type { ToolSpec } from '../model/types';
-import { capText, runProcess } from '../workspace/run-process';
-import { commandEnvironment, resolveInWorkspace } from '../workspace/workspace-paths';
+import type { NetworkRefusal } from '../sandbox/egress-proxy';
+import { networkRefusalNotes } from '../sandbox/network-notes';
+import { limitHint } from '../sandbox/sandbox';
+import type { RunProcesses } from '../sandbox/sandboxed-process';
+import type { WorkspaceFiles } from '../sandbox/workspace-files';
+import { capText } from '../workspace/run-process';
 
 /** What a tool call produced: the text the model sees, and what the transcript keeps. */
 export interface ToolOutcome {
   output: string;
   isError: boolean;
-  details?: { exit_code?: number | null; duration_ms?: number; timed_out?: boolean; full_output?: string };
+  details?: {
+    exit_code?: number | null;
+    duration_ms?: number;
+    timed_out?: boolean;
+    full_output?: string;
+    network_refusals?: NetworkRefusal[];
+  };
   skillLoad?: { bundled_skill_id: string } | { skill_path: string };
 }
 
@@ -20,7 +30,10 @@ export interface AdvertisedSkill {
 }
 
 export interface ToolContext {
-  workspace: string;
+  /** The run's processes and files, each in the run's sandbox. */
+  processes: RunProcesses;
+  files: WorkspaceFiles;
+  networkPolicy: NetworkPolicy;
   signal: AbortSignal;
   commandTimeoutSeconds: number;
   outputLimitBytes: number;
@@ -136,8 +149,7 @@ export async function runBuiltinTool(
       case 'run_command':
         return await runCommand(args, ctx);
       case 'read_file': {
-        const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
-        const text = await readFile(file, 'utf8');
+        const text = await ctx.files.read(stringArg(args, 'path'));
         const start = numberArg(args, 'start_line');
         const end = numberArg(args, 'end_line');
         const selected =
@@ -150,22 +162,16 @@ export async function runBuiltinTool(
         return { output: capText(selected, ctx.outputLimitBytes), isError: false };
       }
       case 'write_file': {
-        const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
-        const content = stringArg(args, 'content');
-        await mkdir(path.dirname(file), { recursive: true });
-        await writeFile(file, content);
-        return {
-          output: `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(ctx.workspace, file)}.`,
-          isError: false,
-        };
+        const file = stringArg(args, 'path');
+        const bytes = await ctx.files.write(file, stringArg(args, 'content'));
+        return { output: `Wrote ${bytes} bytes to ${relativeName(ctx, file)}.`, isError: false };
       }
       case 'edit_file':
         return await editFile(args, ctx);
       case 'list_directory': {
-        const dir = resolveInWorkspace(ctx.workspace, stringArg(args, 'path', false));
-        const entries = (await readdir(dir, { withFileTypes: true }))
+        const entries = (await ctx.files.list(stringArg(args, 'path', false)))
           .filter((e) => e.name !== '.git')
-          .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
+          .map((e) => (e.dir ? `${e.name}/` : e.name))
           .sort();
         return { output: entries.length ? entries.join('\n') : '(empty directory)', isError: false };
       }
@@ -194,15 +200,16 @@ export async function runBuiltinTool(
 
 async function runCommand(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
   const command = stringArg(args, 'command');
-  const cwd = resolveInWorkspace(ctx.workspace, stringArg(args, 'cwd', false));
-  if (!(await stat(cwd)).isDirectory())
-    throw new ToolInputError(`cwd ${stringArg(args, 'cwd', false)} is not a directory`);
+  const cwdArg = stringArg(args, 'cwd', false);
+  const cwd = cwdArg ? workspaceRelative(ctx, cwdArg) : '';
+  if (cwd === undefined || !(await ctx.files.isDirectory(cwd)))
+    throw new ToolInputError(`cwd ${cwdArg} is not a directory of the workspace`);
   const requested = numberArg(args, 'timeout_seconds');
   const timeoutSeconds = Math.max(1, Math.min(requested ?? ctx.commandTimeoutSeconds, ctx.commandTimeoutSeconds));
-  const result = await runProcess({
+  const result = await ctx.processes.runCommand({
     command,
     cwd,
-    env: commandEnvironment(ctx.workspace),
+    policy: ctx.networkPolicy,
     timeoutMs: timeoutSeconds * 1000,
     signal: ctx.signal,
     keepBytes: Math.max(ctx.outputLimitBytes, 1024 * 1024),
@@ -211,24 +218,28 @@ async function runCommand(args: Record<string, unknown>, ctx: ToolContext): Prom
   const status = result.timedOut
     ? `Timed out after ${timeoutSeconds}s; the command and its children were killed.`
     : `Exit code ${result.exitCode ?? `signal ${result.signal}`} in ${result.durationMs} ms.`;
+  const failed = result.timedOut || result.exitCode !== 0;
+  const hint = failed ? limitHint(result.exitCode, result.output) : undefined;
+  const notes = networkRefusalNotes(result.refusals) + (hint ? `\n[sandbox] ${hint}` : '');
   return {
-    output: `${status}\n${capText(result.output, ctx.outputLimitBytes)}`,
-    isError: result.timedOut || result.exitCode !== 0,
+    output: `${status}\n${capText(result.output, ctx.outputLimitBytes)}${notes}`,
+    isError: failed,
     details: {
       exit_code: result.exitCode,
       duration_ms: result.durationMs,
       timed_out: result.timedOut,
-      full_output: result.output,
+      full_output: result.output + notes,
+      ...(result.refusals.length ? { network_refusals: result.refusals } : {}),
     },
   };
 }
 
 async function editFile(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
-  const file = resolveInWorkspace(ctx.workspace, stringArg(args, 'path'));
+  const file = stringArg(args, 'path');
   const oldText = stringArg(args, 'old_text');
   const newText = stringArg(args, 'new_text');
   if (!oldText) throw new ToolInputError('`old_text` must not be empty; use write_file to create a file');
-  const text = await readFile(file, 'utf8');
+  const text = await ctx.files.read(file);
   const count = text.split(oldText).length - 1;
   if (count === 0) return { output: `old_text was not found in ${args.path as string}.`, isError: true };
   if (count > 1 && args.replace_all !== true) {
@@ -237,7 +248,7 @@ async function editFile(args: Record<string, unknown>, ctx: ToolContext): Promis
       isError: true,
     };
   }
-  await writeFile(
+  await ctx.files.write(
     file,
     args.replace_all === true ? text.split(oldText).join(newText) : text.replace(oldText, () => newText),
   );
@@ -245,4 +256,16 @@ async function editFile(args: Record<string, unknown>, ctx: ToolContext): Promis
     output: `Replaced ${args.replace_all === true ? count : 1} occurrence(s) in ${args.path as string}.`,
     isError: false,
   };
+}
+
+/** A path the model gave, relative to the workspace root; undefined when it points outside. */
+function workspaceRelative(ctx: ToolContext, requested: string): string | undefined {
+  const root = ctx.processes.workspacePath;
+  const absolute = path.posix.resolve(root, requested);
+  if (absolute !== root && !absolute.startsWith(`${root}/`)) return undefined;
+  return path.posix.relative(root, absolute);
+}
+
+function relativeName(ctx: ToolContext, requested: string): string {
+  return workspaceRelative(ctx, requested) ?? requested;
 }

@@ -1,9 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { NetworkPolicy } from '../../core/network-policy';
+import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import type { McpServerConfig } from '../../core/run-types';
 import type { ToolSpec } from '../model/types';
+import type { NetworkRefusal } from '../sandbox/egress-proxy';
+import type { Sandbox } from '../sandbox/sandbox';
+import { guardedFetch } from './guarded-fetch';
 
 const CONNECT_TIMEOUT_MS = 30_000;
 
@@ -49,15 +54,46 @@ async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   }
 }
 
-async function connectOne(name: string, config: McpServerConfig, workspace: string): Promise<Client> {
+/** What connecting a run's MCP servers needs from the worker. */
+export interface McpConnectDeps {
+  sandbox: Sandbox;
+  /** Address rules for `url` servers (OUTBOUND_ALLOWED_PRIVATE_HOSTS). */
+  outboundRules: OutboundAddressRules;
+  /** Called for each connection a stdio server's sandbox refused. */
+  onRefusal(runId: string, server: string, refusal: NetworkRefusal): void;
+}
+
+interface RunScope {
+  runId: string;
+  policy: NetworkPolicy;
+}
+
+async function connectOne(
+  name: string,
+  config: McpServerConfig,
+  deps: McpConnectDeps,
+  scope: RunScope,
+  releases: (() => Promise<void>)[],
+): Promise<Client> {
   const client = new Client({ name: 'agent-runs', version: '1.0.0' });
   if (config.command) {
-    // Only the variables the run's config gives, on top of the SDK's harmless defaults (PATH, HOME...).
+    // In the run's sandbox, with only the variables the run's config gives on top of its minimal environment.
+    const prepared = await deps.sandbox.prepare({
+      runId: scope.runId,
+      argv: [config.command, ...(config.args ?? [])],
+      env: config.env,
+      network: {
+        kind: 'proxy',
+        policy: scope.policy,
+        onRefusal: (refusal) => deps.onRefusal(scope.runId, name, refusal),
+      },
+    });
+    releases.push(prepared.release);
     const transport = new StdioClientTransport({
-      command: config.command,
-      args: config.args ?? [],
-      env: { ...getDefaultEnvironment(), ...config.env },
-      cwd: workspace,
+      command: prepared.file,
+      args: prepared.args,
+      env: prepared.env as Record<string, string>,
+      cwd: prepared.cwd,
       stderr: 'pipe',
     });
     let stderr = '';
@@ -77,9 +113,11 @@ async function connectOne(name: string, config: McpServerConfig, workspace: stri
   }
   const url = new URL(config.url!);
   const requestInit = { headers: config.headers ?? {} };
+  // Every connection, redirects included, goes only to an address the outbound rules allow.
+  const fetch = guardedFetch(deps.outboundRules);
   try {
     await withTimeout(
-      client.connect(new StreamableHTTPClientTransport(url, { requestInit })),
+      client.connect(new StreamableHTTPClientTransport(url, { requestInit, fetch })),
       `connecting to MCP server "${name}"`,
     );
     return client;
@@ -88,25 +126,34 @@ async function connectOne(name: string, config: McpServerConfig, workspace: stri
     const fallback = new Client({ name: 'agent-runs', version: '1.0.0' });
     try {
       await withTimeout(
-        fallback.connect(new SSEClientTransport(url, { requestInit })),
+        fallback.connect(new SSEClientTransport(url, { requestInit, fetch })),
         `connecting to MCP server "${name}"`,
       );
       return fallback;
     } catch {
       throw new McpServerError(
-        `MCP server "${name}" at ${url.origin}${url.pathname} could not be reached: ${(streamableError as Error).message}`,
+        `MCP server "${name}" at ${url.origin}${url.pathname} could not be reached: ${describeError(streamableError)}`,
       );
     }
   }
 }
 
 /** Connects to every server of a run and lists their tools; closes what it opened on failure. */
-export async function openMcpSession(servers: Record<string, McpServerConfig>, workspace: string): Promise<McpSession> {
+export async function openMcpSession(
+  servers: Record<string, McpServerConfig>,
+  deps: McpConnectDeps,
+  scope: RunScope,
+): Promise<McpSession> {
   const clients = new Map<string, Client>();
   const tools: McpTool[] = [];
+  const releases: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
+    await Promise.all(releases.map((release) => release().catch(() => undefined)));
+  };
   try {
     for (const [name, config] of Object.entries(servers)) {
-      const client = await connectOne(name, config, workspace);
+      const client = await connectOne(name, config, deps, scope, releases);
       clients.set(name, client);
       let listed;
       try {
@@ -129,7 +176,7 @@ export async function openMcpSession(servers: Record<string, McpServerConfig>, w
       }
     }
   } catch (err) {
-    await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
+    await closeAll();
     throw err;
   }
   return {
@@ -148,9 +195,7 @@ export async function openMcpSession(servers: Record<string, McpServerConfig>, w
         return { text: `MCP tool ${tool.server}/${tool.tool} failed: ${(err as Error).message}`, isError: true };
       }
     },
-    async close() {
-      await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
-    },
+    close: closeAll,
   };
 }
 
@@ -161,10 +206,16 @@ export async function openMcpSession(servers: Record<string, McpServerConfig>, w
 export class McpSessionCache {
   private readonly sessions = new Map<string, Promise<McpSession>>();
 
-  get(runId: string, servers: Record<string, McpServerConfig>, workspace: string): Promise<McpSession> {
+  /** @param decrypt turns stored credentials (`env`, `headers`) back into their values */
+  constructor(
+    private readonly deps: McpConnectDeps,
+    private readonly decrypt: (servers: Record<string, McpServerConfig>) => Record<string, McpServerConfig>,
+  ) {}
+
+  get(runId: string, servers: Record<string, McpServerConfig>, policy: NetworkPolicy): Promise<McpSession> {
     let session = this.sessions.get(runId);
     if (!session) {
-      session = openMcpSession(servers, workspace);
+      session = openMcpSession(this.decrypt(servers), this.deps, { runId, policy });
       this.sessions.set(runId, session);
       session.catch(() => this.sessions.delete(runId));
     }
@@ -180,4 +231,13 @@ export class McpSessionCache {
   async closeAll(): Promise<void> {
     await Promise.all([...this.sessions.keys()].map((id) => this.close(id)));
   }
+}
+
+/** An error with its causes, as fetch hides the reason a connection failed in `cause`. */
+function describeError(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err as (Error & { cause?: unknown }) | undefined; e && parts.length < 4; e = e.cause as typeof e) {
+    if (e.message && !parts.includes(e.message)) parts.push(e.message);
+  }
+  return parts.join(': ') || String(err);
 }

@@ -1,9 +1,10 @@
-import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { CLONE_GITCONFIG } from '../sandbox/bwrap-sandbox';
+import { ExecError, type RunProcesses } from '../sandbox/sandboxed-process';
 
-const execFileAsync = promisify(execFile);
+const CLONE_GITCONFIG_PATH = `/etc/${CLONE_GITCONFIG}`;
+
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 /** A private index, so snapshots never touch the index the agent itself uses. */
 const SNAPSHOT_INDEX = 'agent-runs-snapshot.index';
@@ -12,7 +13,7 @@ export interface GitAuth {
   token?: string;
 }
 
-function authEnv(url: string, auth: GitAuth): NodeJS.ProcessEnv {
+function authEnv(url: string, auth: GitAuth): Record<string, string> {
   if (!auth.token || !/^https?:/i.test(url)) return {};
   // Passed through the environment, never on the command line or in a URL that git may print.
   const basic = Buffer.from(`x-access-token:${auth.token}`).toString('base64');
@@ -28,20 +29,19 @@ export function scrubSecret(text: string, secret?: string): string {
 }
 
 /**
- * The agent can write the repository's .git/config: the worker's git calls on it get no secrets
- * in their environment and ignore the hooks a config could name.
+ * Git inside the run's sandbox reads no system or global configuration and ignores the hooks and
+ * fsmonitor a repository's own config could name: the agent can write that config.
  */
-const SAFE_GIT_ENV: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: '/nonexistent', LANG: 'C.UTF-8' };
+const SAFE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
 const SAFE_GIT_ARGS = ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null'];
 
-/** git on a workspace repository (local operations only). */
-async function git(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const { stdout } = await execFileAsync('git', [...SAFE_GIT_ARGS, ...args], {
-    cwd,
-    env: { ...SAFE_GIT_ENV, GIT_TERMINAL_PROMPT: '0', ...env },
+/** git on a workspace repository (local operations only), in the run's sandbox. */
+function git(processes: RunProcesses, args: string[], repo: string, env: Record<string, string> = {}): Promise<string> {
+  return processes.exec(['git', ...SAFE_GIT_ARGS, ...args], {
+    cwd: repo,
+    env: { ...SAFE_GIT_ENV, ...env },
     maxBuffer: 256 * 1024 * 1024,
   });
-  return stdout;
 }
 
 export function repositoryUrl(baseUrl: string, owner: string, repo: string): string {
@@ -52,24 +52,40 @@ export class CloneError extends Error {
   override name = 'CloneError';
 }
 
-/** Clones `url` into `dir`; the error names the repository, never the token. */
-export async function cloneRepository(url: string, dir: string, auth: GitAuth, signal?: AbortSignal): Promise<void> {
+/**
+ * Clones `url` into `dir` (relative to the workspace). The clone carries the platform's token, so
+ * it runs in a sandbox of its own: the host network (the git host may be private), no home, no
+ * configuration the run could have written. The error names the repository, never the token.
+ */
+export async function cloneRepository(
+  processes: RunProcesses,
+  url: string,
+  dir: string,
+  auth: GitAuth,
+  signal?: AbortSignal,
+): Promise<void> {
+  // A file:// source is the operator's own mirror: shown read-only, trusted whoever owns it.
+  const local = /^file:\/\//i.test(url) ? decodeURIComponent(new URL(url).pathname) : undefined;
   try {
-    await execFileAsync('git', ['clone', '--quiet', url, dir], {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...authEnv(url, auth) },
+    await processes.exec(['git', 'clone', '--quiet', '--template=', url, dir], {
+      env: { ...SAFE_GIT_ENV, ...(local ? { GIT_CONFIG_GLOBAL: CLONE_GITCONFIG_PATH } : {}), ...authEnv(url, auth) },
+      network: 'host',
+      homeless: true,
+      readonlyBinds: local ? [local] : undefined,
       signal,
       maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr ?? (err as Error).message;
+    const stderr = err instanceof ExecError ? err.stderr || err.message : (err as Error).message;
     throw new CloneError(scrubSecret(`git clone ${url} failed: ${stderr.trim()}`, auth.token));
   }
 }
 
-/** Makes a directory a git repository with one empty commit, so changes in it can be diffed. */
-export async function initRepository(dir: string): Promise<void> {
-  await git(['init', '--quiet'], dir);
+/** Makes a workspace directory a git repository with one empty commit, so changes in it can be diffed. */
+export async function initRepository(processes: RunProcesses, dir = ''): Promise<void> {
+  await git(processes, ['init', '--quiet'], dir);
   await git(
+    processes,
     [
       '-c',
       'user.name=agent-runs',
@@ -85,28 +101,43 @@ export async function initRepository(dir: string): Promise<void> {
   );
 }
 
-/** Git repositories directly in the workspace (and the workspace itself when it is one). */
+/**
+ * Git repositories directly in the workspace (and the workspace itself when it is one), as
+ * paths relative to it ('' for the root). Symlinks are not followed: a repository is a real
+ * directory with a real `.git`.
+ */
 export function workspaceRepositories(workspace: string): string[] {
-  const repos = existsSync(path.join(workspace, '.git')) ? [workspace] : [];
+  const isRepo = (dir: string) => {
+    try {
+      const git = lstatSync(path.join(dir, '.git'));
+      return git.isDirectory() || git.isFile();
+    } catch {
+      return false;
+    }
+  };
+  const repos = isRepo(workspace) ? [''] : [];
   for (const entry of readdirSync(workspace, { withFileTypes: true })) {
-    if (entry.isDirectory() && existsSync(path.join(workspace, entry.name, '.git')))
-      repos.push(path.join(workspace, entry.name));
+    if (entry.isDirectory() && isRepo(path.join(workspace, entry.name))) repos.push(entry.name);
   }
   return repos;
 }
 
 /** Unified diff per changed file of a repository against HEAD, untracked files included. */
-export async function diffAgainstHead(repo: string): Promise<Map<string, string>> {
-  const indexFile = path.join(repo, '.git', SNAPSHOT_INDEX);
-  const env = { GIT_INDEX_FILE: indexFile };
-  await git(['add', '-A'], repo, env);
+export async function diffAgainstHead(processes: RunProcesses, repo: string): Promise<Map<string, string>> {
+  const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
+  await git(processes, ['add', '-A'], repo, env);
   let base = EMPTY_TREE;
   try {
-    base = (await git(['rev-parse', '--verify', '--quiet', 'HEAD'], repo)).trim() || EMPTY_TREE;
+    base = (await git(processes, ['rev-parse', '--verify', '--quiet', 'HEAD'], repo)).trim() || EMPTY_TREE;
   } catch {
     base = EMPTY_TREE;
   }
-  const diff = await git(['diff', '--cached', '--no-color', '--no-ext-diff', base], repo, env);
+  const diff = await git(
+    processes,
+    ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', base],
+    repo,
+    env,
+  );
   const files = new Map<string, string>();
   for (const part of diff.split(/^(?=diff --git )/m)) {
     const match = /^diff --git a\/(.+?) b\/(.+)$/m.exec(part);

@@ -12,7 +12,8 @@ export interface ProcessResult {
 }
 
 export interface RunProcessOptions {
-  command: string;
+  file: string;
+  args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
@@ -23,18 +24,19 @@ export interface RunProcessOptions {
 
 const KILL_GRACE_MS = 2000;
 
-/** After bash exits, how long to wait for the pipes to drain before closing them. */
+/** After the process exits, how long to wait for the pipes to drain before closing them. */
 const DRAIN_MS = 1000;
 
 /**
- * Runs `bash -c command` in its own process group. On timeout or abort the whole group gets
- * SIGTERM, then SIGKILL; when bash exits, whatever it left running in its group is killed, and a
- * process that escaped the group cannot hold the call open by keeping the output pipes.
+ * Runs a process (usually a sandbox around `bash -c command`) in its own process group. On
+ * timeout or abort the whole group gets SIGTERM, then SIGKILL; when the process exits, whatever
+ * it left running in its group is killed, and a process that escaped the group cannot hold the
+ * call open by keeping the output pipes.
  */
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', options.command], {
+    const child = spawn(options.file, options.args, {
       cwd: options.cwd,
       env: options.env,
       detached: true,

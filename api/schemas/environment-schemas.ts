@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { networkPolicySchema } from '../../core/network-policy';
 
 /** A GitHub owner or repository name; `.` and `..` are path segments, not names (they would escape the git host or workspace). */
 const REPO_PART = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
@@ -23,6 +24,8 @@ export const environmentConfigSchema = z.strictObject({
     )
     .optional(),
   setup_commands: z.array(z.string().min(1).max(10_000)).max(50).optional(),
+  /** What the run's processes may reach: `open`, `none` or `{allowed_domains}`; AGENT_NETWORK_DEFAULT when absent. */
+  network: networkPolicySchema.optional(),
 });
 
 export const environmentBodySchema = z.strictObject({ config: environmentConfigSchema });

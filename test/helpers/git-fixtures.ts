@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -10,6 +10,8 @@ export function createGitHost(): {
   addRepo(owner: string, repo: string, files: Record<string, string>): void;
 } {
   const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-git-'));
+  // Clones run in the sandbox as its own uid: the mirror must be readable by others, as a real one is.
+  chmodSync(root, 0o755);
   return {
     root,
     baseUrl: `file://${root}`,

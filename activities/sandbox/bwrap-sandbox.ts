@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { chmod, chown, lchown, lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxConfig } from '../../core/config';
+import { workspaceDir } from '../workspace/workspace-paths';
+import type { EgressProxy } from './egress-proxy';
+import { BRIDGE_PORT, BRIDGE_SOURCE } from './network-bridge';
+import { baseEnvironment, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
+
+/** Where things are inside every sandbox. */
+export const SANDBOX_WORKSPACE = '/workspace';
+const SANDBOX_HOME = '/home/agent';
+const SANDBOX_PROXY_SOCKET = '/run/agent-runs/proxy.sock';
+/** Global git configuration of the platform's clones, in every sandbox's /etc. */
+export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
+/** The uid and gid the run's processes have inside their user namespace. */
+const INNER_ID = '1000';
+
+/** System directories every sandbox sees read-only (symlinks, as on merged-/usr systems, are kept as symlinks). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+/** Just the parts of /etc that programs need to run; nothing with host secrets or host identity. */
+const ETC_FILES = [
+  'alternatives',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'mime.types',
+  'nsswitch.conf',
+  'bash.bashrc',
+  'profile',
+  'inputrc',
+  'protocols',
+  'services',
+];
+/** Name resolution for the platform's git clones, which use the host network. */
+const HOST_NETWORK_ETC = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf'];
+
+export interface BwrapSandboxOptions {
+  config: SandboxConfig;
+  workspaceRoot: string;
+  bwrapPath: string;
+  proxy: EgressProxy;
+  /** Host uid the run's processes get when the worker runs as root; undefined keeps the worker's uid. */
+  hostUid?: number;
+  /** The node binary for the in-sandbox network bridge. */
+  nodePath: string;
+}
+
+/** Sandboxes built from Linux namespaces with bubblewrap: one per process a run starts. */
+export class BwrapSandbox implements Sandbox {
+  readonly kind = 'bwrap' as const;
+  private readonly stateRoot: string;
+  private etcReady: Promise<void> | undefined;
+
+  constructor(private readonly options: BwrapSandboxOptions) {
+    this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
+  }
+
+  workspacePath(): string {
+    return SANDBOX_WORKSPACE;
+  }
+
+  private runDir(runId: string): string {
+    return path.join(this.stateRoot, runId);
+  }
+
+  async prepareRun(runId: string): Promise<void> {
+    await this.ensureEtc();
+    const dir = this.runDir(runId);
+    const workspace = workspaceDir(this.options.workspaceRoot, runId);
+    await mkdir(workspace, { recursive: true });
+    for (const sub of ['home', 'tmp', 'sockets']) await mkdir(path.join(dir, sub), { recursive: true });
+    // Traversable but not listable: the sandboxed uid reaches only what it is given by name.
+    await chmod(dir, 0o711);
+    await chmod(path.join(dir, 'sockets'), 0o711);
+    const uid = this.options.hostUid;
+    if (uid === undefined) return;
+    for (const sub of ['home', 'tmp']) {
+      await chown(path.join(dir, sub), uid, uid);
+      await chmod(path.join(dir, sub), 0o700);
+    }
+    // Workspaces made before the sandbox (or by an older worker) change hands once, recursively.
+    if ((await lstat(workspace)).uid !== uid) await chownTree(workspace, uid);
+    await chmod(workspace, 0o700);
+  }
+
+  async removeRun(runId: string): Promise<void> {
+    await rm(this.runDir(runId), { recursive: true, force: true });
+  }
+
+  async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
+    await this.prepareRun(spec.runId);
+    const { config, workspaceRoot, bwrapPath, hostUid, nodePath } = this.options;
+    const dir = this.runDir(spec.runId);
+    const args: string[] = [
+      '--unshare-user',
+      '--uid',
+      INNER_ID,
+      '--gid',
+      INNER_ID,
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      ...(spec.network.kind === 'proxy' ? ['--unshare-net'] : []),
+      '--hostname',
+      'sandbox',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+      '--disable-userns',
+    ];
+    for (const sys of SYSTEM_DIRS) {
+      if (!existsSync(sys)) continue;
+      const stat = lstatSync(sys);
+      if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(sys), sys);
+      else args.push('--ro-bind', sys, sys);
+    }
+    for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+    for (const name of ['passwd', 'group', 'hostname', CLONE_GITCONFIG])
+      args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
+    if (spec.network.kind === 'host') {
+      for (const name of HOST_NETWORK_ETC) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+    } else {
+      args.push('--ro-bind', path.join(this.etcDir, 'hosts'), '/etc/hosts');
+    }
+    const nodePrefix = path.dirname(path.dirname(nodePath));
+    const extraReadonly = [...config.readonlyPaths, ...(nodePrefix.startsWith('/usr') ? [] : [nodePrefix])];
+    args.push('--proc', '/proc', '--dev', '/dev');
+    args.push('--bind', workspaceDir(workspaceRoot, spec.runId), SANDBOX_WORKSPACE);
+    args.push('--bind', path.join(dir, 'tmp'), '/tmp');
+    const home = spec.homeless ? '/nonexistent' : SANDBOX_HOME;
+    if (!spec.homeless) args.push('--bind', path.join(dir, 'home'), SANDBOX_HOME);
+    // After /tmp, so that a path under the host's /tmp is not hidden by the private one.
+    for (const p of [...extraReadonly, ...(spec.readonlyBinds ?? [])]) args.push('--ro-bind-try', p, p);
+
+    let release = async () => undefined as void;
+    const env: Record<string, string> = {
+      ...baseEnvironment(home, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'),
+    };
+    let inner: string[] = spec.argv;
+    if (spec.network.kind === 'proxy' && spec.network.policy !== 'none') {
+      const socket = path.join(dir, 'sockets', `${randomBytes(9).toString('base64url')}.sock`);
+      const channel = await this.options.proxy.openChannel(socket, spec.network.policy, spec.network.onRefusal);
+      release = () => channel.close();
+      args.push('--bind', socket, SANDBOX_PROXY_SOCKET);
+      const proxyUrl = `http://127.0.0.1:${BRIDGE_PORT}`;
+      for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy'])
+        env[name] = proxyUrl;
+      env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
+      inner = [nodePath, '-e', BRIDGE_SOURCE, SANDBOX_PROXY_SOCKET, String(BRIDGE_PORT), ...spec.argv];
+    }
+    args.push('--remount-ro', '/');
+    args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
+    args.push('--', '/bin/bash', '-c', limitsPrelude(config.limits), 'sandbox', ...inner);
+
+    const file = hostUid === undefined ? bwrapPath : 'setpriv';
+    const prefix =
+      hostUid === undefined
+        ? []
+        : ['--reuid', String(hostUid), '--regid', String(hostUid), '--clear-groups', '--no-new-privs', '--', bwrapPath];
+    return { file, args: [...prefix, ...args], env: { ...env, ...spec.env }, cwd: '/', release };
+  }
+
+  private get etcDir(): string {
+    return path.join(this.stateRoot, 'etc');
+  }
+
+  /** The sandbox's own /etc/passwd, group, hosts and hostname, written once per worker. */
+  private ensureEtc(): Promise<void> {
+    this.etcReady ??= (async () => {
+      await mkdir(this.etcDir, { recursive: true });
+      await chmod(this.stateRoot, 0o711);
+      await chmod(this.etcDir, 0o755);
+      const files: Record<string, string> = {
+        passwd: `root:x:0:0:root:/root:/bin/bash\nagent:x:${INNER_ID}:${INNER_ID}:agent:${SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+        group: `root:x:0:\nagent:x:${INNER_ID}:\nnogroup:x:65534:\n`,
+        hosts: '127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n',
+        hostname: 'sandbox\n',
+        // The platform's clones read the operator's mirror, whoever owns it (git 2.39 honours
+        // safe.directory only in global configuration).
+        [CLONE_GITCONFIG]: '[safe]\n\tdirectory = *\n',
+      };
+      for (const [name, content] of Object.entries(files)) {
+        await writeFile(path.join(this.etcDir, name), content, { mode: 0o644 });
+      }
+    })().catch((err: unknown) => {
+      this.etcReady = undefined;
+      throw err;
+    });
+    return this.etcReady;
+  }
+}
+
+/** bash that sets the per-process resource limits, then becomes the command. */
+function limitsPrelude(limits: SandboxConfig['limits']): string {
+  return [
+    'ulimit -c 0',
+    `ulimit -u ${limits.maxProcesses}`,
+    `ulimit -d ${limits.memoryMb * 1024}`,
+    `ulimit -f ${limits.maxFileSizeMb * 1024}`,
+    `ulimit -t ${limits.cpuSeconds}`,
+    // Never above the hard limit the worker itself has.
+    `h=$(ulimit -H -n); if [ "$h" = unlimited ] || [ "$h" -ge ${limits.maxOpenFiles} ]; then ulimit -n ${limits.maxOpenFiles}; else ulimit -n "$h"; fi`,
+    'exec "$@"',
+  ].join(' && ');
+}
+
+/** chown without following symlinks, through a whole tree. */
+async function chownTree(root: string, uid: number): Promise<void> {
+  const stack = [root];
+  while (stack.length) {
+    const current = stack.pop()!;
+    await lchown(current, uid, uid);
+    const stat = await lstat(current);
+    if (!stat.isDirectory()) continue;
+    for (const entry of await readdir(current)) stack.push(path.join(current, entry));
+  }
+}

@@ -1,0 +1,119 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Config } from '../../core/config';
+import type { Logger } from '../../core/logger';
+import type { OutboundAddressRules } from '../../core/outbound-addresses';
+import { workspaceDir } from '../workspace/workspace-paths';
+import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
+import { EgressProxy } from './egress-proxy';
+import type { Sandbox } from './sandbox';
+import { killLeftoverSandboxes } from './sandbox-reaper';
+import { Unsandboxed } from './unsandboxed';
+
+const execFileAsync = promisify(execFile);
+
+export class SandboxUnavailableError extends Error {
+  override name = 'SandboxUnavailableError';
+}
+
+const INSTALL_HINT =
+  'Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Alpine: `apk add bubblewrap`), ' +
+  'or set AGENT_SANDBOX=none to run agents unconfined on this machine (only for a single trusted user, never for shared deployments).';
+
+const USERNS_HINT =
+  'bubblewrap needs unprivileged user namespaces: on the host, `sysctl kernel.unprivileged_userns_clone=1` (Debian) and ' +
+  '`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 23.10+); in Docker, run the worker with ' +
+  '`--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (see docker-compose.yml).';
+
+function findOnPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The worker's sandbox, checked before the worker takes any task: with `bwrap`, bubblewrap must
+ * be installed and able to build a sandbox here, else the worker refuses to start and says why.
+ */
+export async function createSandbox(config: Config, rules: OutboundAddressRules, logger: Logger): Promise<Sandbox> {
+  const root = config.workspace.dir;
+  await mkdir(root, { recursive: true });
+  if (config.sandbox.kind === 'none') {
+    logger.warn(
+      'AGENT_SANDBOX=none: agent commands, setup commands and MCP servers run unconfined as the worker user; never use this for more than one trusted user',
+    );
+    return new Unsandboxed(root);
+  }
+  if (process.platform !== 'linux') {
+    throw new SandboxUnavailableError(
+      `AGENT_SANDBOX=bwrap needs Linux (this is ${process.platform}). Run the worker on Linux, or set AGENT_SANDBOX=none for a single-user machine.`,
+    );
+  }
+  const bwrapPath = config.sandbox.bwrapPath ?? findOnPath('bwrap');
+  if (!bwrapPath || !existsSync(bwrapPath)) {
+    throw new SandboxUnavailableError(
+      `AGENT_SANDBOX=bwrap but ${config.sandbox.bwrapPath ? `AGENT_SANDBOX_BWRAP_PATH=${config.sandbox.bwrapPath} does not exist` : 'bubblewrap (`bwrap`) is not on PATH'}. ${INSTALL_HINT}`,
+    );
+  }
+  const asRoot = process.getuid?.() === 0;
+  // The sandbox uid must reach its own workspace by name, and list nothing else here.
+  await chmod(root, 0o711);
+  if (asRoot && !findOnPath('setpriv')) {
+    throw new SandboxUnavailableError(
+      'The worker runs as root and needs `setpriv` (util-linux) to start sandboxes as a non-root user: install util-linux.',
+    );
+  }
+  const sandbox = new BwrapSandbox({
+    config: config.sandbox,
+    workspaceRoot: root,
+    bwrapPath,
+    proxy: new EgressProxy(rules),
+    hostUid: asRoot ? config.sandbox.uid : undefined,
+    nodePath: process.execPath,
+  });
+  const killed = await killLeftoverSandboxes(root);
+  if (killed.length) logger.warn('killed sandboxed processes a previous worker left running', { pids: killed });
+  await probe(sandbox, root);
+  return sandbox;
+}
+
+/** Builds one sandbox and checks from inside that it is one. */
+async function probe(sandbox: BwrapSandbox, root: string): Promise<void> {
+  const runId = '.probe';
+  const prepared = await sandbox.prepare({
+    runId,
+    argv: ['/bin/bash', '-c', 'echo "$(id -u):$(hostname):$PWD"'],
+    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+  });
+  try {
+    const { stdout } = await execFileAsync(prepared.file, prepared.args, {
+      env: prepared.env,
+      cwd: prepared.cwd,
+      timeout: 30_000,
+    });
+    if (stdout.trim() !== `1000:sandbox:${SANDBOX_WORKSPACE}`) {
+      throw new SandboxUnavailableError(`the probe printed ${JSON.stringify(stdout.trim())}`);
+    }
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr?.trim();
+    throw new SandboxUnavailableError(
+      `AGENT_SANDBOX=bwrap, but bubblewrap could not build a sandbox on this machine: ${stderr || (err as Error).message}. ${USERNS_HINT} ` +
+        `The worker's workspace directory (${root}) and its parent directories must also be searchable (o+x) by the sandbox uid.`,
+    );
+  } finally {
+    await prepared.release();
+    await sandbox.removeRun(runId);
+    await rm(workspaceDir(root, runId), { recursive: true, force: true });
+  }
+}

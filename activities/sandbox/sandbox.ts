@@ -1,0 +1,78 @@
+import type { NetworkPolicy } from '../../core/network-policy';
+import type { NetworkRefusal } from './egress-proxy';
+
+/**
+ * What a run's processes may reach on the network: the egress proxy under a policy, or (only for
+ * the platform's own git clones, which carry its credential) the host network.
+ */
+export type SandboxNetwork =
+  { kind: 'proxy'; policy: NetworkPolicy; onRefusal: (refusal: NetworkRefusal) => void } | { kind: 'host' };
+
+export interface SandboxProcessSpec {
+  runId: string;
+  argv: [string, ...string[]];
+  /** Working directory relative to the workspace root ('' for the root). */
+  cwd?: string;
+  /** Variables on top of the sandbox's minimal environment. */
+  env?: Record<string, string>;
+  network: SandboxNetwork;
+  /** For git clones: no private home, no global git configuration the run could have written. */
+  homeless?: boolean;
+  /** Host paths to show read-only at the same path (a `file://` GIT_BASE_URL for clones). */
+  readonlyBinds?: string[];
+}
+
+/** A process ready to spawn; `release` frees what it needed outside (its proxy socket). */
+export interface PreparedProcess {
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** Host directory to spawn in (the sandbox changes into the command's own directory itself). */
+  cwd: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Everything a run starts goes through a Sandbox: agent commands, setup commands, stdio MCP
+ * servers, git in the workspace and the file tools' helper. Implementations: bubblewrap
+ * (namespaces), and `none` for machines where an operator chose to run unconfined.
+ */
+export interface Sandbox {
+  readonly kind: 'bwrap' | 'none';
+  /** The workspace's path as the run's processes see it. */
+  workspacePath(runId: string): string;
+  /** Makes the run's private state (home, tmp, ownership of the workspace); idempotent. */
+  prepareRun(runId: string): Promise<void>;
+  prepare(spec: SandboxProcessSpec): Promise<PreparedProcess>;
+  /** Removes the run's private state (not the workspace itself). */
+  removeRun(runId: string): Promise<void>;
+}
+
+/** The environment every sandboxed process starts from: enough to work, none of the worker's secrets. */
+export function baseEnvironment(home: string, path: string): Record<string, string> {
+  return {
+    PATH: path,
+    HOME: home,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    PAGER: 'cat',
+    GIT_PAGER: 'cat',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_AUTHOR_NAME: 'agent',
+    GIT_AUTHOR_EMAIL: 'agent@agent-runs.invalid',
+    GIT_COMMITTER_NAME: 'agent',
+    GIT_COMMITTER_EMAIL: 'agent@agent-runs.invalid',
+    CI: 'true',
+  };
+}
+
+/** Describes why a sandboxed command ended, when a resource limit is the likely cause. */
+export function limitHint(exitCode: number | null, output: string): string | undefined {
+  if (exitCode === 153) return 'The command hit the sandbox file size limit (AGENT_SANDBOX_MAX_FILE_SIZE_MB).';
+  if (exitCode === 152) return 'The command hit the sandbox CPU time limit (AGENT_SANDBOX_CPU_SECONDS).';
+  if (/fork: (retry: )?Resource temporarily unavailable|Cannot fork|EAGAIN.*spawn/i.test(output))
+    return 'The command hit the sandbox process limit (AGENT_SANDBOX_MAX_PROCESSES).';
+  if (/Cannot allocate memory|MemoryError|out of memory|std::bad_alloc/i.test(output))
+    return 'The command may have hit the sandbox memory limit (AGENT_SANDBOX_MEMORY_MB).';
+  return undefined;
+}

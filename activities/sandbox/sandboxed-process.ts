@@ -1,0 +1,147 @@
+import { spawn } from 'node:child_process';
+import type { NetworkPolicy } from '../../core/network-policy';
+import { runProcess, type ProcessResult } from '../workspace/run-process';
+import type { NetworkRefusal } from './egress-proxy';
+import type { Sandbox, SandboxNetwork } from './sandbox';
+
+export interface SandboxedCommandResult extends ProcessResult {
+  /** Connections the egress proxy refused while the command ran. */
+  refusals: NetworkRefusal[];
+}
+
+export interface ExecOptions {
+  /** Directory relative to the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** `host` only for the platform's own clones; default: no network at all. */
+  network?: 'host';
+  homeless?: boolean;
+  readonlyBinds?: string[];
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** Written to the process's standard input. */
+  input?: string | Buffer;
+  maxBuffer?: number;
+}
+
+export class ExecError extends Error {
+  override name = 'ExecError';
+  constructor(
+    message: string,
+    readonly exitCode: number | null,
+    readonly stderr: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Processes of one run, each in its own sandbox. */
+export interface RunProcesses {
+  /** The workspace as the run's processes see it. */
+  workspacePath: string;
+  /** `bash -c command` under the run's network policy, with the output handling of runProcess. */
+  runCommand(options: {
+    command: string;
+    cwd?: string;
+    policy: NetworkPolicy;
+    timeoutMs: number;
+    keepBytes: number;
+    signal?: AbortSignal;
+    onRefusal?: (refusal: NetworkRefusal) => void;
+  }): Promise<SandboxedCommandResult>;
+  /** Runs a program to completion and returns its standard output; rejects with ExecError. */
+  exec(argv: [string, ...string[]], options?: ExecOptions): Promise<string>;
+}
+
+export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
+  return {
+    workspacePath: sandbox.workspacePath(runId),
+
+    async runCommand({ command, cwd, policy, timeoutMs, keepBytes, signal, onRefusal }) {
+      const refusals: NetworkRefusal[] = [];
+      const network: SandboxNetwork = {
+        kind: 'proxy',
+        policy,
+        onRefusal: (r) => {
+          refusals.push(r);
+          onRefusal?.(r);
+        },
+      };
+      const prepared = await sandbox.prepare({ runId, argv: ['/bin/bash', '-c', command], cwd, network });
+      try {
+        const result = await runProcess({
+          file: prepared.file,
+          args: prepared.args,
+          cwd: prepared.cwd,
+          env: prepared.env,
+          timeoutMs,
+          signal,
+          keepBytes,
+        });
+        return { ...result, refusals };
+      } finally {
+        await prepared.release();
+      }
+    },
+
+    async exec(argv, options = {}) {
+      const network: SandboxNetwork =
+        options.network === 'host' ? { kind: 'host' } : { kind: 'proxy', policy: 'none', onRefusal: () => undefined };
+      const prepared = await sandbox.prepare({
+        runId,
+        argv,
+        cwd: options.cwd,
+        env: options.env,
+        network,
+        homeless: options.homeless,
+        readonlyBinds: options.readonlyBinds,
+      });
+      try {
+        return await collect(prepared, options);
+      } finally {
+        await prepared.release();
+      }
+    },
+  };
+}
+
+function collect(
+  prepared: { file: string; args: string[]; env: NodeJS.ProcessEnv; cwd: string },
+  options: ExecOptions,
+): Promise<string> {
+  const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024;
+  return new Promise((resolve, reject) => {
+    const child = spawn(prepared.file, prepared.args, {
+      cwd: prepared.cwd,
+      env: prepared.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      signal: options.signal,
+      timeout: options.timeoutMs,
+      killSignal: 'SIGKILL',
+    });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let err = '';
+    let overflow = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      outBytes += chunk.length;
+      if (outBytes > maxBuffer) {
+        overflow = true;
+        child.kill('SIGKILL');
+      } else out.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err = (err + chunk.toString('utf8')).slice(-8192);
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(options.input ?? '');
+    child.once('error', (e) =>
+      reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: ${e.message}`, null, err)),
+    );
+    child.once('close', (code, signal) => {
+      if (overflow) reject(new ExecError(`output larger than ${maxBuffer} bytes`, code, err));
+      else if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
+      else reject(new ExecError(err.trim() || `exited with ${code ?? signal}`, code, err));
+    });
+  });
+}

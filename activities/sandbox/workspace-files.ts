@@ -1,0 +1,138 @@
+import type { RunProcesses } from './sandboxed-process';
+
+/**
+ * The file tools and skill discovery read and write the workspace from inside the run's sandbox,
+ * as the run's user: a symlink the run (or a concurrently running MCP server) plants can then lead
+ * nowhere the run could not go anyway, and files the tools write belong to the run.
+ */
+export interface WorkspaceFiles {
+  read(file: string, maxBytes?: number): Promise<string>;
+  write(file: string, content: string): Promise<number>;
+  list(dir: string): Promise<{ name: string; dir: boolean }[]>;
+  isDirectory(dir: string): Promise<boolean>;
+  /** `<skillDir>/<name>/SKILL.md` files of a repository (relative to the workspace). */
+  skillFiles(repo: string, skillDirs: readonly string[]): Promise<{ skillPath: string; content: string }[]>;
+}
+
+export class WorkspaceFileError extends Error {
+  override name = 'WorkspaceFileError';
+}
+
+const MAX_READ_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Runs in the sandbox as `node -e FILES_HELPER_SOURCE <workspace root>`, reads one JSON request
+ * on stdin and prints one JSON answer. Paths are relative to the workspace root (or absolute
+ * inside it); one that resolves outside it, through symlinks too, is refused.
+ */
+const FILES_HELPER_SOURCE = `
+const fs = require('node:fs');
+const path = require('node:path');
+const root = fs.realpathSync(process.argv[1]);
+const inside = (p) => p === root || p.startsWith(root + path.sep);
+function resolve(requested) {
+  const target = path.resolve(root, requested || '.');
+  if (!inside(target)) throw new Error(requested + ' is outside the workspace');
+  let existing = target;
+  for (;;) {
+    let real;
+    try { real = fs.realpathSync(existing); } catch {
+      try { if (fs.lstatSync(existing).isSymbolicLink()) throw new Error(requested + ' goes through a dangling symlink'); } catch (e) { if (e.message.includes('dangling')) throw e; }
+    }
+    if (real !== undefined) { if (!inside(real)) throw new Error(requested + ' leads outside the workspace'); break; }
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    existing = parent;
+  }
+  return target;
+}
+function run(req) {
+  switch (req.op) {
+    case 'read': {
+      const file = resolve(req.path);
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        const size = fs.fstatSync(fd).size;
+        const buf = Buffer.alloc(Math.min(size, req.maxBytes));
+        const n = fs.readSync(fd, buf, 0, buf.length, 0);
+        return { content: buf.subarray(0, n).toString('utf8'), size };
+      } finally { fs.closeSync(fd); }
+    }
+    case 'write': {
+      const file = resolve(req.path);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      resolve(req.path);
+      fs.writeFileSync(file, req.content, { flag: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW });
+      return { bytes: Buffer.byteLength(req.content) };
+    }
+    case 'list':
+      return { entries: fs.readdirSync(resolve(req.path), { withFileTypes: true }).map((e) => ({ name: e.name, dir: e.isDirectory() })) };
+    case 'isdir': {
+      try { return { dir: fs.statSync(resolve(req.path)).isDirectory() }; } catch { return { dir: false }; }
+    }
+    case 'skills': {
+      const found = [];
+      for (const dir of req.dirs) {
+        let entries;
+        try { entries = fs.readdirSync(resolve(path.join(req.repo, dir)), { withFileTypes: true }); } catch { continue; }
+        for (const e of entries) {
+          if (!e.isDirectory()) continue;
+          const skillPath = dir + '/' + e.name + '/SKILL.md';
+          try {
+            const file = resolve(path.join(req.repo, skillPath));
+            const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+            try {
+              if (!fs.fstatSync(fd).isFile()) continue;
+              const buf = Buffer.alloc(Math.min(fs.fstatSync(fd).size, 1024 * 1024));
+              fs.readSync(fd, buf, 0, buf.length, 0);
+              found.push({ skillPath, content: buf.toString('utf8') });
+            } finally { fs.closeSync(fd); }
+          } catch {}
+        }
+      }
+      return { skills: found };
+    }
+    default:
+      throw new Error('unknown operation ' + req.op);
+  }
+}
+let input = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (c) => { input += c; });
+process.stdin.on('end', () => {
+  let answer;
+  try { answer = { ok: run(JSON.parse(input)) }; } catch (e) { answer = { error: e.code === 'ENOENT' ? 'no such file or directory' : e.code === 'ELOOP' ? 'is a symlink' : e.message }; }
+  process.stdout.write(JSON.stringify(answer));
+});
+`;
+
+export function workspaceFiles(processes: RunProcesses, nodePath: string = process.execPath): WorkspaceFiles {
+  async function call<T>(request: Record<string, unknown>): Promise<T> {
+    const stdout = await processes.exec([nodePath, '-e', FILES_HELPER_SOURCE, processes.workspacePath], {
+      input: JSON.stringify(request),
+      maxBuffer: MAX_READ_BYTES * 2,
+      timeoutMs: 120_000,
+    });
+    const answer = JSON.parse(stdout) as { ok?: T; error?: string };
+    if (answer.error !== undefined) throw new WorkspaceFileError(answer.error);
+    return answer.ok as T;
+  }
+  return {
+    async read(file, maxBytes = MAX_READ_BYTES) {
+      return (await call<{ content: string }>({ op: 'read', path: file, maxBytes })).content;
+    },
+    async write(file, content) {
+      return (await call<{ bytes: number }>({ op: 'write', path: file, content })).bytes;
+    },
+    async list(dir) {
+      return (await call<{ entries: { name: string; dir: boolean }[] }>({ op: 'list', path: dir })).entries;
+    },
+    async isDirectory(dir) {
+      return (await call<{ dir: boolean }>({ op: 'isdir', path: dir })).dir;
+    },
+    async skillFiles(repo, skillDirs) {
+      return (await call<{ skills: { skillPath: string; content: string }[] }>({ op: 'skills', repo, dirs: skillDirs }))
+        .skills;
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createSandbox } from '../../activities/sandbox/create-sandbox';
+import type { Sandbox } from '../../activities/sandbox/sandbox';
+import { runProcesses, type RunProcesses } from '../../activities/sandbox/sandboxed-process';
+import { loadConfig, type Config } from '../../core/config';
+import { createLogger } from '../../core/logger';
+import { OutboundAddressRules } from '../../core/outbound-addresses';
+
+/** A worker's sandbox on its own workspace root, without the rest of the worker. */
+export async function createTestSandbox(env: Record<string, string> = {}): Promise<{
+  sandbox: Sandbox;
+  config: Config;
+  processes(runId: string): Promise<RunProcesses>;
+}> {
+  const config = loadConfig({
+    AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-sbx-')),
+    LOG_LEVEL: 'error',
+    ...env,
+  });
+  const rules = new OutboundAddressRules(config.network.sandboxAllowedPrivateHosts);
+  const sandbox = await createSandbox(config, rules, createLogger('error', 'test'));
+  return {
+    sandbox,
+    config,
+    async processes(runId) {
+      await sandbox.prepareRun(runId);
+      return runProcesses(sandbox, runId);
+    },
+  };
+}
