@@ -5,6 +5,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { RUN_STATES, stateRank, type RunState } from '../core/run-state';
 import { gate } from './helpers/scripted-model';
+import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -54,6 +55,7 @@ function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir): Wor
       TEMPORAL_ADDRESS: c.stack.temporalAddress,
       TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
       AGENT_RUNS_WORKSPACE_DIR: workspaceDir,
+      SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: c.config.models.openai.baseUrl,
       AGENT_DEFAULT_MODEL: 'openai/test-model',
@@ -275,7 +277,9 @@ function blockingCommandScript(marker: string) {
           toolCalls: [
             {
               name: 'run_command',
-              arguments: { command: 'touch started; while [ ! -f go ]; do sleep 0.1; done; echo finished' },
+              arguments: {
+                command: `touch started; exec -a ${marker} bash -c 'while [ ! -f go ]; do sleep 0.1; done; echo finished'`,
+              },
             },
           ],
         }
@@ -300,6 +304,13 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
     .expect(200);
   first.proc.kill('SIGKILL');
   await first.exited;
+  // Nothing the dead worker started keeps running: its sandbox died with it.
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the sandboxed command of the killed worker to be gone',
+    10_000,
+  );
 
   const second = spawnWorker(ctx);
   await waitUntilPolling(ctx, second, 'the second worker');

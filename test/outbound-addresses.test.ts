@@ -1,0 +1,82 @@
+import { describePolicy, parseNetworkPolicyText, policyAllowsHost } from '../core/network-policy';
+import { isPublicAddress, OutboundAddressRules, type Lookup } from '../core/outbound-addresses';
+
+test('only public unicast addresses count as public, whatever their spelling', () => {
+  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+    expect([ip, isPublicAddress(ip)]).toEqual([ip, true]);
+  const blocked = [
+    '127.0.0.1',
+    '127.1.2.3',
+    '10.0.0.5',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00::1',
+    'fc00::abcd',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a9fe:a9fe',
+    '2002:7f00:1::',
+    'not-an-ip',
+  ];
+  for (const ip of blocked) expect([ip, isPublicAddress(ip)]).toEqual([ip, false]);
+});
+
+test('names are resolved by the rules, and a name that resolves to a private address is refused', async () => {
+  const dns: Record<string, string[]> = {
+    'rebind.example.com': ['127.0.0.1'],
+    'mixed.example.com': ['10.0.0.1', '93.184.216.34'],
+    'public.example.com': ['93.184.216.34'],
+    'db.internal': ['10.1.2.3'],
+  };
+  const lookup: Lookup = async (host) => {
+    const found = dns[host];
+    if (!found) throw Object.assign(new Error('nope'), { code: 'ENOTFOUND' });
+    return found.map((address) => ({ address, family: 4 }));
+  };
+  const rules = new OutboundAddressRules(['mcp.internal:8443', '10.9.0.0/16', '127.0.0.1:7000'], lookup);
+  await rules.addPlatformEndpoints([
+    { host: 'db.internal', port: 5432 },
+    { host: '127.0.0.1', port: 7000 },
+  ]);
+  expect(await rules.resolve('rebind.example.com', 443)).toMatchObject({ allowed: false });
+  expect(await rules.resolve('mixed.example.com', 443)).toEqual({ allowed: true, address: '93.184.216.34', family: 4 });
+  expect(await rules.resolve('public.example.com', 80)).toMatchObject({ allowed: true });
+  expect(await rules.resolve('nowhere.example.com', 80)).toMatchObject({
+    allowed: false,
+    reason: expect.stringContaining('ENOTFOUND'),
+  });
+  expect(await rules.resolve('10.9.3.4', 80)).toMatchObject({ allowed: true });
+  expect(await rules.resolve('10.8.3.4', 80)).toMatchObject({ allowed: false });
+  // An operator's entry never opens the platform's own services.
+  expect(await rules.resolve('127.0.0.1', 7000)).toMatchObject({
+    allowed: false,
+    reason: expect.stringContaining("platform's own"),
+  });
+  expect(await rules.resolve('[::ffff:127.0.0.1]', 7000)).toMatchObject({ allowed: false });
+  expect(await rules.resolve('db.internal', 5432)).toMatchObject({ allowed: false });
+});
+
+test('network policies: text form, domain matching, description', () => {
+  expect(parseNetworkPolicyText('open')).toBe('open');
+  expect(parseNetworkPolicyText(' NONE ')).toBe('none');
+  expect(parseNetworkPolicyText('github.com, *.npmjs.org')).toEqual({ allowed_domains: ['github.com', '*.npmjs.org'] });
+  expect(String(parseNetworkPolicyText('github.com, 10.0.0.1'))).toMatch(/^!.*bad: 10\.0\.0\.1/);
+  const policy = { allowed_domains: ['github.com', '*.npmjs.org'] };
+  expect(policyAllowsHost(policy, 'github.com')).toBe(true);
+  expect(policyAllowsHost(policy, 'api.github.com')).toBe(false);
+  expect(policyAllowsHost(policy, 'registry.npmjs.org')).toBe(true);
+  expect(policyAllowsHost(policy, 'npmjs.org')).toBe(false);
+  expect(policyAllowsHost(policy, 'evilnpmjs.org')).toBe(false);
+  expect(policyAllowsHost('none', 'github.com')).toBe(false);
+  expect(describePolicy(policy)).toContain('*.npmjs.org');
+});

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { createSandbox, SandboxUnavailableError } from '../activities/sandbox/create-sandbox';
+import { killLeftoverSandboxes } from '../activities/sandbox/sandbox-reaper';
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import { OutboundAddressRules } from '../core/outbound-addresses';
+import { hostPidsRunning } from './helpers/host-processes';
+import { createTestSandbox } from './helpers/sandbox';
+import { transcript, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, waitFor } from './helpers/test-context';
+
+const logger = createLogger('error', 'test');
+
+test('with AGENT_SANDBOX=bwrap and no bubblewrap, the worker refuses to start and says how to install it', async () => {
+  const config = loadConfig({
+    AGENT_SANDBOX_BWRAP_PATH: '/nonexistent/bwrap',
+    AGENT_RUNS_WORKSPACE_DIR: '/tmp/agent-runs-nobwrap',
+  });
+  const err = await createSandbox(config, new OutboundAddressRules([]), logger).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(SandboxUnavailableError);
+  expect((err as Error).message).toContain('apt-get install bubblewrap');
+  expect((err as Error).message).toContain('AGENT_SANDBOX=none');
+});
+
+test('a worker that starts kills the sandboxes a previous one left running on its workspaces', async () => {
+  const { sandbox, config } = await createTestSandbox();
+  const marker = uniqueName('leftover');
+  await sandbox.prepareRun('run-left');
+  const prepared = await sandbox.prepare({
+    runId: 'run-left',
+    argv: ['/bin/bash', '-c', `exec -a ${marker} sleep 600`],
+    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+  });
+  // Detached and unreferenced, as a sandbox whose worker died before --die-with-parent took hold.
+  const child = spawn(prepared.file, prepared.args, {
+    env: prepared.env,
+    cwd: prepared.cwd,
+    detached: true,
+    stdio: 'ignore',
+  });
+  child.unref();
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the leftover sandbox to run',
+  );
+  const killed = await killLeftoverSandboxes(config.workspace.dir);
+  expect(killed).toContain(child.pid);
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the leftover to be gone',
+    5_000,
+  );
+});
+
+test('SIGKILL of the process that started a sandbox takes the sandbox with it', async () => {
+  const { sandbox } = await createTestSandbox();
+  const marker = uniqueName('orphan');
+  await sandbox.prepareRun('run-orphan');
+  const prepared = await sandbox.prepare({
+    runId: 'run-orphan',
+    argv: ['/bin/bash', '-c', `(exec -a ${marker} sleep 600) & exec -a ${marker} sleep 600`],
+    network: { kind: 'proxy', policy: 'open', onRefusal: () => undefined },
+  });
+  // A stand-in worker: a process that starts the sandbox and is then killed without warning.
+  const parent = spawn(
+    process.execPath,
+    [
+      '-e',
+      'require("child_process").spawn(process.argv[1], JSON.parse(process.argv[2]), { stdio: "ignore" }); setInterval(() => {}, 1000);',
+      prepared.file,
+      JSON.stringify(prepared.args),
+    ],
+    { env: prepared.env, stdio: 'ignore' },
+  );
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 2,
+    'the sandboxed processes to run',
+  );
+  parent.kill('SIGKILL');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the sandbox to die with its parent',
+    5_000,
+  );
+  await prepared.release();
+});
+
+test('AGENT_SANDBOX=none is a choice that every run states in its transcript', async () => {
+  const ctx = await createTestContext({ env: { AGENT_SANDBOX: 'none' } });
+  try {
+    const { key } = await ctx.newTeamKey();
+    const marker = uniqueName('unsandboxed');
+    ctx.model.script(marker, () => ({ text: 'done' }));
+    const res = await ctx.api
+      .post('/api/v1/agent/runs')
+      .set({ Authorization: `Bearer ${key}` })
+      .send({ prompt: `Hi ${marker}` });
+    const runId = res.body.run_id as string;
+    await waitForState(ctx, key, runId, ['SUCCEEDED']);
+    const notices = (await transcript(ctx, runId))
+      .filter((e) => e.kind === 'notice')
+      .map((e) => String(e.payload.message));
+    expect(notices.some((m) => m.includes('AGENT_SANDBOX=none'))).toBe(true);
+  } finally {
+    await ctx.close();
+  }
+});
