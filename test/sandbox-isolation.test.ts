@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createEnvironment } from './helpers/environments';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
-import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
 /**
  * The hostile-command suite: the scripted model asks for what an attacker would, through the real
