@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { isGitOwnerAllowed } from '../core/git-owners';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '../db/environments';
 import { appendRunEvent } from '../db/run-events';
@@ -63,6 +64,14 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
   const auth = { token: config.workspace.gitToken };
   // Kept beside the workspaces, not in them, so the agent never sees it.
   const provisionedMarker = (runId: string) => path.join(root, '.provisioned', runId);
+
+  function assertOwnerAllowed(owner: string, what: string) {
+    if (isGitOwnerAllowed(config.workspace.gitAllowedOwners, owner)) return;
+    throw userFailure(
+      `${what} is not allowed: this service's GIT_ALLOWED_OWNERS does not include ${owner}.`,
+      'not_authorized',
+    );
+  }
 
   async function loadRun(runId: string): Promise<RunRow> {
     const [run] = (await dataSource.query(`SELECT config, team_id FROM runs WHERE run_id = $1`, [runId])) as RunRow[];
@@ -176,6 +185,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
         if (env) {
           for (const repo of env.config.github_repos ?? []) {
+            // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.
+            assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
             try {
               await cloneRepository(
                 processes,
@@ -264,6 +275,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
               if (!workspaceRepositories(dir).includes(parsed.repo)) {
                 repoDir = path.posix.join('.skills', parsed.owner, parsed.repo);
                 if (!(await files.isDirectory(repoDir))) {
+                  assertOwnerAllowed(parsed.owner, spec);
                   await cloneRepository(
                     runProcesses(sandbox, runId),
                     repositoryUrl(config.workspace.gitBaseUrl, parsed.owner, parsed.repo),

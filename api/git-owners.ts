@@ -1,4 +1,5 @@
 import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO } from '../activities/skills/bundled-skills';
+import { isGitOwnerAllowed } from '../core/git-owners';
 import { ApiError } from './api-error';
 
 /**
@@ -11,7 +12,7 @@ export function assertGitOwnerAllowed(
   repository: { owner: string; repo: string },
   field: string,
 ): void {
-  if (allowed === undefined || allowed.includes(repository.owner.toLowerCase())) return;
+  if (allowed === undefined || isGitOwnerAllowed(allowed, repository.owner)) return;
   const limit = allowed.length
     ? `limits repositories to the owners ${allowed.join(', ')}, and ${repository.owner} is not one of them`
     : 'allows no repository owner';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { assertGitOwnerAllowed, assertSkillOwnerAllowed } from '../api/git-owners';
-import { auth, createRun, getRun } from './helpers/runs';
+import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
 /** GIT_ALLOWED_OWNERS: environments and skills may name only the operator's repository owners. */
@@ -145,4 +145,29 @@ test('unset, every owner is allowed; an empty list allows none', () => {
   expect(() => assertSkillOwnerAllowed(undefined, 'anyone/x:y', 'skill')).not.toThrow();
   expect(() => assertGitOwnerAllowed([], { owner: 'acme', repo: 'x' }, 'f')).toThrow(/allows no repository owner/);
   expect(() => assertSkillOwnerAllowed([], 'agent-runs/bundled:svc-platform', 'skill')).not.toThrow();
+});
+
+test('an environment saved before GIT_ALLOWED_OWNERS was set is held to it when a worker provisions it', async () => {
+  // The same database, an operator who had not restricted owners yet.
+  const before = await createTestContext({ worker: false });
+  const key = await before.newTeamKey();
+  const saved = await before.api
+    .post(ENVIRONMENTS)
+    .set(auth(key.key))
+    .send({ config: { name: 'old', github_repos: [{ owner: 'evil', repo: 'tools' }] } });
+  await before.close();
+  expect(saved.status).toBe(201);
+
+  await ctx.startWorker();
+  try {
+    const runId = await createRun(ctx, key.key, {
+      prompt: `old env ${uniqueName('owners')}`,
+      config: { environment_id: (saved.body as { uid: string }).uid },
+    });
+    const run = await waitForState(ctx, key.key, runId, ['FAILED']);
+    expect(run.status_message).toMatchObject({ error_code: 'not_authorized' });
+    expect((run.status_message as { message: string }).message).toContain('evil/tools is not allowed');
+  } finally {
+    await ctx.stopWorker();
+  }
 });

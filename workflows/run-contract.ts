@@ -64,5 +64,6 @@ export const RunFailureType = {
 } as const;
 
 export interface UserFailureDetails {
-  errorCode: 'feature_not_available' | 'invalid_request' | 'environment_setup_failed' | 'resource_not_found';
+  errorCode:
+    'feature_not_available' | 'invalid_request' | 'environment_setup_failed' | 'resource_not_found' | 'not_authorized';
 }
