@@ -15,8 +15,9 @@ RUN npm run build
 
 # --- runtime: production dependencies, dist/ and docs/ ------------------------------------
 FROM node:20-bookworm-slim AS runtime
-# Workers clone repositories and run the agent's commands with git and bash.
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
+# Workers clone repositories and run the agent's commands with git and bash, each in a
+# bubblewrap sandbox (see docker-compose.yml for what the container needs for user namespaces).
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
