@@ -1,0 +1,61 @@
+/**
+ * Benchmark: the cost of the sandbox on one agent command. Runs `true` through the same path as
+ * the run_command tool (runProcesses → runProcess), unsandboxed, sandboxed without network
+ * (policy none) and sandboxed with the egress proxy bridge (policy open), in alternating rounds.
+ * Usage: npm run bench:sandbox -- [rounds=200]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createSandbox } from '../activities/sandbox/create-sandbox';
+import type { Sandbox } from '../activities/sandbox/sandbox';
+import { runProcesses } from '../activities/sandbox/sandboxed-process';
+import { Unsandboxed } from '../activities/sandbox/unsandboxed';
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import type { NetworkPolicy } from '../core/network-policy';
+import { OutboundAddressRules } from '../core/outbound-addresses';
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+const p95 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? NaN;
+
+async function main(): Promise<void> {
+  const rounds = Number(process.argv[2] ?? 200);
+  const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-sandbox-'));
+  const config = loadConfig({ AGENT_RUNS_WORKSPACE_DIR: root, LOG_LEVEL: 'error' });
+  const bwrap = await createSandbox(config, new OutboundAddressRules([]), createLogger('error', 'bench'));
+  const none = new Unsandboxed(root);
+  const variants: { name: string; sandbox: Sandbox; policy: NetworkPolicy; times: number[] }[] = [
+    { name: 'unsandboxed', sandbox: none, policy: 'none', times: [] },
+    { name: 'bwrap, network none', sandbox: bwrap, policy: 'none', times: [] },
+    { name: 'bwrap, proxy (open)', sandbox: bwrap, policy: 'open', times: [] },
+  ];
+  for (const v of variants) await v.sandbox.prepareRun('bench');
+  for (let i = 0; i < rounds; i++) {
+    for (const v of variants) {
+      const started = process.hrtime.bigint();
+      const result = await runProcesses(v.sandbox, 'bench').runCommand({
+        command: 'true',
+        policy: v.policy,
+        timeoutMs: 30_000,
+        keepBytes: 1024,
+      });
+      if (result.exitCode !== 0) throw new Error(`${v.name}: exit ${result.exitCode}: ${result.output}`);
+      v.times.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  }
+  const base = median(variants[0]!.times);
+  process.stdout.write(`run_command \`true\`, ${rounds} rounds each, alternating\n`);
+  for (const v of variants) {
+    const m = median(v.times);
+    process.stdout.write(
+      `${v.name.padEnd(22)} median ${m.toFixed(1).padStart(6)} ms   p95 ${p95(v.times).toFixed(1).padStart(6)} ms   added ${(m - base).toFixed(1).padStart(6)} ms\n`,
+    );
+  }
+  rmSync(root, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
