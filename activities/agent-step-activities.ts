@@ -343,7 +343,9 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
       try {
         diffs = await diffAgainstHead(processes, repo);
       } catch {
-        // A repository the agent broke (or made point elsewhere) has no diff to show.
+        // A repository the agent broke (or made point elsewhere) has no diff to show this step;
+        // what it showed before stands.
+        for (const key of previous.keys()) if (key.startsWith(`${repoName}\0`)) current.add(key);
         continue;
       }
       for (const [file, diff] of diffs) {

@@ -128,6 +128,8 @@ export async function createTestContext(
       if (worker && worker.getState() === 'RUNNING') worker.shutdown();
       await workerRun;
       await workerConnection?.close();
+      workerConnection = undefined;
+      workerRun = undefined;
       worker = undefined;
     },
     async close() {
