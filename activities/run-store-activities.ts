@@ -2,12 +2,25 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { applyCancellation, applyTransition, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
+import { secondsSinceLeaseRenewed } from '../db/worker-leases';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
 export function createRunStoreActivities({ dataSource }: ActivityDeps) {
   return {
+    /** Whether the worker serving a workspace queue has renewed its lease within `leaseSeconds`. */
+    async isWorkspaceWorkerAlive({
+      workspaceQueue,
+      leaseSeconds,
+    }: {
+      workspaceQueue: string;
+      leaseSeconds: number;
+    }): Promise<{ alive: boolean; secondsSinceRenewal: number | null }> {
+      const age = await secondsSinceLeaseRenewed(dataSource.manager, workspaceQueue);
+      return { alive: age !== null && age <= leaseSeconds, secondsSinceRenewal: age };
+    },
+
     /**
      * Starts (or resumes) the turn this execution works on and marks the run INPROGRESS: the
      * current turn when the run is queued or in progress, a new one when it ended and follow-ups

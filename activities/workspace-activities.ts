@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { isGitOwnerAllowed } from '../core/git-owners';
@@ -161,13 +162,16 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       runId: string;
       turn: number;
       reason?: string;
-    }): Promise<{ workspaceQueue: string }> {
+    }): Promise<{ workspaceQueue: string; workspaceId: string }> {
       const ctx = Context.current();
       return withHeartbeat(async () => {
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
         if (reason) await note(runId, turn, `reprovision-t${turn}-${ctx.info.activityId}`, reason);
-        if (existsSync(provisionedMarker(runId)) && existsSync(dir)) return { workspaceQueue };
+        if (existsSync(provisionedMarker(runId)) && existsSync(dir)) {
+          return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
+        }
+        const workspaceId = randomUUID();
         await rm(dir, { recursive: true, force: true });
         await sandbox.prepareRun(runId);
         const processes = runProcesses(sandbox, runId);
@@ -219,8 +223,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           await recordEnvironmentSkills(runId, env);
         }
         await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
-        await writeFile(provisionedMarker(runId), '');
-        return { workspaceQueue };
+        await writeFile(provisionedMarker(runId), workspaceId);
+        return { workspaceQueue, workspaceId };
       });
     },
 
@@ -357,8 +361,15 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       });
     },
 
-    /** Removes the run's workspace from this worker (idle window over, or cancelled). */
-    async removeWorkspace({ runId }: { runId: string }): Promise<void> {
+    /**
+     * Removes the run's workspace from this worker (idle window over, or cancelled). With
+     * `workspaceId`, only that workspace: a run provisioned again on this worker keeps its new one.
+     */
+    async removeWorkspace({ runId, workspaceId }: { runId: string; workspaceId?: string }): Promise<void> {
+      if (workspaceId !== undefined) {
+        const current = await readFile(provisionedMarker(runId), 'utf8').catch(() => undefined);
+        if (current !== undefined && current !== workspaceId) return;
+      }
       await mcpSessions.close(runId);
       await rm(workspaceDir(root, runId), { recursive: true, force: true });
       await sandbox.removeRun(runId);

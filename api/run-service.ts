@@ -56,6 +56,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
       workspaceScheduleToStartSeconds: config.workspace.scheduleToStartSeconds,
       modelRetry: config.models.retry,
+      workerLeaseSeconds: config.worker.leaseSeconds,
     },
   });
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseNetworkPolicyText, type NetworkPolicy } from './network-policy';
@@ -64,6 +66,15 @@ const envSchema = z.object({
   OUTBOUND_ALLOWED_PRIVATE_HOSTS: optionalString,
   SECRETS_ENCRYPTION_KEY: optionalString,
   GIT_ALLOWED_OWNERS: optionalString,
+
+  WORKER_ID: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._@-]{1,100}$/, 'must be 1-100 of [A-Za-z0-9._@-]')
+      .optional(),
+  ),
+  WORKER_MAX_CONCURRENT_RUNS: intFrom(50, 1, 10_000),
+  WORKER_LEASE_SECONDS: intFrom(60, 5, 3600),
 });
 
 export interface Config {
@@ -104,6 +115,14 @@ export interface Config {
     scheduleToStartSeconds: number;
   };
   sandbox: SandboxConfig;
+  worker: {
+    /** Names the worker's workspace queue; stable across restarts on the same volume. */
+    id: string;
+    /** Workspaces (runs) one worker holds at once; provisioning waits for a worker with room. */
+    maxConcurrentRuns: number;
+    /** A worker whose lease is older than this is dead: its runs provision elsewhere. */
+    leaseSeconds: number;
+  };
   network: {
     /** Policy of environments that set none: `open`, `none`, or allowed domains. */
     defaultPolicy: NetworkPolicy;
@@ -183,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   const e = parsed.data;
+  const workspaceDir = path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces'));
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
     port: e.PORT,
@@ -221,7 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       toolOutputLimitBytes: e.AGENT_TOOL_OUTPUT_LIMIT_BYTES,
     },
     workspace: {
-      dir: path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces')),
+      dir: workspaceDir,
       gitBaseUrl: e.GIT_BASE_URL.replace(/\/+$/, ''),
       gitToken: e.GIT_TOKEN,
       gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
@@ -247,5 +267,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       outboundAllowedPrivateHosts: commaList(e.OUTBOUND_ALLOWED_PRIVATE_HOSTS),
     },
     secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
+    worker: {
+      id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
+      maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,
+      leaseSeconds: e.WORKER_LEASE_SECONDS,
+    },
   };
 }

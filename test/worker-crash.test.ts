@@ -45,7 +45,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir): WorkerChild {
+function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir, workerId?: string): WorkerChild {
   const spawnedAt = Date.now();
   const proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     cwd: ROOT,
@@ -55,6 +55,8 @@ function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir): Wor
       TEMPORAL_ADDRESS: c.stack.temporalAddress,
       TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
       AGENT_RUNS_WORKSPACE_DIR: workspaceDir,
+      WORKER_LEASE_SECONDS: String(c.config.worker.leaseSeconds),
+      ...(workerId ? { WORKER_ID: workerId } : {}),
       SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: c.config.models.openai.baseUrl,
@@ -291,7 +293,9 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('tool-crash');
   blockingCommandScript(marker);
-  const first = spawnWorker(ctx);
+  // Named by WORKER_ID, as a container whose host name changes on restart would be.
+  const workerId = uniqueName('stable-worker');
+  const first = spawnWorker(ctx, ctx.config.workspace.dir, workerId);
   await waitUntilPolling(ctx, first, 'the first worker');
   const runId = await createRun(ctx, key, { prompt: `Wait for go ${marker}` });
   const workspace = path.join(ctx.config.workspace.dir, runId);
@@ -312,7 +316,7 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
     10_000,
   );
 
-  const second = spawnWorker(ctx);
+  const second = spawnWorker(ctx, ctx.config.workspace.dir, workerId);
   await waitUntilPolling(ctx, second, 'the second worker');
   await within(
     waitFor(async () => existsSync(path.join(workspace, 'started')), Boolean, 'the command to run again', 60_000),
@@ -332,6 +336,11 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
   // The follow-up joined at the next step boundary, after the tool result, never between.
   expect(ctx.model.calls(marker)[1]!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
   expect(ctx.model.calls(marker)[1]!.messages[3]!.content).toBe('sent mid-command');
+  const notices = (await transcript(ctx, runId))
+    .filter((e) => e.kind === 'notice')
+    .map((e) => String(e.payload.message));
+  expect(notices.join('\n')).toContain(`workspaces@${workerId}`);
+  expect(notices.join('\n')).not.toContain('is gone');
 });
 
 test('when the workspace worker does not come back, the run provisions afresh elsewhere and the transcript says so', async () => {

@@ -1,6 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Worker, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
@@ -13,7 +12,10 @@ import type { Logger } from '../core/logger';
 import { endpointOf, OutboundAddressRules, type Endpoint } from '../core/outbound-addresses';
 import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
+import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
+import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
+import { WorkspaceCapacity } from './workspace-capacity';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -44,12 +46,12 @@ export interface RunWorker {
 }
 
 /**
- * A workspace queue per host and workspace directory: a worker restarted on the same machine
- * picks up the workspaces it left, and no other machine ever gets their tasks.
+ * A workspace queue per WORKER_ID (default: host name and workspace directory): a worker
+ * restarted with the same id and volume picks up the workspaces it left, and no other worker
+ * ever gets their tasks.
  */
 export function workspaceQueueName(config: Config): string {
-  const dirHash = createHash('sha256').update(config.workspace.dir).digest('hex').slice(0, 12);
-  return `${config.temporal.taskQueue}/workspaces@${os.hostname()}-${dirHash}`;
+  return workspaceQueueFor(config.temporal.taskQueue, config.worker.id);
 }
 
 /** Builds the workers: the workflow (prebuilt bundle when present) and the activities. */
@@ -95,19 +97,52 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     // A worker that died holding a run's cached workflow hands it to another worker after this.
     stickyQueueScheduleToStartTimeout: '3s',
   } satisfies Partial<WorkerOptions>;
+  const capacity = new WorkspaceCapacity(config.workspace.dir, config.worker.maxConcurrentRuns);
   const shared = await Worker.create({ ...common, taskQueue: config.temporal.taskQueue, ...workflowSource });
-  const workspace = await Worker.create({ ...common, taskQueue: workspaceQueue });
+  // Every run this worker holds has at most one task on its queue at a time, so with a slot per
+  // run (and some for clean-ups) a step never waits behind other runs' steps.
+  const workspace = await Worker.create({
+    ...common,
+    taskQueue: workspaceQueue,
+    maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentRuns + 20,
+  });
+  const provisioner = await Worker.create({
+    ...common,
+    taskQueue: provisioningQueue(config.temporal.taskQueue),
+    tuner: {
+      activityTaskSlotSupplier: capacity.slotSupplier(),
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
+  });
+  const workers = [shared, workspace, provisioner];
+
+  // The lease says this worker is alive, busy or not; runs give up its workspaces only when it lapses.
+  const renewLease = () =>
+    renewWorkerLease(dataSource.manager, {
+      workspaceQueue,
+      capacity: capacity.capacity,
+      held: capacity.held(),
+    });
+  await renewLease();
   return {
     workspaceQueue,
     async run() {
+      const timer = setInterval(
+        () =>
+          void renewLease().catch((err: unknown) => logger.warn('could not renew the worker lease', { error: err })),
+        Math.max(1000, (config.worker.leaseSeconds * 1000) / 4),
+      );
       try {
-        await Promise.all([shared.run(), workspace.run()]);
+        await Promise.all(workers.map((w) => w.run()));
       } finally {
+        clearInterval(timer);
         await mcpSessions.closeAll();
       }
     },
     shutdown() {
-      for (const w of [shared, workspace]) if (w.getState() === 'RUNNING') w.shutdown();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     },
     getState: () => shared.getState(),
   };

@@ -19,6 +19,8 @@ export interface RunWorkflowSettings {
   /** How long a workspace activity may wait for its worker before the workspace counts as lost. */
   workspaceScheduleToStartSeconds: number;
   modelRetry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
+  /** A workspace worker whose lease is older than this is dead (absent in executions started before leases). */
+  workerLeaseSeconds?: number;
 }
 
 export interface RunWorkflowInput {
@@ -28,6 +30,18 @@ export interface RunWorkflowInput {
   resume?: { turn: number; step: number };
   /** The task queue of the worker holding the run's workspace, carried across continue-as-new. */
   workspaceQueue?: string;
+  /** Which provisioning made that workspace, so that removing an abandoned one never hits a newer one. */
+  workspaceId?: string;
+}
+
+/** The queue provisioning activities go to: only workers with room for another run poll it. */
+export function provisioningQueue(taskQueue: string): string {
+  return `${taskQueue}/provisioning`;
+}
+
+/** The queue of the worker with this WORKER_ID: the activities that touch its workspaces go there. */
+export function workspaceQueueFor(taskQueue: string, workerId: string): string {
+  return `${taskQueue}/workspaces@${workerId}`;
 }
 
 /** A follow-up was durably recorded in PostgreSQL with this sequence number. */

@@ -6,6 +6,7 @@ import {
   continueAsNew,
   ContinueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -19,6 +20,7 @@ import type { RunState, TerminalRunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import {
   followupSignal,
+  provisioningQueue,
   RunFailureType,
   runStateQuery,
   searchAttributes,
@@ -30,6 +32,19 @@ import {
 const MAX_REPROVISIONS = 3;
 
 /**
+ * Executions that took this patch provision through the capacity-aware provisioning queue, tell
+ * a dead workspace worker by its lapsed lease instead of by how long a task waited, and remove
+ * an abandoned workspace only if it is still the one they left.
+ */
+const WORKSPACE_LEASE_PATCH = 'workspace-worker-lease';
+const DEFAULT_LEASE_SECONDS = 60;
+
+/** The workspace worker's lease lapsed while a task waited for it. */
+class WorkspaceWorkerGone extends Error {
+  override name = 'WorkspaceWorkerGone';
+}
+
+/**
  * One execution per run (a follow-up after the idle window starts a new one with the same id).
  * The run's durable data lives in PostgreSQL; this workflow drives its state machine and keeps
  * only ids, counters and the workspace's task queue in history.
@@ -39,6 +54,9 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   let followupPending = false;
   let state: RunState | 'STARTING' = 'STARTING';
   let workspaceQueue = input.workspaceQueue;
+  let workspaceId = input.workspaceId;
+  const leased = patched(WORKSPACE_LEASE_PATCH);
+  const leaseSeconds = settings.workerLeaseSeconds ?? DEFAULT_LEASE_SECONDS;
   setHandler(followupSignal, () => {
     followupPending = true;
   });
@@ -51,6 +69,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     retry: { initialInterval: '500ms', maximumInterval: '30s', nonRetryableErrorTypes: [RunFailureType.RUN_NOT_FOUND] },
   });
   const provisioning = proxyActivities<RunActivities>({
+    ...(leased ? { taskQueue: provisioningQueue(workflowInfo().taskQueue) } : {}),
     startToCloseTimeout: '24 hours',
     heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
     retry: {
@@ -60,11 +79,14 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       nonRetryableErrorTypes: [RunFailureType.USER_FAILURE],
     },
   });
-  /** Activities on the worker that holds the workspace; a dead worker shows as a schedule-to-start timeout. */
+  /**
+   * Activities on the worker that holds the workspace. A dead worker shows as a lapsed lease
+   * (before the patch: as a schedule-to-start timeout, which a merely busy worker also hit).
+   */
   const onWorkspace = (taskQueue: string) =>
     proxyActivities<RunActivities>({
       taskQueue,
-      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
+      ...(leased ? {} : { scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s` }),
       startToCloseTimeout: '24 hours',
       heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
       retry: {
@@ -87,18 +109,60 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         if (!workspaceQueue) {
-          workspaceQueue = (await provisioning.provisionEnvironment({ runId, turn, reason })).workspaceQueue;
-          const { name } = await onWorkspace(workspaceQueue).resolveSkillsAndMcpServers({ runId, turn });
+          const provisioned = await provisioning.provisionEnvironment({ runId, turn, reason });
+          workspaceQueue = provisioned.workspaceQueue;
+          if (leased) workspaceId = provisioned.workspaceId;
+          const queue = workspaceQueue;
+          const { name } = await whileWorkerLives(queue, () =>
+            onWorkspace(queue).resolveSkillsAndMcpServers({ runId, turn }),
+          );
           if (name) upsertSearchAttributes([{ key: searchAttributes.name, value: name }]);
         }
-        return await work(workspaceQueue);
+        const queue = workspaceQueue;
+        return await whileWorkerLives(queue, () => work(queue));
       } catch (err) {
-        if (!isWorkspaceLost(err) || attempt >= MAX_REPROVISIONS) throw err;
+        if (!(isWorkspaceLost(err) || err instanceof WorkspaceWorkerGone) || attempt >= MAX_REPROVISIONS) throw err;
         reason = `The worker that held the workspace (${workspaceQueue}) is gone: provisioning a new workspace elsewhere; changes made in the old one are lost.`;
-        // If that worker was only busy, it removes the abandoned workspace when it gets to it.
-        void removeWorkspaceOn(workspaceQueue!, '1 hour');
+        // Should that worker come back, it removes the abandoned workspace (and only that one).
+        void removeWorkspaceOn(workspaceQueue!, '1 hour', workspaceId);
         workspaceQueue = undefined;
+        workspaceId = undefined;
       }
+    }
+  }
+
+  /**
+   * Runs `work` (activities on a workspace queue) while checking, from the first moment a task
+   * could have been expected to start, that the queue's worker keeps renewing its lease. A worker
+   * that is only busy renews it; one that is gone does not, and its tasks are given up.
+   */
+  async function whileWorkerLives<T>(queue: string, work: () => Promise<T>): Promise<T> {
+    if (!leased) return work();
+    let finished = false;
+    let gone = false;
+    const scope = new CancellationScope();
+    const running = scope.run(work);
+    const watch = (async () => {
+      let waitMs = settings.workspaceScheduleToStartSeconds * 1000;
+      while (!(await condition(() => finished, waitMs))) {
+        const { alive } = await store.isWorkspaceWorkerAlive({ workspaceQueue: queue, leaseSeconds });
+        if (finished) return;
+        if (!alive) {
+          gone = true;
+          scope.cancel();
+          return;
+        }
+        waitMs = Math.max(1000, leaseSeconds * 500);
+      }
+    })().catch(() => undefined); // cancelled along with the run
+    try {
+      return await running;
+    } catch (err) {
+      if (gone) throw new WorkspaceWorkerGone(`the worker of ${queue} stopped renewing its lease`);
+      throw err;
+    } finally {
+      finished = true;
+      await watch;
     }
   }
 
@@ -116,7 +180,12 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         step += 1;
         if (done && !followupPending) break;
         if (workflowInfo().continueAsNewSuggested) {
-          await continueAsNew<typeof agentRunWorkflow>({ ...input, workspaceQueue, resume: { turn, step } });
+          await continueAsNew<typeof agentRunWorkflow>({
+            ...input,
+            workspaceQueue,
+            workspaceId,
+            resume: { turn, step },
+          });
         }
       }
     } catch (err) {
@@ -127,22 +196,29 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     setState(to);
   }
 
-  function removeWorkspaceOn(taskQueue: string, scheduleToStartTimeout: string): Promise<void> {
+  function removeWorkspaceOn(taskQueue: string, scheduleToStartTimeout: string, id?: string): Promise<void> {
     return proxyActivities<RunActivities>({
       taskQueue,
       scheduleToStartTimeout,
       startToCloseTimeout: '5 minutes',
       retry: { maximumAttempts: 3 },
     })
-      .removeWorkspace({ runId })
+      .removeWorkspace(id === undefined ? { runId } : { runId, workspaceId: id })
       .catch(() => undefined); // a worker that is gone took its workspace with it
   }
 
   async function removeWorkspace(): Promise<void> {
     if (!workspaceQueue) return;
     const queue = workspaceQueue;
+    const id = workspaceId;
     workspaceQueue = undefined;
-    await removeWorkspaceOn(queue, `${settings.workspaceScheduleToStartSeconds}s`);
+    workspaceId = undefined;
+    // A live worker may be slow to get to it; a dead one's workspace went with it.
+    await removeWorkspaceOn(
+      queue,
+      leased ? `${leaseSeconds * 2}s` : `${settings.workspaceScheduleToStartSeconds}s`,
+      id,
+    );
   }
 
   try {
@@ -160,7 +236,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         if (!followupPending) return;
       }
       if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workspaceQueue });
+        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workspaceQueue, workspaceId });
       }
       followupPending = false;
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
