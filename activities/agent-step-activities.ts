@@ -214,7 +214,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
             }
           });
         }
-        await recordChangedFiles(runId, turn, step, workspace, processes);
+        await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
         return { done: false };
       });
     },
@@ -329,6 +329,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
     step: number,
     workspace: string,
     processes: RunProcesses,
+    signal: AbortSignal,
   ): Promise<void> {
     const previous = new Map<string, string>();
     for (const e of await loadRunEvents(dataSource.manager, runId, ['files_changed'])) {
@@ -341,9 +342,11 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
       const repoName = repo === '' ? '.' : repo;
       let diffs: Map<string, string>;
       try {
-        diffs = await diffAgainstHead(processes, repo);
-      } catch {
-        // A repository the agent broke (or made point elsewhere) has no diff to show this step;
+        diffs = await diffAgainstHead(processes, repo, signal);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        // A repository the agent broke, pointed elsewhere or gave a filter that outlasts the git
+        // timeout has no diff to show this step;
         // what it showed before stands.
         for (const key of previous.keys()) if (key.startsWith(`${repoName}\0`)) current.add(key);
         continue;

@@ -172,7 +172,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
         }
         const workspaceId = randomUUID();
-        await rm(dir, { recursive: true, force: true });
+        await sandbox.destroyRun(runId);
         await sandbox.prepareRun(runId);
         const processes = runProcesses(sandbox, runId);
         if (sandbox.kind === 'none') {
@@ -371,8 +371,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         if (current !== undefined && current !== workspaceId) return;
       }
       await mcpSessions.close(runId);
-      await rm(workspaceDir(root, runId), { recursive: true, force: true });
-      await sandbox.removeRun(runId);
+      await sandbox.destroyRun(runId);
       await rm(provisionedMarker(runId), { force: true });
     },
   };

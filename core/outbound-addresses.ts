@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { lookup as dnsLookup, Resolver } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -31,6 +31,7 @@ const NON_PUBLIC_V6 = [
   ['::1', 128],
   ['100::', 64], // discard
   ['2001:db8::', 32], // documentation
+  ['64:ff9b:1::', 48], // local-use IPv4/IPv6 translation
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
@@ -49,9 +50,10 @@ function embeddedV4(ip: string): string | undefined {
   const words = expandV6(lower);
   if (!words) return undefined;
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  // ::ffff:a.b.c.d, ::a.b.c.d (deprecated compatible), 64:ff9b::a.b.c.d
+  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (deprecated compatible), ::ffff:0:a.b.c.d (SIIT), 64:ff9b::a.b.c.d
   if (words.slice(0, 5).every((w) => w === 0) && (words[5] === 0xffff || words[5] === 0))
     return v4(words[6]!, words[7]!);
+  if (words.slice(0, 4).every((w) => w === 0) && words[4] === 0xffff && words[5] === 0) return v4(words[6]!, words[7]!);
   if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0))
     return v4(words[6]!, words[7]!);
   if (words[0] === 0x2002) return v4(words[1]!, words[2]!); // 6to4
@@ -118,6 +120,52 @@ export type AddressVerdict = { allowed: true; address: string; family: 4 | 6 } |
 
 export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
 
+/** How long a name may take to resolve before the connection is refused. */
+const RESOLVE_TIMEOUT_MS = 5000;
+
+/**
+ * Resolves with c-ares against the system's name servers, with a deadline, never through
+ * getaddrinfo: a name whose name server never answers would otherwise hold one of the few
+ * threads of libuv's pool and stall every lookup of the worker. `localhost` names are loopback
+ * (RFC 6761) without asking anyone.
+ */
+export function boundedLookup(nameServers?: string[]): Lookup {
+  const resolver = new Resolver({ timeout: 2000, tries: 2 });
+  if (nameServers) resolver.setServers(nameServers);
+  return async (host) => {
+    const name = host.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) {
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
+    }
+    const settle = (p: Promise<string[]>) => p.catch((err: Error) => err);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(Object.assign(new Error('lookup timed out'), { code: 'ETIMEOUT' })),
+        RESOLVE_TIMEOUT_MS,
+      );
+    });
+    try {
+      const [v4, v6] = await Promise.race([
+        Promise.all([settle(resolver.resolve4(name)), settle(resolver.resolve6(name))]),
+        deadline,
+      ]);
+      const found = [
+        ...(Array.isArray(v4) ? v4.map((address) => ({ address, family: 4 })) : []),
+        ...(Array.isArray(v6) ? v6.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (!found.length) throw v4 instanceof Error ? v4 : (v6 as Error);
+      return found;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+/** The system resolver (hosts file included): only for the names an operator listed as allowed. */
 const systemLookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true });
 
 /** Decides which addresses outbound connections may go to, and resolves names under those rules. */
@@ -125,15 +173,22 @@ export class OutboundAddressRules {
   private readonly allowedPrivate: HostRule[];
   private readonly platform: { address: string; port: number }[] = [];
 
+  private readonly lookup: Lookup;
+
   /**
    * @param allowedPrivateHosts operator-listed private hosts (`host`, `host:port`, CIDR)
-   * @param lookup name resolution (the system resolver unless a test gives one)
+   * @param lookup name resolution; by default c-ares with a deadline, and the system resolver
+   *   (hosts file included) for names the operator listed
    */
-  constructor(
-    allowedPrivateHosts: string[],
-    private readonly lookup: Lookup = systemLookup,
-  ) {
+  constructor(allowedPrivateHosts: string[], lookup?: Lookup) {
     this.allowedPrivate = allowedPrivateHosts.map(parseHostRule);
+    if (lookup) {
+      this.lookup = lookup;
+    } else {
+      const listed = new Set(this.allowedPrivate.flatMap((r) => (r.host === undefined ? [] : [r.host])));
+      const bounded = boundedLookup();
+      this.lookup = (host) => (listed.has(host.toLowerCase()) ? systemLookup(host) : bounded(host));
+    }
   }
 
   /** Adds the platform's own endpoints (database, Temporal, API): refused even when listed as allowed. */
@@ -187,19 +242,28 @@ export class OutboundAddressRules {
         list.addSubnet(rule.subnet.net, rule.subnet.prefix, rule.subnet.family);
         return list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
       }
-      return rule.host === host || rule.host === ip;
+      return rule.host === host || (isIP(rule.host!) !== 0 && normalise(rule.host!) === ip);
     });
   }
 }
 
-function normalise(address: string): string {
+/**
+ * One spelling per address: an IPv6 address that carries an IPv4 one (mapped, compatible, SIIT,
+ * NAT64, 6to4), however written, is that IPv4 address; other IPv6 addresses are written out in
+ * full. Comparisons then cannot be dodged with another spelling of the same address.
+ */
+export function normalise(address: string): string {
   const bare = address
     .replace(/^\[|\]$/g, '')
     .split('%')[0]!
     .toLowerCase();
-  const v4 = isIP(bare) === 6 ? embeddedV4(bare) : undefined;
-  // A mapped IPv4 address (::ffff:127.0.0.1) is that IPv4 address.
-  return v4 !== undefined && /^::ffff:/i.test(bare) ? v4 : bare;
+  if (isIP(bare) !== 6) return bare;
+  return (
+    embeddedV4(bare) ??
+    expandV6(bare)!
+      .map((w) => w.toString(16))
+      .join(':')
+  );
 }
 
 /** `host` and `port` of a `host:port` string or URL, for the platform endpoint list. */

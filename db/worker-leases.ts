@@ -1,14 +1,14 @@
 import type { EntityManager } from 'typeorm';
 
-/** Records that the worker serving `workspaceQueue` is alive, with how many runs it holds. */
+/** Records that the worker serving `workspaceQueue` is alive, with how many runs it works on. */
 export async function renewWorkerLease(
   manager: EntityManager,
-  lease: { workspaceQueue: string; capacity: number; held: number },
+  lease: { workspaceQueue: string; capacity: number; inUse: number },
 ): Promise<void> {
   await manager.query(
-    `INSERT INTO worker_leases (workspace_queue, renewed_at, capacity, held) VALUES ($1, clock_timestamp(), $2, $3)
-     ON CONFLICT (workspace_queue) DO UPDATE SET renewed_at = EXCLUDED.renewed_at, capacity = EXCLUDED.capacity, held = EXCLUDED.held`,
-    [lease.workspaceQueue, lease.capacity, lease.held],
+    `INSERT INTO worker_leases (workspace_queue, renewed_at, capacity, in_use) VALUES ($1, clock_timestamp(), $2, $3)
+     ON CONFLICT (workspace_queue) DO UPDATE SET renewed_at = EXCLUDED.renewed_at, capacity = EXCLUDED.capacity, in_use = EXCLUDED.in_use`,
+    [lease.workspaceQueue, lease.capacity, lease.inUse],
   );
 }
 

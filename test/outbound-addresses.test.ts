@@ -1,5 +1,7 @@
 import { describePolicy, parseNetworkPolicyText, policyAllowsHost } from '../core/network-policy';
-import { isPublicAddress, OutboundAddressRules, type Lookup } from '../core/outbound-addresses';
+import { createSocket } from 'node:dgram';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { boundedLookup, isPublicAddress, OutboundAddressRules, type Lookup } from '../core/outbound-addresses';
 
 test('only public unicast addresses count as public, whatever their spelling', () => {
   for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
@@ -26,6 +28,9 @@ test('only public unicast addresses count as public, whatever their spelling', (
     '::ffff:169.254.169.254',
     '64:ff9b::a9fe:a9fe',
     '2002:7f00:1::',
+    '::ffff:0:7f00:1',
+    '0:0:0:0:0:ffff:7f00:1',
+    '64:ff9b:1::1',
     'not-an-ip',
   ];
   for (const ip of blocked) expect([ip, isPublicAddress(ip)]).toEqual([ip, false]);
@@ -64,6 +69,16 @@ test('names are resolved by the rules, and a name that resolves to a private add
   });
   expect(await rules.resolve('[::ffff:127.0.0.1]', 7000)).toMatchObject({ allowed: false });
   expect(await rules.resolve('db.internal', 5432)).toMatchObject({ allowed: false });
+  // However the platform's address is spelled, it is the platform's.
+  const cidr = new OutboundAddressRules(['10.0.0.0/8'], lookup);
+  await cidr.addPlatformEndpoints([{ host: '10.0.0.5', port: 5432 }]);
+  for (const spelling of ['10.0.0.5', '::ffff:a00:5', '0:0:0:0:0:ffff:a00:5', '0::ffff:a00:5', '0:0::ffff:10.0.0.5']) {
+    expect([spelling, await cidr.resolve(spelling, 5432)]).toEqual([
+      spelling,
+      expect.objectContaining({ allowed: false, reason: expect.stringContaining("platform's own") }),
+    ]);
+  }
+  expect(await cidr.resolve('[0:0:0:0:0:ffff:a00:6]', 5432)).toEqual({ allowed: true, address: '10.0.0.6', family: 4 });
 });
 
 test('network policies: text form, domain matching, description', () => {
@@ -79,4 +94,26 @@ test('network policies: text form, domain matching, description', () => {
   expect(policyAllowsHost(policy, 'evilnpmjs.org')).toBe(false);
   expect(policyAllowsHost('none', 'github.com')).toBe(false);
   expect(describePolicy(policy)).toContain('*.npmjs.org');
+});
+
+test('a name server that never answers costs one lookup its deadline, and stalls no other', async () => {
+  const silent = createSocket('udp4');
+  await new Promise<void>((resolve) => silent.bind(0, '127.0.0.1', resolve));
+  const lookup = boundedLookup([`127.0.0.1:${silent.address().port}`]);
+  try {
+    const started = Date.now();
+    const stuck = Promise.all(
+      Array.from({ length: 64 }, (_, i) => lookup(`n${i}.never-answers.test`).catch((e: unknown) => e)),
+    );
+    // Meanwhile other names are still answered at once.
+    expect(await lookup('localhost')).toContainEqual({ address: '127.0.0.1', family: 4 });
+    // ...and the system resolver's thread pool (file system, getaddrinfo) is not held up.
+    expect((await dnsLookup('localhost')).address).toMatch(/^(127\.0\.0\.1|::1)$/);
+    expect(Date.now() - started).toBeLessThan(1000);
+    const errors = (await stuck) as NodeJS.ErrnoException[];
+    expect(errors.every((e) => e instanceof Error && /ETIMEOUT|ECONNREFUSED/.test(String(e.code)))).toBe(true);
+    expect(Date.now() - started).toBeLessThan(8000);
+  } finally {
+    silent.close();
+  }
 });

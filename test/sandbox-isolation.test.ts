@@ -100,6 +100,9 @@ test("the worker's secrets, environment and processes are out of reach", async (
   for (const secret of [GIT_TOKEN, PROVIDER_KEY, ctx.stack.databaseUrl, 'DATABASE_URL', 'OPENAI_API_KEY']) {
     expect(environ.output).not.toContain(secret);
   }
+  // Not even the worker's PATH (with its home directories) comes in.
+  expect(environ.output).toMatch(/^PATH=\/usr\/local\/sbin:/m);
+  expect(environ.output).not.toMatch(/^PATH=.*\/root/m);
   // Only the sandbox's own processes exist in its view: no node worker, no postgres, no temporal.
   expect(ps.output).not.toMatch(/postgres|temporal|jest|node .*worker/);
   expect(kill.output).toContain('sandbox-proof');
@@ -119,7 +122,7 @@ test('the data directory, other workspaces and the host filesystem are invisible
   const { results } = await runCommands(key, [
     `cat ${passwordFile} ../../postgres/password; ls -la / ..; ls ${ctx.stack.dataDir}`,
     `cat ../${other.runId}/secret.txt ${otherHostPath} /workspace/../${other.runId}/secret.txt; ls ${ctx.config.workspace.dir}`,
-    'for f in /usr/bin/evil /etc/evil /evil /proc/sys/kernel/hostname; do (echo x > $f) 2>&1 || echo "refused $f"; done',
+    'for f in /usr/bin/evil /etc/evil /evil /dev/evil /proc/sys/kernel/hostname; do (echo x > $f) 2>&1 || echo "refused $f"; done',
     'echo private > /tmp/sandbox-private-tmp-file && cat /tmp/sandbox-private-tmp-file',
   ]);
   const [data, otherWs, writes, tmp] = results as [ToolResult, ToolResult, ToolResult, ToolResult];
@@ -127,7 +130,7 @@ test('the data directory, other workspaces and the host filesystem are invisible
   expect(data.output).toMatch(/No such file or directory/);
   expect(otherWs.output).not.toContain('other-team-secret');
   expect(otherWs.output).not.toContain(other.runId + '\n');
-  for (const f of ['/usr/bin/evil', '/etc/evil', '/evil', '/proc/sys/kernel/hostname'])
+  for (const f of ['/usr/bin/evil', '/etc/evil', '/evil', '/dev/evil', '/proc/sys/kernel/hostname'])
     expect(writes.output).toContain(`refused ${f}`);
   expect(existsSync('/usr/bin/evil')).toBe(false);
   expect(tmp.output).toContain('private');
@@ -226,17 +229,21 @@ test('a fork bomb, a memory hog and a huge file end that command with a clear er
       'bomb() { bomb | bomb & }; bomb; sleep 3; echo bomb-done',
       'node -e "const a = Buffer.alloc(1024 * 1024 * 1024, 1); console.log(a.length)"',
       'head -c 64M /dev/zero > big.bin; echo "exit=$?"; ls -l big.bin',
+      'for i in $(seq 12); do head -c 7M /dev/zero > /dev/shm/m$i || break; done; du -sm /dev/shm',
       'echo after-the-limits',
     ],
     {},
     8,
   );
-  const [bomb, hog, file, after] = results as [ToolResult, ToolResult, ToolResult, ToolResult];
+  const [bomb, hog, file, shm, after] = results as [ToolResult, ToolResult, ToolResult, ToolResult, ToolResult];
   expect(bomb.output).toMatch(/process limit \(AGENT_SANDBOX_MAX_PROCESSES\)|Resource temporarily unavailable/);
   expect(hog.exit_code).not.toBe(0);
   expect(hog.output).not.toContain('1073741824');
   expect(file.output).toContain('exit=153');
   expect(statSync(path.join(ctx.config.workspace.dir, runId, 'big.bin')).size).toBeLessThanOrEqual(8 * 1024 * 1024);
+  // RAM-backed /dev/shm is bounded (a quarter of the memory limit: 64 MiB here).
+  expect(shm.output).toMatch(/No space left on device/);
+  expect(Number(/^(\d+)\s+\/dev\/shm/m.exec(shm.output)?.[1])).toBeLessThanOrEqual(64);
   expect(after.output).toContain('after-the-limits');
   // Nothing of the bomb survives its command.
   expect(hostPidsRunning('bomb')).toHaveLength(0);

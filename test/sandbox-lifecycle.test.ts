@@ -1,6 +1,11 @@
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createSandbox, SandboxUnavailableError } from '../activities/sandbox/create-sandbox';
 import { killLeftoverSandboxes } from '../activities/sandbox/sandbox-reaper';
+import { runProcesses } from '../activities/sandbox/sandboxed-process';
+import { diffAgainstHead, initRepository } from '../activities/workspace/git';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { OutboundAddressRules } from '../core/outbound-addresses';
@@ -108,4 +113,69 @@ test('AGENT_SANDBOX=none is a choice that every run states in its transcript', a
   } finally {
     await ctx.close();
   }
+});
+
+test("removing a workspace while the run's processes swap directories for symlinks deletes nothing outside it", async () => {
+  const { sandbox, config } = await createTestSandbox();
+  const victim = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-victim-'));
+  for (const f of ['f1', 'f2', 'f3']) writeFileSync(path.join(victim, f), 'host file');
+  await sandbox.prepareRun('run-race');
+  const marker = uniqueName('swapper');
+  // Swaps directories full of files with symlinks to a host path, as fast as bash can.
+  const swapper = [
+    'cd /workspace',
+    'for i in $(seq 100); do mkdir -p p$i/z && touch p$i/z/f1 p$i/z/f2 p$i/z/f3 && ln -s ' + victim + ' p$i/s; done',
+    'while :; do for i in $(seq 100); do mv -T p$i/z p$i/t; mv -T p$i/s p$i/z; mv -T p$i/t p$i/s; done; done',
+  ].join('; ');
+  const attack = runProcesses(sandbox, 'run-race').runCommand({
+    command: `exec -a ${marker} bash -c '${swapper}'`,
+    policy: 'none',
+    timeoutMs: 60_000,
+    keepBytes: 1024,
+  });
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the swapper to run',
+  );
+  await waitFor(
+    async () => existsSync(path.join(config.workspace.dir, 'run-race', 'p100')),
+    Boolean,
+    'the swapper to set up',
+  );
+  await sandbox.destroyRun('run-race');
+  expect(hostPidsRunning(marker)).toHaveLength(0);
+  expect(existsSync(path.join(config.workspace.dir, 'run-race'))).toBe(false);
+  expect(readdirSync(victim).sort()).toEqual(['f1', 'f2', 'f3']);
+  expect((await attack).exitCode).not.toBe(0);
+  // And nothing of the run starts while it is being removed.
+  await expect(runProcesses(sandbox, 'run-race').exec(['true'])).rejects.toThrow(/being removed/);
+});
+
+test('a git filter the run configured cannot hold the diff step past cancellation', async () => {
+  const { processes } = await createTestSandbox();
+  const run = await processes('run-filter');
+  const marker = uniqueName('filter');
+  await initRepository(run);
+  await run.runCommand({
+    command: `git config filter.x.clean "bash -c 'exec -a ${marker} sleep 100000'"; echo '* filter=x' > .gitattributes; echo hi > a.txt`,
+    policy: 'none',
+    timeoutMs: 10_000,
+    keepBytes: 1024,
+  });
+  const abort = new AbortController();
+  const diff = diffAgainstHead(run, '', abort.signal).catch((e: unknown) => e);
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the filter to run',
+  );
+  abort.abort();
+  expect(await diff).toBeInstanceOf(Error);
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the filter to be gone',
+    5_000,
+  );
 });

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
+import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /** A model that takes its time, as real ones do under load. */
@@ -18,38 +19,38 @@ describe('a worker at capacity', () => {
     await ctx?.close();
   });
 
-  test('takes no new run until a workspace it holds goes; the waiting run then starts there', async () => {
+  test('takes no new run while it works on as many as it may; the waiting run starts once one finishes', async () => {
     const { key } = await ctx.newTeamKey();
     const marker = uniqueName('capacity');
-    ctx.model.script(marker, () => ({ text: 'done' }));
-    const body = { prompt: `Hold a workspace ${marker}`, config: { idle_timeout_minutes: 30 } };
-    const first = await createRun(ctx, key, body);
-    const second = await createRun(ctx, key, body);
-    await waitForState(ctx, key, first, ['SUCCEEDED']);
-    await waitForState(ctx, key, second, ['SUCCEEDED']);
-    const workspace = (runId: string) => path.join(ctx.config.workspace.dir, runId);
-    expect(existsSync(workspace(first)) && existsSync(workspace(second))).toBe(true);
+    const first = gate<{ text: string }>();
+    const second = gate<{ text: string }>();
+    ctx.model.script(marker, (req) =>
+      req.messages[0]!.content.includes('one')
+        ? { hold: first.promise }
+        : req.messages[0]!.content.includes('two')
+          ? { hold: second.promise }
+          : { text: 'done' },
+    );
+    const one = await createRun(ctx, key, { prompt: `Run one ${marker}` });
+    const two = await createRun(ctx, key, { prompt: `Run two ${marker}` });
+    await ctx.model.waitForCalls(marker, 2);
 
-    const third = await createRun(ctx, key, body);
+    const three = await createRun(ctx, key, { prompt: `Run three ${marker}` });
     // Its provisioning is scheduled and stays so: no worker with room polls for it.
-    const handle = ctx.client.workflow.getHandle(runWorkflowId(third));
+    const handle = ctx.client.workflow.getHandle(runWorkflowId(three));
     const pending = await waitFor(
       async () => (await handle.describe()).raw.pendingActivities ?? [],
       (activities) => activities.some((a) => a.activityType?.name === 'provisionEnvironment'),
       'the third run to ask for a workspace',
     );
     expect(String(pending[0]!.state)).toMatch(/SCHEDULED|^1$/);
-    expect(existsSync(workspace(third))).toBe(false);
+    expect(existsSync(path.join(ctx.config.workspace.dir, three))).toBe(false);
 
-    // Ending the first run's idle window (as an operator cancelling its workflow would) frees room.
-    await ctx.client.workflow.getHandle(runWorkflowId(first)).cancel();
-    await waitFor(
-      async () => existsSync(workspace(first)),
-      (exists) => !exists,
-      "the first run's workspace to go",
-    );
-    await waitForState(ctx, key, third, ['SUCCEEDED']);
-    expect(existsSync(workspace(third))).toBe(true);
+    first.release({ text: 'done' });
+    await waitForState(ctx, key, one, ['SUCCEEDED']);
+    await waitForState(ctx, key, three, ['SUCCEEDED']);
+    second.release({ text: 'done' });
+    await waitForState(ctx, key, two, ['SUCCEEDED']);
   });
 });
 

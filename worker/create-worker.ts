@@ -85,7 +85,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     },
     (servers) => decryptMcpServers(servers, secretsKey),
   );
+  const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
   const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
+  // A run counts against the worker's capacity while one of these is in flight for it.
+  const { runAgentStep, resolveSkillsAndMcpServers } = activities;
+  activities.runAgentStep = (input) => capacity.track(() => runAgentStep(input));
+  activities.resolveSkillsAndMcpServers = (input) => capacity.track(() => resolveSkillsAndMcpServers(input));
   const common = {
     connection,
     namespace: config.temporal.namespace,
@@ -97,14 +102,14 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     // A worker that died holding a run's cached workflow hands it to another worker after this.
     stickyQueueScheduleToStartTimeout: '3s',
   } satisfies Partial<WorkerOptions>;
-  const capacity = new WorkspaceCapacity(config.workspace.dir, config.worker.maxConcurrentRuns);
   const shared = await Worker.create({ ...common, taskQueue: config.temporal.taskQueue, ...workflowSource });
-  // Every run this worker holds has at most one task on its queue at a time, so with a slot per
-  // run (and some for clean-ups) a step never waits behind other runs' steps.
+  // A run has at most one task on its worker's queue at a time: with slots for every run the
+  // worker works on and room for follow-ups to idle ones and clean-ups, a step seldom waits, and
+  // when it does the worker still renews its lease, so waiting is never mistaken for death.
   const workspace = await Worker.create({
     ...common,
     taskQueue: workspaceQueue,
-    maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentRuns + 20,
+    maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentRuns * 2 + 20,
   });
   const provisioner = await Worker.create({
     ...common,
@@ -123,7 +128,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     renewWorkerLease(dataSource.manager, {
       workspaceQueue,
       capacity: capacity.capacity,
-      held: capacity.held(),
+      inUse: capacity.inUse(),
     });
   await renewLease();
   return {

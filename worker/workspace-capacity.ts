@@ -1,39 +1,41 @@
-import { readdirSync } from 'node:fs';
-import type { CustomSlotSupplier, SlotPermit, ActivitySlotInfo } from '@temporalio/worker';
+import type { ActivitySlotInfo, CustomSlotSupplier, SlotPermit } from '@temporalio/worker';
 
 /**
- * How many runs' workspaces this worker holds, and a slot supplier for the provisioning queue
- * that hands out a slot only while there is room for one more: a worker at capacity does not
- * even poll for provisioning, so a new run waits in the queue for a worker with room instead of
- * crowding one that has none.
+ * How many runs this worker is working on (a step, or resolving skills and MCP servers, in
+ * flight), and a slot supplier for the provisioning queue that hands out a slot only while there
+ * is room for one more: a worker at capacity does not even poll for provisioning, so a new run
+ * waits in the queue for a worker with room instead of crowding one that has none. Workspaces
+ * that only wait out their idle window do not count; a follow-up to one of them runs where it is.
  */
 export class WorkspaceCapacity {
   private reserved = 0;
+  private active = 0;
   private readonly waiters = new Set<() => void>();
 
-  constructor(
-    private readonly workspaceRoot: string,
-    readonly capacity: number,
-  ) {}
+  constructor(readonly capacity: number) {}
 
-  /** Workspaces on disk (one directory per run; dot-directories are the worker's own). */
-  held(): number {
+  /** Runs currently worked on, provisioning included. */
+  inUse(): number {
+    return this.active + this.reserved;
+  }
+
+  /** Counts `work` as a run being worked on while it lasts. */
+  async track<T>(work: () => Promise<T>): Promise<T> {
+    this.active += 1;
     try {
-      return readdirSync(this.workspaceRoot, { withFileTypes: true }).filter(
-        (e) => e.isDirectory() && !e.name.startsWith('.'),
-      ).length;
-    } catch {
-      return 0;
+      return await work();
+    } finally {
+      this.active -= 1;
+      this.wake();
     }
   }
 
-  /** Call when a workspace goes, so a waiting reservation looks again. */
-  changed(): void {
-    for (const wake of [...this.waiters]) wake();
+  private wake(): void {
+    for (const attempt of [...this.waiters]) attempt();
   }
 
   private hasRoom(): boolean {
-    return this.held() + this.reserved < this.capacity;
+    return this.inUse() < this.capacity;
   }
 
   slotSupplier(): CustomSlotSupplier<ActivitySlotInfo> {
@@ -51,10 +53,7 @@ export class WorkspaceCapacity {
               resolve({});
             }
           };
-          // Workspaces also go without telling us (an operator, a crash): look again now and then.
-          const timer = setInterval(attempt, 1000);
           const cleanup = () => {
-            clearInterval(timer);
             this.waiters.delete(attempt);
             abortSignal.removeEventListener('abort', attempt);
           };
@@ -70,7 +69,7 @@ export class WorkspaceCapacity {
       markSlotUsed: () => undefined,
       releaseSlot: () => {
         this.reserved = Math.max(0, this.reserved - 1);
-        this.changed();
+        this.wake();
       },
     };
   }

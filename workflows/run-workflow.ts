@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -33,8 +34,9 @@ const MAX_REPROVISIONS = 3;
 
 /**
  * Executions that took this patch provision through the capacity-aware provisioning queue, tell
- * a dead workspace worker by its lapsed lease instead of by how long a task waited, and remove
- * an abandoned workspace only if it is still the one they left.
+ * a dead workspace worker by its lapsed lease instead of by how long a task waited, wait for a
+ * cancelled step to finish unwinding, and remove an abandoned workspace only if it is still the
+ * one they left.
  */
 const WORKSPACE_LEASE_PATCH = 'workspace-worker-lease';
 const DEFAULT_LEASE_SECONDS = 60;
@@ -86,7 +88,11 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   const onWorkspace = (taskQueue: string) =>
     proxyActivities<RunActivities>({
       taskQueue,
-      ...(leased ? {} : { scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s` }),
+      // With the patch, a cancelled step has finished unwinding (its commands are gone) before
+      // the run records CANCELLED and removes the workspace.
+      ...(leased
+        ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }
+        : { scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s` }),
       startToCloseTimeout: '24 hours',
       heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
       retry: {

@@ -6,7 +6,8 @@ import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
 import type { EgressProxy } from './egress-proxy';
 import { BRIDGE_PORT, BRIDGE_SOURCE } from './network-bridge';
-import { baseEnvironment, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
+import { baseEnvironment, SANDBOX_PATH, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
+import { killRunSandboxes } from './sandbox-reaper';
 
 /** Where things are inside every sandbox. */
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -56,6 +57,8 @@ export class BwrapSandbox implements Sandbox {
   readonly kind = 'bwrap' as const;
   private readonly stateRoot: string;
   private etcReady: Promise<void> | undefined;
+  /** Runs being destroyed: no sandbox of theirs may start meanwhile. */
+  private readonly destroying = new Set<string>();
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
@@ -70,6 +73,11 @@ export class BwrapSandbox implements Sandbox {
   }
 
   async prepareRun(runId: string): Promise<void> {
+    this.destroying.delete(runId);
+    await this.ensureRunState(runId);
+  }
+
+  private async ensureRunState(runId: string): Promise<void> {
     await this.ensureEtc();
     const dir = this.runDir(runId);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
@@ -89,12 +97,18 @@ export class BwrapSandbox implements Sandbox {
     await chmod(workspace, 0o700);
   }
 
-  async removeRun(runId: string): Promise<void> {
+  async destroyRun(runId: string): Promise<void> {
+    this.destroying.add(runId);
+    const workspace = workspaceDir(this.options.workspaceRoot, runId);
+    // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
+    await killRunSandboxes(workspace);
+    await rm(workspace, { recursive: true, force: true });
     await rm(this.runDir(runId), { recursive: true, force: true });
   }
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
-    await this.prepareRun(spec.runId);
+    if (this.destroying.has(spec.runId)) throw new Error(`the workspace of run ${spec.runId} is being removed`);
+    await this.ensureRunState(spec.runId);
     const { config, workspaceRoot, bwrapPath, hostUid, nodePath } = this.options;
     const dir = this.runDir(spec.runId);
     const args: string[] = [
@@ -132,7 +146,10 @@ export class BwrapSandbox implements Sandbox {
     }
     const nodePrefix = path.dirname(path.dirname(nodePath));
     const extraReadonly = [...config.readonlyPaths, ...(nodePrefix.startsWith('/usr') ? [] : [nodePrefix])];
+    // /dev is a tmpfs (RAM): read-only but for a /dev/shm of bounded size.
+    const shmBytes = Math.max(16, Math.floor(config.limits.memoryMb / 4)) * 1024 * 1024;
     args.push('--proc', '/proc', '--dev', '/dev');
+    args.push('--perms', '1777', '--size', String(shmBytes), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
     args.push('--bind', workspaceDir(workspaceRoot, spec.runId), SANDBOX_WORKSPACE);
     args.push('--bind', path.join(dir, 'tmp'), '/tmp');
     const home = spec.homeless ? '/nonexistent' : SANDBOX_HOME;
@@ -141,9 +158,8 @@ export class BwrapSandbox implements Sandbox {
     for (const p of [...extraReadonly, ...(spec.readonlyBinds ?? [])]) args.push('--ro-bind-try', p, p);
 
     let release = async () => undefined as void;
-    const env: Record<string, string> = {
-      ...baseEnvironment(home, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'),
-    };
+    const searchPath = [SANDBOX_PATH, ...extraReadonly.map((p) => path.join(p, 'bin'))].join(':');
+    const env: Record<string, string> = { ...baseEnvironment(home, searchPath) };
     let inner: string[] = spec.argv;
     if (spec.network.kind === 'proxy' && spec.network.policy !== 'none') {
       const socket = path.join(dir, 'sockets', `${randomBytes(9).toString('base64url')}.sock`);

@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
-import { workspaceDir } from '../workspace/workspace-paths';
 import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
@@ -113,7 +112,6 @@ async function probe(sandbox: BwrapSandbox, root: string): Promise<void> {
     );
   } finally {
     await prepared.release();
-    await sandbox.removeRun(runId);
-    await rm(workspaceDir(root, runId), { recursive: true, force: true });
+    await sandbox.destroyRun(runId);
   }
 }

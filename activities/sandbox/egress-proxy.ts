@@ -13,6 +13,9 @@ export interface ProxyChannel {
   close(): Promise<void>;
 }
 
+/** Connections one sandboxed process may have waiting for a decision (name resolution) at once. */
+const MAX_PENDING_DECISIONS = 16;
+
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -45,7 +48,22 @@ export class EgressProxy {
       sockets.add(s);
       s.once('close', () => sockets.delete(s));
     };
+    let deciding = 0;
     const decide = async (host: string, port: number) => {
+      if (deciding >= MAX_PENDING_DECISIONS) {
+        return {
+          allowed: false as const,
+          reason: `more than ${MAX_PENDING_DECISIONS} connections being set up at once`,
+        };
+      }
+      deciding += 1;
+      try {
+        return await decideOne(host, port);
+      } finally {
+        deciding -= 1;
+      }
+    };
+    const decideOne = async (host: string, port: number) => {
       const bare = host.replace(/^\[|\]$/g, '');
       if (!Number.isInteger(port) || port < 1 || port > 65535) return { allowed: false as const, reason: 'bad port' };
       if (!policyAllowsHost(policy, bare)) {

@@ -7,8 +7,30 @@ import path from 'node:path';
  * `--die-with-parent` normally takes care of this; this covers what it cannot (a worker killed
  * between fork and the sandbox's own setup, a host without that prctl).
  */
-export async function killLeftoverSandboxes(workspaceRoot: string): Promise<number[]> {
+export function killLeftoverSandboxes(workspaceRoot: string): Promise<number[]> {
   const prefix = path.resolve(workspaceRoot) + path.sep;
+  return killSandboxesMounting((source) => source.startsWith(prefix));
+}
+
+/** Kills every sandbox of one run (those that mount its workspace) and waits until they are gone. */
+export async function killRunSandboxes(workspace: string): Promise<number[]> {
+  const exact = path.resolve(workspace);
+  const killed = await killSandboxesMounting((source) => source === exact);
+  const deadline = Date.now() + 10_000;
+  while (killed.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return killed;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function killSandboxesMounting(matches: (bindSource: string) => boolean): Promise<number[]> {
   const processes = new Map<number, { ppid: number; cmdline: string[] }>();
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     const pid = Number(entry);
@@ -24,7 +46,7 @@ export async function killLeftoverSandboxes(workspaceRoot: string): Promise<numb
   }
   const roots = [...processes].filter(([, p]) => {
     if (!p.cmdline[0] || path.basename(p.cmdline[0]) !== 'bwrap') return false;
-    return p.cmdline.some((arg, i) => arg === '--bind' && p.cmdline[i + 1]?.startsWith(prefix));
+    return p.cmdline.some((arg, i) => arg === '--bind' && matches(p.cmdline[i + 1] ?? ''));
   });
   const doomed = new Set(roots.map(([pid]) => pid));
   // Everything below a leftover sandbox goes with it.

@@ -41,12 +41,18 @@ export interface Sandbox {
   readonly kind: 'bwrap' | 'none';
   /** The workspace's path as the run's processes see it. */
   workspacePath(runId: string): string;
-  /** Makes the run's private state (home, tmp, ownership of the workspace); idempotent. */
+  /** Makes the run's workspace and private state (home, tmp, ownership); idempotent. */
   prepareRun(runId: string): Promise<void>;
   prepare(spec: SandboxProcessSpec): Promise<PreparedProcess>;
-  /** Removes the run's private state (not the workspace itself). */
-  removeRun(runId: string): Promise<void>;
+  /**
+   * Removes the run's workspace and private state. Every process of the run is killed first and
+   * no new one starts meanwhile, so nothing the run controls can race the deletion.
+   */
+  destroyRun(runId: string): Promise<void>;
 }
+
+/** Where programs are looked for inside a sandbox (plus the bin directories of read-only extras). */
+export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The environment every sandboxed process starts from: enough to work, none of the worker's secrets. */
 export function baseEnvironment(home: string, path: string): Record<string, string> {

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { workspaceDir } from '../workspace/workspace-paths';
 import { baseEnvironment, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
@@ -20,7 +20,9 @@ export class Unsandboxed implements Sandbox {
     await mkdir(this.workspacePath(runId), { recursive: true });
   }
 
-  async removeRun(): Promise<void> {}
+  async destroyRun(runId: string): Promise<void> {
+    await rm(this.workspacePath(runId), { recursive: true, force: true });
+  }
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
     const workspace = this.workspacePath(spec.runId);

@@ -35,12 +35,25 @@ export function scrubSecret(text: string, secret?: string): string {
 const SAFE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
 const SAFE_GIT_ARGS = ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null'];
 
+/**
+ * How long one git call in the workspace may take: a repository's own config can name filters
+ * that git runs, and the run controls that config.
+ */
+const GIT_TIMEOUT_MS = 120_000;
+
 /** git on a workspace repository (local operations only), in the run's sandbox. */
-function git(processes: RunProcesses, args: string[], repo: string, env: Record<string, string> = {}): Promise<string> {
+function git(
+  processes: RunProcesses,
+  args: string[],
+  repo: string,
+  options: { env?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<string> {
   return processes.exec(['git', ...SAFE_GIT_ARGS, ...args], {
     cwd: repo,
-    env: { ...SAFE_GIT_ENV, ...env },
+    env: { ...SAFE_GIT_ENV, ...options.env },
     maxBuffer: 256 * 1024 * 1024,
+    timeoutMs: GIT_TIMEOUT_MS,
+    signal: options.signal,
   });
 }
 
@@ -123,21 +136,23 @@ export function workspaceRepositories(workspace: string): string[] {
 }
 
 /** Unified diff per changed file of a repository against HEAD, untracked files included. */
-export async function diffAgainstHead(processes: RunProcesses, repo: string): Promise<Map<string, string>> {
+export async function diffAgainstHead(
+  processes: RunProcesses,
+  repo: string,
+  signal?: AbortSignal,
+): Promise<Map<string, string>> {
   const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
-  await git(processes, ['add', '-A'], repo, env);
+  await git(processes, ['add', '-A'], repo, { env, signal });
   let base = EMPTY_TREE;
   try {
-    base = (await git(processes, ['rev-parse', '--verify', '--quiet', 'HEAD'], repo)).trim() || EMPTY_TREE;
+    base = (await git(processes, ['rev-parse', '--verify', '--quiet', 'HEAD'], repo, { signal })).trim() || EMPTY_TREE;
   } catch {
     base = EMPTY_TREE;
   }
-  const diff = await git(
-    processes,
-    ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', base],
-    repo,
+  const diff = await git(processes, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', base], repo, {
     env,
-  );
+    signal,
+  });
   const files = new Map<string, string>();
   for (const part of diff.split(/^(?=diff --git )/m)) {
     const match = /^diff --git a\/(.+?) b\/(.+)$/m.exec(part);

@@ -10,7 +10,7 @@ export class WorkerLeases1763800000000 implements MigrationInterface {
         workspace_queue text PRIMARY KEY,
         renewed_at timestamptz(3) NOT NULL,
         capacity integer NOT NULL,
-        held integer NOT NULL
+        in_use integer NOT NULL
       )`);
   }
 
