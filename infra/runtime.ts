@@ -50,7 +50,7 @@ export function resolveEndpoints(config: Config): Endpoints {
 export async function startDependencies(
   config: Config,
   say: (message: string) => void,
-  options: { temporalUi?: boolean } = {},
+  options: { temporalUi?: boolean; temporalDynamicConfig?: Record<string, string | number | boolean> } = {},
 ): Promise<RunningDependencies> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
@@ -81,6 +81,7 @@ export async function startDependencies(
         port: config.temporal.devPort,
         uiPort: config.temporal.uiPort,
         ui: options.temporalUi ?? true,
+        dynamicConfig: options.temporalDynamicConfig,
         dbFile: path.join(config.dataDir, 'temporal.db'),
         logFile: path.join(config.dataDir, 'temporal.log'),
       });

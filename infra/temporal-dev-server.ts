@@ -15,6 +15,8 @@ export interface DevServerOptions {
   dbFile?: string;
   logFile: string;
   ui?: boolean;
+  /** Server dynamic configuration, e.g. a lower history size at which continue-as-new is suggested. */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export interface RunningDevServer {
@@ -39,6 +41,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
         uiPort: ui ? options.uiPort : undefined,
         dbFilename: options.dbFile,
         searchAttributes: SEARCH_ATTRIBUTE_KEYS,
+        extraArgs: Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+          '--dynamic-config-value',
+          `${key}=${JSON.stringify(value)}`,
+        ]),
       },
     });
     return { address, uiUrl, stop: () => env.teardown() };
@@ -59,6 +65,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(ui ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${JSON.stringify(value)}`,
+    ]),
   ];
   const log = createWriteStream(options.logFile, { flags: 'a' });
   const child = spawn(options.source.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });

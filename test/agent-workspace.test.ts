@@ -2,6 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runWorkflowId } from '../workflows/run-contract';
 import { createEnvironment } from './helpers/environments';
+import { recordReplayFixture } from './helpers/replay-fixtures';
+import { CONTINUE_AS_NEW_SUGGESTED_AT } from './stack/server-settings';
 import { hostPidsRunning } from './helpers/host-processes';
 import { createGitHost } from './helpers/git-fixtures';
 import { gate } from './helpers/scripted-model';
@@ -83,6 +85,7 @@ test('the agent works in the environment: clones, setup, a command that writes a
   const page = await ctx.api.get(new URL(run.session_link as string).pathname);
   expect(page.text).toContain('echo hello &gt; widgets/out.txt');
   expect(page.text).toContain('<span class="add">+export const colour = &#39;blue&#39;;</span>');
+  await recordReplayFixture(ctx, runId, 'environment-setup-tools-diffs');
 });
 
 test('a failing setup command ends the run FAILED with environment_setup_failed and marks the environment', async () => {
@@ -176,6 +179,7 @@ test('cancelling during `sleep 600` kills the command within 5 seconds', async (
     (exists) => !exists,
     'the workspace to be removed',
   );
+  await recordReplayFixture(ctx, runId, 'cancel-during-command');
 });
 
 test('a ten-step run against the scripted model', async () => {
@@ -197,6 +201,39 @@ test('a ten-step run against the scripted model', async () => {
   const usage = (await getRun(ctx, key, runId)).request_usage as { total_tokens: number; inference_cost_usd: number };
   expect(usage.total_tokens).toBe(100);
   expect(usage.inference_cost_usd).toBeCloseTo(0.00015, 10);
+  await recordReplayFixture(ctx, runId, 'ten-steps');
+});
+
+test('a turn longer than the history limit continues as new mid-turn and finishes', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('long');
+  const steps = Math.ceil(CONTINUE_AS_NEW_SUGGESTED_AT / 6) + 10;
+  ctx.model.script(marker, (_req, call) =>
+    call < steps
+      ? { text: '', toolCalls: [{ name: 'read_skill', arguments: { name: 'svc-platform' } }] }
+      : { text: 'long turn done' },
+  );
+  const runId = await createRun(ctx, key, {
+    prompt: `Long ${marker}`,
+    config: { idle_timeout_minutes: 0, max_steps: steps + 5 },
+  });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  expect(ctx.model.calls(marker)).toHaveLength(steps);
+  const executions = await waitFor(
+    async () => {
+      const found: string[] = [];
+      for await (const e of ctx.client.workflow.list({ query: `WorkflowId = '${runWorkflowId(runId)}'` }))
+        found.push(e.runId);
+      return found;
+    },
+    (found) => found.length >= 2,
+    'the continued execution to be listed',
+  );
+  expect(executions.length).toBeGreaterThanOrEqual(2);
+  // Every step ran exactly once across the executions.
+  const tools = (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call');
+  expect(tools).toHaveLength(steps - 1);
+  await recordReplayFixture(ctx, runId, 'continue-as-new-mid-turn');
 });
 
 test('the workspace outlives the run for its idle window, then goes', async () => {
@@ -214,6 +251,7 @@ test('the workspace outlives the run for its idle window, then goes', async () =
     (exists) => !exists,
     'the workspace to be removed after the idle window',
   );
+  await recordReplayFixture(ctx, runId, 'idle-window-ends');
 });
 
 test('a command that leaves a background process behind returns at once; the process is killed with its group', async () => {
@@ -283,4 +321,5 @@ test('a follow-up sent before a cancel does not bring the run back; one sent aft
     .messages.filter((m) => m.role === 'user')
     .map((m) => m.content);
   expect(users).toEqual([`Work ${marker}`, 'before cancel', 'after cancel']);
+  await recordReplayFixture(ctx, runId, 'followup-around-cancel');
 });

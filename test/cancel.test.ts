@@ -1,4 +1,5 @@
 import { gate } from './helpers/scripted-model';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -62,6 +63,7 @@ test('cancelling during a slow model call stops the call within seconds', async 
   console.log(`cancel during model call: CANCELLED and request aborted after ${cancelLatencyMs} ms`);
   const states = (await transcript(ctx, runId)).filter((e) => e.kind === 'state').map((e) => e.payload.state);
   expect(states).toEqual(['QUEUED', 'INPROGRESS', 'CANCELLED']);
+  await recordReplayFixture(ctx, runId, 'cancel-during-model-call');
 });
 
 test('a run in a terminal state cannot be cancelled (400 operation_not_supported) and is unchanged', async () => {
@@ -95,4 +97,5 @@ test('a cancelled run continues with a follow-up', async () => {
   const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
   expect(run.status_message).toBeUndefined();
   expect(ctx.model.calls(marker)[1]!.messages.map((m) => m.content)).toEqual([`Long task ${marker}`, 'Resume please']);
+  await recordReplayFixture(ctx, runId, 'followup-after-cancel');
 });

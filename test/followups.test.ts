@@ -1,5 +1,6 @@
 import { runWorkflowId } from '../workflows/run-contract';
 import { gate } from './helpers/scripted-model';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -71,6 +72,7 @@ test('follow-ups sent while INPROGRESS join at the next step, in order, each exa
   const delivered = (await transcript(ctx, runId)).filter((e) => e.kind === 'followup');
   expect(delivered.map((e) => e.payload.message)).toEqual(seqs.map((s) => s.message));
   expect(run.request_usage).toEqual({ total_tokens: 20 });
+  await recordReplayFixture(ctx, runId, 'followups-in-progress');
 });
 
 test('a follow-up after SUCCEEDED continues the same run and conversation: QUEUED again, then on', async () => {
@@ -104,6 +106,7 @@ test('a follow-up after SUCCEEDED continues the same run and conversation: QUEUE
   ]);
   const states = (await transcript(ctx, runId)).filter((e) => e.kind === 'state').map((e) => e.payload.state);
   expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED', 'INPROGRESS', 'SUCCEEDED']);
+  await recordReplayFixture(ctx, runId, 'followup-after-succeeded');
 });
 
 test('after the idle window closes the workflow, a follow-up starts a new execution of the same run', async () => {
@@ -125,6 +128,7 @@ test('after the idle window closes the workflow, a follow-up starts a new execut
   const latest = await handle.describe();
   expect(latest.runId).not.toBe(firstExecution.runId);
   expect(userMessages(ctx.model.calls(marker)[1]!.messages)).toEqual([`Summarise ${marker}`, 'And in French?']);
+  await recordReplayFixture(ctx, runId, 'followup-after-idle-window');
 });
 
 test('a follow-up after FAILED continues the run', async () => {

@@ -1,5 +1,6 @@
 import { OzAPI } from 'oz-agent-sdk';
 import { gate } from './helpers/scripted-model';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -83,6 +84,7 @@ test('a run goes QUEUED → INPROGRESS → SUCCEEDED and its transcript holds pr
   expect(page.headers['content-type']).toMatch(/text\/html/);
   expect(page.text).toContain('Fixed it.');
   expect(page.text).toContain(`Fix the bug ${marker}`);
+  await recordReplayFixture(ctx, runId, 'one-step');
 });
 
 test('the transcript page escapes what the agent and the caller wrote', async () => {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -51,6 +52,7 @@ describe('a worker at capacity', () => {
     await waitForState(ctx, key, three, ['SUCCEEDED']);
     second.release({ text: 'done' });
     await waitForState(ctx, key, two, ['SUCCEEDED']);
+    await recordReplayFixture(ctx, three, 'provisioning-waits-for-capacity');
   });
 });
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { RUN_STATES, stateRank, type RunState } from '../core/run-state';
 import { gate } from './helpers/scripted-model';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -341,6 +342,7 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
     .map((e) => String(e.payload.message));
   expect(notices.join('\n')).toContain(`workspaces@${workerId}`);
   expect(notices.join('\n')).not.toContain('is gone');
+  await recordReplayFixture(ctx, runId, 'worker-killed-mid-command');
 });
 
 test('when the workspace worker does not come back, the run provisions afresh elsewhere and the transcript says so', async () => {
@@ -378,4 +380,5 @@ test('when the workspace worker does not come back, the run provisions afresh el
     .filter((e) => e.kind === 'notice')
     .map((e) => String(e.payload.message));
   expect(notices.some((m) => /is gone: provisioning a new workspace elsewhere/.test(m))).toBe(true);
+  await recordReplayFixture(ctx, runId, 'reprovision-elsewhere');
 });

@@ -87,10 +87,21 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   );
   const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
   const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
-  // A run counts against the worker's capacity while one of these is in flight for it.
-  const { runAgentStep, resolveSkillsAndMcpServers } = activities;
-  activities.runAgentStep = (input) => capacity.track(() => runAgentStep(input));
-  activities.resolveSkillsAndMcpServers = (input) => capacity.track(() => resolveSkillsAndMcpServers(input));
+  // A run counts against the worker's capacity from its provisioning to the end of its turn.
+  const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;
+  activities.provisionEnvironment = (input) => capacity.track(input.runId, () => provisionEnvironment(input));
+  activities.resolveSkillsAndMcpServers = (input) =>
+    capacity.track(input.runId, () => resolveSkillsAndMcpServers(input));
+  activities.runAgentStep = (input) =>
+    capacity.track(
+      input.runId,
+      () => runAgentStep(input),
+      (result) => result.done,
+    );
+  activities.removeWorkspace = async (input) => {
+    await removeWorkspace(input);
+    capacity.release(input.runId);
+  };
   const common = {
     connection,
     namespace: config.temporal.namespace,

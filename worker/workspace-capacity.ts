@@ -1,33 +1,44 @@
+import { ApplicationFailure } from '@temporalio/common';
 import type { ActivitySlotInfo, CustomSlotSupplier, SlotPermit } from '@temporalio/worker';
 
 /**
- * How many runs this worker is working on (a step, or resolving skills and MCP servers, in
- * flight), and a slot supplier for the provisioning queue that hands out a slot only while there
- * is room for one more: a worker at capacity does not even poll for provisioning, so a new run
- * waits in the queue for a worker with room instead of crowding one that has none. Workspaces
- * that only wait out their idle window do not count; a follow-up to one of them runs where it is.
+ * The runs this worker is working on (from provisioning to the end of their turn), and a slot
+ * supplier for the provisioning queue that hands out a slot only while there is room for one
+ * more: a worker at capacity does not even poll for provisioning, so a new run waits in the
+ * queue for a worker with room instead of crowding one that has none. Workspaces that only wait
+ * out their idle window do not count; a follow-up to one of them runs where it is.
  */
 export class WorkspaceCapacity {
   private reserved = 0;
-  private active = 0;
+  private readonly runs = new Set<string>();
   private readonly waiters = new Set<() => void>();
 
   constructor(readonly capacity: number) {}
 
-  /** Runs currently worked on, provisioning included. */
+  /** Runs worked on, plus provisioning slots handed out. */
   inUse(): number {
-    return this.active + this.reserved;
+    return this.runs.size + this.reserved;
   }
 
-  /** Counts `work` as a run being worked on while it lasts. */
-  async track<T>(work: () => Promise<T>): Promise<T> {
-    this.active += 1;
+  /**
+   * Counts the run as worked on from the start of `work`; it stops counting when `work` says its
+   * turn is over, or fails for good (nothing will retry it here).
+   */
+  async track<T>(runId: string, work: () => Promise<T>, turnOver: (result: T) => boolean = () => false): Promise<T> {
+    this.runs.add(runId);
     try {
-      return await work();
-    } finally {
-      this.active -= 1;
-      this.wake();
+      const result = await work();
+      if (turnOver(result)) this.release(runId);
+      return result;
+    } catch (err) {
+      if (err instanceof ApplicationFailure && err.nonRetryable) this.release(runId);
+      throw err;
     }
+  }
+
+  /** The run's turn is over here (or its workspace is gone). */
+  release(runId: string): void {
+    if (this.runs.delete(runId)) this.wake();
   }
 
   private wake(): void {

@@ -12,6 +12,7 @@ import { runMigrations } from '../../db/data-source';
 import { openDataSource } from '../../infra/connections';
 import { startDependencies } from '../../infra/runtime';
 import { freePort } from '../helpers/free-port';
+import { CONTINUE_AS_NEW_SETTING, CONTINUE_AS_NEW_SUGGESTED_AT } from './server-settings';
 
 export interface TestStackInfo {
   databaseUrl: string;
@@ -33,7 +34,11 @@ async function main(): Promise<void> {
     TEMPORAL_DEV_PORT: String(await freePort()),
     TEMPORAL_UI_PORT: String(await freePort()),
   });
-  const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), { temporalUi: false });
+  const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), {
+    temporalUi: false,
+    // Low enough that a test run of a few dozen steps continues as new, as day-long runs do.
+    temporalDynamicConfig: { [CONTINUE_AS_NEW_SETTING]: CONTINUE_AS_NEW_SUGGESTED_AT },
+  });
   const dataSource = await openDataSource(deps.databaseUrl, 2);
   await runMigrations(dataSource);
   await dataSource.destroy();

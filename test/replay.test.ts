@@ -1,0 +1,81 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { HISTORIES_DIR, historyFromObject } from './helpers/replay-fixtures';
+import { testStack } from './helpers/test-context';
+
+/**
+ * Workflow code must replay the histories of runs already in flight, or a deploy breaks them.
+ * The histories in test/replay/histories are recorded from the suite's own scenarios
+ * (`npm run fixtures:record`) and replayed here against the current workflow bundle.
+ */
+const SCENARIOS = [
+  'one-step',
+  'ten-steps',
+  'environment-setup-tools-diffs',
+  'followups-in-progress',
+  'followup-after-succeeded',
+  'followup-after-idle-window',
+  'followup-after-cancel',
+  'followup-around-cancel',
+  'idle-window-ends',
+  'cancel-during-model-call',
+  'cancel-during-command',
+  'continue-as-new-mid-turn',
+  'worker-killed-mid-command',
+  'reprovision-elsewhere',
+  'provisioning-waits-for-capacity',
+  // Recorded with the workflow code from before the workspace-worker-lease patch: runs that were
+  // in flight when that change deployed must go on the old way.
+  'pre-lease-one-step',
+  'pre-lease-ten-steps',
+  'pre-lease-followup-after-succeeded',
+  'pre-lease-idle-window-ends',
+  'pre-lease-cancel-during-command',
+];
+
+function histories() {
+  return readdirSync(HISTORIES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => ({
+      workflowId: file,
+      history: historyFromObject(JSON.parse(readFileSync(path.join(HISTORIES_DIR, file), 'utf8'))),
+    }));
+}
+
+async function replayFailures(options: Parameters<typeof Worker.runReplayHistories>[0]): Promise<string[]> {
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories(options, histories())) {
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+  }
+  return failures;
+}
+
+test('there is a recorded history for every workflow scenario', () => {
+  const files = readdirSync(HISTORIES_DIR);
+  for (const scenario of SCENARIOS)
+    expect([scenario, files.some((f) => f.startsWith(`${scenario}-`))]).toEqual([scenario, true]);
+  // A run that continued as new left more than one execution behind.
+  expect(files.filter((f) => f.startsWith('continue-as-new-mid-turn-')).length).toBeGreaterThanOrEqual(2);
+});
+
+test('every recorded history replays against the current workflow code', async () => {
+  expect(await replayFailures({ workflowBundle: { codePath: testStack().workflowBundlePath } })).toEqual([]);
+});
+
+test('the replay check catches an incompatible change', async () => {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./replay/incompatible-workflow'),
+    logger: {
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: () => undefined,
+      error: () => undefined,
+      log: () => undefined,
+    },
+  });
+  const failures = await replayFailures({ workflowBundle: { code } });
+  expect(failures.length).toBe(histories().length);
+});
