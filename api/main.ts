@@ -5,6 +5,7 @@ import { resolveEndpoints } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { createApp } from './app';
+import { startReconciler } from './reconciler';
 import { closeServer, listen } from './server';
 
 /** Production entry point: the API alone (scale it behind a load balancer). */
@@ -26,11 +27,18 @@ async function main(): Promise<void> {
     secretsKey,
   });
   const server = await listen(app, config.port, config.host);
+  const reconciler = startReconciler({
+    dataSource,
+    temporal: client,
+    logger,
+    intervalSeconds: config.reconcileIntervalSeconds,
+  });
   logger.info('API listening', { url: `http://${config.host}:${config.port}/api/v1` });
 
   const shutdown = async () => {
     logger.info('shutting down');
     await closeServer(server);
+    await reconciler.stop();
     await connection.close();
     await dataSource.destroy();
     process.exit(0);

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { createApp } from '../api/app';
+import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
 import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
@@ -48,6 +49,12 @@ async function main(): Promise<void> {
     secretsKey,
   });
   const server = await listen(app, config.port, config.host);
+  const reconciler = startReconciler({
+    dataSource,
+    temporal: client,
+    logger: createLogger(config.logLevel, 'api'),
+    intervalSeconds: config.reconcileIntervalSeconds,
+  });
 
   const [{ count }] = (await dataSource.query(`SELECT count(*)::int AS count FROM api_keys`)) as [{ count: number }];
   say('');
@@ -72,6 +79,7 @@ async function main(): Promise<void> {
     stopping = true;
     say('Shutting down...');
     await closeServer(server);
+    await reconciler.stop();
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerDone.catch(() => undefined);
     await workerConnection.close();

@@ -75,6 +75,7 @@ const envSchema = z.object({
   ),
   WORKER_MAX_CONCURRENT_RUNS: intFrom(50, 1, 10_000),
   WORKER_LEASE_SECONDS: intFrom(60, 5, 3600),
+  RECONCILE_INTERVAL_SECONDS: intFrom(20, 1, 3600),
 });
 
 export interface Config {
@@ -131,6 +132,8 @@ export interface Config {
     /** Private hosts and CIDRs the worker may connect to for MCP servers and webhooks. */
     outboundAllowedPrivateHosts: string[];
   };
+  /** How often the API looks for runs whose workflow closed without finishing them. */
+  reconcileIntervalSeconds: number;
   /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
   secretsEncryptionKey?: string;
 }
@@ -267,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       outboundAllowedPrivateHosts: commaList(e.OUTBOUND_ALLOWED_PRIVATE_HOSTS),
     },
     secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
+    reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,

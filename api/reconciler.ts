@@ -1,0 +1,96 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import type { Logger } from '../core/logger';
+import { applyCancellation, applyTransition } from '../db/run-store';
+import { findUnfinishedRuns } from '../db/unfinished-runs';
+import { runWorkflowId } from '../workflows/run-contract';
+
+export interface ReconcilerOptions {
+  dataSource: DataSource;
+  temporal: Client;
+  logger: Logger;
+  intervalSeconds: number;
+  /** How long a run may go without an update before its workflow is checked (default 30). */
+  quietSeconds?: number;
+}
+
+const BATCH = 200;
+
+const WHAT_HAPPENED: Record<string, string> = {
+  TERMINATED: 'was terminated (by an operator or a tool acting on Temporal directly)',
+  TIMED_OUT: 'timed out',
+  FAILED: 'failed (a bug in the workflow; see the workflow in the Temporal UI)',
+  COMPLETED: 'completed without recording how the run ended',
+};
+
+/**
+ * Finds runs whose workflow has closed while the run still reads QUEUED or INPROGRESS (an
+ * operator terminated it, it timed out, it failed on a bug) and records how they ended, so no
+ * run stays in progress forever. Every API instance runs one; the transitions are idempotent,
+ * and no database connection is held while Temporal answers.
+ */
+export function startReconciler({
+  dataSource,
+  temporal,
+  logger,
+  intervalSeconds,
+  quietSeconds = 30,
+}: ReconcilerOptions): {
+  stop(): Promise<void>;
+  /** One pass now (tests and operators); resolves with the runs it settled. */
+  runOnce(): Promise<string[]>;
+} {
+  let running: Promise<string[]> | undefined;
+  const pass = async (): Promise<string[]> => {
+    const settled: string[] = [];
+    for (const { runId, turn } of await findUnfinishedRuns(dataSource.manager, quietSeconds, BATCH)) {
+      let status: string;
+      try {
+        status = (await temporal.workflow.getHandle(runWorkflowId(runId)).describe()).status.name;
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        status = 'NOT_FOUND';
+      }
+      if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') continue;
+      const applied = await dataSource.transaction((tx) =>
+        status === 'CANCELED'
+          ? applyCancellation(tx, runId)
+          : applyTransition(tx, {
+              runId,
+              turn,
+              state: 'ERROR',
+              statusMessage: {
+                message:
+                  status === 'NOT_FOUND'
+                    ? `The run's workflow (${runWorkflowId(runId)}) no longer exists in Temporal, so the run cannot go on; send a follow-up to start it again.`
+                    : `The run's workflow (${runWorkflowId(runId)}) ${WHAT_HAPPENED[status] ?? `closed as ${status}`} before the run ended; send a follow-up to start it again.`,
+                error_code: 'internal_error',
+                retryable: true,
+              },
+            }),
+      );
+      if (applied) {
+        settled.push(runId);
+        logger.warn('reconciled a run whose workflow had closed', { runId, workflowStatus: status });
+      }
+    }
+    return settled;
+  };
+  const runOnce = () => {
+    running ??= pass().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  const timer = setInterval(() => {
+    void runOnce().catch((err: unknown) => logger.warn('reconciler pass failed', { error: err }));
+  }, intervalSeconds * 1000);
+  timer.unref();
+  return {
+    runOnce,
+    async stop() {
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { startReconciler } from '../api/reconciler';
+import { createLogger } from '../core/logger';
+import { runWorkflowId } from '../workflows/run-contract';
+import { auth, createRun, getRun, waitForState } from './helpers/runs';
+import { gate } from './helpers/scripted-model';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+function reconciler() {
+  // Every run counts as quiet here, so one pass decides at once; its own timer never fires in a test.
+  return startReconciler({
+    dataSource: ctx.dataSource,
+    temporal: ctx.client,
+    logger: createLogger('error', 'test'),
+    intervalSeconds: 3600,
+    quietSeconds: 0,
+  });
+}
+
+test('a run whose workflow an operator terminated is recorded ERROR saying so, and a follow-up starts it again', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('terminated');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (_req, call) => (call === 1 ? { hold: held.promise } : { text: 'back again' }));
+  const runId = await createRun(ctx, key, { prompt: `Terminate me ${marker}` });
+  await ctx.model.waitForCalls(marker, 1);
+  await ctx.client.workflow.getHandle(runWorkflowId(runId)).terminate('operator cleaning up');
+  expect((await getRun(ctx, key, runId)).state).toBe('INPROGRESS');
+
+  const r = reconciler();
+  try {
+    expect(await r.runOnce()).toContain(runId);
+    // Running runs are left alone, and a second pass changes nothing.
+    expect(await r.runOnce()).not.toContain(runId);
+  } finally {
+    await r.stop();
+    held.release({ text: 'too late' });
+  }
+  const run = await getRun(ctx, key, runId);
+  expect(run.state).toBe('ERROR');
+  expect(run.status_message).toMatchObject({ error_code: 'internal_error', retryable: true });
+  expect((run.status_message as { message: string }).message).toMatch(/was terminated/);
+
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/followups`).set(auth(key)).send({ message: 'carry on' }).expect(200);
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+});
+
+test('a live run is not touched by the reconciler', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('alive');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, () => ({ hold: held.promise }));
+  const runId = await createRun(ctx, key, { prompt: `Alive ${marker}` });
+  await ctx.model.waitForCalls(marker, 1);
+  const r = reconciler();
+  try {
+    expect(await r.runOnce()).not.toContain(runId);
+  } finally {
+    await r.stop();
+  }
+  held.release({ text: 'fine' });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+});
