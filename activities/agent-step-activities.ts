@@ -40,6 +40,22 @@ interface AdvertisedSkillRow {
 
 const CONVERSATION_KINDS = ['prompt', 'followup', 'assistant', 'tool_call'] as const;
 
+/** Built-in tools that only read: a retried step runs them again rather than calling them interrupted. */
+const READ_ONLY_TOOLS = new Set(['read_file', 'list_directory', 'read_skill']);
+
+function hasSideEffects(tool: string): boolean {
+  return !READ_ONLY_TOOLS.has(tool);
+}
+
+export const INTERRUPTED_TOOL_CALL =
+  'This tool call was interrupted: the worker running it stopped before it finished, so its outcome is unknown (it may have done some, all or none of its work). It was not run again. Check the state of the workspace before deciding whether to repeat it.';
+
+/** Transcript keys of the calls of one step: by turn, step and position. */
+function toolCallKeys(turn: number, step: number, index: number) {
+  const at = `t${turn}-s${step}-c${index}`;
+  return { started: `tool-started-${at}`, result: `tool-${at}`, skill: `skill-${at}` };
+}
+
 /** The model's view of the conversation, rebuilt from the transcript. */
 export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'payload'>[]): AgentMessage[] {
   const messages: AgentMessage[] = [];
@@ -164,13 +180,23 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
         const mcp = Object.keys(run!.config.mcp_servers ?? {}).length
           ? await mcpSessions.get(runId, run!.config.mcp_servers!, networkPolicy)
           : undefined;
-        const doneCalls = new Set(
-          events.filter((e) => e.kind === 'tool_call').map((e) => String(e.payload.tool_call_id)),
+        const recorded = new Set(events.map((e) => e.eventKey));
+        const started = new Set(
+          (await loadRunEvents(dataSource.manager, runId, ['tool_call_started'])).map((e) => e.eventKey),
         );
-        for (const call of calls) {
-          if (doneCalls.has(call.id)) continue;
+        for (const [index, call] of calls.entries()) {
+          // Keyed by where the call stands, not by the provider's id (providers may reuse ids);
+          // `tool-<id>` is how steps recorded before this change named their results.
+          const keys = toolCallKeys(turn, step, index);
+          if (recorded.has(keys.result) || recorded.has(`tool-${call.id}`)) continue;
+          const sideEffects = hasSideEffects(call.name);
           let outcome: ToolOutcome;
-          if (BUILTIN_TOOL_NAMES.has(call.name)) {
+          if (sideEffects && started.has(keys.started)) {
+            // It started before this step was interrupted, and may have done some or all of its
+            // work: running it again blindly could push twice or migrate twice.
+            outcome = { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
+          } else if (BUILTIN_TOOL_NAMES.has(call.name)) {
+            if (sideEffects) await recordStarted(runId, turn, step, index, call);
             outcome = await runBuiltinTool(call.name, call.arguments, {
               processes,
               files,
@@ -181,6 +207,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
               skills: advertised,
             });
           } else if (mcp) {
+            await recordStarted(runId, turn, step, index, call);
             const result = await mcp.call(call.name, call.arguments, ctx.cancellationSignal);
             outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
           } else {
@@ -191,7 +218,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
           await dataSource.transaction(async (tx) => {
             await appendRunEvent(tx, {
               runId,
-              eventKey: `tool-${call.id}`,
+              eventKey: keys.result,
               kind: 'tool_call',
               turn,
               payload: {
@@ -206,7 +233,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
             if (outcome.skillLoad) {
               await appendRunEvent(tx, {
                 runId,
-                eventKey: `skill-${call.id}`,
+                eventKey: keys.skill,
                 kind: 'skill_load',
                 turn,
                 payload: { name: String(call.arguments.name), input: outcome.skillLoad },
@@ -219,6 +246,19 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
       });
     },
   };
+
+  /** Committed before a call with side effects runs, so that a retry knows it started. */
+  async function recordStarted(runId: string, turn: number, step: number, index: number, call: ToolCall) {
+    await dataSource.transaction((tx) =>
+      appendRunEvent(tx, {
+        runId,
+        eventKey: toolCallKeys(turn, step, index).started,
+        kind: 'tool_call_started',
+        turn,
+        payload: { tool_call_id: call.id, name: call.name, input: call.arguments, step, call_index: index },
+      }),
+    );
+  }
 
   async function callModel(
     runId: string,

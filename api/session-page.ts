@@ -71,7 +71,7 @@ function renderEvent(event: StoredRunEvent): string {
           : '';
       const output = String(p.full_output ?? p.output ?? '');
       return block(
-        `Tool · <code>${escapeHtml(p.name)}</code>${p.is_error ? ' · <span class="err">error</span>' : ''}`,
+        `Tool · <code>${escapeHtml(p.name)}</code>${p.interrupted ? ' · <span class="err">interrupted, outcome unknown</span>' : p.is_error ? ' · <span class="err">error</span>' : ''}`,
         head + status + folded('Output', output),
         p.is_error ? ' failed' : '',
       );
@@ -101,6 +101,9 @@ function renderEvent(event: StoredRunEvent): string {
       const detail = status ? pre(`${status.error_code ? `[${status.error_code}] ` : ''}${status.message ?? ''}`) : '';
       return block(`State → <strong>${escapeHtml(p.state)}</strong>`, detail);
     }
+    case 'tool_call_started':
+      // Its result (or the note that it was interrupted) follows as the tool call itself.
+      return '';
     case 'config':
       return block('Configuration', `<details><summary>Resolved</summary>${pre(JSON.stringify(p, null, 2))}</details>`);
     default:

@@ -40,6 +40,16 @@ export type RunEventPayloads = {
     timed_out?: boolean;
     full_output?: string;
     network_refusals?: NetworkRefusalRecord[];
+    /** The call started before its step was interrupted and was not run again; outcome unknown. */
+    interrupted?: boolean;
+  };
+  /** Written before a tool call with side effects runs; a retried step finding it without a result does not rerun it. */
+  tool_call_started: {
+    tool_call_id: string;
+    name: string;
+    input: Record<string, unknown>;
+    step: number;
+    call_index: number;
   };
   /** A skill loaded through `read_skill` (section 2.4 of the spec). */
   skill_load: { name: string; input: { bundled_skill_id: string } | { skill_path: string } };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
@@ -281,7 +281,7 @@ function blockingCommandScript(marker: string) {
             {
               name: 'run_command',
               arguments: {
-                command: `touch started; exec -a ${marker} bash -c 'while [ ! -f go ]; do sleep 0.1; done; echo finished'`,
+                command: `echo ran >> runs.count; touch started; exec -a ${marker} bash -c 'while [ ! -f go ]; do sleep 0.1; done; echo finished'`,
               },
             },
           ],
@@ -290,7 +290,7 @@ function blockingCommandScript(marker: string) {
   );
 }
 
-test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only that tool call in the same workspace, and a follow-up sent meanwhile comes after the tool result', async () => {
+test('a worker SIGKILLed mid-tool-call: the command dies with it, a worker on the same host goes on in the same workspace without running it again, tells the model, and a follow-up sent meanwhile comes after the tool result', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('tool-crash');
   blockingCommandScript(marker);
@@ -319,21 +319,21 @@ test('a worker SIGKILLed mid-tool-call: a worker on the same host repeats only t
 
   const second = spawnWorker(ctx, ctx.config.workspace.dir, workerId);
   await waitUntilPolling(ctx, second, 'the second worker');
-  await within(
-    waitFor(async () => existsSync(path.join(workspace, 'started')), Boolean, 'the command to run again', 60_000),
+  const done = await within(
+    waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000),
     65_000,
-    'the repeated tool call',
+    'the retried step',
     second,
   );
-  writeFileSync(path.join(workspace, 'go'), '');
-  const done = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
   expect(done.state).toBe('SUCCEEDED');
-  // The model call of the interrupted step was not repeated; its tool call was, once, to completion.
+  // The model call of the interrupted step was not repeated, nor was its command: the model was
+  // told that it was interrupted and its outcome is unknown.
+  expect(readFileSync(path.join(workspace, 'runs.count'), 'utf8')).toBe('ran\n');
   expect(ctx.model.calls(marker)).toHaveLength(2);
   const tools = (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call');
   expect(tools).toHaveLength(1);
-  expect(tools[0]!.payload).toMatchObject({ exit_code: 0 });
-  expect(String(tools[0]!.payload.output)).toContain('finished');
+  expect(tools[0]!.payload).toMatchObject({ interrupted: true, is_error: true });
+  expect(ctx.model.calls(marker)[1]!.messages[2]!.content).toMatch(/interrupted.*outcome is unknown/);
   // The follow-up joined at the next step boundary, after the tool result, never between.
   expect(ctx.model.calls(marker)[1]!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
   expect(ctx.model.calls(marker)[1]!.messages[3]!.content).toBe('sent mid-command');
@@ -356,7 +356,6 @@ test('when the workspace worker does not come back, the run provisions afresh el
   await waitFor(async () => existsSync(path.join(oldWorkspace, 'started')), Boolean, 'the command to start', 60_000);
   first.proc.kill('SIGKILL');
   await first.exited;
-  writeFileSync(path.join(oldWorkspace, 'go'), ''); // lets the orphaned command of the dead worker end
 
   // Another machine: its own workspace directory, so its own workspace queue.
   const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-elsewhere-'));
@@ -364,18 +363,14 @@ test('when the workspace worker does not come back, the run provisions afresh el
   await waitUntilPolling(ctx, second, 'the worker elsewhere');
   const newWorkspace = path.join(elsewhere, runId);
   await within(
-    waitFor(
-      async () => existsSync(path.join(newWorkspace, 'started')),
-      Boolean,
-      'the command to run in the new workspace',
-      90_000,
-    ),
+    waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 90_000),
     95_000,
-    'the re-provisioned workspace',
+    'the run to finish in the re-provisioned workspace',
     second,
   );
-  writeFileSync(path.join(newWorkspace, 'go'), '');
-  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
+  // The interrupted command did not run again in the new workspace.
+  expect(existsSync(newWorkspace)).toBe(true);
+  expect(existsSync(path.join(newWorkspace, 'runs.count'))).toBe(false);
   const notices = (await transcript(ctx, runId))
     .filter((e) => e.kind === 'notice')
     .map((e) => String(e.payload.message));

@@ -18,6 +18,7 @@ export interface ToolOutcome {
     timed_out?: boolean;
     full_output?: string;
     network_refusals?: NetworkRefusal[];
+    interrupted?: boolean;
   };
   skillLoad?: { bundled_skill_id: string } | { skill_path: string };
 }
