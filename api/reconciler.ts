@@ -14,7 +14,8 @@ export interface ReconcilerOptions {
   quietSeconds?: number;
 }
 
-const BATCH = 200;
+const PAGE = 200;
+const PARALLEL = 10;
 
 const WHAT_HAPPENED: Record<string, string> = {
   TERMINATED: 'was terminated (by an operator or a tool acting on Temporal directly)',
@@ -41,40 +42,50 @@ export function startReconciler({
   runOnce(): Promise<string[]>;
 } {
   let running: Promise<string[]> | undefined;
+  /** Settles one run if its workflow has closed; says whether it did. */
+  const settle = async ({ runId, turn }: { runId: string; turn: number }): Promise<boolean> => {
+    let status: string;
+    try {
+      status = (await temporal.workflow.getHandle(runWorkflowId(runId)).describe()).status.name;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      status = 'NOT_FOUND';
+    }
+    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') return false;
+    const applied = await dataSource.transaction((tx) =>
+      status === 'CANCELED'
+        ? applyCancellation(tx, runId)
+        : applyTransition(tx, {
+            runId,
+            turn,
+            state: 'ERROR',
+            statusMessage: {
+              message:
+                status === 'NOT_FOUND'
+                  ? `The run's workflow (${runWorkflowId(runId)}) no longer exists in Temporal, so the run cannot go on; send a follow-up to start it again.`
+                  : `The run's workflow (${runWorkflowId(runId)}) ${WHAT_HAPPENED[status] ?? `closed as ${status}`} before the run ended; send a follow-up to start it again.`,
+              error_code: 'internal_error',
+              retryable: true,
+            },
+          }),
+    );
+    if (applied) logger.warn('reconciled a run whose workflow had closed', { runId, workflowStatus: status });
+    return applied;
+  };
+
+  // Every unfinished run each pass, a page at a time, a few workflows described at once.
   const pass = async (): Promise<string[]> => {
     const settled: string[] = [];
-    for (const { runId, turn } of await findUnfinishedRuns(dataSource.manager, quietSeconds, BATCH)) {
-      let status: string;
-      try {
-        status = (await temporal.workflow.getHandle(runWorkflowId(runId)).describe()).status.name;
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-        status = 'NOT_FOUND';
+    for (let after = ''; ;) {
+      const page = await findUnfinishedRuns(dataSource.manager, quietSeconds, PAGE, after);
+      for (let i = 0; i < page.length; i += PARALLEL) {
+        const batch = page.slice(i, i + PARALLEL);
+        const results = await Promise.all(batch.map(settle));
+        batch.forEach((run, j) => results[j] && settled.push(run.runId));
       }
-      if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') continue;
-      const applied = await dataSource.transaction((tx) =>
-        status === 'CANCELED'
-          ? applyCancellation(tx, runId)
-          : applyTransition(tx, {
-              runId,
-              turn,
-              state: 'ERROR',
-              statusMessage: {
-                message:
-                  status === 'NOT_FOUND'
-                    ? `The run's workflow (${runWorkflowId(runId)}) no longer exists in Temporal, so the run cannot go on; send a follow-up to start it again.`
-                    : `The run's workflow (${runWorkflowId(runId)}) ${WHAT_HAPPENED[status] ?? `closed as ${status}`} before the run ended; send a follow-up to start it again.`,
-                error_code: 'internal_error',
-                retryable: true,
-              },
-            }),
-      );
-      if (applied) {
-        settled.push(runId);
-        logger.warn('reconciled a run whose workflow had closed', { runId, workflowStatus: status });
-      }
+      if (page.length < PAGE) return settled;
+      after = page[page.length - 1]!.runId;
     }
-    return settled;
   };
   const runOnce = () => {
     running ??= pass().finally(() => {
