@@ -57,10 +57,11 @@ export function createRunStoreActivities({ dataSource }: ActivityDeps) {
     async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
       return dataSource.transaction(async (tx) => {
         const applied = await applyCancellation(tx, runId);
+        // Decided by sequence number: the cancel request recorded the last one it saw.
         const [{ count }] = (await tx.query(
           `SELECT count(*)::int AS count FROM followups f JOIN runs r ON r.run_id = f.run_id
             WHERE f.run_id = $1 AND f.delivered_at IS NULL
-              AND f.created_at > COALESCE(r.cancel_requested_at, 'infinity'::timestamptz)`,
+              AND f.seq > COALESCE(r.cancel_followup_seq, 2147483647)`,
           [runId],
         )) as [{ count: number }];
         return { applied, followupAfterCancel: count > 0 };

@@ -11,7 +11,7 @@ import type { Run } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
 import { appendRunEvent } from '../db/run-events';
 import { findRun } from '../db/run-queries';
-import { applyCancellation, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
+import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest, reopenRun } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import {
   followupSignal,
@@ -251,11 +251,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
             `Run ${runId} is already ${locked.state}; only QUEUED or INPROGRESS runs can be cancelled.`,
           );
         }
-        await tx.query(
-          `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, clock_timestamp()),
-                  cancel_requested_by = COALESCE(cancel_requested_by, $2) WHERE run_id = $1`,
-          [runId, `${principal.displayName} (${principal.uid})`],
-        );
+        await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
         try {
           await temporal.workflow.getHandle(runWorkflowId(runId)).cancel();
         } catch (err) {

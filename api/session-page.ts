@@ -112,12 +112,23 @@ function renderEvent(event: StoredRunEvent): string {
 }
 
 /** The transcript behind `session_link`: every event of the run, in order, escaped; live while running. */
-export function renderSessionPage(run: Run, events: StoredRunEvent[]): string {
+export function renderSessionPage(
+  run: Run,
+  events: StoredRunEvent[],
+  pending: { seq: number; message: string; mode: string; createdAt: Date }[] = [],
+): string {
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
 · model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
 ${isTerminal(run.state) ? '' : ' · <span id="live">live, refreshing every 3 s</span>'}</p>`;
-  return page(`${run.title} · transcript`, header + events.map(renderEvent).join('\n'), {
+  // Recorded follow-ups the agent has not seen yet: they join when the run next steps (or continues).
+  const waiting = pending
+    .map(
+      (f) =>
+        `<section class="event followup pending" data-kind="pending_followup"><div class="kind">Follow-up #${escapeHtml(f.seq)} (${escapeHtml(f.mode)}) · pending: delivered when the run continues <span class="meta">${escapeHtml(f.createdAt.toISOString())}</span></div>${pre(f.message)}</section>`,
+    )
+    .join('\n');
+  return page(`${run.title} · transcript`, header + events.map(renderEvent).join('\n') + waiting, {
     refreshSeconds: isTerminal(run.state) ? undefined : 3,
   });
 }

@@ -9,6 +9,7 @@ import { TeamEntity } from './entities/team';
 import { InitialSchema1763780000000 } from './migrations/1763780000000-initial-schema';
 import { Environments1763790000000 } from './migrations/1763790000000-environments';
 import { WorkerLeases1763800000000 } from './migrations/1763800000000-worker-leases';
+import { CancelFollowupSeq1763810000000 } from './migrations/1763810000000-cancel-followup-seq';
 
 export const ENTITIES = [
   TeamEntity,
@@ -20,7 +21,12 @@ export const ENTITIES = [
   IdempotencyRecordEntity,
 ];
 
-export const MIGRATIONS = [InitialSchema1763780000000, Environments1763790000000, WorkerLeases1763800000000];
+export const MIGRATIONS = [
+  InitialSchema1763780000000,
+  Environments1763790000000,
+  WorkerLeases1763800000000,
+  CancelFollowupSeq1763810000000,
+];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
 export function createDataSource(databaseUrl: string, options: { poolSize?: number } = {}): DataSource {

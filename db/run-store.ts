@@ -36,7 +36,7 @@ export async function reopenRun(manager: EntityManager, runId: string, currentTu
   const turn = currentTurn + 1;
   await manager.query(
     `UPDATE runs SET state = 'QUEUED', turn = $2, status_message = NULL, ended_at = NULL,
-            cancel_requested_at = NULL, cancel_requested_by = NULL, ${BUMP_UPDATED_AT}
+            cancel_requested_at = NULL, cancel_requested_by = NULL, cancel_followup_seq = NULL, ${BUMP_UPDATED_AT}
       WHERE run_id = $1`,
     [runId, turn],
   );
@@ -122,4 +122,28 @@ export async function deliverFollowups(manager: EntityManager, runId: string, tu
     ]);
   }
   return followups.length;
+}
+
+/** Records who asked to cancel, and the last follow-up sent before the request. Caller holds the row lock. */
+export async function recordCancelRequest(manager: EntityManager, runId: string, by: string): Promise<void> {
+  await manager.query(
+    `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, clock_timestamp()),
+            cancel_requested_by = COALESCE(cancel_requested_by, $2),
+            cancel_followup_seq = COALESCE(cancel_followup_seq,
+              (SELECT COALESCE(MAX(seq), 0) FROM followups WHERE run_id = $1))
+      WHERE run_id = $1`,
+    [runId, by],
+  );
+}
+
+/** Follow-ups recorded but not yet in the conversation (they join when the run next steps). */
+export async function pendingFollowups(
+  manager: EntityManager,
+  runId: string,
+): Promise<{ seq: number; message: string; mode: string; createdAt: Date }[]> {
+  const rows = (await manager.query(
+    `SELECT seq, message, mode, created_at FROM followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY seq`,
+    [runId],
+  )) as { seq: number; message: string; mode: string; created_at: Date }[];
+  return rows.map((r) => ({ seq: r.seq, message: r.message, mode: r.mode, createdAt: r.created_at }));
 }

@@ -307,8 +307,19 @@ test('a follow-up sent before a cancel does not bring the run back; one sent aft
     (d) => d.status.name === 'CANCELLED',
     'the workflow to end cancelled',
   );
-  expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
+  const cancelled = await getRun(ctx, key, runId);
+  expect(cancelled.state).toBe('CANCELLED');
   expect(ctx.model.calls(marker)).toHaveLength(1);
+  // The follow-up sent before the cancel is not lost from view: it waits, shown as pending.
+  const conversation = await ctx.api
+    .get(`/api/v1/agent/conversations/${cancelled.conversation_id as string}`)
+    .set(auth(key))
+    .expect(200);
+  expect(conversation.body.actions).toContainEqual(
+    expect.objectContaining({ kind: 'user_message', text: 'before cancel', followup: true, pending: true }),
+  );
+  const page = await ctx.api.get(new URL(cancelled.session_link as string).pathname).expect(200);
+  expect(page.text).toMatch(/Follow-up #1 \(normal\) · pending: delivered when the run continues/);
 
   await ctx.api
     .post(`/api/v1/agent/runs/${runId}/followups`)

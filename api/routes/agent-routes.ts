@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { pendingFollowups } from '../../db/run-store';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
@@ -118,6 +119,17 @@ export function createAgentRouter({
         else if (event.kind === 'followup')
           actions.push({ ...base, kind: 'user_message', text: p.message, followup: true });
         else if (event.kind === 'files_changed') actions.push({ ...base, kind: 'files_changed', files: p.files });
+      }
+      // Recorded, not yet seen by the agent: delivered when the run next steps or continues.
+      for (const f of maskSecrets(await pendingFollowups(dataSource.manager, run.runId), secrets)) {
+        actions.push({
+          run_id: run.runId,
+          created_at: f.createdAt.toISOString(),
+          kind: 'user_message',
+          text: f.message,
+          followup: true,
+          pending: true,
+        });
       }
     }
     ctx.body = {

@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { isSessionId } from '../../core/ids';
 import { loadRunEvents } from '../../db/run-events';
 import { findRunBySession } from '../../db/run-queries';
+import { pendingFollowups } from '../../db/run-store';
 import { notFound } from '../api-error';
 import { maskSecrets, runSecretValues } from '../run-secrets';
 import { renderSessionPage } from '../session-page';
@@ -28,7 +29,11 @@ export function createSessionRouter({
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = renderSessionPage(run, events);
+    const pending = maskSecrets(
+      await pendingFollowups(dataSource.manager, run.runId),
+      runSecretValues(run.config, secretsKey),
+    );
+    ctx.body = renderSessionPage(run, events, pending);
   });
   return router;
 }
