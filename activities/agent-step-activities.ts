@@ -1,9 +1,11 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync } from 'node:fs';
+import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../core/config';
 import type { RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
-import { appendRunEvent, loadRunEvents, type StoredRunEvent } from '../db/run-events';
+import { appendRunEvent, latestDiffDigests, loadRunEvents, type StoredRunEvent } from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
@@ -39,6 +41,28 @@ interface AdvertisedSkillRow {
 }
 
 const CONVERSATION_KINDS = ['prompt', 'followup', 'assistant', 'tool_call'] as const;
+
+const MAX_DIFF_BYTES_PER_FILE = 256 * 1024;
+const MAX_DIFF_BYTES_PER_STEP = 2 * 1024 * 1024;
+
+/** lstat only: the worker never follows a link the run planted. */
+function isRegularFile(file: string): boolean {
+  try {
+    return lstatSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');
+
+/** A diff cut at `limit` bytes, with a marker saying how much was left out. */
+function capDiff(diff: string, limit: number): string {
+  const bytes = Buffer.byteLength(diff, 'utf8');
+  if (bytes <= limit) return diff;
+  const head = Buffer.from(diff, 'utf8').subarray(0, limit).toString('utf8');
+  return `${head}\n[... diff cut: ${bytes - limit} more bytes of this file's diff are not shown ...]`;
+}
 
 /** Built-in tools that only read: a retried step runs them again rather than calling them interrupted. */
 const READ_ONLY_TOOLS = new Set(['read_file', 'list_directory', 'read_skill']);
@@ -141,7 +165,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
           `SELECT config, team_id, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
-        const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS);
+        const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS, { withoutFullOutput: true });
         let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
           RunEventPayloads['assistant'] | undefined;
 
@@ -150,8 +174,9 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
           // Nothing new since the last reply (a follow-up already answered by a retried step).
           if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length)
             return { done: true };
-          const maxSteps = run!.config.max_steps ?? config.agent.maxSteps;
-          const maxTokens = run!.config.max_tokens ?? config.agent.maxTokens;
+          // The worker's limits are ceilings too (an operator may have lowered them since).
+          const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
+          const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
           const stepsSoFar = events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
           if (stepsSoFar >= maxSteps) {
             throw userFailure(
@@ -371,34 +396,39 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
     processes: RunProcesses,
     signal: AbortSignal,
   ): Promise<void> {
-    const previous = new Map<string, string>();
-    for (const e of await loadRunEvents(dataSource.manager, runId, ['files_changed'])) {
-      for (const f of (e.payload.files as RunEventPayloads['files_changed']['files']) ?? [])
-        previous.set(`${f.repo}\0${f.path}`, f.diff);
-    }
+    // Digests, not diffs: what a step reads stays small however long the run.
+    const previous = await latestDiffDigests(dataSource.manager, runId);
     const changed: RunEventPayloads['files_changed']['files'] = [];
+    let stepBytes = 0;
     const current = new Set<string>();
     for (const repo of workspaceRepositories(workspace)) {
       const repoName = repo === '' ? '.' : repo;
       let diffs: Map<string, string>;
       try {
-        diffs = await diffAgainstHead(processes, repo, signal);
+        diffs = await diffAgainstHead(processes, repo, signal, {
+          hasGitignore: isRegularFile(path.join(workspace, repo, '.gitignore')),
+        });
       } catch (err) {
         if (signal.aborted) throw err;
         // A repository the agent broke, pointed elsewhere or gave a filter that outlasts the git
-        // timeout has no diff to show this step;
-        // what it showed before stands.
+        // timeout has no diff to show this step; what it showed before stands.
         for (const key of previous.keys()) if (key.startsWith(`${repoName}\0`)) current.add(key);
         continue;
       }
-      for (const [file, diff] of diffs) {
+      for (const [file, fullDiff] of diffs) {
         const key = `${repoName}\0${file}`;
         current.add(key);
-        if (previous.get(key) !== diff) changed.push({ repo: repoName, path: file, diff });
+        // Capped per file and per step, with a marker; the digest is that of the text recorded.
+        let diff = capDiff(fullDiff, MAX_DIFF_BYTES_PER_FILE);
+        if (previous.get(key) === md5(diff)) continue;
+        if (stepBytes + diff.length > MAX_DIFF_BYTES_PER_STEP)
+          diff = `[diff omitted: this step's diffs exceed ${MAX_DIFF_BYTES_PER_STEP} bytes]`;
+        stepBytes += diff.length;
+        changed.push({ repo: repoName, path: file, diff });
       }
     }
-    for (const [key, diff] of previous) {
-      if (diff && !current.has(key)) {
+    for (const key of previous.keys()) {
+      if (!current.has(key)) {
         const [repo, file] = key.split('\0') as [string, string];
         changed.push({ repo, path: file, diff: '' });
       }

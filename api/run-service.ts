@@ -126,6 +126,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       if (skill) {
         assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
       }
+      assertWithinOperatorLimits(config, body.config);
       const hashed = idempotencyView(body, secretsKey);
       return withIdempotency(principal, 'create-run', idempotencyKey, hashed, async (tx) => {
         const resolved: ResolvedAgentConfig = {
@@ -288,4 +289,25 @@ async function resolveParent(
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   return parentRunId;
+}
+
+/** The operator's limits are ceilings: a run may ask for less, never for more. */
+function assertWithinOperatorLimits(config: Config, requested: CreateRunRequest['config']): void {
+  const limits = [
+    ['max_steps', requested?.max_steps, config.agent.maxSteps, 'AGENT_MAX_STEPS'],
+    ['max_tokens', requested?.max_tokens, config.agent.maxTokens, 'AGENT_MAX_TOKENS'],
+    [
+      'idle_timeout_minutes',
+      requested?.idle_timeout_minutes,
+      config.maxIdleTimeoutMinutes,
+      'AGENT_MAX_IDLE_TIMEOUT_MINUTES',
+    ],
+  ] as const;
+  for (const [field, value, ceiling, variable] of limits) {
+    if (value !== undefined && value > ceiling) {
+      throw invalid(
+        `\`config.${field}\` is ${value}, above this service's limit of ${ceiling} (${variable}); ask for at most ${ceiling}.`,
+      );
+    }
+  }
 }

@@ -44,6 +44,7 @@ const envSchema = z.object({
   WORKSPACE_SCHEDULE_TO_START_SECONDS: intFrom(60, 1, 3600),
   AGENT_DEFAULT_MODEL: z.string().default('openai/gpt-4o-mini'),
   AGENT_IDLE_TIMEOUT_MINUTES: intFrom(10, 0, 1440),
+  AGENT_MAX_IDLE_TIMEOUT_MINUTES: intFrom(1440, 0, 1440),
   MODEL_REQUEST_TIMEOUT_SECONDS: intFrom(600, 1, 3600),
   MODEL_RETRY_MAX_ATTEMPTS: intFrom(6, 1, 100),
   MODEL_RETRY_INITIAL_INTERVAL_MS: intFrom(1000, 1, 3_600_000),
@@ -103,6 +104,8 @@ export interface Config {
     retry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
   };
   idleTimeoutMinutes: number;
+  /** The longest idle window a run may ask for. */
+  maxIdleTimeoutMinutes: number;
   heartbeatTimeoutSeconds: number;
   errorReferenceBaseUrl: string;
   agent: { maxSteps: number; maxTokens: number; commandTimeoutSeconds: number; toolOutputLimitBytes: number };
@@ -234,7 +237,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         maxIntervalMs: e.MODEL_RETRY_MAX_INTERVAL_MS,
       },
     },
-    idleTimeoutMinutes: e.AGENT_IDLE_TIMEOUT_MINUTES,
+    idleTimeoutMinutes: Math.min(e.AGENT_IDLE_TIMEOUT_MINUTES, e.AGENT_MAX_IDLE_TIMEOUT_MINUTES),
+    maxIdleTimeoutMinutes: e.AGENT_MAX_IDLE_TIMEOUT_MINUTES,
     heartbeatTimeoutSeconds: e.ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS,
     errorReferenceBaseUrl: (e.ERROR_REFERENCE_BASE_URL ?? `${publicUrl}/errors`).replace(/\/+$/, ''),
     agent: {

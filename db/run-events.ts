@@ -39,13 +39,20 @@ export interface StoredRunEvent {
   createdAt: Date;
 }
 
+/**
+ * A run's transcript entries in order, optionally only some kinds; `withoutFullOutput` leaves out
+ * what only the transcript keeps (a command's whole output), for a step that rebuilds the
+ * model's conversation.
+ */
 export async function loadRunEvents(
   manager: EntityManager,
   runId: string,
   kinds?: readonly RunEventKind[],
+  options: { withoutFullOutput?: boolean } = {},
 ): Promise<StoredRunEvent[]> {
+  const payload = options.withoutFullOutput ? `payload - 'full_output'` : 'payload';
   const rows = (await manager.query(
-    `SELECT id, event_key, kind, turn, payload, created_at FROM run_events
+    `SELECT id, event_key, kind, turn, ${payload} AS payload, created_at FROM run_events
       WHERE run_id = $1 AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
       ORDER BY id`,
     [runId, kinds ?? null],
@@ -65,4 +72,17 @@ export async function loadRunEvents(
     payload: r.payload,
     createdAt: r.created_at,
   }));
+}
+
+/** The latest diff of every file a run's steps recorded, as a digest (md5) per repository and path. */
+export async function latestDiffDigests(manager: EntityManager, runId: string): Promise<Map<string, string>> {
+  const rows = (await manager.query(
+    `SELECT DISTINCT ON (f->>'repo', f->>'path') f->>'repo' AS repo, f->>'path' AS path, md5(f->>'diff') AS digest,
+            f->>'diff' = '' AS reverted
+       FROM run_events e CROSS JOIN LATERAL jsonb_array_elements(e.payload->'files') f
+      WHERE e.run_id = $1 AND e.kind = 'files_changed'
+      ORDER BY f->>'repo', f->>'path', e.id DESC`,
+    [runId],
+  )) as { repo: string; path: string; digest: string; reverted: boolean }[];
+  return new Map(rows.filter((r) => !r.reverted).map((r) => [`${r.repo}\0${r.path}`, r.digest]));
 }

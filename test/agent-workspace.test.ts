@@ -19,7 +19,11 @@ git.addRepo('acme', 'widgets', {
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestContext({
-    env: { GIT_BASE_URL: git.baseUrl, MODEL_PRICES: JSON.stringify({ 'openai/test-model': { input: 1, output: 2 } }) },
+    env: {
+      GIT_BASE_URL: git.baseUrl,
+      MODEL_PRICES: JSON.stringify({ 'openai/test-model': { input: 1, output: 2 } }),
+      AGENT_MAX_STEPS: '100',
+    },
   });
 });
 afterAll(async () => {
@@ -202,6 +206,36 @@ test('a ten-step run against the scripted model', async () => {
   expect(usage.total_tokens).toBe(100);
   expect(usage.inference_cost_usd).toBeCloseTo(0.00015, 10);
   await recordReplayFixture(ctx, runId, 'ten-steps');
+});
+
+test('diffs leave out dependency directories of repositories without a .gitignore, and are capped per file', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('diffcap');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            {
+              name: 'run_command',
+              arguments: {
+                command:
+                  'mkdir -p node_modules/left-pad .venv/lib && echo "module.exports = 1" > node_modules/left-pad/index.js && echo x > .venv/lib/x.py && seq 1 100000 > numbers.txt && echo hi > notes.md',
+              },
+            },
+          ],
+        }
+      : { text: 'done' },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Install ${marker}` });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const files = (await transcript(ctx, runId))
+    .filter((e) => e.kind === 'files_changed')
+    .flatMap((e) => e.payload.files as { path: string; diff: string }[]);
+  expect(files.map((f) => f.path).sort()).toEqual(['notes.md', 'numbers.txt']);
+  const numbers = files.find((f) => f.path === 'numbers.txt')!;
+  expect(Buffer.byteLength(numbers.diff)).toBeLessThan(300 * 1024);
+  expect(numbers.diff).toMatch(/\[\.\.\. diff cut: \d+ more bytes of this file's diff are not shown \.\.\.\]$/);
 });
 
 test('a turn longer than the history limit continues as new mid-turn and finishes', async () => {

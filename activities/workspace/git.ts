@@ -135,14 +135,37 @@ export function workspaceRepositories(workspace: string): string[] {
   return repos;
 }
 
-/** Unified diff per changed file of a repository against HEAD, untracked files included. */
+/**
+ * Dependency and cache directories that a repository without a .gitignore would otherwise put
+ * into every diff after `npm install` or `pip install`.
+ */
+const DEPENDENCY_DIRS = [
+  'node_modules',
+  '.venv',
+  'venv',
+  '__pycache__',
+  '.tox',
+  '.mypy_cache',
+  '.pytest_cache',
+  '.gradle',
+  '.next',
+  '.cache',
+  'target',
+];
+
+/**
+ * Unified diff per changed file of a repository against HEAD, untracked files included;
+ * `.gitignore` is respected, and without one the well-known dependency directories are left out.
+ */
 export async function diffAgainstHead(
   processes: RunProcesses,
   repo: string,
   signal?: AbortSignal,
+  options: { hasGitignore?: boolean } = {},
 ): Promise<Map<string, string>> {
   const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
-  await git(processes, ['add', '-A'], repo, { env, signal });
+  const exclude = options.hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  await git(processes, ['add', '-A', '--', '.', ...exclude], repo, { env, signal });
   let base = EMPTY_TREE;
   try {
     base = (await git(processes, ['rev-parse', '--verify', '--quiet', 'HEAD'], repo, { signal })).trim() || EMPTY_TREE;
