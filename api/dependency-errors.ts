@@ -11,13 +11,29 @@ const CONNECTION_CODES = new Set([
   '53300',
 ]);
 
-/** True when an error means PostgreSQL or Temporal cannot be reached, not that the request is bad. */
+/** gRPC status codes that mean Temporal is unreachable or overloaded, not that the call was wrong. */
+const TRANSIENT_GRPC_CODES = new Set([
+  1, // CANCELLED (the connection went away)
+  4, // DEADLINE_EXCEEDED (no answer within TEMPORAL_RPC_TIMEOUT_SECONDS)
+  8, // RESOURCE_EXHAUSTED
+  10, // ABORTED
+  14, // UNAVAILABLE
+]);
+
+/**
+ * True when an error means PostgreSQL or Temporal cannot be reached, not that the request is
+ * bad. A Temporal error such as INVALID_ARGUMENT (a missing search attribute) is a bug or a
+ * misconfiguration, which retrying cannot fix: it is not an outage.
+ */
 export function isDependencyDown(err: unknown): boolean {
-  if (err instanceof ServiceError) return true;
+  if (err instanceof ServiceError) {
+    const code = (err.cause as { code?: unknown } | undefined)?.code;
+    return typeof code !== 'number' || TRANSIENT_GRPC_CODES.has(code);
+  }
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
   const message = err instanceof Error ? err.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection is not established|UNAVAILABLE/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Connection is not established|Query read timeout|UNAVAILABLE/i.test(
     message,
   );
 }

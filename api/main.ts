@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   // Before any connection: without the key, runs with MCP credentials could not be stored.
   const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);
-  const dataSource = await openDataSource(endpoints.databaseUrl);
+  const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
   const { connection, client } = await connectTemporalClient(endpoints.temporalAddress, config.temporal.namespace);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
   const app = createApp({

@@ -50,6 +50,13 @@ export function autoTitle(prompt: string, skill?: string): string {
 
 /** Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. */
 export function createRunService({ config, dataSource, temporal, secretsKey }: RunServiceDeps) {
+  /**
+   * Every call to Temporal has a deadline: a frozen or partitioned Temporal makes the request
+   * answer 503 (and its transaction roll back) instead of hanging with a connection held.
+   */
+  const withinDeadline = <T>(call: () => Promise<T>): Promise<T> =>
+    temporal.withDeadline(Date.now() + config.temporal.rpcTimeoutMs, call);
+
   const workflowInput = (runId: string): RunWorkflowInput => ({
     runId,
     settings: {
@@ -194,12 +201,14 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
           turn: 1,
           payload: { state: 'QUEUED' },
         });
-        await temporal.workflow.start<typeof agentRunWorkflow>(RUN_WORKFLOW_TYPE, {
-          taskQueue: config.temporal.taskQueue,
-          workflowId: runWorkflowId(runId),
-          args: [workflowInput(runId)],
-          ...workflowExtras(run, 'QUEUED'),
-        });
+        await withinDeadline(() =>
+          temporal.workflow.start<typeof agentRunWorkflow>(RUN_WORKFLOW_TYPE, {
+            taskQueue: config.temporal.taskQueue,
+            workflowId: runWorkflowId(runId),
+            args: [workflowInput(runId)],
+            ...workflowExtras(run, 'QUEUED'),
+          }),
+        );
         return {
           status: 201,
           body: { run_id: runId, task_id: runId, state: 'QUEUED' },
@@ -231,14 +240,16 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
         }
         // Sent while the row lock is held: the workflow reads follow-ups under the same lock,
         // so it sees this one as soon as the transaction commits, and never a rolled-back one.
-        await temporal.workflow.signalWithStart<typeof agentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
-          taskQueue: config.temporal.taskQueue,
-          workflowId: runWorkflowId(runId),
-          args: [workflowInput(runId)],
-          signal: followupSignal,
-          signalArgs: [{ seq }],
-          ...workflowExtras(run, state),
-        });
+        await withinDeadline(() =>
+          temporal.workflow.signalWithStart<typeof agentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
+            taskQueue: config.temporal.taskQueue,
+            workflowId: runWorkflowId(runId),
+            args: [workflowInput(runId)],
+            signal: followupSignal,
+            signalArgs: [{ seq }],
+            ...workflowExtras(run, state),
+          }),
+        );
         return { status: 200, body: { run_id: runId, state }, headers: {} };
       });
     },
@@ -254,7 +265,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
         }
         await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
         try {
-          await temporal.workflow.getHandle(runWorkflowId(runId)).cancel();
+          await withinDeadline(() => temporal.workflow.getHandle(runWorkflowId(runId)).cancel());
         } catch (err) {
           if (!(err instanceof WorkflowNotFoundError)) throw err;
           // No workflow is running for this run (an operator terminated it): record the end here.

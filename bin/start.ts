@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
-  const dataSource = await openDataSource(deps.databaseUrl);
+  const dataSource = await openDataSource(deps.databaseUrl, undefined, config.database.queryTimeoutMs);
   const applied = await runMigrations(dataSource);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
   const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);

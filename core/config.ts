@@ -27,6 +27,8 @@ const envSchema = z.object({
   TEMPORAL_CLI_PATH: optionalString,
   TEMPORAL_DEV_PORT: intFrom(7233, 1, 65535),
   TEMPORAL_UI_PORT: intFrom(8233, 1, 65535),
+  TEMPORAL_RPC_TIMEOUT_SECONDS: intFrom(5, 1, 300),
+  DATABASE_QUERY_TIMEOUT_SECONDS: intFrom(10, 1, 3600),
 
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
@@ -85,7 +87,7 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
-  database: { url?: string; embeddedPort: number };
+  database: { url?: string; embeddedPort: number; queryTimeoutMs: number };
   temporal: {
     address?: string;
     namespace: string;
@@ -93,6 +95,8 @@ export interface Config {
     cliPath?: string;
     devPort: number;
     uiPort: number;
+    /** Deadline of each call the API makes to Temporal; past it the request answers 503. */
+    rpcTimeoutMs: number;
   };
   models: {
     openai: { apiKey?: string; baseUrl: string };
@@ -216,7 +220,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     dataDir: path.resolve(e.AGENT_RUNS_DATA_DIR),
     logLevel: e.LOG_LEVEL,
-    database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
+    database: {
+      url: e.DATABASE_URL,
+      embeddedPort: e.EMBEDDED_POSTGRES_PORT,
+      queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_SECONDS * 1000,
+    },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -224,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cliPath: e.TEMPORAL_CLI_PATH,
       devPort: e.TEMPORAL_DEV_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_SECONDS * 1000,
     },
     models: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },

@@ -29,7 +29,10 @@ export const MIGRATIONS = [
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
-export function createDataSource(databaseUrl: string, options: { poolSize?: number } = {}): DataSource {
+export function createDataSource(
+  databaseUrl: string,
+  options: { poolSize?: number; queryTimeoutMs?: number } = {},
+): DataSource {
   return new DataSource({
     type: 'postgres',
     url: databaseUrl,
@@ -38,7 +41,12 @@ export function createDataSource(databaseUrl: string, options: { poolSize?: numb
     synchronize: false,
     migrationsRun: false,
     migrationsTransactionMode: 'each',
-    extra: { max: options.poolSize ?? 10 },
+    // A frozen or unreachable database fails a query in bounded time instead of holding it open.
+    extra: {
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 5000,
+      ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
+    },
   });
 }
 

@@ -3,8 +3,12 @@ import { NativeConnection } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../db/data-source';
 
-export async function openDataSource(databaseUrl: string, poolSize?: number): Promise<DataSource> {
-  return createDataSource(databaseUrl, { poolSize }).initialize();
+export async function openDataSource(
+  databaseUrl: string,
+  poolSize?: number,
+  queryTimeoutMs?: number,
+): Promise<DataSource> {
+  return createDataSource(databaseUrl, { poolSize, queryTimeoutMs }).initialize();
 }
 
 export async function connectTemporalClient(

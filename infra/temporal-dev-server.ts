@@ -22,6 +22,8 @@ export interface DevServerOptions {
 export interface RunningDevServer {
   address: string;
   uiUrl?: string;
+  /** The server's process, where this module started it (not for the SDK download). */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -85,7 +87,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     await stopChild(child);
     throw err;
   }
-  return { address, uiUrl, stop: () => stopChild(child) };
+  return { address, uiUrl, pid: child.pid, stop: () => stopChild(child) };
 }
 
 async function waitForTemporal(

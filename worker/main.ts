@@ -9,7 +9,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
   const endpoints = resolveEndpoints(config);
-  const dataSource = await openDataSource(endpoints.databaseUrl);
+  const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
   const connection = await connectWorkerConnection(endpoints.temporalAddress);
   const worker = await createWorker({
     config,

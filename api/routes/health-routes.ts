@@ -10,14 +10,25 @@ export interface HealthDeps {
   isWorkerRunning?: () => boolean;
 }
 
-async function check(fn: () => Promise<unknown>): Promise<string> {
+/** 'ok' or 'unavailable', within a few seconds; what went wrong inside stays out of the answer. */
+async function check(fn: () => Promise<unknown>): Promise<'ok' | 'unavailable'> {
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await fn();
+    await Promise.race([
+      fn(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
+      }),
+    ]);
     return 'ok';
-  } catch (err) {
-    return `unavailable: ${err instanceof Error ? err.message : String(err)}`;
+  } catch {
+    return 'unavailable';
+  } finally {
+    clearTimeout(timer);
   }
 }
+
+const CHECK_TIMEOUT_MS = 3000;
 
 /** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal answer (and the worker polls). */
 export function createHealthRouter(deps: HealthDeps): Router {
@@ -32,7 +43,7 @@ export function createHealthRouter(deps: HealthDeps): Router {
         deps.temporalConnection.workflowService.describeNamespace({ namespace: deps.namespace }),
       ),
     };
-    if (deps.isWorkerRunning) checks.worker = deps.isWorkerRunning() ? 'ok' : 'unavailable: worker is not polling';
+    if (deps.isWorkerRunning) checks.worker = deps.isWorkerRunning() ? 'ok' : 'unavailable';
     const ready = Object.values(checks).every((c) => c === 'ok');
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'not ready', checks };

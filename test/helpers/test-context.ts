@@ -61,10 +61,11 @@ function quietTemporalRuntime(): void {
 }
 
 export async function createTestContext(
-  options: { env?: Record<string, string>; worker?: boolean } = {},
+  options: { env?: Record<string, string>; worker?: boolean; temporalAddress?: string } = {},
 ): Promise<TestContext> {
   quietTemporalRuntime();
-  const stack = testStack();
+  // A test may bring its own Temporal server (to stop it); PostgreSQL is always the run's.
+  const stack = { ...testStack(), ...(options.temporalAddress ? { temporalAddress: options.temporalAddress } : {}) };
   // Known before the app is built, so PUBLIC_URL (session links, error `type` URLs) is right.
   const port = await freePort();
   const model = new ScriptedModelServer();
@@ -90,7 +91,7 @@ export async function createTestContext(
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test');
-  const dataSource = await openDataSource(stack.databaseUrl, 10);
+  const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
   const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
   const server: Server = await listen(app, port, '127.0.0.1');
