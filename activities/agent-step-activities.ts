@@ -9,6 +9,7 @@ import { appendRunEvent, latestDiffDigests, loadRunEvents, type StoredRunEvent }
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
+import { fitToContext } from './model/context-window';
 import { resolveProvider } from './model/resolve-provider';
 import { ProviderNotConfiguredError, ProviderRejectedError, type AgentMessage, type ToolCall } from './model/types';
 import { findBundledSkill } from './skills/bundled-skills';
@@ -311,13 +312,21 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
           }),
         )
       : undefined;
+    const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? []);
+    const tools = [...BUILTIN_TOOLS, ...(mcp?.tools.map((t) => t.spec) ?? [])];
+    const fitted = fitToContext(
+      system,
+      conversationFromEvents(events),
+      tools,
+      config.models.contextTokens[modelId] ?? config.models.defaultContextTokens,
+    );
     let reply;
     try {
       reply = await resolved.provider.complete({
         model: resolved.model,
-        system: systemPrompt(run.config.base_prompt, run.advertised_skills ?? []),
-        messages: conversationFromEvents(events),
-        tools: [...BUILTIN_TOOLS, ...(mcp?.tools.map((t) => t.spec) ?? [])],
+        system,
+        messages: fitted.messages,
+        tools,
         signal,
       });
     } catch (err) {

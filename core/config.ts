@@ -35,6 +35,8 @@ const envSchema = z.object({
   ANTHROPIC_API_KEY: optionalString,
   ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com'),
   MODEL_PRICES: optionalString,
+  MODEL_CONTEXT_TOKENS: optionalString,
+  AGENT_DEFAULT_CONTEXT_TOKENS: intFrom(128_000, 1000, 10_000_000),
   AGENT_MAX_STEPS: intFrom(50, 1, 10_000),
   AGENT_MAX_TOKENS: intFrom(2_000_000, 1, 1_000_000_000),
   AGENT_COMMAND_TIMEOUT_SECONDS: intFrom(600, 1, 86_400),
@@ -103,6 +105,9 @@ export interface Config {
     anthropic: { apiKey?: string; baseUrl: string };
     /** USD per million input and output tokens, by model id. */
     prices: Record<string, { input: number; output: number }>;
+    /** Context windows in tokens, by model id; `defaultContextTokens` for the others. */
+    contextTokens: Record<string, number>;
+    defaultContextTokens: number;
     defaultModel: string;
     requestTimeoutSeconds: number;
     retry: { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number };
@@ -165,25 +170,38 @@ const DEFAULT_PRICES: Record<string, { input: number; output: number }> = {
   'anthropic/claude-haiku-4-5': { input: 1, output: 5 },
 };
 
-const pricesSchema = z.record(z.string(), z.strictObject({ input: z.number().min(0), output: z.number().min(0) }));
+/** Context windows of well-known models, in tokens; MODEL_CONTEXT_TOKENS adds to or overrides them. */
+const DEFAULT_CONTEXT_TOKENS: Record<string, number> = {
+  'openai/gpt-4o': 128_000,
+  'openai/gpt-4o-mini': 128_000,
+  'openai/gpt-4.1': 1_000_000,
+  'openai/gpt-4.1-mini': 1_000_000,
+  'anthropic/claude-sonnet-4-5': 200_000,
+  'anthropic/claude-haiku-4-5': 200_000,
+};
 
-function parsePrices(raw: string | undefined): Record<string, { input: number; output: number }> {
-  if (raw === undefined) return DEFAULT_PRICES;
+/** A JSON object keyed by model id from a variable, merged over built-in values. */
+function parseModelMap<T>(
+  name: string,
+  raw: string | undefined,
+  value: z.ZodType<T>,
+  defaults: Record<string, T>,
+  example: string,
+): Record<string, T> {
+  if (raw === undefined) return defaults;
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch {
-    throw new ConfigError(
-      'Invalid configuration:\n  MODEL_PRICES: must be JSON like {"openai/gpt-4o":{"input":2.5,"output":10}}',
-    );
+    throw new ConfigError(`Invalid configuration:\n  ${name}: must be JSON like ${example}`);
   }
-  const parsed = pricesSchema.safeParse(json);
+  const parsed = z.record(z.string(), value).safeParse(json);
   if (!parsed.success) {
     throw new ConfigError(
-      `Invalid configuration:\n  MODEL_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `Invalid configuration:\n  ${name}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
   }
-  return { ...DEFAULT_PRICES, ...parsed.data };
+  return { ...defaults, ...parsed.data };
 }
 
 export class ConfigError extends Error {}
@@ -237,7 +255,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     models: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
       anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
-      prices: parsePrices(e.MODEL_PRICES),
+      prices: parseModelMap(
+        'MODEL_PRICES',
+        e.MODEL_PRICES,
+        z.strictObject({ input: z.number().min(0), output: z.number().min(0) }),
+        DEFAULT_PRICES,
+        '{"openai/gpt-4o":{"input":2.5,"output":10}}',
+      ),
+      contextTokens: parseModelMap(
+        'MODEL_CONTEXT_TOKENS',
+        e.MODEL_CONTEXT_TOKENS,
+        z.number().int().min(1000),
+        DEFAULT_CONTEXT_TOKENS,
+        '{"openai/my-model":32000}',
+      ),
+      defaultContextTokens: e.AGENT_DEFAULT_CONTEXT_TOKENS,
       defaultModel: e.AGENT_DEFAULT_MODEL,
       requestTimeoutSeconds: e.MODEL_REQUEST_TIMEOUT_SECONDS,
       retry: {

@@ -238,6 +238,8 @@ test('the Anthropic Messages protocol: a tool round trip through the anthropic/ 
     const calls = ctx.model.calls(marker);
     expect(calls.map((c) => c.protocol)).toEqual(['anthropic', 'anthropic']);
     expect(calls[0]!.model).toBe('claude-test');
+    // The stable prefix (tools and system prompt) is marked for Anthropic's prompt cache.
+    expect(calls.every((c) => c.cacheControl)).toBe(true);
     expect(calls[1]!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(calls[1]!.messages[2]!.content).toContain('Wrote 2 bytes to note.md');
     expect(run.request_usage).toEqual({ total_tokens: 20 });

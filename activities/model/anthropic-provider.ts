@@ -39,17 +39,22 @@ export function createAnthropicProvider(options: {
   });
   return {
     async complete({ model, system, messages, tools, signal }) {
-      const wireTools: Tool[] = tools.map((t) => ({
+      // The tools and the system prompt are the same on every step of a run: marking the end of
+      // that prefix lets Anthropic's prompt cache serve it instead of reprocessing it each time.
+      const wireTools: Tool[] = tools.map((t, i) => ({
         name: t.name,
         description: t.description,
         input_schema: t.parameters as Tool['input_schema'],
+        ...(i === tools.length - 1 && !system ? { cache_control: { type: 'ephemeral' as const } } : {}),
       }));
       try {
         const reply = await client.messages.create(
           {
             model,
             max_tokens: MAX_OUTPUT_TOKENS,
-            ...(system ? { system } : {}),
+            ...(system
+              ? { system: [{ type: 'text' as const, text: system, cache_control: { type: 'ephemeral' as const } }] }
+              : {}),
             messages: toAnthropicMessages(messages),
             ...(wireTools.length ? { tools: wireTools } : {}),
           },

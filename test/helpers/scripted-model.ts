@@ -10,6 +10,8 @@ export interface ChatRequest {
   /** Names of the tools offered. */
   tools: string[];
   protocol: 'openai' | 'anthropic';
+  /** Anthropic: whether the request marks a prompt-cache breakpoint. */
+  cacheControl?: boolean;
 }
 
 export interface ScriptedToolCall {
@@ -211,5 +213,13 @@ function normalise(raw: Record<string, unknown>, protocol: 'openai' | 'anthropic
     role: m.role,
     content: blockText(m.content),
   }));
-  return { model: raw.model as string, messages, system: blockText(raw.system) || undefined, tools, protocol };
+  const cacheControl = JSON.stringify([raw.system, raw.tools]).includes('"cache_control"');
+  return {
+    model: raw.model as string,
+    messages,
+    system: blockText(raw.system) || undefined,
+    tools,
+    protocol,
+    cacheControl,
+  };
 }
