@@ -5,7 +5,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../core/config';
 import type { RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
-import { appendRunEvent, latestDiffDigests, loadRunEvents, type StoredRunEvent } from '../db/run-events';
+import {
+  appendRunEvent,
+  eventKeysWithPrefix,
+  latestDiffDigests,
+  loadRunEvents,
+  type StoredRunEvent,
+} from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
@@ -207,14 +213,21 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
           ? await mcpSessions.get(runId, run!.config.mcp_servers!, networkPolicy)
           : undefined;
         const recorded = new Set(events.map((e) => e.eventKey));
-        const started = new Set(
-          (await loadRunEvents(dataSource.manager, runId, ['tool_call_started'])).map((e) => e.eventKey),
+        const started = await eventKeysWithPrefix(dataSource.manager, runId, `tool-started-t${turn}-s${step}-`);
+        // Results this step recorded before the new keys: after its own reply, before any later one.
+        const ownReplyAt = events.findIndex((e) => e.eventKey === assistantKey);
+        const nextReplyAt = events.findIndex((e, i) => i > ownReplyAt && e.kind === 'assistant');
+        const legacyResults = new Set(
+          events
+            .slice(ownReplyAt + 1, nextReplyAt < 0 ? undefined : nextReplyAt)
+            .filter((e) => e.kind === 'tool_call')
+            .map((e) => e.eventKey),
         );
         for (const [index, call] of calls.entries()) {
           // Keyed by where the call stands, not by the provider's id (providers may reuse ids);
           // `tool-<id>` is how steps recorded before this change named their results.
           const keys = toolCallKeys(turn, step, index);
-          if (recorded.has(keys.result) || recorded.has(`tool-${call.id}`)) continue;
+          if (recorded.has(keys.result) || legacyResults.has(`tool-${call.id}`)) continue;
           const sideEffects = hasSideEffects(call.name);
           let outcome: ToolOutcome;
           if (sideEffects && started.has(keys.started)) {

@@ -2,14 +2,18 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { applyCancellation, applyTransition, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
-import { secondsSinceLeaseRenewed } from '../db/worker-leases';
+import { leaseStatus } from '../db/worker-leases';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
 export function createRunStoreActivities({ dataSource }: ActivityDeps) {
   return {
-    /** Whether the worker serving a workspace queue has renewed its lease within `leaseSeconds`. */
+    /**
+     * Whether the worker serving a workspace queue is alive: it renewed its lease within its own
+     * lease length (`leaseSeconds`, the run's setting, only for a worker that never said). When no
+     * worker at all renewed lately, the database was away, not the workers: they count as alive.
+     */
     async isWorkspaceWorkerAlive({
       workspaceQueue,
       leaseSeconds,
@@ -17,8 +21,11 @@ export function createRunStoreActivities({ dataSource }: ActivityDeps) {
       workspaceQueue: string;
       leaseSeconds: number;
     }): Promise<{ alive: boolean; secondsSinceRenewal: number | null }> {
-      const age = await secondsSinceLeaseRenewed(dataSource.manager, workspaceQueue);
-      return { alive: age !== null && age <= leaseSeconds, secondsSinceRenewal: age };
+      const lease = await leaseStatus(dataSource.manager, workspaceQueue);
+      const limit = lease.leaseSeconds ?? leaseSeconds;
+      const nobodyRenewed = lease.freshestAge === null || lease.freshestAge > limit;
+      const alive = lease.age !== null && (lease.age <= limit || nobodyRenewed);
+      return { alive, secondsSinceRenewal: lease.age };
     },
 
     /**

@@ -65,6 +65,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
   const auth = { token: config.workspace.gitToken };
   // Kept beside the workspaces, not in them, so the agent never sees it.
   const provisionedMarker = (runId: string) => path.join(root, '.provisioned', runId);
+  /** Which provisioning owns the run's directory, written before it starts building it. */
+  const workspaceIdFile = (runId: string) => path.join(root, '.workspace-ids', runId);
 
   function assertOwnerAllowed(owner: string, what: string) {
     if (isGitOwnerAllowed(config.workspace.gitAllowedOwners, owner)) return;
@@ -168,10 +170,14 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
         if (reason) await note(runId, turn, `reprovision-t${turn}-${ctx.info.activityId}`, reason);
-        if (existsSync(provisionedMarker(runId)) && existsSync(dir)) {
+        // A run that gave up its workspace here (`reason`) gets a new one, never the abandoned one.
+        if (!reason && existsSync(provisionedMarker(runId)) && existsSync(dir)) {
           return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
         }
         const workspaceId = randomUUID();
+        await rm(provisionedMarker(runId), { force: true });
+        await mkdir(path.dirname(workspaceIdFile(runId)), { recursive: true });
+        await writeFile(workspaceIdFile(runId), workspaceId);
         await sandbox.destroyRun(runId);
         await sandbox.prepareRun(runId);
         const processes = runProcesses(sandbox, runId);
@@ -363,16 +369,19 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
 
     /**
      * Removes the run's workspace from this worker (idle window over, or cancelled). With
-     * `workspaceId`, only that workspace: a run provisioned again on this worker keeps its new one.
+     * `workspaceId`, only that workspace: a run provisioned again on this worker (even one being
+     * provisioned right now) keeps its new one. Says whether it removed anything.
      */
-    async removeWorkspace({ runId, workspaceId }: { runId: string; workspaceId?: string }): Promise<void> {
+    async removeWorkspace({ runId, workspaceId }: { runId: string; workspaceId?: string }): Promise<boolean> {
       if (workspaceId !== undefined) {
-        const current = await readFile(provisionedMarker(runId), 'utf8').catch(() => undefined);
-        if (current !== undefined && current !== workspaceId) return;
+        const current = await readFile(workspaceIdFile(runId), 'utf8').catch(() => undefined);
+        if (current !== undefined && current !== workspaceId) return false;
       }
       await mcpSessions.close(runId);
       await sandbox.destroyRun(runId);
       await rm(provisionedMarker(runId), { force: true });
+      await rm(workspaceIdFile(runId), { force: true });
+      return true;
     },
   };
 }

@@ -14,9 +14,11 @@ const CONNECTION_CODES = new Set([
 /** gRPC status codes that mean Temporal is unreachable or overloaded, not that the call was wrong. */
 const TRANSIENT_GRPC_CODES = new Set([
   1, // CANCELLED (the connection went away)
+  2, // UNKNOWN (a stream reset while Temporal restarts)
   4, // DEADLINE_EXCEEDED (no answer within TEMPORAL_RPC_TIMEOUT_SECONDS)
   8, // RESOURCE_EXHAUSTED
   10, // ABORTED
+  13, // INTERNAL (a stream reset while Temporal restarts)
   14, // UNAVAILABLE
 ]);
 

@@ -15,6 +15,7 @@ export interface ReconcilerOptions {
 }
 
 const PAGE = 200;
+const DESCRIBE_DEADLINE_MS = 5000;
 const PARALLEL = 10;
 
 const WHAT_HAPPENED: Record<string, string> = {
@@ -46,15 +47,20 @@ export function startReconciler({
   const settle = async ({ runId, turn }: { runId: string; turn: number }): Promise<boolean> => {
     let status: string;
     try {
-      status = (await temporal.workflow.getHandle(runWorkflowId(runId)).describe()).status.name;
+      status = (
+        await temporal.withDeadline(Date.now() + DESCRIBE_DEADLINE_MS, () =>
+          temporal.workflow.getHandle(runWorkflowId(runId)).describe(),
+        )
+      ).status.name;
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
       status = 'NOT_FOUND';
     }
-    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') return false;
+    // Still open (a paused workflow is an operator's choice, not an end).
+    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW' || status === 'PAUSED') return false;
     const applied = await dataSource.transaction((tx) =>
-      status === 'CANCELED'
-        ? applyCancellation(tx, runId)
+      status === 'CANCELLED'
+        ? applyCancellation(tx, runId, turn)
         : applyTransition(tx, {
             runId,
             turn,

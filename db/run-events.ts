@@ -86,3 +86,12 @@ export async function latestDiffDigests(manager: EntityManager, runId: string): 
   )) as { repo: string; path: string; digest: string; reverted: boolean }[];
   return new Map(rows.filter((r) => !r.reverted).map((r) => [`${r.repo}\0${r.path}`, r.digest]));
 }
+
+/** Keys of a run's transcript entries that start with `prefix` (no payloads). */
+export async function eventKeysWithPrefix(manager: EntityManager, runId: string, prefix: string): Promise<Set<string>> {
+  const rows = (await manager.query(
+    `SELECT event_key FROM run_events WHERE run_id = $1 AND starts_with(event_key, $2)`,
+    [runId, prefix],
+  )) as { event_key: string }[];
+  return new Set(rows.map((r) => r.event_key));
+}

@@ -78,16 +78,16 @@ export async function applyTransition(
   return applied;
 }
 
-/** Records CANCELLED for a run that has not reached a terminal state. */
-export async function applyCancellation(manager: EntityManager, runId: string): Promise<boolean> {
+/** Records CANCELLED for a run that has not reached a terminal state (in `turn`, when given). */
+export async function applyCancellation(manager: EntityManager, runId: string, turn?: number): Promise<boolean> {
   const rows = (await manager.query(
     `UPDATE runs SET state = 'CANCELLED', ${BUMP_UPDATED_AT}, ended_at = clock_timestamp(),
             status_message = jsonb_build_object(
               'message', 'Run cancelled by ' || COALESCE(cancel_requested_by, 'an operator (workflow cancelled in Temporal)') || '.',
               'retryable', false)
-      WHERE run_id = $1 AND state IN ('QUEUED', 'INPROGRESS')
+      WHERE run_id = $1 AND state IN ('QUEUED', 'INPROGRESS') AND ($2::int IS NULL OR turn = $2::int)
       RETURNING turn, status_message`,
-    [runId],
+    [runId, turn ?? null],
   )) as [{ turn: number; status_message: RunStatusMessage }[], number];
   const row = rows[0][0];
   if (!row) return false;

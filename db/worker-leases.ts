@@ -3,20 +3,32 @@ import type { EntityManager } from 'typeorm';
 /** Records that the worker serving `workspaceQueue` is alive, with how many runs it works on. */
 export async function renewWorkerLease(
   manager: EntityManager,
-  lease: { workspaceQueue: string; capacity: number; inUse: number },
+  lease: { workspaceQueue: string; capacity: number; inUse: number; leaseSeconds: number },
 ): Promise<void> {
   await manager.query(
-    `INSERT INTO worker_leases (workspace_queue, renewed_at, capacity, in_use) VALUES ($1, clock_timestamp(), $2, $3)
-     ON CONFLICT (workspace_queue) DO UPDATE SET renewed_at = EXCLUDED.renewed_at, capacity = EXCLUDED.capacity, in_use = EXCLUDED.in_use`,
-    [lease.workspaceQueue, lease.capacity, lease.inUse],
+    `INSERT INTO worker_leases (workspace_queue, renewed_at, capacity, in_use, lease_seconds)
+     VALUES ($1, clock_timestamp(), $2, $3, $4)
+     ON CONFLICT (workspace_queue) DO UPDATE SET renewed_at = EXCLUDED.renewed_at, capacity = EXCLUDED.capacity,
+            in_use = EXCLUDED.in_use, lease_seconds = EXCLUDED.lease_seconds`,
+    [lease.workspaceQueue, lease.capacity, lease.inUse, lease.leaseSeconds],
   );
 }
 
-/** Seconds since the worker of `workspaceQueue` last renewed its lease; null when it never did. */
-export async function secondsSinceLeaseRenewed(manager: EntityManager, workspaceQueue: string): Promise<number | null> {
+export interface LeaseStatus {
+  /** Seconds since this queue's worker renewed its lease; null when it never did. */
+  age: number | null;
+  /** The lease length that worker renews for (its WORKER_LEASE_SECONDS). */
+  leaseSeconds: number | null;
+  /** Seconds since any worker renewed its lease: large when the database, not a worker, was away. */
+  freshestAge: number | null;
+}
+
+export async function leaseStatus(manager: EntityManager, workspaceQueue: string): Promise<LeaseStatus> {
   const [row] = (await manager.query(
-    `SELECT EXTRACT(EPOCH FROM clock_timestamp() - renewed_at)::float8 AS age FROM worker_leases WHERE workspace_queue = $1`,
+    `SELECT (SELECT EXTRACT(EPOCH FROM clock_timestamp() - renewed_at)::float8 FROM worker_leases WHERE workspace_queue = $1) AS age,
+            (SELECT lease_seconds FROM worker_leases WHERE workspace_queue = $1) AS lease_seconds,
+            (SELECT EXTRACT(EPOCH FROM clock_timestamp() - max(renewed_at))::float8 FROM worker_leases) AS freshest_age`,
     [workspaceQueue],
-  )) as { age: number }[];
-  return row ? row.age : null;
+  )) as { age: number | null; lease_seconds: number | null; freshest_age: number | null }[];
+  return { age: row?.age ?? null, leaseSeconds: row?.lease_seconds ?? null, freshestAge: row?.freshest_age ?? null };
 }

@@ -25,6 +25,7 @@ const SCENARIOS = [
   'worker-killed-mid-command',
   'reprovision-elsewhere',
   'provisioning-waits-for-capacity',
+  'step-waits-while-worker-busy',
   // Recorded with the workflow code from before the workspace-worker-lease patch: runs that were
   // in flight when that change deployed must go on the old way.
   'pre-lease-one-step',

@@ -1,6 +1,11 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { runWorkflowId } from '../workflows/run-contract';
+import { temporal } from '@temporalio/proto';
+import { createLogger } from '../core/logger';
+import { renewWorkerLease } from '../db/worker-leases';
+import { connectWorkerConnection } from '../infra/connections';
+import { createWorker } from '../worker/create-worker';
+import { runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { gate } from './helpers/scripted-model';
@@ -92,4 +97,73 @@ describe('a busy worker', () => {
     const res = await ctx.api.get('/api/v1/agent/runs?state=ERROR').set(auth(key));
     expect(res.body.runs).toHaveLength(0);
   }, 300_000);
+});
+
+describe('a worker that is alive but does not get to a task in time', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({
+      env: {
+        WORKER_ID: uniqueName('slow-worker'),
+        WORKSPACE_SCHEDULE_TO_START_SECONDS: '2',
+        WORKER_LEASE_SECONDS: '5',
+      },
+    });
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  test('keeps its runs while its lease is renewed: the task is scheduled again, nothing is re-provisioned', async () => {
+    const { key } = await ctx.newTeamKey();
+    const marker = uniqueName('slow');
+    ctx.model.script(marker, (_req, call) => ({ text: `answer ${call}` }));
+    const runId = await createRun(ctx, key, { prompt: `Slow ${marker}`, config: { idle_timeout_minutes: 30 } });
+    await waitForState(ctx, key, runId, ['SUCCEEDED']);
+
+    // Another worker carries on with the workflows; the run's own worker stops polling, but its
+    // lease goes on being renewed: busy, not dead.
+    const otherConnection = await connectWorkerConnection(ctx.stack.temporalAddress);
+    const other = await createWorker({
+      config: { ...ctx.config, worker: { ...ctx.config.worker, id: uniqueName('other-worker') } },
+      dataSource: ctx.dataSource,
+      connection: otherConnection,
+      logger: createLogger('error', 'test'),
+      workflowBundlePath: ctx.stack.workflowBundlePath,
+      platformEndpoints: [],
+    });
+    const otherRun = other.run();
+    await ctx.stopWorker();
+    const queue = workspaceQueueFor(ctx.config.temporal.taskQueue, ctx.config.worker.id);
+    const renew = () =>
+      renewWorkerLease(ctx.dataSource.manager, { workspaceQueue: queue, capacity: 1, inUse: 1, leaseSeconds: 5 });
+    await renew();
+    const renewing = setInterval(() => void renew(), 1000);
+    try {
+      await ctx.api.post(`/api/v1/agent/runs/${runId}/followups`).set(auth(key)).send({ message: 'again' }).expect(200);
+      const handle = ctx.client.workflow.getHandle(runWorkflowId(runId));
+      await waitFor(
+        async () =>
+          (await handle.fetchHistory()).events?.filter(
+            (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+          ).length ?? 0,
+        (timedOut) => timedOut >= 2,
+        'the step to wait past its schedule-to-start timeout twice',
+      );
+    } finally {
+      clearInterval(renewing);
+    }
+    await ctx.startWorker();
+    await waitForState(ctx, key, runId, ['SUCCEEDED']);
+    other.shutdown();
+    await otherRun;
+    await otherConnection.close();
+    const notices = (await transcript(ctx, runId))
+      .filter((e) => e.kind === 'notice')
+      .map((e) => String(e.payload.message));
+    expect(notices.filter((n) => n.startsWith('Workspace on'))).toHaveLength(1);
+    expect(notices.some((n) => n.includes('is gone'))).toBe(false);
+    expect(ctx.model.calls(marker)).toHaveLength(2);
+    await recordReplayFixture(ctx, runId, 'step-waits-while-worker-busy');
+  });
 });

@@ -89,7 +89,14 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;
-  activities.provisionEnvironment = (input) => capacity.track(input.runId, () => provisionEnvironment(input));
+  // A failed provisioning stops counting here at once: a retry counts again wherever it lands.
+  activities.provisionEnvironment = (input) =>
+    capacity
+      .track(input.runId, () => provisionEnvironment(input))
+      .catch((err: unknown) => {
+        capacity.release(input.runId);
+        throw err;
+      });
   activities.resolveSkillsAndMcpServers = (input) =>
     capacity.track(input.runId, () => resolveSkillsAndMcpServers(input));
   activities.runAgentStep = (input) =>
@@ -99,8 +106,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
       (result) => result.done,
     );
   activities.removeWorkspace = async (input) => {
-    await removeWorkspace(input);
-    capacity.release(input.runId);
+    const removed = await removeWorkspace(input);
+    if (removed) capacity.release(input.runId);
+    return removed;
   };
   const common = {
     connection,
@@ -140,6 +148,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
       workspaceQueue,
       capacity: capacity.capacity,
       inUse: capacity.inUse(),
+      leaseSeconds: config.worker.leaseSeconds,
     });
   await renewLease();
   return {

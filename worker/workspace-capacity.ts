@@ -2,6 +2,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActivitySlotInfo, CustomSlotSupplier, SlotPermit } from '@temporalio/worker';
 
 /**
+ * A run between two of its activities (the workflow deciding the next step) still counts for
+ * this long; one whose turn ended some other way (cancelled, failed, moved to another worker)
+ * stops counting after it, so nothing can hold a place for good.
+ */
+const BETWEEN_STEPS_MS = 30_000;
+
+/**
  * The runs this worker is working on (from provisioning to the end of their turn), and a slot
  * supplier for the provisioning queue that hands out a slot only while there is room for one
  * more: a worker at capacity does not even poll for provisioning, so a new run waits in the
@@ -10,13 +17,18 @@ import type { ActivitySlotInfo, CustomSlotSupplier, SlotPermit } from '@temporal
  */
 export class WorkspaceCapacity {
   private reserved = 0;
-  private readonly runs = new Set<string>();
+  /** Per run: activities in flight here, and when the last one ended. */
+  private readonly runs = new Map<string, { inFlight: number; lastEnded: number }>();
   private readonly waiters = new Set<() => void>();
 
   constructor(readonly capacity: number) {}
 
   /** Runs worked on, plus provisioning slots handed out. */
   inUse(): number {
+    const now = Date.now();
+    for (const [runId, run] of this.runs) {
+      if (run.inFlight === 0 && now - run.lastEnded > BETWEEN_STEPS_MS) this.runs.delete(runId);
+    }
     return this.runs.size + this.reserved;
   }
 
@@ -25,14 +37,22 @@ export class WorkspaceCapacity {
    * turn is over, or fails for good (nothing will retry it here).
    */
   async track<T>(runId: string, work: () => Promise<T>, turnOver: (result: T) => boolean = () => false): Promise<T> {
-    this.runs.add(runId);
+    const run = this.runs.get(runId) ?? { inFlight: 0, lastEnded: Date.now() };
+    this.runs.set(runId, run);
+    run.inFlight += 1;
+    let over = false;
     try {
       const result = await work();
-      if (turnOver(result)) this.release(runId);
+      over = turnOver(result);
       return result;
     } catch (err) {
-      if (err instanceof ApplicationFailure && err.nonRetryable) this.release(runId);
+      over = err instanceof ApplicationFailure && err.nonRetryable === true;
       throw err;
+    } finally {
+      run.inFlight -= 1;
+      run.lastEnded = Date.now();
+      if (over && run.inFlight === 0) this.release(runId);
+      else this.wake();
     }
   }
 
@@ -64,7 +84,10 @@ export class WorkspaceCapacity {
               resolve({});
             }
           };
+          // Places also free up as runs stop counting with time: look again now and then.
+          const timer = setInterval(attempt, 1000);
           const cleanup = () => {
+            clearInterval(timer);
             this.waiters.delete(attempt);
             abortSignal.removeEventListener('abort', attempt);
           };

@@ -82,17 +82,17 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     },
   });
   /**
-   * Activities on the worker that holds the workspace. A dead worker shows as a lapsed lease
-   * (before the patch: as a schedule-to-start timeout, which a merely busy worker also hit).
+   * Activities on the worker that holds the workspace. A task that waits past the
+   * schedule-to-start timeout means a dead worker only if its lease has lapsed (before the
+   * patch it always did, and a merely busy worker was taken for a dead one).
    */
   const onWorkspace = (taskQueue: string) =>
     proxyActivities<RunActivities>({
       taskQueue,
+      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
       // With the patch, a cancelled step has finished unwinding (its commands are gone) before
       // the run records CANCELLED and removes the workspace.
-      ...(leased
-        ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }
-        : { scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s` }),
+      ...(leased ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
       startToCloseTimeout: '24 hours',
       heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
       retry: {
@@ -138,37 +138,21 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   }
 
   /**
-   * Runs `work` (activities on a workspace queue) while checking, from the first moment a task
-   * could have been expected to start, that the queue's worker keeps renewing its lease. A worker
-   * that is only busy renews it; one that is gone does not, and its tasks are given up.
+   * Runs `work` (one activity on a workspace queue). When its task waits past the
+   * schedule-to-start timeout, the queue's worker is asked about by its lease: a worker that is
+   * only busy renews it, and the task is simply scheduled again; one that is gone does not, and
+   * its workspace is given up. Costs history only when a task actually waited.
    */
   async function whileWorkerLives<T>(queue: string, work: () => Promise<T>): Promise<T> {
     if (!leased) return work();
-    let finished = false;
-    let gone = false;
-    const scope = new CancellationScope();
-    const running = scope.run(work);
-    const watch = (async () => {
-      let waitMs = settings.workspaceScheduleToStartSeconds * 1000;
-      while (!(await condition(() => finished, waitMs))) {
+    for (;;) {
+      try {
+        return await work();
+      } catch (err) {
+        if (!isScheduleToStartTimeout(err)) throw err;
         const { alive } = await store.isWorkspaceWorkerAlive({ workspaceQueue: queue, leaseSeconds });
-        if (finished) return;
-        if (!alive) {
-          gone = true;
-          scope.cancel();
-          return;
-        }
-        waitMs = Math.max(1000, leaseSeconds * 500);
+        if (!alive) throw new WorkspaceWorkerGone(`the worker of ${queue} stopped renewing its lease`);
       }
-    })().catch(() => undefined); // cancelled along with the run
-    try {
-      return await running;
-    } catch (err) {
-      if (gone) throw new WorkspaceWorkerGone(`the worker of ${queue} stopped renewing its lease`);
-      throw err;
-    } finally {
-      finished = true;
-      await watch;
     }
   }
 
@@ -210,7 +194,10 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       retry: { maximumAttempts: 3 },
     })
       .removeWorkspace(id === undefined ? { runId } : { runId, workspaceId: id })
-      .catch(() => undefined); // a worker that is gone took its workspace with it
+      .then(
+        () => undefined,
+        () => undefined, // a worker that is gone took its workspace with it
+      );
   }
 
   async function removeWorkspace(): Promise<void> {
@@ -273,11 +260,21 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   }
 }
 
+function isScheduleToStartTimeout(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START
+  );
+}
+
 function isWorkspaceLost(err: unknown): boolean {
-  if (!(err instanceof ActivityFailure)) return false;
-  const cause = err.cause;
-  if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START) return true;
-  return cause instanceof ApplicationFailure && cause.type === RunFailureType.WORKSPACE_LOST;
+  if (isScheduleToStartTimeout(err)) return true;
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof ApplicationFailure &&
+    err.cause.type === RunFailureType.WORKSPACE_LOST
+  );
 }
 
 function classifyFailure(err: unknown): { to: TerminalRunState; statusMessage: RunStatusMessage } {

@@ -10,7 +10,8 @@ export class WorkerLeases1763800000000 implements MigrationInterface {
         workspace_queue text PRIMARY KEY,
         renewed_at timestamptz(3) NOT NULL,
         capacity integer NOT NULL,
-        in_use integer NOT NULL
+        in_use integer NOT NULL,
+        lease_seconds integer NOT NULL
       )`);
   }
 
