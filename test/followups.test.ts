@@ -1,4 +1,5 @@
-import { runWorkflowId } from '../workflows/run-contract';
+import { followupSignal, runWorkflowId } from '../workflows/run-contract';
+import { CONTINUE_AS_NEW_SUGGESTED_AT } from './stack/server-settings';
 import { gate } from './helpers/scripted-model';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
@@ -147,4 +148,36 @@ test('a follow-up after FAILED continues the run', async () => {
     'the run to succeed after the follow-up',
   );
   expect((await getRun(ctx, key, runId)).status_message).toBeUndefined();
+});
+
+test('a run whose history grew long while idle continues as new at the idle boundary, and the follow-up lands once', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('idle-can');
+  ctx.model.script(marker, (_req, call) => ({ text: `answer ${call}` }));
+  const runId = await createRun(ctx, key, { prompt: `Idle long ${marker}` });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const handle = ctx.client.workflow.getHandle(runWorkflowId(runId));
+  const firstExecution = (await handle.describe()).runId;
+  // Signals with no follow-up behind them (a client retrying, say) wake the idle workflow and
+  // change nothing, but each adds history, until the server suggests continuing as new.
+  await waitFor(
+    async () => {
+      await handle.signal(followupSignal, { seq: 0 });
+      return (await handle.describe()).historyLength;
+    },
+    (length) => length > CONTINUE_AS_NEW_SUGGESTED_AT,
+    'the idle history to pass the continue-as-new threshold',
+    60_000,
+  );
+  expect((await getRun(ctx, key, runId)).state).toBe('SUCCEEDED');
+  expect((await followup(ctx, key, runId, 'after a long idle')).status).toBe(200);
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 30_000);
+  await waitFor(
+    async () => ctx.model.calls(marker).length,
+    (n) => n === 2,
+    'the follow-up to be answered',
+  );
+  expect(userMessages(ctx.model.calls(marker)[1]!.messages)).toEqual([`Idle long ${marker}`, 'after a long idle']);
+  expect((await handle.describe()).runId).not.toBe(firstExecution);
+  await recordReplayFixture(ctx, runId, 'continue-as-new-at-idle-boundary');
 });

@@ -22,6 +22,7 @@ const SCENARIOS = [
   'cancel-during-model-call',
   'cancel-during-command',
   'continue-as-new-mid-turn',
+  'continue-as-new-at-idle-boundary',
   'worker-killed-mid-command',
   'reprovision-elsewhere',
   'provisioning-waits-for-capacity',
