@@ -29,7 +29,7 @@ import {
 import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
-import { capText } from './workspace/run-process';
+import { capText } from './tools/output-capture';
 import { diffAgainstHead, workspaceRepositories } from './workspace/git';
 import { workspaceDir } from './workspace/workspace-paths';
 import { userFailure, withHeartbeat } from './workspace-activities';

@@ -90,7 +90,8 @@ export function isPublicAddress(ip: string): boolean {
 
 interface HostRule {
   host?: string;
-  subnet?: { net: string; prefix: number; family: 'ipv4' | 'ipv6' };
+  /** The CIDR, ready to check addresses against. */
+  subnet?: BlockList;
   port?: number;
 }
 
@@ -101,7 +102,9 @@ export function parseHostRule(text: string): HostRule {
     const family = isIP(cidr[1]!);
     const prefix = Number(cidr[2]);
     if (!family || prefix > (family === 4 ? 32 : 128)) throw new Error(`${text} is not a valid CIDR`);
-    return { subnet: { net: cidr[1]!, prefix, family: family === 4 ? 'ipv4' : 'ipv6' } };
+    const subnet = new BlockList();
+    subnet.addSubnet(cidr[1]!, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    return { subnet };
   }
   const bracketed = /^\[([0-9a-fA-F:.]+)\](?::(\d+))?$/.exec(text);
   if (bracketed) return { host: bracketed[1]!.toLowerCase(), port: bracketed[2] ? Number(bracketed[2]) : undefined };
@@ -237,11 +240,7 @@ export class OutboundAddressRules {
   private isAllowedPrivate(host: string, ip: string, port: number): boolean {
     return this.allowedPrivate.some((rule) => {
       if (rule.port !== undefined && rule.port !== port) return false;
-      if (rule.subnet) {
-        const list = new BlockList();
-        list.addSubnet(rule.subnet.net, rule.subnet.prefix, rule.subnet.family);
-        return list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
-      }
+      if (rule.subnet) return rule.subnet.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
       return rule.host === host || (isIP(rule.host!) !== 0 && normalise(rule.host!) === ip);
     });
   }

@@ -18,7 +18,7 @@ export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
 /** The uid and gid the run's processes have inside their user namespace. */
 const INNER_ID = '1000';
 
-/** System directories every sandbox sees read-only (symlinks, as on merged-/usr systems, are kept as symlinks). */
+/** System directories every sandbox sees read-only. */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /** Just the parts of /etc that programs need to run; nothing with host secrets or host identity. */
 const ETC_FILES = [
@@ -59,9 +59,16 @@ export class BwrapSandbox implements Sandbox {
   private etcReady: Promise<void> | undefined;
   /** Runs being destroyed: no sandbox of theirs may start meanwhile. */
   private readonly destroying = new Set<string>();
+  /** Runs whose private state this worker has made: a command of theirs skips that work. */
+  private readonly ready = new Set<string>();
+  /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
+  private readonly systemArgs: string[];
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
+    this.systemArgs = SYSTEM_DIRS.filter((d) => existsSync(d)).flatMap((d) =>
+      lstatSync(d).isSymbolicLink() ? ['--symlink', readlinkSync(d), d] : ['--ro-bind', d, d],
+    );
   }
 
   workspacePath(): string {
@@ -74,10 +81,10 @@ export class BwrapSandbox implements Sandbox {
 
   async prepareRun(runId: string): Promise<void> {
     this.destroying.delete(runId);
-    await this.ensureRunState(runId);
+    await this.makeRunState(runId);
   }
 
-  private async ensureRunState(runId: string): Promise<void> {
+  private async makeRunState(runId: string): Promise<void> {
     await this.ensureEtc();
     const dir = this.runDir(runId);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
@@ -87,7 +94,10 @@ export class BwrapSandbox implements Sandbox {
     await chmod(dir, 0o711);
     await chmod(path.join(dir, 'sockets'), 0o711);
     const uid = this.options.hostUid;
-    if (uid === undefined) return;
+    if (uid === undefined) {
+      this.ready.add(runId);
+      return;
+    }
     for (const sub of ['home', 'tmp']) {
       await chown(path.join(dir, sub), uid, uid);
       await chmod(path.join(dir, sub), 0o700);
@@ -95,10 +105,12 @@ export class BwrapSandbox implements Sandbox {
     // Workspaces made before the sandbox (or by an older worker) change hands once, recursively.
     if ((await lstat(workspace)).uid !== uid) await chownTree(workspace, uid);
     await chmod(workspace, 0o700);
+    this.ready.add(runId);
   }
 
   async destroyRun(runId: string): Promise<void> {
     this.destroying.add(runId);
+    this.ready.delete(runId);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
     await killRunSandboxes(workspace);
@@ -108,7 +120,7 @@ export class BwrapSandbox implements Sandbox {
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
     if (this.destroying.has(spec.runId)) throw new Error(`the workspace of run ${spec.runId} is being removed`);
-    await this.ensureRunState(spec.runId);
+    if (!this.ready.has(spec.runId)) await this.makeRunState(spec.runId);
     const { config, workspaceRoot, bwrapPath, hostUid, nodePath } = this.options;
     const dir = this.runDir(spec.runId);
     const args: string[] = [
@@ -130,12 +142,7 @@ export class BwrapSandbox implements Sandbox {
       'ALL',
       '--disable-userns',
     ];
-    for (const sys of SYSTEM_DIRS) {
-      if (!existsSync(sys)) continue;
-      const stat = lstatSync(sys);
-      if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(sys), sys);
-      else args.push('--ro-bind', sys, sys);
-    }
+    args.push(...this.systemArgs);
     for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
     for (const name of ['passwd', 'group', 'hostname', CLONE_GITCONFIG])
       args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
@@ -10,9 +8,8 @@ import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { killLeftoverSandboxes } from './sandbox-reaper';
+import { ExecError, runProcesses } from './sandboxed-process';
 import { Unsandboxed } from './unsandboxed';
-
-const execFileAsync = promisify(execFile);
 
 export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
@@ -90,28 +87,21 @@ export async function createSandbox(config: Config, rules: OutboundAddressRules,
 /** Builds one sandbox and checks from inside that it is one. */
 async function probe(sandbox: BwrapSandbox, root: string): Promise<void> {
   const runId = '.probe';
-  const prepared = await sandbox.prepare({
-    runId,
-    argv: ['/bin/bash', '-c', 'echo "$(id -u):$(hostname):$PWD"'],
-    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
-  });
+  await sandbox.prepareRun(runId);
   try {
-    const { stdout } = await execFileAsync(prepared.file, prepared.args, {
-      env: prepared.env,
-      cwd: prepared.cwd,
-      timeout: 30_000,
+    const stdout = await runProcesses(sandbox, runId).exec(['/bin/bash', '-c', 'echo "$(id -u):$(hostname):$PWD"'], {
+      timeoutMs: 30_000,
     });
     if (stdout.trim() !== `1000:sandbox:${SANDBOX_WORKSPACE}`) {
       throw new SandboxUnavailableError(`the probe printed ${JSON.stringify(stdout.trim())}`);
     }
   } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr?.trim();
+    const detail = err instanceof ExecError ? err.stderr.trim() || err.message : (err as Error).message;
     throw new SandboxUnavailableError(
-      `AGENT_SANDBOX=bwrap, but bubblewrap could not build a sandbox on this machine: ${stderr || (err as Error).message}. ${USERNS_HINT} ` +
+      `AGENT_SANDBOX=bwrap, but bubblewrap could not build a sandbox on this machine: ${detail}. ${USERNS_HINT} ` +
         `The worker's workspace directory (${root}) and its parent directories must also be searchable (o+x) by the sandbox uid.`,
     );
   } finally {
-    await prepared.release();
     await sandbox.destroyRun(runId);
   }
 }

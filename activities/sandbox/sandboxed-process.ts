@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { NetworkPolicy } from '../../core/network-policy';
-import { runProcess, type ProcessResult } from '../workspace/run-process';
+import { runProcess, type ProcessResult } from './run-process';
 import type { NetworkRefusal } from './egress-proxy';
 import type { Sandbox, SandboxNetwork } from './sandbox';
 

@@ -6,7 +6,7 @@ import { networkRefusalNotes } from '../sandbox/network-notes';
 import { limitHint } from '../sandbox/sandbox';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
-import { capText } from '../workspace/run-process';
+import { capText } from './output-capture';
 
 /** What a tool call produced: the text the model sees, and what the transcript keeps. */
 export interface ToolOutcome {
