@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Config } from '../core/config';
 import type { RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import {
@@ -13,9 +12,11 @@ import {
   type StoredRunEvent,
 } from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
+import { addRunUsage } from '../db/run-usage';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
-import { fitToContext } from './model/context-window';
+import { fitConversation } from './model/context-summary';
+import { modelCostUsd } from './model/model-cost';
 import { resolveProvider } from './model/resolve-provider';
 import { ProviderNotConfiguredError, ProviderRejectedError, type AgentMessage, type ToolCall } from './model/types';
 import { findBundledSkill } from './skills/bundled-skills';
@@ -127,17 +128,12 @@ export function systemPrompt(basePrompt: string | undefined, skills: AdvertisedS
   return parts.join('\n\n');
 }
 
-function costUsd(config: Config, modelId: string, input: number, output: number): number | null {
-  const price = config.models.prices[modelId];
-  return price ? (input * price.input + output * price.output) / 1_000_000 : null;
-}
-
 /**
  * One step of the agent loop, on the worker that holds the workspace: deliver follow-ups, call
  * the model with the conversation and the tools, run the tool calls it asks for, record what
  * changed. Every write is keyed, so a retried step redoes at most the tool call in flight.
  */
-export function createAgentStepActivities({ dataSource, config, mcpSessions, sandbox }: ActivityDeps) {
+export function createAgentStepActivities({ dataSource, config, logger, mcpSessions, sandbox }: ActivityDeps) {
   return {
     async runAgentStep({
       runId,
@@ -327,18 +323,29 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
       : undefined;
     const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? []);
     const tools = [...BUILTIN_TOOLS, ...(mcp?.tools.map((t) => t.spec) ?? [])];
-    const fitted = fitToContext(
-      system,
-      conversationFromEvents(events),
-      tools,
-      config.models.contextTokens[modelId] ?? config.models.defaultContextTokens,
+    const messages = await fitConversation(
+      { dataSource, config, logger },
+      {
+        runId,
+        turn,
+        step,
+        modelId,
+        provider: resolved.provider,
+        model: resolved.model,
+        system,
+        tools,
+        messages: conversationFromEvents(events),
+        eventKeys: events.map((e) => e.eventKey),
+        contextTokens: config.models.contextTokens[modelId] ?? config.models.defaultContextTokens,
+        signal,
+      },
     );
     let reply;
     try {
       reply = await resolved.provider.complete({
         model: resolved.model,
         system,
-        messages: fitted.messages,
+        messages,
         tools,
         signal,
       });
@@ -359,7 +366,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
       finish_reason: reply.finishReason,
       ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
     };
-    const cost = costUsd(config, modelId, reply.inputTokens, reply.outputTokens);
+    const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
     await dataSource.transaction(async (tx) => {
       const wrote = await appendRunEvent(tx, {
         runId,
@@ -368,14 +375,7 @@ export function createAgentStepActivities({ dataSource, config, mcpSessions, san
         turn,
         payload,
       });
-      if (wrote) {
-        await tx.query(
-          `UPDATE runs SET total_tokens = total_tokens + $2,
-                  inference_cost_usd = CASE WHEN $3::numeric IS NULL THEN inference_cost_usd ELSE COALESCE(inference_cost_usd, 0) + $3::numeric END
-            WHERE run_id = $1`,
-          [runId, totalTokens, cost],
-        );
-      }
+      if (wrote) await addRunUsage(tx, runId, totalTokens, cost);
     });
     return payload;
   }

@@ -74,6 +74,23 @@ export type RunEventPayloads = {
     skills?: string[];
   };
   notice: { message: string };
+  /**
+   * What the model is shown instead of the conversation's messages 1 to `to_message` - 1 (0 is
+   * the first user message) once they no longer fit its context: a summary it wrote of messages
+   * `from_message` to `to_message` - 1 and of the summary before (`previous_key`), if any.
+   */
+  context_summary: {
+    text: string;
+    from_message: number;
+    to_message: number;
+    /** The transcript key of the last message covered: a summary only stands for the conversation it was made of. */
+    last_event_key: string;
+    previous_key?: string;
+    model_id: string;
+    total_tokens: number;
+    input_tokens: number;
+    output_tokens: number;
+  };
 };
 
 export type RunEventKind = keyof RunEventPayloads;

@@ -1,4 +1,5 @@
 import { conversationFromEvents } from '../activities/agent-step-activities';
+import { SUMMARY_INSTRUCTION } from '../activities/model/summary-request';
 import { latestDiffDigests, loadRunEvents } from '../db/run-events';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
@@ -31,7 +32,10 @@ test('a 200-step run: every request fits the model context, the transcript keeps
   const steps = 200;
   let readsAtTen: { ms: number; messages: number } | undefined;
   let runId = '';
-  ctx.model.script(marker, async (_req, call) => {
+  let call = 0;
+  ctx.model.script(marker, async (req) => {
+    if (req.system === SUMMARY_INSTRUCTION) return { text: `Summary of the long haul up to step ${call}.` };
+    call += 1;
     if (call === 11) readsAtTen = await stepReads(runId);
     // Each step reads a skill of several kilobytes, so the conversation outgrows the context fast.
     return call < steps
@@ -42,17 +46,21 @@ test('a 200-step run: every request fits the model context, the transcript keeps
   await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 240_000);
   const readsAtTwoHundred = await stepReads(runId);
 
-  const calls = ctx.model.calls(marker);
+  const all = ctx.model.calls(marker);
+  const calls = all.filter((r) => r.system !== SUMMARY_INSTRUCTION);
   expect(calls).toHaveLength(steps);
   const budgetChars = CONTEXT_TOKENS * 0.75 * 4;
-  for (const request of calls) {
+  for (const request of all) {
     const chars = (request.system ?? '').length + request.messages.reduce((n, m) => n + m.content.length, 0);
     expect(chars).toBeLessThan(budgetChars);
   }
-  // The latest request still has the prompt and the last exchange, and says what was left out.
+  // The latest request still has the prompt and the last exchange, with a summary of the rest.
   const last = calls[calls.length - 1]!.messages;
-  expect(last[0]!.content).toContain(`Long haul ${marker}`);
-  expect(last[0]!.content).toMatch(/earlier messages were left out to fit the context window/);
+  expect(last[0]!.content).toBe(`Long haul ${marker}`);
+  expect(last[1]!.content).toMatch(
+    /^\[A summary of the next \d+ messages.*Summary of the long haul up to step 19\d\.\]$/s,
+  );
+  expect(last.at(-1)!.role).toBe('tool');
   // The transcript keeps every tool output in full.
   const tools = (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call');
   expect(tools).toHaveLength(steps - 1);

@@ -38,7 +38,7 @@ export function createAnthropicProvider(options: {
     timeout: options.timeoutMs,
   });
   return {
-    async complete({ model, system, messages, tools, signal }) {
+    async complete({ model, system, messages, tools, maxTokens, signal }) {
       // The tools and the system prompt are the same on every step of a run: marking the end of
       // that prefix lets Anthropic's prompt cache serve it instead of reprocessing it each time.
       const wireTools: Tool[] = tools.map((t, i) => ({
@@ -51,7 +51,7 @@ export function createAnthropicProvider(options: {
         const reply = await client.messages.create(
           {
             model,
-            max_tokens: MAX_OUTPUT_TOKENS,
+            max_tokens: maxTokens ?? MAX_OUTPUT_TOKENS,
             ...(system
               ? { system: [{ type: 'text' as const, text: system, cache_control: { type: 'ephemeral' as const } }] }
               : {}),

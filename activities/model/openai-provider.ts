@@ -12,7 +12,7 @@ export function createOpenAiProvider(options: { apiKey: string; baseUrl: string;
     timeout: options.timeoutMs,
   });
   return {
-    async complete({ model, system, messages, tools, signal }) {
+    async complete({ model, system, messages, tools, maxTokens, signal }) {
       const wire: ChatCompletionMessageParam[] = [];
       if (system) wire.push({ role: 'system', content: system });
       for (const m of messages) {
@@ -39,7 +39,13 @@ export function createOpenAiProvider(options: { apiKey: string; baseUrl: string;
       }));
       try {
         const completion = await client.chat.completions.create(
-          { model, messages: wire, ...(wireTools.length ? { tools: wireTools } : {}) },
+          {
+            model,
+            messages: wire,
+            ...(wireTools.length ? { tools: wireTools } : {}),
+            // Not `max_tokens`, which OpenAI's reasoning models refuse.
+            ...(maxTokens ? { max_completion_tokens: maxTokens } : {}),
+          },
           { signal },
         );
         const choice = completion.choices[0];

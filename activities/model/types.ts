@@ -23,6 +23,8 @@ export interface ModelRequest {
   system?: string;
   messages: AgentMessage[];
   tools: ToolSpec[];
+  /** The longest reply, in tokens; the provider's own limit when unset. */
+  maxTokens?: number;
   signal: AbortSignal;
 }
 

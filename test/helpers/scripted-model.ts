@@ -12,6 +12,8 @@ export interface ChatRequest {
   protocol: 'openai' | 'anthropic';
   /** Anthropic: whether the request marks a prompt-cache breakpoint. */
   cacheControl?: boolean;
+  /** The longest reply asked for, if any (`max_completion_tokens`, `max_tokens`). */
+  maxTokens?: number;
 }
 
 export interface ScriptedToolCall {
@@ -200,6 +202,7 @@ function blockText(content: unknown): string {
 
 /** One shape for both protocols, so tests can assert what the model was shown. */
 function normalise(raw: Record<string, unknown>, protocol: 'openai' | 'anthropic'): ChatRequest {
+  const maxTokens = (raw.max_completion_tokens ?? raw.max_tokens) as number | undefined;
   const tools = ((raw.tools as { name?: string; function?: { name: string } }[] | undefined) ?? []).map(
     (t) => t.function?.name ?? t.name ?? '',
   );
@@ -207,7 +210,7 @@ function normalise(raw: Record<string, unknown>, protocol: 'openai' | 'anthropic
     const all = raw.messages as { role: string; content: string | null }[];
     const system = all.find((m) => m.role === 'system')?.content ?? undefined;
     const messages = all.filter((m) => m.role !== 'system').map((m) => ({ ...m, content: m.content ?? '' }));
-    return { model: raw.model as string, messages, system, tools, protocol };
+    return { model: raw.model as string, messages, system, tools, protocol, maxTokens };
   }
   const messages = (raw.messages as { role: string; content: unknown }[]).map((m) => ({
     role: m.role,
@@ -221,5 +224,6 @@ function normalise(raw: Record<string, unknown>, protocol: 'openai' | 'anthropic
     tools,
     protocol,
     cacheControl,
+    maxTokens,
   };
 }
