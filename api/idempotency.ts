@@ -5,6 +5,13 @@ import { ApiError, invalid } from './api-error';
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 const TTL_HOURS = 24;
 
+export interface IdempotencyClaim {
+  principalUid: string;
+  scope: string;
+  key: string;
+  hash: string;
+}
+
 export interface StoredResponse {
   status: number;
   body: unknown;
@@ -39,10 +46,7 @@ function canonical(value: unknown): unknown {
  * key waits on the row lock until the first one commits, then replays its response.
  * Returns the stored response to replay, or null when this request owns the key.
  */
-export async function claimIdempotencyKey(
-  tx: EntityManager,
-  claim: { principalUid: string; scope: string; key: string; hash: string },
-): Promise<StoredResponse | null> {
+export async function claimIdempotencyKey(tx: EntityManager, claim: IdempotencyClaim): Promise<StoredResponse | null> {
   await tx.query(
     `DELETE FROM idempotency_records WHERE principal_uid = $1 AND scope = $2 AND key = $3
         AND created_at < now() - make_interval(hours => $4)`,
@@ -93,4 +97,16 @@ export async function storeIdempotentResponse(
       JSON.stringify(response.headers),
     ],
   );
+}
+
+/** Forgets a claimed key whose request was taken back, so that a retry with it is served afresh. */
+export async function releaseIdempotencyKey(
+  manager: EntityManager,
+  claim: { principalUid: string; scope: string; key: string },
+): Promise<void> {
+  await manager.query(`DELETE FROM idempotency_records WHERE principal_uid = $1 AND scope = $2 AND key = $3`, [
+    claim.principalUid,
+    claim.scope,
+    claim.key,
+  ]);
 }

@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
+import { withdrawUnstartedRun } from '../db/run-creation';
 import { applyCancellation, applyTransition } from '../db/run-store';
 import { findUnfinishedRuns } from '../db/unfinished-runs';
 import { runWorkflowId } from '../workflows/run-contract';
@@ -58,6 +59,12 @@ export function startReconciler({
     }
     // Still open (a paused workflow is an operator's choice, not an end).
     if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW' || status === 'PAUSED') return false;
+    // Its start never reached Temporal and taking the run back failed too: the caller was
+    // answered 503, so the run is not theirs to find.
+    if (status === 'NOT_FOUND' && (await dataSource.transaction((tx) => withdrawUnstartedRun(tx, runId)))) {
+      logger.warn('removed a run whose workflow never started', { runId });
+      return true;
+    }
     const applied = await dataSource.transaction((tx) =>
       status === 'CANCELLED'
         ? applyCancellation(tx, runId, turn)

@@ -1,28 +1,30 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../core/config';
 import { newSessionId, newUuidV7, isUuid } from '../core/ids';
-import { isTerminal, type RunState } from '../core/run-state';
+import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { encryptMcpServers } from '../core/secrets';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import type { Run } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
-import { appendRunEvent } from '../db/run-events';
+import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
+import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { findRun } from '../db/run-queries';
-import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest, reopenRun } from '../db/run-store';
+import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
-import {
-  followupSignal,
-  RUN_WORKFLOW_TYPE,
-  runWorkflowId,
-  searchAttributes,
-  type RunWorkflowInput,
-} from '../workflows/run-contract';
+import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 import { ApiError, invalid, notFound } from './api-error';
 import { assertSkillOwnerAllowed } from './git-owners';
-import { claimIdempotencyKey, requestHash, storeIdempotentResponse, type StoredResponse } from './idempotency';
+import { runWorkflowOptions } from './run-workflow-options';
+import {
+  claimIdempotencyKey,
+  releaseIdempotencyKey,
+  requestHash,
+  storeIdempotentResponse,
+  type IdempotencyClaim,
+  type StoredResponse,
+} from './idempotency';
 import { idempotencyView } from './run-secrets';
 import type { CreateRunRequest, FollowupRequest } from './schemas/run-schemas';
 
@@ -57,40 +59,12 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
   const withinDeadline = <T>(call: () => Promise<T>): Promise<T> =>
     temporal.withDeadline(Date.now() + config.temporal.rpcTimeoutMs, call);
 
-  const workflowInput = (runId: string): RunWorkflowInput => ({
-    runId,
-    settings: {
-      heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
-      workspaceScheduleToStartSeconds: config.workspace.scheduleToStartSeconds,
-      modelRetry: config.models.retry,
-      workerLeaseSeconds: config.worker.leaseSeconds,
-    },
-  });
-
-  const workflowExtras = (
-    run: Pick<Run, 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title'>,
-    state: RunState,
-  ) => {
-    const attributes: SearchAttributePair[] = [
-      { key: searchAttributes.state, value: state },
-      { key: searchAttributes.model, value: run.modelId },
-      { key: searchAttributes.creator, value: run.creatorUid },
-      { key: searchAttributes.source, value: run.source },
-      { key: searchAttributes.environment, value: run.environmentId ?? 'empty-environment' },
-    ];
-    if (run.name) attributes.push({ key: searchAttributes.name, value: run.name });
-    return { typedSearchAttributes: attributes, memo: { title: run.title } };
-  };
-
   async function withIdempotency(
     principal: AuthenticatedPrincipal,
-    scope: string,
-    key: string | undefined,
-    body: unknown,
+    claim: IdempotencyClaim | undefined,
     work: (tx: EntityManager) => Promise<StoredResponse>,
   ): Promise<StoredResponse> {
     return dataSource.transaction(async (tx) => {
-      const claim = key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;
       if (claim) {
         const replay = await claimIdempotencyKey(tx, claim);
         if (replay) return replay;
@@ -99,6 +73,36 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       if (claim) await storeIdempotentResponse(tx, claim, response);
       return response;
     });
+  }
+
+  const claimFor = (principal: AuthenticatedPrincipal, scope: string, key: string | undefined, body: unknown) =>
+    key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;
+
+  /**
+   * Runs the Temporal call that `recordAndCall` fires (once its transaction holds the locks the
+   * workflow waits on) alongside the rest of that transaction: the transaction commits without
+   * waiting for Temporal, so no connection is held while Temporal answers, and the request
+   * costs about the longer of the two, not their sum. When the call fails, `withdraw` takes
+   * back what the transaction recorded and says whether it could; when it could not, the
+   * workflow already has it, so the call reached Temporal after all.
+   */
+  async function recordThenCall(
+    recordAndCall: (fire: (call: () => Promise<unknown>) => void) => Promise<StoredResponse>,
+    withdraw: (tx: EntityManager) => Promise<boolean>,
+  ): Promise<StoredResponse> {
+    let inFlight: Promise<unknown> | undefined;
+    const fire = (call: () => Promise<unknown>) => {
+      inFlight = withinDeadline(call);
+      inFlight.catch(() => undefined);
+    };
+    const response = await recordAndCall(fire);
+    if (!inFlight) return response; // an idempotent replay: nothing new was recorded
+    try {
+      await inFlight;
+    } catch (err) {
+      if (await dataSource.transaction(withdraw)) throw err;
+    }
+    return response;
   }
 
   async function lockTeamRun(tx: EntityManager, principal: AuthenticatedPrincipal, runId: string) {
@@ -134,87 +138,47 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
         assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
       }
       assertWithinOperatorLimits(config, body.config);
-      const hashed = idempotencyView(body, secretsKey);
-      return withIdempotency(principal, 'create-run', idempotencyKey, hashed, async (tx) => {
-        const resolved: ResolvedAgentConfig = {
-          ...body.config,
-          model_id: body.config?.model_id ?? config.models.defaultModel,
-          idle_timeout_minutes: body.config?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
-          ...(skill ? { skill_spec: skill } : {}),
-          // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-          ...(body.config?.mcp_servers ? { mcp_servers: encryptMcpServers(body.config.mcp_servers, secretsKey) } : {}),
-        };
-        if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-          throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
-        }
-        const conversationId = await resolveConversation(tx, principal, body.conversation_id);
-        const parentRunId = await resolveParent(tx, principal, body.parent_run_id);
-        const runId = newUuidV7();
-        const prompt = body.prompt ?? '';
-        const title = body.title?.trim() ? body.title : autoTitle(prompt, skill);
-        const now = new Date();
-        const run: Run = {
-          runId,
-          teamId: principal.teamId,
-          creatorUid: principal.uid,
-          creatorType: principal.type,
-          creatorDisplayName: principal.displayName,
-          title,
-          prompt,
-          state: 'QUEUED',
-          turn: 1,
-          config: resolved,
-          name: resolved.name ?? null,
-          modelId: resolved.model_id,
-          environmentId: resolved.environment_id ?? null,
-          skillSpec: skill ?? null,
-          source: 'API',
-          metadata: body.metadata ?? {},
-          conversationId,
-          parentRunId,
-          sessionId: newSessionId(),
-          statusMessage: null,
-          agentSkill: null,
-          totalTokens: '0',
-          inferenceCostUsd: null,
-          cancelRequestedAt: null,
-          cancelRequestedBy: null,
-          startedAt: null,
-          endedAt: null,
-          createdAt: now,
-          updatedAt: now,
-        };
-        // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
-        await lockRunCreation(tx, runId);
-        await tx.getRepository<Run>('Run').insert(run);
-        await appendRunEvent(tx, {
-          runId,
-          eventKey: 'prompt',
-          kind: 'prompt',
-          turn: 1,
-          payload: { text: prompt, base_prompt: resolved.base_prompt },
-        });
-        await appendRunEvent(tx, {
-          runId,
-          eventKey: 'state-t1-QUEUED',
-          kind: 'state',
-          turn: 1,
-          payload: { state: 'QUEUED' },
-        });
-        await withinDeadline(() =>
-          temporal.workflow.start<typeof agentRunWorkflow>(RUN_WORKFLOW_TYPE, {
-            taskQueue: config.temporal.taskQueue,
-            workflowId: runWorkflowId(runId),
-            args: [workflowInput(runId)],
-            ...workflowExtras(run, 'QUEUED'),
+      const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
+      const runId = newUuidV7();
+      return recordThenCall(
+        (fire) =>
+          withIdempotency(principal, claim, async (tx) => {
+            const resolved: ResolvedAgentConfig = {
+              ...body.config,
+              model_id: body.config?.model_id ?? config.models.defaultModel,
+              idle_timeout_minutes: body.config?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
+              ...(skill ? { skill_spec: skill } : {}),
+              // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+              ...(body.config?.mcp_servers
+                ? { mcp_servers: encryptMcpServers(body.config.mcp_servers, secretsKey) }
+                : {}),
+            };
+            if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
+              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+            }
+            const run = newRun(principal, body, resolved, {
+              runId,
+              skill,
+              conversationId: await resolveConversation(tx, principal, body.conversation_id),
+              parentRunId: await resolveParent(tx, principal, body.parent_run_id),
+            });
+            // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
+            await lockRunCreation(tx, runId);
+            fire(() =>
+              temporal.workflow.start<typeof agentRunWorkflow>(
+                RUN_WORKFLOW_TYPE,
+                runWorkflowOptions(config, run, 'QUEUED'),
+              ),
+            );
+            await recordNewRun(tx, run);
+            return {
+              status: 201,
+              body: { run_id: runId, task_id: runId, state: 'QUEUED' },
+              headers: { Location: `/api/v1/agent/runs/${runId}` },
+            };
           }),
-        );
-        return {
-          status: 201,
-          body: { run_id: runId, task_id: runId, state: 'QUEUED' },
-          headers: { Location: `/api/v1/agent/runs/${runId}` },
-        };
-      });
+        (tx) => withdrawUnstartedRun(tx, runId),
+      );
     },
 
     async sendFollowup(
@@ -224,36 +188,42 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       idempotencyKey: string | undefined,
     ): Promise<StoredResponse> {
       if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
-      return withIdempotency(principal, `followup:${runId}`, idempotencyKey, body, async (tx) => {
-        const { run, locked } = await lockTeamRun(tx, principal, runId);
-        const [{ seq }] = (await tx.query(`SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM followups WHERE run_id = $1`, [
-          runId,
-        ])) as [{ seq: number }];
-        await tx.query(
-          `INSERT INTO followups (id, run_id, seq, message, mode, creator_uid, created_at) VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp())`,
-          [newUuidV7(), runId, seq, body.message, body.mode ?? 'normal', principal.uid],
-        );
-        let state: RunState = locked.state;
-        if (isTerminal(locked.state)) {
-          await reopenRun(tx, runId, locked.turn);
-          state = 'QUEUED';
-        }
-        // Sent while the row lock is held: the workflow reads follow-ups under the same lock,
-        // so it sees this one as soon as the transaction commits, and never a rolled-back one.
-        await withinDeadline(() =>
-          temporal.workflow.signalWithStart<typeof agentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
-            taskQueue: config.temporal.taskQueue,
-            workflowId: runWorkflowId(runId),
-            args: [workflowInput(runId)],
-            signal: followupSignal,
-            signalArgs: [{ seq }],
-            ...workflowExtras(run, state),
+      const claim = claimFor(principal, `followup:${runId}`, idempotencyKey, body);
+      let recorded: RecordedFollowup | undefined;
+      return recordThenCall(
+        (fire) =>
+          withIdempotency(principal, claim, async (tx) => {
+            const { run, locked } = await lockTeamRun(tx, principal, runId);
+            recorded = await recordFollowup(
+              tx,
+              { runId, message: body.message, mode: body.mode ?? 'normal', creatorUid: principal.uid, locked },
+              isTerminal(locked.state),
+            );
+            const { seq, state } = recorded;
+            // The workflow reads follow-ups under the row lock held here, so it sees this one
+            // once the transaction commits, and never a rolled-back one.
+            fire(() =>
+              temporal.workflow.signalWithStart<typeof agentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
+                ...runWorkflowOptions(config, run, state),
+                signal: followupSignal,
+                signalArgs: [{ seq }],
+              }),
+            );
+            return { status: 200, body: { run_id: runId, state }, headers: {} };
           }),
-        );
-        return { status: 200, body: { run_id: runId, state }, headers: {} };
-      });
+        async (tx) => {
+          const withdrawn = await withdrawFollowup(tx, runId, recorded!);
+          if (withdrawn && claim) await releaseIdempotencyKey(tx, claim);
+          return withdrawn;
+        },
+      );
     },
 
+    /**
+     * The request is recorded first (who asked, and the last follow-up it saw), then Temporal is
+     * asked to cancel; the record stays when that fails, since the caller is told to retry and
+     * a cancellation that did reach Temporal must still name who asked for it.
+     */
     async cancelRun(principal: AuthenticatedPrincipal, runId: string): Promise<void> {
       await dataSource.transaction(async (tx) => {
         const { locked } = await lockTeamRun(tx, principal, runId);
@@ -264,14 +234,14 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
           );
         }
         await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
-        try {
-          await withinDeadline(() => temporal.workflow.getHandle(runWorkflowId(runId)).cancel());
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-          // No workflow is running for this run (an operator terminated it): record the end here.
-          await applyCancellation(tx, runId);
-        }
       });
+      try {
+        await withinDeadline(() => temporal.workflow.getHandle(runWorkflowId(runId)).cancel());
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        // No workflow is running for this run (an operator terminated it): record the end here.
+        await dataSource.transaction((tx) => applyCancellation(tx, runId));
+      }
     },
   };
 }
@@ -321,4 +291,46 @@ function assertWithinOperatorLimits(config: Config, requested: CreateRunRequest[
       );
     }
   }
+}
+
+/** The row of a run just accepted: QUEUED in its first turn. */
+function newRun(
+  principal: AuthenticatedPrincipal,
+  body: CreateRunRequest,
+  resolved: ResolvedAgentConfig,
+  ids: { runId: string; skill: string | undefined; conversationId: string; parentRunId: string | null },
+): Run {
+  const prompt = body.prompt ?? '';
+  const now = new Date();
+  return {
+    runId: ids.runId,
+    teamId: principal.teamId,
+    creatorUid: principal.uid,
+    creatorType: principal.type,
+    creatorDisplayName: principal.displayName,
+    title: body.title?.trim() ? body.title : autoTitle(prompt, ids.skill),
+    prompt,
+    state: 'QUEUED',
+    turn: 1,
+    config: resolved,
+    name: resolved.name ?? null,
+    modelId: resolved.model_id,
+    environmentId: resolved.environment_id ?? null,
+    skillSpec: ids.skill ?? null,
+    source: 'API',
+    metadata: body.metadata ?? {},
+    conversationId: ids.conversationId,
+    parentRunId: ids.parentRunId,
+    sessionId: newSessionId(),
+    statusMessage: null,
+    agentSkill: null,
+    totalTokens: '0',
+    inferenceCostUsd: null,
+    cancelRequestedAt: null,
+    cancelRequestedBy: null,
+    startedAt: null,
+    endedAt: null,
+    createdAt: now,
+    updatedAt: now,
+  };
 }

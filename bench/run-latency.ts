@@ -2,14 +2,20 @@
  * Benchmark: a self-contained stack (embedded PostgreSQL, Temporal dev server, one worker, the
  * API, a scripted model that answers at once) and N runs created through the HTTP API.
  * Reports create latency, QUEUED → INPROGRESS latency, end-to-end time, throughput, history
- * size and the process's memory. Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1]
- * (a run of N steps makes N model calls, each but the last asking for one write_file tool call).
+ * size and the process's memory. Then, with the worker stopped (so that only the create path is
+ * measured), `POST /agent/runs` side by side with a bare `workflow.start` of the same workflow
+ * on the same Temporal server, in alternating rounds, and their throughput ratio.
+ * Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1] [compare=200]
+ * (a run of N steps makes N model calls, each but the last asking for one write_file tool call;
+ * `compare` requests of each kind, in rounds of 20).
  */
+import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
+import { runWorkflowOptions } from '../api/run-workflow-options';
 import { closeServer, listen } from '../api/server';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
@@ -21,14 +27,14 @@ import { resolveSecretsKey } from '../infra/secrets-key';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { freePort } from '../test/helpers/free-port';
 import { createWorker } from '../worker/create-worker';
-import { runWorkflowId } from '../workflows/run-contract';
+import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 };
 const summary = (name: string, values: number[]) =>
-  `${name.padEnd(28)} p50 ${percentile(values, 50).toFixed(0).padStart(6)} ms   p95 ${percentile(values, 95)
+  `${name.padEnd(28)} p50 ${percentile(values, 50).toFixed(1).padStart(6)} ms   p95 ${percentile(values, 95)
     .toFixed(0)
     .padStart(6)} ms   max ${Math.max(...values)
     .toFixed(0)
@@ -38,6 +44,7 @@ async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 50);
   const concurrency = Number(process.argv[3] ?? 10);
   const steps = Number(process.argv[4] ?? 1);
+  const compare = Number(process.argv[5] ?? 200);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
   chmodSync(dataDir, 0o755);
@@ -145,15 +152,94 @@ async function main(): Promise<void> {
     `RSS (API + worker process)   ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB (was ${(rssBefore / 1048576).toFixed(0)} MiB)`,
   );
 
-  await closeServer(server);
   worker.shutdown();
   await workerRun;
+  const { api, bare } = await createVersusBareStart({
+    total: compare,
+    concurrency,
+    create: async () => {
+      const res = await fetch(`${base}/agent/runs`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'x' }) });
+      if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
+    },
+    bareStart: async () => {
+      // The same start the API makes (search attributes, memo), for a run that does not exist.
+      const run = {
+        runId: randomUUID(),
+        name: null,
+        modelId: config.models.defaultModel,
+        creatorUid: 'bench',
+        source: 'API',
+        environmentId: null,
+        title: 'x',
+      };
+      await client.workflow.start(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED'));
+    },
+  });
+  log(`\n${compare} of each, ${concurrency} at a time, alternating rounds of ${ROUND} (worker stopped):`);
+  log(summary('bare workflow.start', bare.latencies));
+  log(summary('POST /agent/runs', api.latencies));
+  log(`throughput                   bare ${bare.perSecond.toFixed(1)}/s, API ${api.perSecond.toFixed(1)}/s`);
+  log(
+    `API / bare                   throughput ${(api.perSecond / bare.perSecond).toFixed(2)}x, p50 ${
+      percentile(api.latencies, 50) - percentile(bare.latencies, 50) >= 0 ? '+' : ''
+    }${(percentile(api.latencies, 50) - percentile(bare.latencies, 50)).toFixed(1)} ms`,
+  );
+
+  await closeServer(server);
   await workerConnection.close();
   await connection.close();
   await dataSource.destroy();
   await model.stop();
   await deps.stop();
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+const ROUND = 20;
+
+interface Variant {
+  latencies: number[];
+  perSecond: number;
+}
+
+/** Both kinds of request in alternating rounds, so that drift of the machine hits both alike. */
+async function createVersusBareStart(options: {
+  total: number;
+  concurrency: number;
+  create: () => Promise<void>;
+  bareStart: () => Promise<void>;
+}): Promise<{ api: Variant; bare: Variant }> {
+  const measure = { api: { latencies: [] as number[], ms: 0 }, bare: { latencies: [] as number[], ms: 0 } };
+  const round = async (variant: 'api' | 'bare', count: number) => {
+    const call = variant === 'api' ? options.create : options.bareStart;
+    let left = count;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: Math.min(options.concurrency, count) }, async () => {
+        while (left > 0) {
+          left -= 1;
+          const t0 = performance.now();
+          await call();
+          measure[variant].latencies.push(performance.now() - t0);
+        }
+      }),
+    );
+    measure[variant].ms += performance.now() - started;
+  };
+  await round('bare', ROUND); // warm-up, not counted
+  await round('api', ROUND);
+  measure.api = { latencies: [], ms: 0 };
+  measure.bare = { latencies: [], ms: 0 };
+  for (let done = 0; done < options.total; done += ROUND) {
+    const count = Math.min(ROUND, options.total - done);
+    const first = (done / ROUND) % 2 === 0 ? 'api' : 'bare';
+    await round(first, count);
+    await round(first === 'api' ? 'bare' : 'api', count);
+  }
+  const result = (v: 'api' | 'bare') => ({
+    latencies: measure[v].latencies,
+    perSecond: (measure[v].latencies.length / measure[v].ms) * 1000,
+  });
+  return { api: result('api'), bare: result('bare') };
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,6 @@
 import { startReconciler } from '../api/reconciler';
 import { createLogger } from '../core/logger';
+import { newSessionId, newUuidV7 } from '../core/ids';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
@@ -67,4 +68,53 @@ test('a live run is not touched by the reconciler', async () => {
   }
   held.release({ text: 'fine' });
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
+});
+
+test('a run whose workflow never started (its create was answered 503) is removed; one that started is recorded ERROR', async () => {
+  const { key, uid } = await ctx.newTeamKey();
+  const marker = uniqueName('orphan');
+  ctx.model.script(marker, () => ({ text: 'done' }));
+  const template = await createRun(ctx, key, { prompt: `Template ${marker}` });
+  await waitForState(ctx, key, template, ['SUCCEEDED']);
+  // Rows as a failed create and a lost workflow leave them: copies of a real run, without a workflow.
+  const copy = async (overrides: Record<string, unknown>) => {
+    const runId = newUuidV7();
+    await ctx.dataSource.query(
+      `INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || $2::jsonb)).* FROM runs r WHERE run_id = $1`,
+      [
+        template,
+        JSON.stringify({
+          run_id: runId,
+          session_id: newSessionId(),
+          ended_at: null,
+          status_message: null,
+          ...overrides,
+        }),
+      ],
+    );
+    return runId;
+  };
+  const neverStarted = await copy({ state: 'QUEUED', turn: 1, started_at: null });
+  const lost = await copy({ state: 'INPROGRESS', turn: 1 });
+  await ctx.dataSource.query(
+    `INSERT INTO idempotency_records (principal_uid, scope, key, request_hash, response_status, response_body, response_headers)
+     VALUES ($1, 'create-run', $2, 'h', 201, $3::jsonb, '{}'::jsonb)`,
+    [uid, marker, JSON.stringify({ run_id: neverStarted, state: 'QUEUED' })],
+  );
+
+  const r = reconciler();
+  try {
+    const settled = await r.runOnce();
+    expect(settled).toEqual(expect.arrayContaining([neverStarted, lost]));
+  } finally {
+    await r.stop();
+  }
+  expect((await ctx.api.get(`/api/v1/agent/runs/${neverStarted}`).set(auth(key))).status).toBe(404);
+  const records = (await ctx.dataSource.query(`SELECT 1 FROM idempotency_records WHERE key = $1`, [
+    marker,
+  ])) as unknown[];
+  expect(records).toEqual([]);
+  const run = await getRun(ctx, key, lost);
+  expect(run.state).toBe('ERROR');
+  expect((run.status_message as { message: string }).message).toMatch(/no longer exists in Temporal/);
 });

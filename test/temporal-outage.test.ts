@@ -1,19 +1,25 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { locateTemporalCli } from '../infra/temporal-cli';
 import { startTemporalDevServer, type RunningDevServer } from '../infra/temporal-dev-server';
+import { runWorkflowId } from '../workflows/run-contract';
 import { freePort } from './helpers/free-port';
+import { freeze } from './helpers/freeze';
 import { auth, createRun, waitForState } from './helpers/runs';
-import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { answeredDuring, countByKindAndStatus, expectOnlyOrderlyAnswers, startSteadyLoad } from './helpers/steady-load';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /**
- * Temporal frozen (SIGSTOP: what a hung host or a partition looks like to the API): writes answer
- * 503 resource_unavailable with Retry-After within seconds and change nothing, reads of
- * PostgreSQL go on answering, /readyz says which dependency is down, and once Temporal is back
- * everything works again. The test brings its own Temporal server, so freezing it touches no
- * other test.
+ * Temporal frozen for a minute (SIGSTOP: what a hung host or a partition looks like to the API)
+ * under a steady load of creates, follow-ups and reads: every request is answered within 10 s,
+ * writes 503 resource_unavailable with Retry-After and change nothing, reads of PostgreSQL
+ * answer 200, nothing answers 500, and two minutes after Temporal is back every accepted run
+ * has finished, every accepted follow-up was delivered, and no run exists without its
+ * workflow. The test brings its own Temporal server, so freezing it touches no other test.
  */
+const OUTAGE_MS = 60_000;
 let temporal: RunningDevServer;
 let ctx: TestContext;
 
@@ -35,51 +41,120 @@ afterAll(async () => {
   await temporal?.stop();
 });
 
-const runCount = async (teamKey: string) =>
-  ((await ctx.api.get('/api/v1/agent/runs').set(auth(teamKey)).expect(200)).body.runs as unknown[]).length;
-
-test('with Temporal frozen, writes are 503 with Retry-After and change nothing; reads answer; afterwards all is well', async () => {
+test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, no 500, nothing lost', async () => {
   expect(temporal.pid).toBeDefined();
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('outage');
   ctx.model.script(marker, () => ({ text: 'done' }));
-  const before = await createRun(ctx, key, { prompt: `Before ${marker}` });
-  await waitForState(ctx, key, before, ['SUCCEEDED']);
+  const steered = await createRun(ctx, key, { prompt: `Steered ${marker}`, config: { idle_timeout_minutes: 10 } });
+  await waitForState(ctx, key, steered, ['SUCCEEDED']);
 
-  process.kill(temporal.pid!, 'SIGSTOP');
+  // An idle run, which a follow-up would reopen: one refused during the outage must leave it as it was.
+  const idle = await createRun(ctx, key, { prompt: `Idle ${marker}`, config: { idle_timeout_minutes: 10 } });
+  await waitForState(ctx, key, idle, ['SUCCEEDED']);
+  const idleBefore = (await ctx.api.get(`/api/v1/agent/runs/${idle}`).set(auth(key))).body as unknown;
+
+  const load = startSteadyLoad(ctx, key, { followupRunId: steered, prompt: `Load ${marker}` });
+  await waitFor(
+    async () =>
+      (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1`, [`Load ${marker}%`]))[0]
+        .n as number,
+    (n) => n >= 3,
+    'the load to create runs',
+  );
+  const thaw = freeze(temporal.pid!);
+  const frozenAt = Date.now();
+  let ready;
+  let refusedFollowup;
+  let idleDuring;
   try {
-    const started = Date.now();
-    const create = await ctx.api
-      .post('/api/v1/agent/runs')
+    ready = await ctx.api.get('/readyz');
+    refusedFollowup = await ctx.api
+      .post(`/api/v1/agent/runs/${idle}/followups`)
       .set(auth(key))
-      .send({ prompt: `During ${marker}` });
-    expect(Date.now() - started).toBeLessThan(10_000);
-    expect(create.status).toBe(503);
-    expect(create.headers['retry-after']).toBeDefined();
-    expect(create.body).toMatchObject({ error_code: 'resource_unavailable', retryable: true });
-
-    const followup = await ctx.api
-      .post(`/api/v1/agent/runs/${before}/followups`)
-      .set(auth(key))
-      .send({ message: 'during the outage' });
-    expect(followup.status).toBe(503);
-
-    // Nothing was half-done: no run without its workflow, no follow-up nobody will deliver.
-    expect(await runCount(key)).toBe(1);
-    const [{ count }] = (await ctx.dataSource.query(`SELECT count(*)::int AS count FROM followups WHERE run_id = $1`, [
-      before,
-    ])) as [{ count: number }];
-    expect(count).toBe(0);
-    expect((await ctx.api.get(`/api/v1/agent/runs/${before}`).set(auth(key))).status).toBe(200);
-
-    const ready = await ctx.api.get('/readyz');
-    expect(ready.status).toBe(503);
-    expect(ready.body.checks).toEqual({ database: 'ok', temporal: 'unavailable' });
+      .send({ message: 'refused' });
+    idleDuring = (await ctx.api.get(`/api/v1/agent/runs/${idle}`).set(auth(key))).body as unknown;
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS)); // the outage itself
   } finally {
-    process.kill(temporal.pid!, 'SIGCONT');
+    thaw();
   }
+  const thawedAt = Date.now();
+  await waitFor(
+    async () =>
+      (
+        await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1 AND created_at > $2`, [
+          `Load ${marker}%`,
+          new Date(thawedAt),
+        ])
+      )[0].n as number,
+    (n) => n >= 3,
+    'creates to succeed again after the outage',
+    60_000,
+  );
+  const results = await load.stop();
+  const during = answeredDuring(results, frozenAt, thawedAt);
+  console.log(
+    `Temporal outage (${OUTAGE_MS / 1000} s): all requests ${JSON.stringify(countByKindAndStatus(results))}; during the outage ${JSON.stringify(countByKindAndStatus(during))}`,
+  );
 
-  const after = await createRun(ctx, key, { prompt: `After ${marker}` });
-  await waitForState(ctx, key, after, ['SUCCEEDED'], undefined, 60_000);
+  expect(refusedFollowup.status).toBe(503);
+  expect(idleDuring).toEqual(idleBefore);
+  expect(ready.status).toBe(503);
+  expect(ready.body.checks).toEqual({ database: 'ok', temporal: 'unavailable' });
+  expectOnlyOrderlyAnswers(results);
+  const writesDuring = during.filter((r) => r.kind !== 'read');
+  const readsDuring = during.filter((r) => r.kind === 'read');
+  expect(writesDuring.length).toBeGreaterThan(20);
+  expect(writesDuring.filter((r) => r.status !== 503)).toEqual([]);
+  expect(readsDuring.length).toBeGreaterThan(20);
+  expect(readsDuring.filter((r) => r.status !== 200)).toEqual([]);
+
+  // Within two minutes of Temporal's return, everything accepted has happened, and only that.
+  const accepted = results.filter((r) => r.kind === 'create' && r.status === 201).map((r) => r.runId!);
+  const acceptedFollowups = results.filter((r) => r.kind === 'followup' && r.status === 200).length;
+  await waitFor(
+    async () =>
+      (
+        await ctx.dataSource.query(
+          `SELECT count(*)::int AS n FROM runs WHERE run_id = ANY($1::uuid[]) AND state = 'SUCCEEDED'`,
+          [accepted],
+        )
+      )[0].n as number,
+    (n) => n === accepted.length,
+    'every accepted run to succeed',
+    120_000,
+  );
+  const followups = await waitFor(
+    async () =>
+      (
+        await ctx.dataSource.query(
+          `SELECT count(*)::int AS total, count(delivered_at)::int AS delivered FROM followups WHERE run_id = $1`,
+          [steered],
+        )
+      )[0] as { total: number; delivered: number },
+    (f) => f.delivered === f.total,
+    'every accepted follow-up to be delivered',
+    120_000,
+  );
+  expect(followups.total).toBe(acceptedFollowups);
+  const rows = (await ctx.dataSource.query(
+    `SELECT run_id FROM runs WHERE team_id = (SELECT team_id FROM runs WHERE run_id = $1)`,
+    [steered],
+  )) as { run_id: string }[];
+  expect(rows.map((r) => r.run_id).sort()).toEqual([steered, idle, ...accepted].sort());
+  const idleFollowups = (await ctx.dataSource.query(`SELECT 1 FROM followups WHERE run_id = $1`, [idle])) as unknown[];
+  expect(idleFollowups).toEqual([]);
+  const missing: string[] = [];
+  for (const { run_id } of rows) {
+    await ctx.client.workflow
+      .getHandle(runWorkflowId(run_id))
+      .describe()
+      .catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) missing.push(run_id);
+        else throw err;
+      });
+  }
+  expect(missing).toEqual([]);
   expect((await ctx.api.get('/readyz')).status).toBe(200);
-});
+  await waitForState(ctx, key, steered, ['SUCCEEDED']);
+}, 330_000);

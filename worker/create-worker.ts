@@ -9,6 +9,7 @@ import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { endpointOf, OutboundAddressRules, type Endpoint } from '../core/outbound-addresses';
 import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
@@ -114,6 +115,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     connection,
     namespace: config.temporal.namespace,
     activities,
+    interceptors: { activity: [waitOutDatabaseOutages(dataSource, logger)] },
     // Heartbeats carry cancellation to a running activity; send them often so a cancel lands in seconds.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',

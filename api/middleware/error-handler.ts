@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { ERROR_CODES, type ErrorCode } from '../../core/error-codes';
 import type { Logger } from '../../core/logger';
 import { ApiError } from '../api-error';
-import { isDependencyDown } from '../dependency-errors';
+import { isDependencyDown } from '../../core/dependency-errors';
 
 export interface ProblemDocument {
   type: string;

@@ -12,6 +12,7 @@ import { closeServer, listen } from '../../api/server';
 import { loadConfig, type Config } from '../../core/config';
 import { createLogger } from '../../core/logger';
 import { createApiKey } from '../../db/api-keys';
+import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
@@ -61,11 +62,15 @@ function quietTemporalRuntime(): void {
 }
 
 export async function createTestContext(
-  options: { env?: Record<string, string>; worker?: boolean; temporalAddress?: string } = {},
+  options: { env?: Record<string, string>; worker?: boolean; temporalAddress?: string; databaseUrl?: string } = {},
 ): Promise<TestContext> {
   quietTemporalRuntime();
-  // A test may bring its own Temporal server (to stop it); PostgreSQL is always the run's.
-  const stack = { ...testStack(), ...(options.temporalAddress ? { temporalAddress: options.temporalAddress } : {}) };
+  // A test may bring its own Temporal server or PostgreSQL (to stop or freeze it).
+  const stack = {
+    ...testStack(),
+    ...(options.temporalAddress ? { temporalAddress: options.temporalAddress } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+  };
   // Known before the app is built, so PUBLIC_URL (session links, error `type` URLs) is right.
   const port = await freePort();
   const model = new ScriptedModelServer();
@@ -92,6 +97,7 @@ export async function createTestContext(
   });
   const logger = createLogger(config.logLevel, 'test');
   const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
+  if (options.databaseUrl) await runMigrations(dataSource);
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
   const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
   const server: Server = await listen(app, port, '127.0.0.1');

@@ -1,0 +1,37 @@
+import type { SearchAttributePair } from '@temporalio/common';
+import type { Config } from '../core/config';
+import type { RunState } from '../core/run-state';
+import type { Run } from '../db/entities/run';
+import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../workflows/run-contract';
+
+/** What the run workflow is started with: its id, queue, input, and what operators search by. */
+export function runWorkflowOptions(
+  config: Config,
+  run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title'>,
+  state: RunState,
+) {
+  const input: RunWorkflowInput = {
+    runId: run.runId,
+    settings: {
+      heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
+      workspaceScheduleToStartSeconds: config.workspace.scheduleToStartSeconds,
+      modelRetry: config.models.retry,
+      workerLeaseSeconds: config.worker.leaseSeconds,
+    },
+  };
+  const attributes: SearchAttributePair[] = [
+    { key: searchAttributes.state, value: state },
+    { key: searchAttributes.model, value: run.modelId },
+    { key: searchAttributes.creator, value: run.creatorUid },
+    { key: searchAttributes.source, value: run.source },
+    { key: searchAttributes.environment, value: run.environmentId ?? 'empty-environment' },
+  ];
+  if (run.name) attributes.push({ key: searchAttributes.name, value: run.name });
+  return {
+    taskQueue: config.temporal.taskQueue,
+    workflowId: runWorkflowId(run.runId),
+    args: [input] as [RunWorkflowInput],
+    typedSearchAttributes: attributes,
+    memo: { title: run.title },
+  };
+}

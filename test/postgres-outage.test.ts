@@ -1,0 +1,124 @@
+import { freeze } from './helpers/freeze';
+import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres';
+import { createRun, waitForState } from './helpers/runs';
+import { answeredDuring, countByKindAndStatus, expectOnlyOrderlyAnswers, startSteadyLoad } from './helpers/steady-load';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+/**
+ * PostgreSQL frozen for a minute (SIGSTOP of the server and every connection's process) under
+ * a steady load: every request is answered within 10 s, 503 resource_unavailable with
+ * Retry-After on everything that needs the database, /readyz names it, and nothing answers
+ * 500. A step that meets the outage waits it out instead of using up its retries (three here),
+ * and once the database is back every accepted run and follow-up goes through. The test brings
+ * its own PostgreSQL, so freezing it touches no other test.
+ */
+const OUTAGE_MS = 60_000;
+
+/** A check of the test's own: right after the thaw, a query may still wait behind the backlog. */
+const count = async (sql: string, params: unknown[]): Promise<number> =>
+  ((await ctx.dataSource.query(sql, params).catch(() => [{ n: -1 }])) as [{ n: number }])[0].n;
+let postgres: PrivatePostgres;
+let ctx: TestContext;
+
+beforeAll(async () => {
+  postgres = await startPrivatePostgres();
+  ctx = await createTestContext({ databaseUrl: postgres.url, env: { DATABASE_QUERY_TIMEOUT_SECONDS: '3' } });
+}, 90_000);
+afterAll(async () => {
+  await ctx?.close();
+  await postgres?.stop();
+});
+
+test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it out, nothing lost', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('pg-outage');
+  ctx.model.script(marker, () => ({ text: 'done' }));
+  const steered = await createRun(ctx, key, { prompt: `Steered ${marker}`, config: { idle_timeout_minutes: 10 } });
+  await waitForState(ctx, key, steered, ['SUCCEEDED']);
+
+  // A step whose model answers once the database is frozen: recording the answer meets the outage.
+  const stepMarker = uniqueName('mid-step');
+  let frozen!: () => void;
+  const databaseFrozen = new Promise<void>((resolve) => (frozen = resolve));
+  ctx.model.script(stepMarker, async (_req, call) =>
+    call === 1 ? { hold: databaseFrozen.then(() => ({ text: 'answered during the outage' })) } : { text: 'done' },
+  );
+  const midStep = await createRun(ctx, key, { prompt: `Mid-step ${stepMarker}`, config: { idle_timeout_minutes: 0 } });
+  await ctx.model.waitForCalls(stepMarker, 1);
+
+  const load = startSteadyLoad(ctx, key, { followupRunId: steered, prompt: `Load ${marker}` });
+  await waitFor(
+    async () =>
+      (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1`, [`Load ${marker}%`]))[0]
+        .n as number,
+    (n) => n >= 3,
+    'the load to create runs',
+  );
+  const thaw = freeze(postgres.postmasterPid());
+  const frozenAt = Date.now();
+  frozen();
+  let ready;
+  let health;
+  try {
+    ready = await ctx.api.get('/readyz');
+    health = await ctx.api.get('/healthz');
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS)); // the outage itself
+  } finally {
+    thaw();
+  }
+  const thawedAt = Date.now();
+  await waitFor(
+    () =>
+      count(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1 AND created_at > $2`, [
+        `Load ${marker}%`,
+        new Date(thawedAt),
+      ]),
+    (n) => n >= 3,
+    'creates to succeed again after the outage',
+    60_000,
+  );
+  const results = await load.stop();
+  const during = answeredDuring(results, frozenAt, thawedAt);
+  console.log(
+    `PostgreSQL outage (${OUTAGE_MS / 1000} s): all requests ${JSON.stringify(countByKindAndStatus(results))}; during the outage ${JSON.stringify(countByKindAndStatus(during))}`,
+  );
+
+  expect(ready.status).toBe(503);
+  expect(ready.body.checks).toEqual({ database: 'unavailable', temporal: 'ok' });
+  expect(JSON.stringify(ready.body)).not.toMatch(/timeout|ECONN|Error/);
+  expect(health.status).toBe(200);
+  expectOnlyOrderlyAnswers(results);
+  expect(during.length).toBeGreaterThan(30);
+  expect(during.filter((r) => r.status !== 503)).toEqual([]);
+
+  // The step met the outage (its model was asked again after it) and did not fail for it.
+  const run = await waitForState(ctx, key, midStep, ['SUCCEEDED'], undefined, 120_000);
+  expect(run.state).toBe('SUCCEEDED');
+  expect(ctx.model.calls(stepMarker).length).toBeGreaterThanOrEqual(2);
+
+  const accepted = results.filter((r) => r.kind === 'create' && r.status === 201).map((r) => r.runId!);
+  await waitFor(
+    () =>
+      count(`SELECT count(*)::int AS n FROM runs WHERE run_id = ANY($1::uuid[]) AND state = 'SUCCEEDED'`, [accepted]),
+    (n) => n === accepted.length,
+    'every accepted run to succeed',
+    120_000,
+  );
+  const acceptedFollowups = results.filter((r) => r.kind === 'followup' && r.status === 200).length;
+  const undelivered = `SELECT count(*)::int AS n FROM followups WHERE run_id = $1 AND delivered_at IS NULL`;
+  await waitFor(
+    () => count(undelivered, [steered]),
+    (n) => n === 0,
+    'every accepted follow-up to be delivered',
+    120_000,
+  );
+  const recorded = await count(`SELECT count(*)::int AS n FROM followups WHERE run_id = $1`, [steered]);
+  // A follow-up whose COMMIT was on its way when the database froze may have been applied though
+  // the caller was told 503 (the commit's outcome is unknown; Idempotency-Key makes a retry safe).
+  const inFlightAtFreeze = results.filter(
+    (r) => r.kind === 'followup' && r.sentAt < frozenAt && r.answeredAt > frozenAt && r.status !== 200,
+  ).length;
+  expect(recorded).toBeGreaterThanOrEqual(acceptedFollowups);
+  expect(recorded).toBeLessThanOrEqual(acceptedFollowups + inFlightAtFreeze);
+  await waitForState(ctx, key, steered, ['SUCCEEDED']);
+}, 330_000);
