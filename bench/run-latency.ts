@@ -180,6 +180,9 @@ async function main(): Promise<void> {
   log(summary('POST /agent/runs', api.latencies));
   log(`throughput                   bare ${bare.perSecond.toFixed(1)}/s, API ${api.perSecond.toFixed(1)}/s`);
   log(
+    `CPU of this process          bare ${bare.cpuMsPerRequest.toFixed(2)} ms/request, API ${api.cpuMsPerRequest.toFixed(2)} ms/request`,
+  );
+  log(
     `API / bare                   throughput ${(api.perSecond / bare.perSecond).toFixed(2)}x, p50 ${
       percentile(api.latencies, 50) - percentile(bare.latencies, 50) >= 0 ? '+' : ''
     }${(percentile(api.latencies, 50) - percentile(bare.latencies, 50)).toFixed(1)} ms`,
@@ -199,6 +202,8 @@ const ROUND = 20;
 interface Variant {
   latencies: number[];
   perSecond: number;
+  /** CPU time of this process (client, API, Temporal client) per request. */
+  cpuMsPerRequest: number;
 }
 
 /** Both kinds of request in alternating rounds, so that drift of the machine hits both alike. */
@@ -208,11 +213,15 @@ async function createVersusBareStart(options: {
   create: () => Promise<void>;
   bareStart: () => Promise<void>;
 }): Promise<{ api: Variant; bare: Variant }> {
-  const measure = { api: { latencies: [] as number[], ms: 0 }, bare: { latencies: [] as number[], ms: 0 } };
+  const measure = {
+    api: { latencies: [] as number[], ms: 0, cpuMs: 0 },
+    bare: { latencies: [] as number[], ms: 0, cpuMs: 0 },
+  };
   const round = async (variant: 'api' | 'bare', count: number) => {
     const call = variant === 'api' ? options.create : options.bareStart;
     let left = count;
     const started = performance.now();
+    const cpu = process.cpuUsage();
     await Promise.all(
       Array.from({ length: Math.min(options.concurrency, count) }, async () => {
         while (left > 0) {
@@ -224,11 +233,13 @@ async function createVersusBareStart(options: {
       }),
     );
     measure[variant].ms += performance.now() - started;
+    const used = process.cpuUsage(cpu);
+    measure[variant].cpuMs += (used.user + used.system) / 1000;
   };
   await round('bare', ROUND); // warm-up, not counted
   await round('api', ROUND);
-  measure.api = { latencies: [], ms: 0 };
-  measure.bare = { latencies: [], ms: 0 };
+  measure.api = { latencies: [], ms: 0, cpuMs: 0 };
+  measure.bare = { latencies: [], ms: 0, cpuMs: 0 };
   for (let done = 0; done < options.total; done += ROUND) {
     const count = Math.min(ROUND, options.total - done);
     const first = (done / ROUND) % 2 === 0 ? 'api' : 'bare';
@@ -238,6 +249,7 @@ async function createVersusBareStart(options: {
   const result = (v: 'api' | 'bare') => ({
     latencies: measure[v].latencies,
     perSecond: (measure[v].latencies.length / measure[v].ms) * 1000,
+    cpuMsPerRequest: measure[v].cpuMs / measure[v].latencies.length,
   });
   return { api: result('api'), bare: result('bare') };
 }
