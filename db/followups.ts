@@ -65,10 +65,11 @@ export async function withdrawFollowup(
   followup: RecordedFollowup,
 ): Promise<boolean> {
   const locked = await lockRun(manager, runId);
-  const deleted = (await manager.query(`DELETE FROM followups WHERE id = $1 AND delivered_at IS NULL RETURNING id`, [
+  // TypeORM answers a DELETE with [rows, count].
+  const [, deleted] = (await manager.query(`DELETE FROM followups WHERE id = $1 AND delivered_at IS NULL`, [
     followup.id,
-  ])) as unknown[];
-  if (deleted.length === 0) return false;
+  ])) as [unknown[], number];
+  if (deleted === 0) return false;
   const reopened = followup.reopenedFrom;
   if (
     reopened &&
