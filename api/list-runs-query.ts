@@ -3,6 +3,13 @@ import { isUuid } from '../core/ids';
 import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
 import { invalid } from './api-error';
+import {
+  cursorNotIssued,
+  decodeOpaqueCursor,
+  encodeOpaqueCursor,
+  parseLimit,
+  singleQueryParameter as single,
+} from './page-params';
 import { skillSpecSchema } from './schemas/run-schemas';
 
 type Query = Record<string, string | string[] | undefined>;
@@ -39,12 +46,6 @@ const SINGLE_PARAMS = [
 const SORT_FIELDS: readonly RunSortField[] = ['updated_at', 'created_at', 'title'];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 const METADATA_PARAM = /^metadata\[([a-zA-Z0-9._-]{1,64})\]$/;
-
-function single(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (Array.isArray(value)) throw invalid(`Query parameter \`${name}\` may be given only once.`);
-  return value;
-}
 
 /** True for a real calendar date and time of day: `Date` would roll 2026-02-31 or 24:00 over to the next day. */
 function isRealDateTime(value: string): boolean {
@@ -94,11 +95,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
   );
   if (Object.keys(metadata).length > 5) throw invalid('At most 5 metadata[KEY]=VALUE filters may be combined.');
 
-  const limitRaw = single(query, 'limit');
-  const limit = limitRaw === undefined ? 20 : Number(limitRaw);
-  if (!/^\d+$/.test(limitRaw ?? '20') || limit < 1 || limit > 100) {
-    throw invalid(`Query parameter \`limit\` must be an integer from 1 to 100 (got "${limitRaw}").`);
-  }
+  const limit = parseLimit(query, 20, 100);
 
   const stateRaw = query.state;
   const states = stateRaw === undefined ? undefined : Array.isArray(stateRaw) ? stateRaw : [stateRaw];
@@ -184,7 +181,7 @@ export function encodeCursor(query: ListRunsQuery, last: { value: string; runId:
     id: last.runId,
     f: filterFingerprint(query.filters, query.sortBy, query.sortOrder),
   };
-  return Buffer.from(JSON.stringify(payload)).toString('base64url');
+  return encodeOpaqueCursor(payload);
 }
 
 /** Issued cursors of the time sorts hold `Date#toISOString()` of a stored timestamp, nothing else. */
@@ -196,22 +193,9 @@ function isIssuedTimestamp(value: string): boolean {
 }
 
 function decodeCursor(cursor: string, fingerprint: string, sortBy: RunSortField): { value: string; runId: string } {
-  const notIssued = () =>
-    invalid('Query parameter `cursor` is not a cursor this service issued; pass `page_info.next_cursor` unchanged.');
-  let payload: Partial<CursorPayload> | null;
-  try {
-    payload = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPayload> | null;
-  } catch {
-    throw notIssued();
-  }
-  if (
-    typeof payload !== 'object' ||
-    payload === null ||
-    typeof payload.v !== 'string' ||
-    typeof payload.id !== 'string' ||
-    !isUuid(payload.id)
-  ) {
-    throw notIssued();
+  const payload = decodeOpaqueCursor(cursor) as Partial<CursorPayload>;
+  if (typeof payload.v !== 'string' || typeof payload.id !== 'string' || !isUuid(payload.id)) {
+    throw cursorNotIssued();
   }
   if (payload.f !== fingerprint) {
     throw invalid(
@@ -219,6 +203,6 @@ function decodeCursor(cursor: string, fingerprint: string, sortBy: RunSortField)
     );
   }
   // The value is compared in SQL as a timestamptz (time sorts) or text: a forged one must not reach it.
-  if (sortBy === 'title' ? payload.v.includes('\u0000') : !isIssuedTimestamp(payload.v)) throw notIssued();
+  if (sortBy === 'title' ? payload.v.includes('\u0000') : !isIssuedTimestamp(payload.v)) throw cursorNotIssued();
   return { value: payload.v, runId: payload.id };
 }

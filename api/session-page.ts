@@ -1,6 +1,7 @@
 import { isTerminal } from '../core/run-state';
 import type { Run } from '../db/entities/run';
 import type { StoredRunEvent } from '../db/run-events';
+import type { PendingFollowup } from '../db/followup-queries';
 import { escapeHtml, page } from './html';
 
 /** Outputs longer than this many lines are folded behind a <details> toggle. */
@@ -40,7 +41,7 @@ function renderEvent(event: StoredRunEvent): string {
   const p = event.payload;
   const time = `<span class="meta">${escapeHtml(event.createdAt.toISOString())}</span>`;
   const block = (label: string, content: string, extra = '') =>
-    `<section class="event ${escapeHtml(event.kind)}${extra}" data-kind="${escapeHtml(event.kind)}"><div class="kind">${label} ${time}</div>${content}</section>`;
+    `<section class="event ${escapeHtml(event.kind)}${extra}" id="event-${escapeHtml(event.id)}" data-kind="${escapeHtml(event.kind)}"><div class="kind">${label} ${time}</div>${content}</section>`;
   switch (event.kind) {
     case 'prompt':
       return block(
@@ -111,24 +112,50 @@ function renderEvent(event: StoredRunEvent): string {
   }
 }
 
-/** The transcript behind `session_link`: every event of the run, in order, escaped; live while running. */
-export function renderSessionPage(
-  run: Run,
-  events: StoredRunEvent[],
-  pending: { seq: number; message: string; mode: string; createdAt: Date }[] = [],
-): string {
+/** One page of a transcript: its events in order, and whether events lie before and after it. */
+export interface TranscriptPage {
+  events: StoredRunEvent[];
+  earlier: boolean;
+  later: boolean;
+  /** Follow-ups the agent has not seen yet; only the page that ends with the newest events has them. */
+  pending: PendingFollowup[];
+}
+
+function navigation(sessionId: string, transcript: TranscriptPage): string {
+  const first = transcript.events[0];
+  const last = transcript.events[transcript.events.length - 1];
+  const link = (href: string, label: string, rel: string) => `<a href="${escapeHtml(href)}" rel="${rel}">${label}</a>`;
+  const links = [
+    transcript.earlier ? link('?after=0', '« First events', 'first') : '',
+    transcript.earlier && first ? link(`?before=${first.id}`, '‹ Earlier events', 'prev') : '',
+    transcript.later && last ? link(`?after=${last.id}`, 'Later events ›', 'next') : '',
+    // Relative to /sessions/, so that it works behind a proxy that adds a path prefix too.
+    transcript.later ? link(sessionId, 'Newest events »', 'last') : '',
+  ].filter(Boolean);
+  return links.length ? `<nav class="pages">${links.join(' · ')}</nav>` : '';
+}
+
+/**
+ * A page of the transcript behind `session_link`, escaped; live (refreshing) while the run is
+ * running, on the page that shows its newest events.
+ */
+export function renderSessionPage(run: Run, transcript: TranscriptPage): string {
+  const live = !isTerminal(run.state) && !transcript.later;
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
 · model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
-${isTerminal(run.state) ? '' : ' · <span id="live">live, refreshing every 3 s</span>'}</p>`;
+${live ? ' · <span id="live">live, refreshing every 3 s</span>' : ''}</p>`;
   // Recorded follow-ups the agent has not seen yet: they join when the run next steps (or continues).
-  const waiting = pending
+  const waiting = transcript.pending
     .map(
       (f) =>
         `<section class="event followup pending" data-kind="pending_followup"><div class="kind">Follow-up #${escapeHtml(f.seq)} (${escapeHtml(f.mode)}) · pending: delivered when the run continues <span class="meta">${escapeHtml(f.createdAt.toISOString())}</span></div>${pre(f.message)}</section>`,
     )
     .join('\n');
-  return page(`${run.title} · transcript`, header + events.map(renderEvent).join('\n') + waiting, {
-    refreshSeconds: isTerminal(run.state) ? undefined : 3,
-  });
+  const nav = navigation(run.sessionId, transcript);
+  return page(
+    `${run.title} · transcript`,
+    header + nav + transcript.events.map(renderEvent).join('\n') + waiting + nav,
+    { refreshSeconds: live ? 3 : undefined },
+  );
 }

@@ -39,6 +39,26 @@ export interface StoredRunEvent {
   createdAt: Date;
 }
 
+interface RunEventRow {
+  id: string;
+  event_key: string;
+  kind: RunEventKind;
+  turn: number;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
+function toStoredRunEvent(r: RunEventRow): StoredRunEvent {
+  return {
+    id: r.id,
+    eventKey: r.event_key,
+    kind: r.kind,
+    turn: r.turn,
+    payload: r.payload,
+    createdAt: r.created_at,
+  };
+}
+
 /**
  * A run's transcript entries in order, optionally only some kinds; `withoutFullOutput` leaves out
  * what only the transcript keeps (a command's whole output), for a step that rebuilds the
@@ -56,22 +76,84 @@ export async function loadRunEvents(
       WHERE run_id = $1 AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
       ORDER BY id`,
     [runId, kinds ?? null],
-  )) as {
-    id: string;
-    event_key: string;
-    kind: RunEventKind;
-    turn: number;
-    payload: Record<string, unknown>;
-    created_at: Date;
-  }[];
-  return rows.map((r) => ({
-    id: r.id,
-    eventKey: r.event_key,
-    kind: r.kind,
-    turn: r.turn,
-    payload: r.payload,
-    createdAt: r.created_at,
-  }));
+  )) as RunEventRow[];
+  return rows.map(toStoredRunEvent);
+}
+
+/** Larger than every event id: where a page of the newest entries starts. */
+const PAST_LAST_ID = '9223372036854775807';
+
+/**
+ * The SQL for a run's entries after (or before) event id `$2`, in that direction; `$1` is the run.
+ * A range over (run_id, id) rather than `run_id = $1 ... ORDER BY id`: given the equality, the
+ * planner may walk the primary key instead and skip over every later entry of other runs (all of
+ * them, for an old run); this order only run_events_run_id serves, reading just the rows returned.
+ */
+function runEventsRange(direction: 'after' | 'before', inclusive = false): { where: string; orderBy: string } {
+  const eq = inclusive ? '=' : '';
+  return direction === 'after'
+    ? { where: `run_id <= $1 AND (run_id, id) >${eq} ($1, $2)`, orderBy: 'run_id, id' }
+    : { where: `run_id >= $1 AND (run_id, id) <${eq} ($1, $2)`, orderBy: 'run_id DESC, id DESC' };
+}
+
+/**
+ * Up to `limit` of a run's transcript entries in order, by keyset on `id`: those after `afterId`,
+ * or else the newest ones (before `beforeId` when given). `hasMore`: more lie beyond, in the
+ * direction read.
+ */
+export async function loadRunEventsPage(
+  manager: EntityManager,
+  runId: string,
+  page: { afterId?: string; beforeId?: string; limit: number },
+): Promise<{ events: StoredRunEvent[]; hasMore: boolean }> {
+  const forward = page.afterId !== undefined;
+  const range = runEventsRange(forward ? 'after' : 'before');
+  const rows = (await manager.query(
+    `SELECT id, event_key, kind, turn, payload, created_at FROM run_events
+      WHERE ${range.where} ORDER BY ${range.orderBy} LIMIT $3`,
+    [runId, page.afterId ?? page.beforeId ?? PAST_LAST_ID, page.limit + 1],
+  )) as RunEventRow[];
+  const events = rows.slice(0, page.limit).map(toStoredRunEvent);
+  return { events: forward ? events : events.reverse(), hasMore: rows.length > page.limit };
+}
+
+/** Whether a run has a transcript entry with an id at most, or at least, the one given. */
+export async function hasRunEvents(
+  manager: EntityManager,
+  runId: string,
+  where: { idAtMost: string } | { idAtLeast: string },
+): Promise<boolean> {
+  const [range, id] =
+    'idAtMost' in where
+      ? [runEventsRange('before', true), where.idAtMost]
+      : [runEventsRange('after', true), where.idAtLeast];
+  const rows = (await manager.query(`SELECT 1 FROM run_events WHERE ${range.where} ORDER BY ${range.orderBy} LIMIT 1`, [
+    runId,
+    id,
+  ])) as unknown[];
+  return rows.length > 0;
+}
+
+/**
+ * Up to `limit` of the entries after `afterId` that the conversation endpoint shows as actions,
+ * without the full command outputs it does not show. A `read_skill` tool call is left out: its
+ * `skill_load` entry stands for it.
+ */
+export async function loadConversationEvents(
+  manager: EntityManager,
+  runId: string,
+  page: { afterId: string; limit: number },
+): Promise<StoredRunEvent[]> {
+  const range = runEventsRange('after');
+  const rows = (await manager.query(
+    `SELECT id, event_key, kind, turn, payload - 'full_output' AS payload, created_at FROM run_events
+      WHERE ${range.where}
+        AND (kind IN ('prompt', 'followup', 'assistant', 'skill_load', 'files_changed')
+             OR (kind = 'tool_call' AND payload->>'name' IS DISTINCT FROM 'read_skill'))
+      ORDER BY ${range.orderBy} LIMIT $3`,
+    [runId, page.afterId, page.limit],
+  )) as RunEventRow[];
+  return rows.map(toStoredRunEvent);
 }
 
 /** The latest diff of every file a run's steps recorded, as a digest (md5) per repository and path. */

@@ -99,6 +99,22 @@ export async function findRunBySession(manager: EntityManager, sessionId: string
   return rows[0] ? rowToRun(rows[0]) : null;
 }
 
+/** A team's runs of one conversation in creation order, each with the skills it advertised to its agent. */
+export async function listConversationRuns(
+  manager: EntityManager,
+  conversationId: string,
+  teamId: string,
+): Promise<{ run: Run; advertisedSkills: { name: string }[] }[]> {
+  const rows = (await manager.query(
+    `SELECT r.* FROM runs r WHERE r.conversation_id = $1 AND r.team_id = $2 ORDER BY r.created_at, r.run_id`,
+    [conversationId, teamId],
+  )) as Record<string, unknown>[];
+  return rows.map((row) => ({
+    run: rowToRun(row),
+    advertisedSkills: (row.advertised_skills as { name: string }[] | null) ?? [],
+  }));
+}
+
 /** Maps a raw `runs` row (snake_case) to the entity shape. */
 export function rowToRun(row: Record<string, unknown>): Run {
   return {

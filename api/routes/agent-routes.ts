@@ -1,16 +1,16 @@
 import Router from '@koa/router';
-import { pendingFollowups } from '../../db/run-store';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
-import { loadRunEvents } from '../../db/run-events';
-import { rowToRun } from '../../db/run-queries';
+import { listConversationRuns } from '../../db/run-queries';
 import { notFound } from '../api-error';
+import { loadConversationActions } from '../conversation-actions';
+import { encodeActionCursor, parseConversationQuery } from '../conversation-query';
 import { principalOf } from '../middleware/auth';
+import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../run-item';
-import { maskSecrets, runSecretValues } from '../run-secrets';
-import { rejectQueryParameters, validate } from '../validate';
+import { validate } from '../validate';
 
 const agentListQuerySchema = z.strictObject({
   refresh: z.enum(['true', 'false']).optional(),
@@ -32,7 +32,7 @@ interface SkillRow {
 
 /**
  * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect;
- * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and ordered actions.
+ * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and a page of its ordered actions.
  */
 export function createAgentRouter({
   config,
@@ -84,59 +84,25 @@ export function createAgentRouter({
   });
 
   router.get('/agent/conversations/:conversationId', async (ctx) => {
-    rejectQueryParameters(ctx.query);
     const conversationId = ctx.params.conversationId!;
+    const query = parseConversationQuery(ctx.query, conversationId);
     if (!isUuid(conversationId)) throw notFound(`No conversation ${conversationId}.`);
-    const rows = (await dataSource.query(
-      `SELECT * FROM runs WHERE conversation_id = $1 AND team_id = $2 ORDER BY created_at, run_id`,
-      [conversationId, principalOf(ctx.state).teamId],
-    )) as Record<string, unknown>[];
-    if (rows.length === 0) throw notFound(`No conversation ${conversationId}.`);
-    const runs = rows.map(rowToRun);
-    const actions: Record<string, unknown>[] = [];
+    const conversation = await listConversationRuns(dataSource.manager, conversationId, principalOf(ctx.state).teamId);
+    if (conversation.length === 0) throw notFound(`No conversation ${conversationId}.`);
+    const runs = conversation.map((c) => c.run);
+    if (query.after && !runs.some((r) => r.runId === query.after!.runId)) throw cursorNotIssued();
     const advertised = new Map<string, unknown>();
-    for (const [index, run] of runs.entries()) {
-      const secrets = runSecretValues(run.config, secretsKey);
-      for (const skill of (rows[index]!.advertised_skills as { name: string }[] | null) ?? [])
-        advertised.set(skill.name, skill);
-      for (const event of maskSecrets(await loadRunEvents(dataSource.manager, run.runId), secrets)) {
-        const p = event.payload;
-        const base = { run_id: run.runId, created_at: event.createdAt.toISOString() };
-        if (event.kind === 'skill_load') actions.push({ ...base, kind: 'read_skill', input: p.input, name: p.name });
-        else if (event.kind === 'tool_call' && p.name !== 'read_skill')
-          actions.push({
-            ...base,
-            kind: 'tool_call',
-            tool: p.name,
-            input: p.input,
-            output: p.output,
-            is_error: p.is_error,
-            exit_code: p.exit_code,
-          });
-        else if (event.kind === 'assistant')
-          actions.push({ ...base, kind: 'agent_message', text: p.text, tool_calls: p.tool_calls ?? [] });
-        else if (event.kind === 'prompt') actions.push({ ...base, kind: 'user_message', text: p.text });
-        else if (event.kind === 'followup')
-          actions.push({ ...base, kind: 'user_message', text: p.message, followup: true });
-        else if (event.kind === 'files_changed') actions.push({ ...base, kind: 'files_changed', files: p.files });
-      }
-      // Recorded, not yet seen by the agent: delivered when the run next steps or continues.
-      for (const f of maskSecrets(await pendingFollowups(dataSource.manager, run.runId), secrets)) {
-        actions.push({
-          run_id: run.runId,
-          created_at: f.createdAt.toISOString(),
-          kind: 'user_message',
-          text: f.message,
-          followup: true,
-          pending: true,
-        });
-      }
-    }
+    for (const skill of conversation.flatMap((c) => c.advertisedSkills)) advertised.set(skill.name, skill);
+    const { actions, next } = await loadConversationActions(dataSource.manager, runs, secretsKey, query);
     ctx.body = {
       conversation_id: conversationId,
       runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey)),
       advertised_skills: [...advertised.values()],
       actions,
+      page_info: {
+        has_next_page: next !== undefined,
+        ...(next ? { next_cursor: encodeActionCursor(conversationId, next) } : {}),
+      },
     };
   });
 
