@@ -88,6 +88,14 @@ function toolCallKeys(turn: number, step: number, index: number) {
   return { started: `tool-started-${at}`, result: `tool-${at}`, skill: `skill-${at}` };
 }
 
+export const PLAN_MODE_NOTE =
+  '[Plan mode: work out a plan for this request and answer with it. Read whatever you need, but do not change files or run commands that change anything; the user will ask you to carry the plan out.]';
+
+/** A message sent in plan mode (`mode: "plan"` on create or follow-up) carries the instruction. */
+function inMode(mode: unknown, text: string): string {
+  return mode === 'plan' ? `${PLAN_MODE_NOTE}\n\n${text}` : text;
+}
+
 /** The model's view of the conversation, rebuilt from the transcript. */
 export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'payload'>[]): AgentMessage[] {
   const messages: AgentMessage[] = [];
@@ -96,8 +104,8 @@ export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'pa
     if (e.kind === 'prompt') {
       // A run started from a skill alone has no prompt; providers want a first user message.
       const text = String(p.text ?? '').trim() ? String(p.text) : 'Follow the instructions of your skill.';
-      messages.push({ role: 'user', content: text });
-    } else if (e.kind === 'followup') messages.push({ role: 'user', content: String(p.message) });
+      messages.push({ role: 'user', content: inMode(p.mode, text) });
+    } else if (e.kind === 'followup') messages.push({ role: 'user', content: inMode(p.mode, String(p.message)) });
     else if (e.kind === 'assistant') {
       const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
       messages.push({ role: 'assistant', content: String(p.text ?? ''), ...(toolCalls.length ? { toolCalls } : {}) });

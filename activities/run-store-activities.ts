@@ -3,8 +3,16 @@ import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { applyCancellation, applyTransition, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
 import { leaseStatus } from '../db/worker-leases';
+import { lastAgentMessage } from '../db/agent-answers';
 import { RunFailureType } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
+
+/** How much of the agent's answer a SUCCEEDED run's `status_message.message` holds. */
+export const STATUS_ANSWER_CHARS = 4000;
+
+function cutAnswer(text: string): string {
+  return text.length > STATUS_ANSWER_CHARS ? `${text.slice(0, STATUS_ANSWER_CHARS - 1)}…` : text;
+}
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
 export function createRunStoreActivities({ dataSource }: ActivityDeps) {
@@ -48,13 +56,23 @@ export function createRunStoreActivities({ dataSource }: ActivityDeps) {
       });
     },
 
+    /** A SUCCEEDED run's status message is the agent's answer (cut; whole in the conversation). */
     async recordTransition(input: {
       runId: string;
       turn: number;
       state: RunState;
       statusMessage?: RunStatusMessage;
     }): Promise<{ applied: boolean }> {
-      return { applied: await dataSource.transaction((tx) => applyTransition(tx, input)) };
+      return {
+        applied: await dataSource.transaction(async (tx) => {
+          let statusMessage = input.statusMessage;
+          if (input.state === 'SUCCEEDED' && !statusMessage) {
+            const answer = await lastAgentMessage(tx, input.runId, input.turn);
+            if (answer) statusMessage = { message: cutAnswer(answer) };
+          }
+          return applyTransition(tx, { ...input, statusMessage });
+        }),
+      };
     },
 
     /**

@@ -263,10 +263,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           }
         }
 
-        let agentSkill: Record<string, unknown> | null = null;
-        let basePrompt: string | undefined;
-        const spec = run.config.skill_spec;
-        if (spec) {
+        /** A skill named by spec: bundled, in a workspace repository, or cloned for it. */
+        const loadSkill = async (spec: string) => {
           const parsed = parseSkillSpec(spec);
           try {
             if (parsed.owner === BUNDLED_SKILL_OWNER && parsed.repo === BUNDLED_SKILL_REPO) {
@@ -278,36 +276,66 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
                     .join(', ')}.`,
                 );
               }
-              agentSkill = { bundled_skill_id: skill.id, name: skill.name, description: skill.description };
-              basePrompt = skill.content;
-            } else {
-              let repoDir = parsed.repo;
-              if (!workspaceRepositories(dir).includes(parsed.repo)) {
-                repoDir = path.posix.join('.skills', parsed.owner, parsed.repo);
-                if (!(await files.isDirectory(repoDir))) {
-                  assertOwnerAllowed(parsed.owner, spec);
-                  await cloneRepository(
-                    runProcesses(sandbox, runId),
-                    repositoryUrl(config.workspace.gitBaseUrl, parsed.owner, parsed.repo),
-                    repoDir,
-                    auth,
-                    ctx.cancellationSignal,
-                  );
-                }
+              return {
+                info: { bundled_skill_id: skill.id, name: skill.name, description: skill.description },
+                source: { bundled_skill_id: skill.id },
+                name: skill.name,
+                description: skill.description,
+                content: skill.content,
+              };
+            }
+            let repoDir = parsed.repo;
+            if (!workspaceRepositories(dir).includes(parsed.repo)) {
+              repoDir = path.posix.join('.skills', parsed.owner, parsed.repo);
+              if (!(await files.isDirectory(repoDir))) {
+                assertOwnerAllowed(parsed.owner, spec);
+                await cloneRepository(
+                  runProcesses(sandbox, runId),
+                  repositoryUrl(config.workspace.gitBaseUrl, parsed.owner, parsed.repo),
+                  repoDir,
+                  auth,
+                  ctx.cancellationSignal,
+                );
               }
-              const skill = await findSkillInRepo(files, repoDir, parsed, spec);
-              agentSkill = {
+            }
+            const skill = await findSkillInRepo(files, repoDir, parsed, spec);
+            return {
+              info: {
                 name: skill.name,
                 description: skill.description,
                 full_path: `${parsed.owner}/${parsed.repo}/${skill.skillPath}`,
-              };
-              basePrompt = skill.content;
-            }
+              },
+              source: { skill_path: path.posix.join(repoDir, skill.skillPath) },
+              name: skill.name,
+              description: skill.description,
+              content: skill.content,
+            };
           } catch (err) {
             if (err instanceof SkillNotFoundError || err instanceof SkillFormatError || err instanceof CloneError) {
               throw userFailure(err.message, 'resource_not_found');
             }
             throw err;
+          }
+        };
+
+        let agentSkill: Record<string, unknown> | null = null;
+        let basePrompt: string | undefined;
+        const spec = run.config.skill_spec;
+        if (spec) {
+          const skill = await loadSkill(spec);
+          agentSkill = skill.info;
+          basePrompt = skill.content;
+        }
+        // `config.skills` (the run's or its agent identity's): advertised like the workspace's own.
+        for (const extra of run.config.skills ?? []) {
+          const skill = await loadSkill(extra);
+          if (!advertised.some((a) => a.name === skill.name)) {
+            advertised.push({
+              name: skill.name,
+              description: skill.description,
+              content: skill.content,
+              source: skill.source,
+            });
           }
         }
 

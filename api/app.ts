@@ -10,6 +10,7 @@ import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createRunService } from './run-service';
+import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createAgentRouter } from './routes/agent-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps): Koa {
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),
     createAgentRouter({ config, dataSource, secretsKey }),
+    createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

@@ -75,6 +75,8 @@ export async function claimIdempotencyKey(tx: EntityManager, claim: IdempotencyC
     throw new ApiError(
       'conflict',
       'This Idempotency-Key was already used with a different request body; use a new key.',
+      // The same request can never succeed: a retry would only meet the same record.
+      { retryable: false },
     );
   }
   return { status: existing.response_status, body: existing.response_body, headers: existing.response_headers ?? {} };

@@ -19,6 +19,7 @@ export interface RunItem {
   agent_skill?: NonNullable<Run['agentSkill']>;
   status_message?: NonNullable<Run['statusMessage']>;
   creator: { uid: string; display_name: string; type: Run['creatorType'] };
+  executor?: { uid: string; display_name: string; type: 'service_account' };
   source: string;
   metadata: Record<string, string>;
   run_time?: string;
@@ -55,6 +56,9 @@ export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: 
     conversation_id: run.conversationId,
     agent_config: redactRunConfig(run.config),
     creator: { uid: run.creatorUid, display_name: run.creatorDisplayName, type: run.creatorType },
+    ...(run.executorUid
+      ? { executor: { uid: run.executorUid, display_name: run.executorDisplayName ?? '', type: 'service_account' } }
+      : {}),
     source: run.source,
     metadata: run.metadata,
     request_usage: { total_tokens: Number(run.totalTokens) },

@@ -4,7 +4,9 @@ import type { Config } from '../core/config';
 import { newSessionId, newUuidV7, isUuid } from '../core/ids';
 import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
+import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/model-providers';
 import { encryptMcpServers } from '../core/secrets';
+import type { AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import type { Run } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
@@ -15,6 +17,8 @@ import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 import { ApiError, invalid, notFound } from './api-error';
+import { resolveCreator, resolveExecutor, withIdentityDefaults, type RunPrincipal } from './run-executor';
+import { assertRunFieldsSupported, honouredConfig } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
 import { runWorkflowOptions } from './run-workflow-options';
 import {
@@ -119,23 +123,24 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       body: CreateRunRequest,
       idempotencyKey: string | undefined,
     ): Promise<StoredResponse> {
-      if (body.agent_identity_uid !== undefined && body.agent_identity_uid !== principal.uid) {
-        throw new ApiError(
-          'not_authorized',
-          principal.type === 'user'
-            ? "A personal key cannot act as an agent identity; use that identity's agent key."
-            : `This agent key belongs to ${principal.uid} and cannot act as ${body.agent_identity_uid}.`,
-        );
-      }
       if (body.config?.computer_use_enabled) {
         throw new ApiError(
           'feature_not_available',
           'Computer use is not available on this service; omit `config.computer_use_enabled`.',
         );
       }
+      assertRunFieldsSupported(body);
       const skill = body.skill ?? body.config?.skill_spec;
       if (skill) {
         assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
+      }
+      for (const [index, extra] of (body.config?.skills ?? []).entries()) {
+        assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, extra, `config.skills.${index}`);
+      }
+      if (body.config?.model_id && !isKnownModelProvider(body.config.model_id)) {
+        throw invalid(
+          `\`config.model_id\`: this service has no provider "${modelProviderOf(body.config.model_id)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}.`,
+        );
       }
       assertWithinOperatorLimits(config, body.config);
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
@@ -143,20 +148,27 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       return recordThenCall(
         (fire) =>
           withIdempotency(principal, claim, async (tx) => {
-            const resolved: ResolvedAgentConfig = {
-              ...body.config,
-              model_id: body.config?.model_id ?? config.models.defaultModel,
-              idle_timeout_minutes: body.config?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
-              ...(skill ? { skill_spec: skill } : {}),
-              // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-              ...(body.config?.mcp_servers
-                ? { mcp_servers: encryptMcpServers(body.config.mcp_servers, secretsKey) }
-                : {}),
-            };
+            const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
+            const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
+            const requested = honouredConfig(body.config);
+            // The run's own config wins; its agent identity fills what it leaves out.
+            const resolved: ResolvedAgentConfig = withIdentityDefaults(
+              {
+                ...requested,
+                model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
+                idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
+                ...(skill ? { skill_spec: skill } : {}),
+                // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+                ...(requested?.mcp_servers
+                  ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
+                  : {}),
+              },
+              executor,
+            );
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
               throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
             }
-            const run = newRun(principal, body, resolved, {
+            const run = newRun(creator, executor, body, resolved, {
               runId,
               skill,
               conversationId: await resolveConversation(tx, principal, body.conversation_id),
@@ -170,7 +182,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
                 runWorkflowOptions(config, run, 'QUEUED'),
               ),
             );
-            await recordNewRun(tx, run);
+            await recordNewRun(tx, run, { mode: body.mode ?? 'normal' });
             return {
               status: 201,
               body: { run_id: runId, task_id: runId, state: 'QUEUED' },
@@ -295,7 +307,8 @@ function assertWithinOperatorLimits(config: Config, requested: CreateRunRequest[
 
 /** The row of a run just accepted: QUEUED in its first turn. */
 function newRun(
-  principal: AuthenticatedPrincipal,
+  principal: RunPrincipal,
+  executor: AgentIdentity | null,
   body: CreateRunRequest,
   resolved: ResolvedAgentConfig,
   ids: { runId: string; skill: string | undefined; conversationId: string; parentRunId: string | null },
@@ -308,6 +321,8 @@ function newRun(
     creatorUid: principal.uid,
     creatorType: principal.type,
     creatorDisplayName: principal.displayName,
+    executorUid: executor?.uid ?? null,
+    executorDisplayName: executor?.name ?? null,
     title: body.title?.trim() ? body.title : autoTitle(prompt, ids.skill),
     prompt,
     state: 'QUEUED',

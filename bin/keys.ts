@@ -1,12 +1,13 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config';
-import { createApiKey, listApiKeys, revokeApiKey } from '../db/api-keys';
+import { createApiKey, listApiKeys, revokeApiKey, UnknownAgentError } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { openDataSource } from '../infra/connections';
 import { withDatabase } from '../infra/runtime';
 
 const USAGE = `Usage:
   npm run keys -- create --kind personal|agent --name NAME --team TEAM
+  npm run keys -- create --kind agent --agent AGENT_UID
   npm run keys -- list
   npm run keys -- revoke <key id or prefix>`;
 
@@ -19,7 +20,12 @@ async function main(argv: string[]): Promise<void> {
   try {
     parsed = parseArgs({
       args: rest,
-      options: { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
+      options: {
+        kind: { type: 'string' },
+        name: { type: 'string' },
+        team: { type: 'string' },
+        agent: { type: 'string' },
+      },
       allowPositionals: true,
     });
   } catch (err) {
@@ -31,8 +37,15 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'create') {
     if (values.kind !== 'personal' && values.kind !== 'agent')
       throw new UsageError(`--kind must be personal or agent.\n${USAGE}`);
-    if (!values.name?.trim()) throw new UsageError(`--name is required.\n${USAGE}`);
-    if (!values.team?.trim()) throw new UsageError(`--team is required.\n${USAGE}`);
+    if (values.agent !== undefined) {
+      if (values.kind !== 'agent') throw new UsageError(`--agent goes with --kind agent.\n${USAGE}`);
+      if (values.name !== undefined || values.team !== undefined) {
+        throw new UsageError(`--agent names the identity and its team; omit --name and --team.\n${USAGE}`);
+      }
+    } else {
+      if (!values.name?.trim()) throw new UsageError(`--name is required.\n${USAGE}`);
+      if (!values.team?.trim()) throw new UsageError(`--team is required.\n${USAGE}`);
+    }
   }
   if (command === 'revoke' && positionals.length !== 1) throw new UsageError(USAGE);
 
@@ -42,14 +55,18 @@ async function main(argv: string[]): Promise<void> {
     try {
       await runMigrations(dataSource);
       if (command === 'create') {
-        const key = await createApiKey(dataSource, {
-          kind: values.kind as 'personal' | 'agent',
-          name: values.name!.trim(),
-          team: values.team!.trim(),
+        const key = await createApiKey(
+          dataSource,
+          values.agent !== undefined
+            ? { kind: 'agent', agentUid: values.agent.trim() }
+            : { kind: values.kind as 'personal' | 'agent', name: values.name!.trim(), team: values.team!.trim() },
+        ).catch((err: unknown) => {
+          throw err instanceof UnknownAgentError ? new UsageError(err.message) : err;
         });
+        const who = values.agent !== undefined ? `agent ${values.agent}` : `"${values.name}" in team "${values.team}"`;
         process.stdout.write(
-          `Created ${values.kind} key ${key.id} (prefix ${key.prefix}) for "${values.name}" in team "${values.team}".\n` +
-            `Creator uid: ${key.principalUid}. The key is shown once; store it now:\n${key.rawKey}\n`,
+          `Created ${values.kind} key ${key.id} (prefix ${key.prefix}) for ${who}.\n` +
+            `${values.kind === 'agent' ? 'Agent' : 'Creator'} uid: ${key.principalUid}. The key is shown once; store it now:\n${key.rawKey}\n`,
         );
       } else if (command === 'list') {
         const keys = await listApiKeys(dataSource);

@@ -17,7 +17,7 @@ export interface ToolCallRecord {
 /** Kinds of transcript entries; each run's entries are stored in order in `run_events`. */
 export type RunEventPayloads = {
   state: { state: RunState; status_message?: RunStatusMessage };
-  prompt: { text: string; base_prompt?: string };
+  prompt: { text: string; base_prompt?: string; mode?: string };
   followup: { followup_id: string; seq: number; message: string; mode: string };
   assistant: {
     text: string;

@@ -16,6 +16,8 @@ export interface ResolvedAgentConfig {
   base_prompt?: string;
   environment_id?: string;
   skill_spec?: string;
+  /** Skills advertised to the agent besides its workspace's (the run's and its identity's). */
+  skills?: string[];
   mcp_servers?: Record<string, McpServerConfig>;
   idle_timeout_minutes: number;
   max_steps?: number;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
+import { createAgentIdentity, defaultIdentityFields } from './agent-identities';
 import type { ApiKey, ApiKeyKind } from './entities/api-key';
 import type { PrincipalType } from './entities/principal';
 
@@ -37,37 +38,67 @@ export function looksLikeKey(value: string): boolean {
   return /^ark_[A-Za-z0-9_-]{8}_[A-Za-z0-9_-]{43}$/.test(value);
 }
 
-/** Creates a key; the team and the principal (user or agent identity) are created when first named. */
+/**
+ * Creates a key. A personal key's team and user are created when first named; an agent key
+ * belongs to an agent identity, named by uid (`agentUid`) or by name within the team (created
+ * when first named).
+ */
 export async function createApiKey(
   dataSource: DataSource,
-  input: { kind: ApiKeyKind; name: string; team: string },
+  input: { kind: ApiKeyKind; name: string; team: string } | { kind: 'agent'; agentUid: string },
 ): Promise<CreatedKey> {
-  const principalType: PrincipalType = input.kind === 'personal' ? 'user' : 'service_account';
   return dataSource.transaction(async (tx) => {
-    await tx.query(`INSERT INTO teams (id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
-      newUuidV7(),
-      input.team,
-    ]);
-    const [team] = (await tx.query(`SELECT id FROM teams WHERE name = $1`, [input.team])) as { id: string }[];
-    const uidPrefix = principalType === 'user' ? 'usr' : 'sa';
-    await tx.query(
-      `INSERT INTO principals (uid, team_id, type, display_name) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (team_id, type, display_name) DO NOTHING`,
-      [`${uidPrefix}_${randomBytes(12).toString('base64url')}`, team!.id, principalType, input.name],
-    );
-    const [principal] = (await tx.query(
-      `SELECT uid FROM principals WHERE team_id = $1 AND type = $2 AND display_name = $3`,
-      [team!.id, principalType, input.name],
-    )) as { uid: string }[];
+    let principal: { uid: string; teamId: string; name: string };
+    if ('agentUid' in input) {
+      const [identity] = (await tx.query(`SELECT uid, team_id, name FROM agent_identities WHERE uid = $1`, [
+        input.agentUid,
+      ])) as { uid: string; team_id: string; name: string }[];
+      if (!identity) throw new UnknownAgentError(`No agent identity ${input.agentUid}.`);
+      principal = { uid: identity.uid, teamId: identity.team_id, name: identity.name };
+    } else {
+      await tx.query(`INSERT INTO teams (id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
+        newUuidV7(),
+        input.team,
+      ]);
+      const [team] = (await tx.query(`SELECT id FROM teams WHERE name = $1`, [input.team])) as { id: string }[];
+      principal =
+        input.kind === 'personal'
+          ? await ensureUser(tx, team!.id, input.name)
+          : await ensureAgentIdentity(tx, team!.id, input.name);
+    }
     const { rawKey, prefix } = generateRawKey();
     const id = newUuidV7();
     await tx.query(
       `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, principal!.uid, team!.id, input.kind, input.name, prefix, hashKey(rawKey)],
+      [id, principal.uid, principal.teamId, input.kind, principal.name, prefix, hashKey(rawKey)],
     );
-    return { id, rawKey, prefix, principalUid: principal!.uid, teamId: team!.id };
+    return { id, rawKey, prefix, principalUid: principal.uid, teamId: principal.teamId };
   });
+}
+
+export class UnknownAgentError extends Error {}
+
+async function ensureUser(tx: EntityManager, teamId: string, name: string) {
+  await tx.query(
+    `INSERT INTO principals (uid, team_id, type, display_name) VALUES ($1, $2, 'user', $3)
+     ON CONFLICT (team_id, type, display_name) DO NOTHING`,
+    [`usr_${randomBytes(12).toString('base64url')}`, teamId, name],
+  );
+  const [user] = (await tx.query(
+    `SELECT uid FROM principals WHERE team_id = $1 AND type = 'user' AND display_name = $2`,
+    [teamId, name],
+  )) as { uid: string }[];
+  return { uid: user!.uid, teamId, name };
+}
+
+async function ensureAgentIdentity(tx: EntityManager, teamId: string, name: string) {
+  const [existing] = (await tx.query(`SELECT uid FROM agent_identities WHERE team_id = $1 AND name = $2`, [
+    teamId,
+    name,
+  ])) as { uid: string }[];
+  const uid = existing?.uid ?? (await createAgentIdentity(tx, teamId, defaultIdentityFields(name))).uid;
+  return { uid, teamId, name };
 }
 
 export interface ListedKey {

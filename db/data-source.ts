@@ -11,6 +11,7 @@ import { Environments1763790000000 } from './migrations/1763790000000-environmen
 import { WorkerLeases1763800000000 } from './migrations/1763800000000-worker-leases';
 import { CancelFollowupSeq1763810000000 } from './migrations/1763810000000-cancel-followup-seq';
 import { TranscriptPageIndexes1763820000000 } from './migrations/1763820000000-transcript-page-indexes';
+import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-identities';
 
 export const ENTITIES = [
   TeamEntity,
@@ -28,6 +29,7 @@ export const MIGRATIONS = [
   WorkerLeases1763800000000,
   CancelFollowupSeq1763810000000,
   TranscriptPageIndexes1763820000000,
+  AgentIdentities1763830000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */

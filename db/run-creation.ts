@@ -4,14 +4,14 @@ import { appendRunEvent } from './run-events';
 import { lockRunCreation } from './run-store';
 
 /** Inserts a new run with its prompt and QUEUED entries. Caller holds the run's creation lock. */
-export async function recordNewRun(manager: EntityManager, run: Run): Promise<void> {
+export async function recordNewRun(manager: EntityManager, run: Run, prompt: { mode: string }): Promise<void> {
   await manager.getRepository<Run>('Run').insert(run);
   await appendRunEvent(manager, {
     runId: run.runId,
     eventKey: 'prompt',
     kind: 'prompt',
     turn: 1,
-    payload: { text: run.prompt, base_prompt: run.config.base_prompt },
+    payload: { text: run.prompt, base_prompt: run.config.base_prompt, mode: prompt.mode },
   });
   await appendRunEvent(manager, {
     runId: run.runId,

@@ -123,6 +123,8 @@ export function rowToRun(row: Record<string, unknown>): Run {
     creatorUid: row.creator_uid as string,
     creatorType: row.creator_type as Run['creatorType'],
     creatorDisplayName: row.creator_display_name as string,
+    executorUid: (row.executor_uid as string | null) ?? null,
+    executorDisplayName: (row.executor_display_name as string | null) ?? null,
     title: row.title as string,
     prompt: row.prompt as string,
     state: row.state as RunState,

@@ -247,3 +247,26 @@ test('the Anthropic Messages protocol: a tool round trip through the anthropic/ 
     await anthropic.close();
   }
 });
+
+test('config.skills and the agent identity’s skills are advertised besides the workspace’s', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('extra-skills');
+  ctx.model.script(marker, () => ({ text: 'done' }));
+  const identity = await ctx.api
+    .post('/api/v1/agent/identities')
+    .set(auth(key))
+    .send({ name: uniqueName('releaser'), skills: ['acme/ops:docs/release/SKILL.md'] })
+    .expect(201);
+  const runId = await createRun(ctx, key, {
+    prompt: `Tidy up ${marker}`,
+    agent_identity_uid: identity.body.uid,
+    config: { skills: ['acme/tools:lint'] },
+  });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  expect(run.agent_config).toMatchObject({ skills: ['acme/ops:docs/release/SKILL.md', 'acme/tools:lint'] });
+  const system = ctx.model.calls(marker)[0]!.system!;
+  expect(system).toContain('Cut a release');
+  expect(system).toContain('Lint the code');
+  // Advertised, not imposed: neither became the run's skill.
+  expect(run.agent_skill).toBeUndefined();
+});

@@ -48,11 +48,14 @@ function expectConflict(res: Response): void {
     status: res.status,
     error_code: (res.body as { error_code?: string }).error_code,
     retryable: (res.body as { retryable?: boolean }).retryable,
+    shouldRetry: res.headers['x-should-retry'],
     contentType: res.headers['content-type'],
   }).toEqual({
     status: 409,
     error_code: 'conflict',
-    retryable: true,
+    // The same key with another body can never succeed: retrying it is pointless.
+    retryable: false,
+    shouldRetry: 'false',
     contentType: expect.stringMatching(/^application\/problem\+json/),
   });
 }
@@ -114,7 +117,7 @@ describe('Idempotency-Key on create', () => {
     ]) {
       const res = await create(owner.key, other, key);
       expectConflict(res);
-      expect(res.headers['x-should-retry']).toBe('true');
+      expect(res.headers['x-should-retry']).toBe('false');
       expect((res.body as { detail: string }).detail).toMatch(/Idempotency-Key/);
     }
     const conflictOnAlias = await create(owner.key, { prompt: 'else' }, key, '/api/v1/agent/run');

@@ -473,13 +473,13 @@ describe('creating a run', () => {
     });
   });
 
-  test('agent_identity_uid other than the caller’s own is 403 not_authorized and creates nothing', async () => {
-    const agent = await newTeam('agent', main.team);
+  test('agent_identity_uid must name an agent of the caller’s team: another team’s is 404 and creates nothing', async () => {
     const otherAgent = await newTeam('agent');
-    const fromPersonal = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: agent.uid }));
-    expect(expectProblem(fromPersonal, 403, 'not_authorized').retryable).toBe(false);
+    const fromPersonal = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }));
+    expectProblem(fromPersonal, 404, 'resource_not_found', /agent_identity_uid/);
+    const agent = await newTeam('agent', main.team);
     const fromAgent = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }, agent.key));
-    expectProblem(fromAgent, 403, 'not_authorized', new RegExp(otherAgent.uid));
+    expectProblem(fromAgent, 404, 'resource_not_found', new RegExp(otherAgent.uid));
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Config } from '../../core/config';
+import type { ModelProviderName } from '../../core/model-providers';
 import { createAnthropicProvider } from './anthropic-provider';
 import { createOpenAiProvider } from './openai-provider';
 import { ProviderNotConfiguredError, type ModelProvider } from './types';
@@ -10,7 +11,7 @@ const PROVIDERS = {
     settings: (c: Config) => c.models.anthropic,
     create: createAnthropicProvider,
   },
-} as const;
+} as const satisfies Record<ModelProviderName, unknown>;
 
 /** Picks the provider for `provider/model`; throws ProviderNotConfiguredError naming what to set. */
 export function resolveProvider(config: Config, modelId: string): { provider: ModelProvider; model: string } {

@@ -22,7 +22,7 @@ export function problemDocument(
   instance: string,
   traceId: string,
 ): ProblemDocument {
-  const { title, retryable } = ERROR_CODES[error.code];
+  const { title } = ERROR_CODES[error.code];
   return {
     type: `${errorReferenceBaseUrl}/${error.code}`,
     title,
@@ -31,7 +31,7 @@ export function problemDocument(
     instance,
     error: `${title}: ${error.detail}`,
     error_code: error.code,
-    retryable,
+    retryable: error.retryable,
     trace_id: traceId,
   };
 }
@@ -54,7 +54,7 @@ export function errorHandler(options: { errorReferenceBaseUrl: string; logger: L
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
       // Tells the official clients whether retrying can help, instead of guessing from the status.
-      ctx.set('x-should-retry', String(ERROR_CODES[apiError.code].retryable));
+      ctx.set('x-should-retry', String(apiError.retryable));
       ctx.body = problemDocument(options.errorReferenceBaseUrl, apiError, ctx.path, requestId);
       ctx.type = 'application/problem+json; charset=utf-8';
     }

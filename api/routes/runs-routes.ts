@@ -82,8 +82,8 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey }:
     const runId = ctx.params.runId!;
     await runService.cancelRun(principalOf(ctx.state), runId);
     ctx.status = 200;
-    ctx.body = JSON.stringify(runId);
-    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = runId;
+    ctx.type = 'text/plain; charset=utf-8';
   });
 
   return router;

@@ -58,6 +58,23 @@ export const agentConfigSchema = z.strictObject({
   max_steps: z.number().int().min(1).max(10_000).optional(),
   max_tokens: z.number().int().min(1).max(1_000_000_000).optional(),
   computer_use_enabled: z.boolean().optional(),
+  skills: z.array(skillSpecSchema).max(50).optional(),
+  // Sent by the official clients; recognised so that asking for them is a clear
+  // `feature_not_available` (see api/run-request-fields.ts), and asking for nothing is fine.
+  worker_host: z.string().max(255).nullish(),
+  harness: z
+    .strictObject({
+      type: z.enum(['oz', 'claude', 'gemini', 'codex']).optional(),
+      model_id: z.string().max(200).optional(),
+      reasoning_level: z.string().max(50).optional(),
+    })
+    .nullish(),
+  harness_auth_secrets: z.record(z.string(), z.unknown()).nullish(),
+  inference_providers: z.record(z.string(), z.unknown()).nullish(),
+  credential_strategy: z.enum(['CREATOR', 'EXECUTOR']).nullish(),
+  memory_stores: z.array(z.unknown()).nullish(),
+  runner_id: z.string().max(128).nullish(),
+  session_sharing: z.record(z.string(), z.unknown()).nullish(),
 });
 
 const METADATA_KEY_RE = /^[a-zA-Z0-9._-]{1,64}$/;
@@ -91,6 +108,10 @@ export const createRunSchema = z
     agent_identity_uid: idSchema.optional(),
     /** Sent by the official clients; every run here is already visible to the caller's team. */
     team: z.boolean().optional(),
+    mode: z.enum(['normal', 'plan', 'orchestrate']).optional(),
+    /** A no-op here: every run can be followed live and steered with follow-ups. */
+    interactive: z.boolean().optional(),
+    on_behalf_of: z.string().min(1).max(320).optional(),
   })
   .superRefine((body, ctx) => {
     const skill = body.skill ?? body.config?.skill_spec;

@@ -8,6 +8,9 @@ export interface Run {
   creatorUid: string;
   creatorType: 'user' | 'service_account';
   creatorDisplayName: string;
+  /** The agent identity the run executes as, if any. */
+  executorUid: string | null;
+  executorDisplayName: string | null;
   title: string;
   prompt: string;
   state: RunState;
@@ -43,6 +46,8 @@ export const RunEntity = new EntitySchema<Run>({
     creatorUid: { name: 'creator_uid', type: 'text' },
     creatorType: { name: 'creator_type', type: 'text' },
     creatorDisplayName: { name: 'creator_display_name', type: 'text' },
+    executorUid: { name: 'executor_uid', type: 'text', nullable: true },
+    executorDisplayName: { name: 'executor_display_name', type: 'text', nullable: true },
     title: { type: 'text' },
     prompt: { type: 'text' },
     state: { type: 'text' },

@@ -1,0 +1,28 @@
+import type { AgentIdentity } from '../db/agent-identities';
+import type { McpServerConfig } from '../core/run-types';
+import { redactMcpServers } from '../core/secrets';
+
+/** `AgentResponse` as the official clients read it; MCP credentials are write-only ("***"). */
+export function toAgentIdentityItem(identity: AgentIdentity) {
+  return {
+    uid: identity.uid,
+    name: identity.name,
+    description: identity.description,
+    prompt: identity.prompt,
+    agent_type: identity.agentType,
+    factory_uid: identity.factoryUid,
+    environment_id: identity.environmentId,
+    base_model: identity.baseModel,
+    mcp_servers: identity.mcpServers ? redactMcpServers(identity.mcpServers as Record<string, McpServerConfig>) : null,
+    skills: identity.skills,
+    worker_host: identity.workerHost,
+    on_behalf_of_enabled: identity.onBehalfOfEnabled,
+    harness: { type: 'oz' },
+    available: true,
+    default_runner_uid: '',
+    memory: { attached_stores: [], auto_memory: { enabled: false } },
+    secrets: [],
+    created_at: identity.createdAt.toISOString(),
+    updated_at: identity.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,147 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../../core/config';
+import type { McpServerConfig } from '../../core/run-types';
+import { encryptMcpServers } from '../../core/secrets';
+import {
+  createAgentIdentity,
+  deleteAgentIdentity,
+  findAgentIdentity,
+  identityNameTaken,
+  listAgentIdentities,
+  updateAgentIdentity,
+  type AgentIdentityFields,
+} from '../../db/agent-identities';
+import { findEnvironment } from '../../db/environments';
+import { ApiError, notFound } from '../api-error';
+import { toAgentIdentityItem } from '../agent-identity-item';
+import { assertSkillOwnerAllowed } from '../git-owners';
+import { principalOf } from '../middleware/auth';
+import { agentIdentityBodySchema, type AgentIdentityBody } from '../schemas/agent-identity-schemas';
+import { rejectUnsupported } from '../unsupported-fields';
+import { rejectQueryParameters, validate } from '../validate';
+
+/** A team's named agents (`/agent/identities`); deleting one revokes its keys. */
+export function createAgentIdentitiesRouter({
+  config,
+  dataSource,
+  secretsKey,
+}: {
+  config: Config;
+  dataSource: DataSource;
+  secretsKey: Buffer;
+}): Router {
+  const router = new Router();
+
+  /** The body as stored: checked against the team and this service, MCP credentials encrypted. */
+  const fieldsOf = async (body: AgentIdentityBody, teamId: string, uid = ''): Promise<AgentIdentityFields> => {
+    rejectUnsupported([
+      {
+        path: 'harness.type',
+        value: body.harness?.type,
+        why: 'runs use this service\'s own agent loop; omit it or send "oz".',
+        given: (v) => v !== undefined && v !== null && v !== 'oz',
+      },
+      {
+        path: 'base_harness',
+        value: body.base_harness,
+        why: 'runs use this service\'s own agent loop; omit it or send "oz".',
+        given: (v) => typeof v === 'string' && v !== '' && v !== 'oz',
+      },
+      { path: 'harness_auth_secrets', value: body.harness_auth_secrets, why: 'there are no third-party harnesses.' },
+      {
+        path: 'inference_providers',
+        value: body.inference_providers,
+        why: 'models come from the providers the operator configures.',
+      },
+      {
+        path: 'credential_strategy',
+        value: body.credential_strategy,
+        why: "repositories are cloned with the environment's token.",
+      },
+      {
+        path: 'default_runner_uid',
+        value: body.default_runner_uid,
+        why: "runs execute on this service's workers; use `worker_host` to pick one.",
+      },
+      { path: 'memory', value: body.memory, why: 'there are no memory stores.' },
+      {
+        path: 'secrets',
+        value: body.secrets,
+        why: 'give credentials to MCP servers in `mcp_servers` (stored encrypted).',
+      },
+    ]);
+    if (await identityNameTaken(dataSource.manager, teamId, body.name, uid)) {
+      throw new ApiError('conflict', `Your team already has an agent named "${body.name}"; choose another name.`, {
+        retryable: false,
+      });
+    }
+    if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
+      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+    }
+    for (const [index, skill] of (body.skills ?? []).entries()) {
+      assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);
+    }
+    return {
+      name: body.name,
+      description: body.description ?? null,
+      prompt: body.prompt ?? null,
+      agentType: body.agent_type ?? 'CUSTOM',
+      factoryUid: body.factory_uid ?? null,
+      environmentId: body.environment_id ?? null,
+      baseModel: body.base_model ?? null,
+      mcpServers: body.mcp_servers
+        ? encryptMcpServers(body.mcp_servers as Record<string, McpServerConfig>, secretsKey)
+        : null,
+      skills: body.skills ?? [],
+      workerHost: body.worker_host || null,
+      onBehalfOfEnabled: body.on_behalf_of_enabled ?? false,
+    };
+  };
+
+  router.post('/agent/identities', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(agentIdentityBodySchema, ctx.state.body);
+    const { teamId } = principalOf(ctx.state);
+    const fields = await fieldsOf(body, teamId);
+    const identity = await dataSource.transaction((tx) => createAgentIdentity(tx, teamId, fields));
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/agent/identities/${identity.uid}`);
+    ctx.body = toAgentIdentityItem(identity);
+  });
+
+  router.get('/agent/identities', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const identities = await listAgentIdentities(dataSource.manager, principalOf(ctx.state).teamId);
+    ctx.body = { agents: identities.map(toAgentIdentityItem) };
+  });
+
+  router.get('/agent/identities/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const identity = await findAgentIdentity(dataSource.manager, ctx.params.uid!, principalOf(ctx.state).teamId);
+    if (!identity) throw notFound(`No agent ${ctx.params.uid}.`);
+    ctx.body = toAgentIdentityItem(identity);
+  });
+
+  router.put('/agent/identities/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const uid = ctx.params.uid!;
+    const { teamId } = principalOf(ctx.state);
+    if (!(await findAgentIdentity(dataSource.manager, uid, teamId))) throw notFound(`No agent ${uid}.`);
+    const body = validate(agentIdentityBodySchema, ctx.state.body);
+    const fields = await fieldsOf(body, teamId, uid);
+    const identity = await dataSource.transaction((tx) => updateAgentIdentity(tx, uid, teamId, fields));
+    if (!identity) throw notFound(`No agent ${uid}.`);
+    ctx.body = toAgentIdentityItem(identity);
+  });
+
+  router.delete('/agent/identities/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const uid = ctx.params.uid!;
+    const deleted = await dataSource.transaction((tx) => deleteAgentIdentity(tx, uid, principalOf(ctx.state).teamId));
+    if (!deleted) throw notFound(`No agent ${uid}.`);
+    ctx.status = 204;
+  });
+
+  return router;
+}

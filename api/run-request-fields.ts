@@ -1,0 +1,66 @@
+import type { CreateRunRequest } from './schemas/run-schemas';
+import { rejectUnsupported } from './unsupported-fields';
+
+const OWN_HARNESS = 'runs use this service\'s own agent loop; omit it or send "oz".';
+
+/** Fields of a create request the official clients send that this service cannot honour. */
+export function assertRunFieldsSupported(body: CreateRunRequest): void {
+  const c = body.config ?? {};
+  rejectUnsupported([
+    {
+      path: 'mode',
+      value: body.mode,
+      why: 'orchestration needs factories; use "normal" or "plan".',
+      given: (v) => v === 'orchestrate',
+    },
+    {
+      path: 'config.harness.type',
+      value: c.harness?.type,
+      why: OWN_HARNESS,
+      given: (v) => v !== undefined && v !== null && v !== 'oz',
+    },
+    { path: 'config.harness_auth_secrets', value: c.harness_auth_secrets, why: 'there are no third-party harnesses.' },
+    {
+      path: 'config.inference_providers',
+      value: c.inference_providers,
+      why: 'models come from the providers the operator configures.',
+    },
+    {
+      path: 'config.credential_strategy',
+      value: c.credential_strategy,
+      why: "repositories are cloned with the environment's token.",
+    },
+    { path: 'config.memory_stores', value: c.memory_stores, why: 'there are no memory stores.' },
+    { path: 'config.runner_id', value: c.runner_id, why: "runs execute on this service's workers." },
+    {
+      path: 'config.session_sharing',
+      value: c.session_sharing,
+      why: "a run's transcript is shared through its `session_link`, which needs no key.",
+    },
+    {
+      path: 'config.worker_host',
+      value: c.worker_host,
+      why: 'runs are placed on any worker with room; choosing one is not available yet.',
+      given: (v) => typeof v === 'string' && v.trim() !== '' && v.trim() !== 'warp',
+    },
+  ]);
+}
+
+const NOT_HONOURED = [
+  'worker_host',
+  'harness',
+  'harness_auth_secrets',
+  'inference_providers',
+  'credential_strategy',
+  'memory_stores',
+  'runner_id',
+  'session_sharing',
+] as const;
+
+/** The request's config without the recognised fields that mean nothing here (checked empty above). */
+export function honouredConfig(config: CreateRunRequest['config']) {
+  if (!config) return undefined;
+  const honoured: Record<string, unknown> = { ...config };
+  for (const field of NOT_HONOURED) delete honoured[field];
+  return honoured as Omit<NonNullable<CreateRunRequest['config']>, (typeof NOT_HONOURED)[number]>;
+}

@@ -1,0 +1,191 @@
+import { createApiKey } from '../db/api-keys';
+import { PLAN_MODE_NOTE } from '../activities/agent-step-activities';
+import { auth, createRun, getRun, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+
+/** Agent identities: a team's named agents, their keys, and runs executed as them. */
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+const PATH = '/api/v1/agent/identities';
+
+async function newIdentity(key: string, body: Record<string, unknown>) {
+  const res = await ctx.api.post(PATH).set(auth(key)).send(body);
+  expect(res.status).toBe(201);
+  return res.body as { uid: string; name: string; [k: string]: unknown };
+}
+
+test('create, list, get, update and delete an identity; another team sees none of it', async () => {
+  const { key } = await ctx.newTeamKey();
+  const other = await ctx.newTeamKey();
+  const created = await newIdentity(key, {
+    name: 'reviewer',
+    description: 'Reviews pull requests',
+    prompt: 'You review code.',
+    agent_type: 'REVIEW',
+    base_model: 'openai/gpt-4o',
+    mcp_servers: { docs: { url: 'https://mcp.example.com/sse', headers: { Authorization: 'Bearer sekret-token' } } },
+    harness: { type: 'oz' },
+    memory: null,
+  });
+  expect(created).toMatchObject({
+    name: 'reviewer',
+    agent_type: 'REVIEW',
+    available: true,
+    skills: [],
+    secrets: [],
+    memory: { attached_stores: [], auto_memory: { enabled: false } },
+    mcp_servers: { docs: { url: 'https://mcp.example.com/sse', headers: { Authorization: '***' } } },
+  });
+  expect(JSON.stringify(created)).not.toContain('sekret-token');
+
+  expect((await ctx.api.get(PATH).set(auth(key))).body.agents.map((a: { uid: string }) => a.uid)).toEqual([
+    created.uid,
+  ]);
+  expect((await ctx.api.get(`${PATH}/${created.uid}`).set(auth(key))).body.description).toBe('Reviews pull requests');
+  const updated = await ctx.api
+    .put(`${PATH}/${created.uid}`)
+    .set(auth(key))
+    .send({ name: 'senior-reviewer', agent_type: 'REVIEW' });
+  expect(updated.status).toBe(200);
+  expect(updated.body).toMatchObject({ name: 'senior-reviewer', description: null, base_model: null });
+
+  // Another team: nothing to see, change or delete.
+  expect((await ctx.api.get(PATH).set(auth(other.key))).body.agents).toEqual([]);
+  expect((await ctx.api.get(`${PATH}/${created.uid}`).set(auth(other.key))).status).toBe(404);
+  expect((await ctx.api.put(`${PATH}/${created.uid}`).set(auth(other.key)).send({ name: 'x' })).status).toBe(404);
+  expect((await ctx.api.delete(`${PATH}/${created.uid}`).set(auth(other.key))).status).toBe(404);
+
+  // A duplicate name is a clear, final conflict.
+  const duplicate = await ctx.api.post(PATH).set(auth(key)).send({ name: 'senior-reviewer' });
+  expect(duplicate.status).toBe(409);
+  expect(duplicate.body).toMatchObject({ error_code: 'conflict', retryable: false });
+
+  expect((await ctx.api.delete(`${PATH}/${created.uid}`).set(auth(key))).status).toBe(204);
+  expect((await ctx.api.get(`${PATH}/${created.uid}`).set(auth(key))).status).toBe(404);
+  // The name is free again.
+  await newIdentity(key, { name: 'senior-reviewer' });
+});
+
+test('fields the clients send that this service cannot honour are 400 feature_not_available naming them', async () => {
+  const { key } = await ctx.newTeamKey();
+  const cases: [Record<string, unknown>, string][] = [
+    [{ harness: { type: 'claude' } }, 'harness.type'],
+    [{ secrets: [{ name: 'GH' }] }, 'secrets'],
+    [{ memory: { attached_stores: [{ uid: 'm', access: 'read_only', instructions: 'x' }] } }, 'memory'],
+    [{ default_runner_uid: 'runner-1' }, 'default_runner_uid'],
+  ];
+  for (const [extra, field] of cases) {
+    const res = await ctx.api
+      .post(PATH)
+      .set(auth(key))
+      .send({ name: uniqueName('agent'), ...extra });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('feature_not_available');
+    expect(res.body.detail).toContain(`\`${field}\``);
+  }
+  expect((await ctx.api.get(PATH).set(auth(key))).body.agents).toEqual([]);
+});
+
+test('a run with agent_identity_uid executes as the identity: its defaults fill the config, its name is the executor', async () => {
+  const person = await ctx.newTeamKey();
+  const marker = uniqueName('as-identity');
+  ctx.model.script(marker, () => ({ text: `answer for ${marker}` }));
+  const identity = await newIdentity(person.key, {
+    name: uniqueName('docs-bot'),
+    prompt: `Identity prompt ${marker}`,
+    base_model: 'openai/identity-model',
+  });
+  const runId = await createRun(ctx, person.key, { prompt: `Do it ${marker}`, agent_identity_uid: identity.uid });
+  const run = await waitForState(ctx, person.key, runId, ['SUCCEEDED']);
+  expect(run.creator).toMatchObject({ uid: person.uid, type: 'user' });
+  expect(run.executor).toEqual({ uid: identity.uid, display_name: identity.name, type: 'service_account' });
+  expect(run.agent_config).toMatchObject({
+    model_id: 'openai/identity-model',
+    name: identity.name,
+    base_prompt: `Identity prompt ${marker}`,
+  });
+  const [request] = ctx.model.calls(marker);
+  expect(request!.model).toBe('identity-model');
+  expect(request!.system).toContain(`Identity prompt ${marker}`);
+  // The agent's answer is the SUCCEEDED run's status message.
+  expect(run.status_message).toEqual({ message: `answer for ${marker}` });
+
+  // A key made for the identity (`npm run keys -- create --kind agent --agent <uid>`) runs as it too.
+  const { rawKey } = await createApiKey(ctx.dataSource, { kind: 'agent', agentUid: identity.uid });
+  const byKey = await createRun(ctx, rawKey, { prompt: `By its key ${marker}` });
+  expect((await getRun(ctx, rawKey, byKey)).executor).toMatchObject({ uid: identity.uid });
+  await waitForState(ctx, rawKey, byKey, ['SUCCEEDED']);
+
+  // Deleting the identity revokes its keys.
+  expect((await ctx.api.delete(`${PATH}/${identity.uid}`).set(auth(person.key))).status).toBe(204);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(rawKey))).status).toBe(401);
+});
+
+test('on_behalf_of: only an agent key whose agent allows it, only for a member of the team', async () => {
+  const team = uniqueName('obo-team');
+  const person = await ctx.newTeamKey('personal', team);
+  const agent = await ctx.newTeamKey('agent', team);
+  const marker = uniqueName('obo');
+  ctx.model.script(marker, () => ({ text: 'ok' }));
+  const body = { prompt: `On behalf ${marker}`, on_behalf_of: person.uid };
+
+  const fromPerson = await ctx.api.post('/api/v1/agent/runs').set(auth(person.key)).send(body);
+  expect(fromPerson.status).toBe(403);
+  const notEnabled = await ctx.api.post('/api/v1/agent/runs').set(auth(agent.key)).send(body);
+  expect(notEnabled.status).toBe(403);
+  expect(notEnabled.body.detail).toContain('on_behalf_of_enabled');
+
+  const identity = (await ctx.api.get(`${PATH}/${agent.uid}`).set(auth(person.key))).body as { name: string };
+  await ctx.api
+    .put(`${PATH}/${agent.uid}`)
+    .set(auth(person.key))
+    .send({ name: identity.name, on_behalf_of_enabled: true })
+    .expect(200);
+  const stranger = await ctx.api
+    .post('/api/v1/agent/runs')
+    .set(auth(agent.key))
+    .send({ ...body, on_behalf_of: 'usr_nobody' });
+  expect(stranger.status).toBe(400);
+  const runId = await createRun(ctx, agent.key, body);
+  const run = await getRun(ctx, agent.key, runId);
+  expect(run.creator).toMatchObject({ uid: person.uid, type: 'user' });
+  expect(run.executor).toMatchObject({ uid: agent.uid });
+  await waitForState(ctx, agent.key, runId, ['SUCCEEDED']);
+});
+
+test('create-request fields of the clients: plan mode is honoured; what cannot be is feature_not_available', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('plan');
+  ctx.model.script(marker, () => ({ text: 'the plan' }));
+  const runId = await createRun(ctx, key, {
+    prompt: `Plan it ${marker}`,
+    mode: 'plan',
+    interactive: true,
+    config: { harness: { type: 'oz' }, worker_host: 'warp', memory_stores: [] },
+  });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  expect(ctx.model.calls(marker)[0]!.messages[0]!.content).toBe(`${PLAN_MODE_NOTE}\n\nPlan it ${marker}`);
+  expect((await getRun(ctx, key, runId)).agent_config).not.toHaveProperty('harness');
+
+  const refused: [Record<string, unknown>, string, string][] = [
+    [{ mode: 'orchestrate' }, 'feature_not_available', 'mode'],
+    [{ config: { harness: { type: 'codex' } } }, 'feature_not_available', 'config.harness.type'],
+    [{ config: { worker_host: 'gpu-box-1' } }, 'feature_not_available', 'config.worker_host'],
+    [{ config: { runner_id: 'r1' } }, 'feature_not_available', 'config.runner_id'],
+    [{ config: { model_id: 'mistral/large' } }, 'invalid_request', 'config.model_id'],
+  ];
+  for (const [extra, code, field] of refused) {
+    const res = await ctx.api
+      .post('/api/v1/agent/runs')
+      .set(auth(key))
+      .send({ prompt: 'x', ...extra });
+    expect({ status: res.status, code: res.body.error_code }).toEqual({ status: 400, code });
+    expect(res.body.detail).toContain(`\`${field}\``);
+  }
+});
