@@ -15,6 +15,7 @@ import { createAgentRouter } from './routes/agent-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
+import { createRedirectRouter } from './routes/redirect-routes';
 import { createRunsRouter } from './routes/runs-routes';
 import { createSessionRouter } from './routes/session-routes';
 
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): Koa {
       isWorkerRunning: deps.isWorkerRunning,
     }),
     createSessionRouter({ dataSource, secretsKey }),
+    createRedirectRouter({ dataSource }),
     createErrorReferenceRouter(),
   ];
 

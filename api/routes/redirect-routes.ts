@@ -1,0 +1,34 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import { isSessionId, isUuid } from '../../core/ids';
+import { conversationOfSession, latestSessionOfConversation } from '../../db/session-redirects';
+import { notFound } from '../api-error';
+import { rejectQueryParameters } from '../validate';
+
+/**
+ * The clients' redirect checks, which they make without a key. Each id is itself the
+ * capability (a session id is 192 random bits, a conversation id has 74), so an answer grants
+ * nothing its holder could not already reach: the transcript page needs no key either.
+ */
+export function createRedirectRouter({ dataSource }: { dataSource: DataSource }): Router {
+  const router = new Router({ prefix: '/api/v1' });
+  router.get('/agent/sessions/:sessionId/redirect', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const sessionId = ctx.params.sessionId!;
+    const conversationId = isSessionId(sessionId) ? await conversationOfSession(dataSource.manager, sessionId) : null;
+    if (!conversationId) throw notFound('No such session.');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { conversation_id: conversationId };
+  });
+  router.get('/agent/conversations/:conversationId/redirect', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const conversationId = ctx.params.conversationId!;
+    const sessionId = isUuid(conversationId)
+      ? await latestSessionOfConversation(dataSource.manager, conversationId)
+      : null;
+    if (!sessionId) throw notFound('No such conversation.');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { session_id: sessionId };
+  });
+  return router;
+}
