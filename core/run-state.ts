@@ -29,6 +29,7 @@ export function stateRank(state: RunState): number {
   return 2;
 }
 
+/** Every `source` the official clients know (`RunSourceType`); all are valid list filters. */
 export const RUN_SOURCES = [
   'API',
   'LINEAR',
@@ -39,5 +40,12 @@ export const RUN_SOURCES = [
   'GITHUB_ACTION',
   'CLOUD_MODE',
   'CLI',
+  'JIRA',
+  'SELF_IMPROVEMENT',
+  'GITHUB_WEBHOOK',
+  'GITLAB_WEBHOOK',
+  'AUTOFIX',
+  'RUN_SCORER',
+  'ORCHESTRATION',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];

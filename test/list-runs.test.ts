@@ -291,6 +291,9 @@ test('name, model_id and source filters match exactly and combine with AND', asy
 
   expect(sorted(await listIds(key, [['source', 'API']]))).toEqual(sorted([alpha, beta, unnamed]));
   expect(await listIds(key, [['source', 'SLACK']])).toEqual([]);
+  // Every source the official clients know is a valid filter, newer ones included.
+  for (const source of ['ORCHESTRATION', 'JIRA', 'RUN_SCORER'])
+    expect(await listIds(key, [['source', source]])).toEqual([]);
   expect(await listIds(key, [['source', 'SCHEDULED_AGENT']])).toEqual([]);
   await expectInvalid(key, [['source', 'CARRIER_PIGEON']], 'source');
   await expectInvalid(
