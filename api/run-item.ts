@@ -20,6 +20,8 @@ export interface RunItem {
   status_message?: NonNullable<Run['statusMessage']>;
   creator: { uid: string; display_name: string; type: Run['creatorType'] };
   source: string;
+  /** Only on runs a schedule created. */
+  schedule?: NonNullable<Run['schedule']>;
   metadata: Record<string, string>;
   run_time?: string;
   request_usage: { total_tokens: number; inference_cost_usd?: number };
@@ -75,5 +77,6 @@ export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: 
   if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  if (run.schedule) item.schedule = run.schedule;
   return item;
 }
