@@ -10,11 +10,13 @@ import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createRunService } from './run-service';
+import { createScheduleService } from './schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
 import { createRunsRouter } from './routes/runs-routes';
+import { createSchedulesRouter } from './routes/schedules-routes';
 import { createSessionRouter } from './routes/session-routes';
 
 export interface AppDeps {
@@ -37,12 +39,20 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
 
   const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey });
+  const scheduleService = createScheduleService({
+    config,
+    dataSource,
+    temporal: deps.temporalClient,
+    secretsKey,
+    runService,
+  });
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
   const runs = createRunsRouter({ config, dataSource, runService, secretsKey });
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),
     createAgentRouter({ config, dataSource, secretsKey }),
+    createSchedulesRouter({ scheduleService }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }
