@@ -1,5 +1,6 @@
 import { ScheduleNotFoundError, type ScheduleHandle } from '@temporalio/client';
-import { temporalScheduleId } from '../workflows/schedule-contract';
+import { runWorkflowId, searchAttributes } from '../workflows/run-contract';
+import { SCHEDULED_RUN_WORKFLOW_TYPE, temporalScheduleId } from '../workflows/schedule-contract';
 import { createEnvironment } from './helpers/environments';
 import { recordWorkflowReplayFixture } from './helpers/replay-fixtures';
 import { auth, waitForState, type RunBody } from './helpers/runs';
@@ -99,8 +100,9 @@ test('a firing creates a run through the create path: SCHEDULED_AGENT, with its 
   expect(description.spec.timezone).toBe('UTC');
   expect(description.state.paused).toBe(false);
   expect(description.memo).toMatchObject({ scheduleId: created.id });
+  expect(description.typedSearchAttributes.get(searchAttributes.schedule)).toBe(created.id);
   expect(description.action).toMatchObject({
-    workflowType: 'scheduledRunWorkflow',
+    workflowType: SCHEDULED_RUN_WORKFLOW_TYPE,
     memo: { scheduleName: 'Nightly check' },
   });
 
@@ -129,6 +131,10 @@ test('a firing creates a run through the create path: SCHEDULED_AGENT, with its 
   const bySource = await ctx.api.get('/api/v1/agent/runs').query({ source: 'SCHEDULED_AGENT' }).set(auth(key));
   expect((bySource.body as { runs: RunBody[] }).runs.map((r) => r.run_id)).toEqual([run!.run_id]);
   expect(await runsOf(key, '0190aaaa-0000-7000-8000-000000000000')).toEqual([]);
+
+  // The run's own workflow is found by the schedule in Temporal too.
+  const runWorkflow = await ctx.client.workflow.getHandle(runWorkflowId(run!.run_id)).describe();
+  expect(runWorkflow.typedSearchAttributes.get(searchAttributes.schedule)).toBe(created.id);
 
   const after = await getSchedule(key, created.id);
   expect(after.history.last_ran).toMatch(ISO_MS);
