@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
@@ -14,4 +15,8 @@ export interface ActivityDeps {
   mcpSessions: McpSessionCache;
   /** Every process a run starts runs in it. */
   sandbox: Sandbox;
+  /** A client on the worker's connection: a schedule's firing starts its run's workflow with it. */
+  temporal: Client;
+  /** Key of the MCP credentials stored with runs and schedules. */
+  secretsKey: Buffer;
 }

@@ -11,12 +11,14 @@ import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
+import { createScheduleService } from './schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
 import { createRedirectRouter } from './routes/redirect-routes';
 import { createRunsRouter } from './routes/runs-routes';
+import { createSchedulesRouter } from './routes/schedules-routes';
 import { createSessionRouter } from './routes/session-routes';
 
 export interface AppDeps {
@@ -39,6 +41,13 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
 
   const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey });
+  const scheduleService = createScheduleService({
+    config,
+    dataSource,
+    temporal: deps.temporalClient,
+    secretsKey,
+    runService,
+  });
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
   const runs = createRunsRouter({ config, dataSource, runService, secretsKey });
@@ -46,6 +55,7 @@ export function createApp(deps: AppDeps): Koa {
     createEnvironmentsRouter({ config, dataSource }),
     createAgentRouter({ config, dataSource, secretsKey }),
     createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
+    createSchedulesRouter({ scheduleService }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

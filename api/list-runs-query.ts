@@ -146,7 +146,8 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
     updatedAfter: timestamp(query, 'updated_after'),
     q,
     metadata: Object.keys(metadata).length ? metadata : undefined,
-    matchesNothing: artifactType !== undefined || single(query, 'schedule_id') !== undefined || undefined,
+    scheduleId: single(query, 'schedule_id'),
+    matchesNothing: artifactType !== undefined || undefined,
   };
   const fingerprint = filterFingerprint(filters, sortBy, sortOrder);
   const cursor = single(query, 'cursor');

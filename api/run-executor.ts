@@ -14,7 +14,7 @@ export type RunPrincipal = Pick<AuthenticatedPrincipal, 'uid' | 'type' | 'displa
  */
 export async function resolveExecutor(
   manager: EntityManager,
-  principal: AuthenticatedPrincipal,
+  principal: RunPrincipal,
   agentIdentityUid: string | undefined,
 ): Promise<AgentIdentity | null> {
   if (agentIdentityUid !== undefined) {
@@ -32,7 +32,7 @@ export async function resolveExecutor(
  */
 export async function resolveCreator(
   manager: EntityManager,
-  principal: AuthenticatedPrincipal,
+  principal: RunPrincipal,
   executor: AgentIdentity | null,
   onBehalfOf: string | undefined,
 ): Promise<RunPrincipal> {

@@ -21,6 +21,8 @@ export interface RunItem {
   creator: { uid: string; display_name: string; type: Run['creatorType'] };
   executor?: { uid: string; display_name: string; type: 'service_account' };
   source: string;
+  /** Only on runs a schedule created. */
+  schedule?: NonNullable<Run['schedule']>;
   metadata: Record<string, string>;
   run_time?: string;
   request_usage: { total_tokens: number; inference_cost_usd?: number };
@@ -79,5 +81,6 @@ export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: 
   if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  if (run.schedule) item.schedule = run.schedule;
   return item;
 }

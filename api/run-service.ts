@@ -8,7 +8,7 @@ import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/
 import { encryptMcpServers } from '../core/secrets';
 import type { AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
-import type { Run } from '../db/entities/run';
+import type { Run, RunScheduleRef } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
 import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
@@ -64,7 +64,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
     temporal.withDeadline(Date.now() + config.temporal.rpcTimeoutMs, call);
 
   async function withIdempotency(
-    principal: AuthenticatedPrincipal,
+    principal: RunPrincipal,
     claim: IdempotencyClaim | undefined,
     work: (tx: EntityManager) => Promise<StoredResponse>,
   ): Promise<StoredResponse> {
@@ -79,7 +79,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
     });
   }
 
-  const claimFor = (principal: AuthenticatedPrincipal, scope: string, key: string | undefined, body: unknown) =>
+  const claimFor = (principal: RunPrincipal, scope: string, key: string | undefined, body: unknown) =>
     key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;
 
   /**
@@ -118,31 +118,25 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
   }
 
   return {
+    /**
+     * Checks what a create request asks for before anything is recorded (a schedule checks its
+     * run request here too, when it is created or changed). Returns the skill the run uses.
+     */
+    checkCreateRequest(principal: RunPrincipal, body: CreateRunRequest): string | undefined {
+      return checkCreateRequest(config, body);
+    },
+
+    /**
+     * `POST /agent/runs`, and every firing of a schedule (`origin`: its source and schedule), so
+     * that a scheduled run is made exactly like any other.
+     */
     async createRun(
-      principal: AuthenticatedPrincipal,
+      principal: RunPrincipal,
       body: CreateRunRequest,
       idempotencyKey: string | undefined,
+      origin: RunOrigin = { source: 'API' },
     ): Promise<StoredResponse> {
-      if (body.config?.computer_use_enabled) {
-        throw new ApiError(
-          'feature_not_available',
-          'Computer use is not available on this service; omit `config.computer_use_enabled`.',
-        );
-      }
-      assertRunFieldsSupported(body);
-      const skill = body.skill ?? body.config?.skill_spec;
-      if (skill) {
-        assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
-      }
-      for (const [index, extra] of (body.config?.skills ?? []).entries()) {
-        assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, extra, `config.skills.${index}`);
-      }
-      if (body.config?.model_id && !isKnownModelProvider(body.config.model_id)) {
-        throw invalid(
-          `\`config.model_id\`: this service has no provider "${modelProviderOf(body.config.model_id)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}.`,
-        );
-      }
-      assertWithinOperatorLimits(config, body.config);
+      const skill = checkCreateRequest(config, body);
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
       const runId = newUuidV7();
       return recordThenCall(
@@ -168,7 +162,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
               throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
             }
-            const run = newRun(creator, executor, body, resolved, {
+            const run = newRun(creator, executor, body, resolved, origin, {
               runId,
               skill,
               conversationId: await resolveConversation(tx, principal, body.conversation_id),
@@ -258,9 +252,39 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
   };
 }
 
+/** Who a run is created for: the caller's key, or the creator of the schedule that fires. */
+export type { RunPrincipal } from './run-executor';
+
+/** Where a run comes from: the API, or a schedule's firing. */
+export type RunOrigin = { source: 'API' } | { source: 'SCHEDULED_AGENT'; schedule: RunScheduleRef };
+
+function checkCreateRequest(config: Config, body: CreateRunRequest): string | undefined {
+  if (body.config?.computer_use_enabled) {
+    throw new ApiError(
+      'feature_not_available',
+      'Computer use is not available on this service; omit `config.computer_use_enabled`.',
+    );
+  }
+  assertRunFieldsSupported(body);
+  const skill = body.skill ?? body.config?.skill_spec;
+  if (skill) {
+    assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, body.skill ? 'skill' : 'config.skill_spec');
+  }
+  for (const [index, extra] of (body.config?.skills ?? []).entries()) {
+    assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, extra, `config.skills.${index}`);
+  }
+  if (body.config?.model_id && !isKnownModelProvider(body.config.model_id)) {
+    throw invalid(
+      `\`config.model_id\`: this service has no provider "${modelProviderOf(body.config.model_id)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}.`,
+    );
+  }
+  assertWithinOperatorLimits(config, body.config);
+  return skill;
+}
+
 async function resolveConversation(
   tx: EntityManager,
-  principal: AuthenticatedPrincipal,
+  principal: RunPrincipal,
   conversationId?: string,
 ): Promise<string> {
   if (conversationId === undefined) return newUuidV7();
@@ -272,11 +296,7 @@ async function resolveConversation(
   return conversationId;
 }
 
-async function resolveParent(
-  tx: EntityManager,
-  principal: AuthenticatedPrincipal,
-  parentRunId?: string,
-): Promise<string | null> {
+async function resolveParent(tx: EntityManager, principal: RunPrincipal, parentRunId?: string): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
@@ -311,6 +331,7 @@ function newRun(
   executor: AgentIdentity | null,
   body: CreateRunRequest,
   resolved: ResolvedAgentConfig,
+  origin: RunOrigin,
   ids: { runId: string; skill: string | undefined; conversationId: string; parentRunId: string | null },
 ): Run {
   const prompt = body.prompt ?? '';
@@ -332,7 +353,8 @@ function newRun(
     modelId: resolved.model_id,
     environmentId: resolved.environment_id ?? null,
     skillSpec: ids.skill ?? null,
-    source: 'API',
+    source: origin.source,
+    schedule: origin.source === 'SCHEDULED_AGENT' ? origin.schedule : null,
     metadata: body.metadata ?? {},
     conversationId: ids.conversationId,
     parentRunId: ids.parentRunId,

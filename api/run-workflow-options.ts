@@ -7,7 +7,7 @@ import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../workf
 /** What the run workflow is started with: its id, queue, input, and what operators search by. */
 export function runWorkflowOptions(
   config: Config,
-  run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title'>,
+  run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title' | 'schedule'>,
   state: RunState,
 ) {
   const input: RunWorkflowInput = {
@@ -27,6 +27,7 @@ export function runWorkflowOptions(
     { key: searchAttributes.environment, value: run.environmentId ?? 'empty-environment' },
   ];
   if (run.name) attributes.push({ key: searchAttributes.name, value: run.name });
+  if (run.schedule) attributes.push({ key: searchAttributes.schedule, value: run.schedule.schedule_id });
   return {
     taskQueue: config.temporal.taskQueue,
     workflowId: runWorkflowId(run.runId),

@@ -12,6 +12,7 @@ import { WorkerLeases1763800000000 } from './migrations/1763800000000-worker-lea
 import { CancelFollowupSeq1763810000000 } from './migrations/1763810000000-cancel-followup-seq';
 import { TranscriptPageIndexes1763820000000 } from './migrations/1763820000000-transcript-page-indexes';
 import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-identities';
+import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
 
 export const ENTITIES = [
   TeamEntity,
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   CancelFollowupSeq1763810000000,
   TranscriptPageIndexes1763820000000,
   AgentIdentities1763830000000,
+  Schedules1763840000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */

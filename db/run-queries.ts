@@ -19,7 +19,9 @@ export interface RunFilters {
   updatedAfter?: Date;
   q?: string;
   metadata?: Record<string, string>;
-  /** Filters the service knows but no run here can match (scheduled runs, artifacts). */
+  /** Runs created by this schedule. */
+  scheduleId?: string;
+  /** Filters the service knows but no run here can match (artifacts). */
   matchesNothing?: boolean;
 }
 
@@ -59,6 +61,7 @@ export async function listRuns(
   if (f.environmentId === null) where.push('r.environment_id IS NULL');
   else if (f.environmentId !== undefined) add((p) => `r.environment_id = ${p}`, f.environmentId);
   if (f.skillSpec !== undefined) add((p) => `r.skill_spec = ${p}`, f.skillSpec);
+  if (f.scheduleId !== undefined) add((p) => `r.schedule->>'schedule_id' = ${p}`, f.scheduleId);
   if (f.createdAfter) add((p) => `r.created_at > ${p}`, f.createdAfter);
   if (f.createdBefore) add((p) => `r.created_at < ${p}`, f.createdBefore);
   if (f.updatedAfter) add((p) => `r.updated_at > ${p}`, f.updatedAfter);
@@ -135,6 +138,7 @@ export function rowToRun(row: Record<string, unknown>): Run {
     environmentId: (row.environment_id as string | null) ?? null,
     skillSpec: (row.skill_spec as string | null) ?? null,
     source: row.source as string,
+    schedule: (row.schedule as Run['schedule']) ?? null,
     metadata: (row.metadata as Record<string, string>) ?? {},
     conversationId: row.conversation_id as string,
     parentRunId: (row.parent_run_id as string | null) ?? null,

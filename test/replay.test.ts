@@ -34,6 +34,9 @@ const SCENARIOS = [
   'pre-lease-followup-after-succeeded',
   'pre-lease-idle-window-ends',
   'pre-lease-cancel-during-command',
+  // A schedule's firing (test/schedules.test.ts): one that created its run, one that was refused.
+  'scheduled-run-creates-run',
+  'scheduled-run-refused',
 ];
 
 function histories() {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
@@ -87,7 +88,17 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     (servers) => decryptMcpServers(servers, secretsKey),
   );
   const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
-  const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const activities = createActivities({
+    dataSource,
+    config,
+    logger,
+    workspaceQueue,
+    mcpSessions,
+    sandbox,
+    temporal,
+    secretsKey,
+  });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;
   // A failed provisioning stops counting here at once: a retry counts again wherever it lands.

@@ -1,1 +1,2 @@
 export { agentRunWorkflow } from './run-workflow';
+export { scheduledRunWorkflow } from './scheduled-run-workflow';

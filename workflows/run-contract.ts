@@ -60,6 +60,8 @@ export const searchAttributes = {
   creator: defineSearchAttributeKey('AgentCreator', SearchAttributeType.KEYWORD),
   source: defineSearchAttributeKey('AgentSource', SearchAttributeType.KEYWORD),
   environment: defineSearchAttributeKey('AgentEnvironment', SearchAttributeType.KEYWORD),
+  /** On a schedule, its firings and the runs they created. */
+  schedule: defineSearchAttributeKey('AgentScheduleId', SearchAttributeType.KEYWORD),
 } as const;
 
 export const SEARCH_ATTRIBUTE_KEYS = Object.values(searchAttributes);

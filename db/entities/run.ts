@@ -2,6 +2,13 @@ import { EntitySchema } from 'typeorm';
 import type { RunState } from '../../core/run-state';
 import type { AgentSkillInfo, ResolvedAgentConfig, RunStatusMessage } from '../../core/run-types';
 
+/** The schedule that created a run, as it was at that moment. */
+export interface RunScheduleRef {
+  schedule_id: string;
+  schedule_name: string;
+  cron_schedule: string;
+}
+
 export interface Run {
   runId: string;
   teamId: string;
@@ -21,6 +28,8 @@ export interface Run {
   environmentId: string | null;
   skillSpec: string | null;
   source: string;
+  /** Set on runs a schedule created (`source` SCHEDULED_AGENT); absent on rows built before schedules. */
+  schedule?: RunScheduleRef | null;
   metadata: Record<string, string>;
   conversationId: string;
   parentRunId: string | null;
@@ -58,6 +67,7 @@ export const RunEntity = new EntitySchema<Run>({
     environmentId: { name: 'environment_id', type: 'text', nullable: true },
     skillSpec: { name: 'skill_spec', type: 'text', nullable: true },
     source: { type: 'text' },
+    schedule: { type: 'jsonb', nullable: true },
     metadata: { type: 'jsonb' },
     conversationId: { name: 'conversation_id', type: 'text' },
     parentRunId: { name: 'parent_run_id', type: 'uuid', nullable: true },

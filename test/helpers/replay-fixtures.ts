@@ -12,8 +12,16 @@ export const HISTORIES_DIR = path.resolve(__dirname, '..', 'replay', 'histories'
  * replay test replays them against the current workflow code. Otherwise does nothing.
  */
 export async function recordReplayFixture(ctx: TestContext, runId: string, scenario: string): Promise<void> {
+  await recordWorkflowReplayFixture(ctx, runWorkflowId(runId), scenario);
+}
+
+/** The same for any workflow id (a schedule's firing). */
+export async function recordWorkflowReplayFixture(
+  ctx: TestContext,
+  workflowId: string,
+  scenario: string,
+): Promise<void> {
   if (process.env.RECORD_REPLAY_FIXTURES !== '1') return;
-  const workflowId = runWorkflowId(runId);
   const executions: { runId: string; startTime: number }[] = [];
   for await (const execution of ctx.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
     executions.push({ runId: execution.runId, startTime: execution.startTime.getTime() });

@@ -4,3 +4,8 @@ import { sleep } from '@temporalio/workflow';
 export async function agentRunWorkflow(): Promise<void> {
   await sleep('1 day');
 }
+
+/** The same for a schedule's firing. */
+export async function scheduledRunWorkflow(): Promise<void> {
+  await sleep('1 day');
+}

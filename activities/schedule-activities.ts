@@ -1,0 +1,70 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { ApiError } from '../api/api-error';
+import { createRunService } from '../api/run-service';
+import { runScheduleRef, schedulePrincipal, scheduledRunRequest } from '../api/schedule-service';
+import { findSchedule, recordSpawnOutcome } from '../db/schedules';
+import {
+  SCHEDULED_RUN_MAX_ATTEMPTS,
+  ScheduleFailureType,
+  temporalScheduleId,
+  type CreateScheduledRunInput,
+  type ScheduledRunResult,
+} from '../workflows/schedule-contract';
+import type { ActivityDeps } from './deps';
+
+/** The activity of a schedule's firing: it creates the run through the same path as `POST /agent/runs`. */
+export function createScheduleActivities({ dataSource, config, logger, temporal, secretsKey }: ActivityDeps) {
+  const runService = createRunService({ config, dataSource, temporal, secretsKey });
+
+  return {
+    /**
+     * Creates the run of one firing as the schedule's creator, with `source` SCHEDULED_AGENT and
+     * the schedule on the run. The firing's id is the idempotency key, so a retry after a
+     * created run makes no second one. A refused run, or the last failed attempt, is recorded
+     * on the schedule as `last_spawn_error`; a created one clears it.
+     */
+    async createScheduledRun({ scheduleId, firingId }: CreateScheduledRunInput): Promise<ScheduledRunResult> {
+      const schedule = await findSchedule(dataSource.manager, scheduleId);
+      if (!schedule) {
+        // Its row is gone (deleted, or its creation withdrawn after Temporal took it): nothing may fire again.
+        await temporal.schedule
+          .getHandle(temporalScheduleId(scheduleId))
+          .delete()
+          .catch((err: unknown) => {
+            if (!(err instanceof ScheduleNotFoundError)) throw err;
+          });
+        return { skipped: `schedule ${scheduleId} no longer exists; its Temporal Schedule was deleted` };
+      }
+      try {
+        const response = await runService.createRun(
+          schedulePrincipal(schedule),
+          scheduledRunRequest(schedule, secretsKey),
+          `schedule-firing:${firingId}`,
+          { source: 'SCHEDULED_AGENT', schedule: runScheduleRef(schedule) },
+        );
+        await recordSpawnOutcome(dataSource.manager, scheduleId, null);
+        return { runId: (response.body as { run_id: string }).run_id };
+      } catch (err) {
+        const refused = err instanceof ApiError && err.status < 500;
+        const { attempt } = Context.current().info;
+        if (refused || attempt >= SCHEDULED_RUN_MAX_ATTEMPTS) {
+          const reason = refused
+            ? err.detail
+            : `the service could not create it after ${attempt} attempts (database or Temporal unavailable)`;
+          const message = `The firing of ${firingTime(firingId)} created no run: ${reason}`;
+          await recordSpawnOutcome(dataSource.manager, scheduleId, message).catch((recordErr: unknown) =>
+            logger.warn('could not record a schedule spawn error', { scheduleId, error: recordErr }),
+          );
+          if (refused) throw ApplicationFailure.nonRetryable(message, ScheduleFailureType.SPAWN_REFUSED);
+        }
+        throw err;
+      }
+    },
+  };
+}
+
+/** The time Temporal appends to a firing's workflow id (`…-2026-01-02T03:04:05Z`). */
+function firingTime(firingId: string): string {
+  return /(\d{4}-\d{2}-\d{2}T[\d:.]+Z)$/.exec(firingId)?.[1] ?? firingId;
+}

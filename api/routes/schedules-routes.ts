@@ -1,0 +1,61 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { principalOf } from '../middleware/auth';
+import type { createScheduleService } from '../schedule-service';
+import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule-schemas';
+import { rejectQueryParameters, validate } from '../validate';
+
+const emptyBodySchema = z.strictObject({});
+
+/** The seven schedule endpoints, as the official clients call them. */
+export function createSchedulesRouter({
+  scheduleService,
+}: {
+  scheduleService: ReturnType<typeof createScheduleService>;
+}): Router {
+  const router = new Router();
+
+  router.post('/agent/schedules', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(createScheduleSchema, ctx.state.body);
+    const item = await scheduleService.create(principalOf(ctx.state), body);
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/agent/schedules/${item.id}`);
+    ctx.body = item;
+  });
+
+  router.get('/agent/schedules', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    ctx.body = { schedules: await scheduleService.list(principalOf(ctx.state)) };
+  });
+
+  router.get('/agent/schedules/:scheduleId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    ctx.body = await scheduleService.get(principalOf(ctx.state), ctx.params.scheduleId!);
+  });
+
+  router.put('/agent/schedules/:scheduleId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(updateScheduleSchema, ctx.state.body);
+    ctx.body = await scheduleService.update(principalOf(ctx.state), ctx.params.scheduleId!, body);
+  });
+
+  router.delete('/agent/schedules/:scheduleId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    await scheduleService.delete(principalOf(ctx.state), ctx.params.scheduleId!);
+    ctx.body = { success: true };
+  });
+
+  for (const [action, enabled] of [
+    ['pause', false],
+    ['resume', true],
+  ] as const) {
+    router.post(`/agent/schedules/:scheduleId/${action}`, async (ctx) => {
+      rejectQueryParameters(ctx.query);
+      validate(emptyBodySchema, ctx.state.body);
+      ctx.body = await scheduleService.setEnabled(principalOf(ctx.state), ctx.params.scheduleId!, enabled);
+    });
+  }
+
+  return router;
+}

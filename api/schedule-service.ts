@@ -1,0 +1,332 @@
+import {
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  type Client,
+  type ScheduleDescription,
+  type ScheduleOptions,
+} from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../core/config';
+import { isUuid, newUuidV7 } from '../core/ids';
+import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../core/secrets';
+import type { AuthenticatedPrincipal } from '../db/api-keys';
+import type { RunScheduleRef } from '../db/entities/run';
+import { findAgentIdentity } from '../db/agent-identities';
+import { findEnvironment } from '../db/environments';
+import {
+  deleteSchedule,
+  findSchedule,
+  insertSchedule,
+  listSchedules,
+  restoreSchedule,
+  touchSchedule,
+  updateScheduleDefinition,
+  type Schedule,
+  type ScheduleActor,
+  type ScheduleDefinition,
+} from '../db/schedules';
+import { searchAttributes } from '../workflows/run-contract';
+import {
+  SCHEDULED_RUN_WORKFLOW_TYPE,
+  scheduledRunWorkflowId,
+  temporalScheduleId,
+  type ScheduledRunInput,
+} from '../workflows/schedule-contract';
+import { ApiError, notFound } from './api-error';
+import type { RunPrincipal, createRunService } from './run-service';
+import type { CreateRunRequest } from './schemas/run-schemas';
+import type { CreateScheduleRequest, UpdateScheduleRequest } from './schemas/schedule-schemas';
+
+export interface ScheduleServiceDeps {
+  config: Config;
+  dataSource: DataSource;
+  temporal: Client;
+  secretsKey: Buffer;
+  runService: ReturnType<typeof createRunService>;
+}
+
+/** `ScheduledAgentItem` as the official clients define it. */
+export interface ScheduledAgentItem {
+  id: string;
+  name: string;
+  cron_schedule: string;
+  enabled: boolean;
+  prompt: string;
+  created_at: string;
+  updated_at: string;
+  agent_config: Schedule['agentConfig'];
+  agent_uid?: string;
+  metadata?: Record<string, string>;
+  created_by: { uid: string; display_name: string; type: string };
+  updated_by: { uid: string; display_name: string; type: string };
+  scope: { type: 'Team'; uid: string };
+  history: { last_ran?: string; next_run?: string };
+  last_spawn_error?: string;
+}
+
+/** Missed firings older than this (Temporal was down) are skipped rather than taken late. */
+const CATCHUP_WINDOW = '10 minutes';
+/** The part of the prompt shown with each firing in the Temporal UI. */
+const MEMO_PROMPT_CHARS = 500;
+
+/** The run a firing of `schedule` asks for: what `POST /agent/runs` would be sent. */
+export function scheduledRunRequest(schedule: Schedule, secretsKey: Buffer): CreateRunRequest {
+  const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
+  const request: CreateRunRequest = {
+    config: { ...config, ...(mcpServers ? { mcp_servers: decryptMcpServers(mcpServers, secretsKey) } : {}) },
+  };
+  if (schedule.prompt) request.prompt = schedule.prompt;
+  if (schedule.metadata) request.metadata = schedule.metadata;
+  if (schedule.agentUid) request.agent_identity_uid = schedule.agentUid;
+  return request;
+}
+
+/** What a scheduled run records about its schedule. */
+export function runScheduleRef(schedule: Schedule): RunScheduleRef {
+  return { schedule_id: schedule.scheduleId, schedule_name: schedule.name, cron_schedule: schedule.cronSchedule };
+}
+
+/** The principal a firing creates its run for: the schedule's creator, in the schedule's team. */
+export function schedulePrincipal(schedule: Schedule): RunPrincipal {
+  return {
+    uid: schedule.creator.uid,
+    type: schedule.creator.type,
+    displayName: schedule.creator.display_name,
+    teamId: schedule.teamId,
+  };
+}
+
+const actorOf = (principal: AuthenticatedPrincipal): ScheduleActor => ({
+  uid: principal.uid,
+  type: principal.type,
+  display_name: principal.displayName,
+});
+
+/** The schedule as every endpoint shows it: MCP credentials as `"***"`; timing and state from Temporal. */
+export function toScheduleItem(schedule: Schedule, temporal: ScheduleDescription | undefined): ScheduledAgentItem {
+  const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
+  const item: ScheduledAgentItem = {
+    id: schedule.scheduleId,
+    name: schedule.name,
+    cron_schedule: schedule.cronSchedule,
+    enabled: temporal !== undefined && !temporal.state.paused,
+    prompt: schedule.prompt,
+    created_at: schedule.createdAt.toISOString(),
+    updated_at: schedule.updatedAt.toISOString(),
+    agent_config: { ...config, ...(mcpServers ? { mcp_servers: redactMcpServers(mcpServers) } : {}) },
+    created_by: schedule.creator,
+    updated_by: schedule.updater,
+    scope: { type: 'Team', uid: schedule.teamId },
+    history: {},
+  };
+  if (schedule.agentUid) item.agent_uid = schedule.agentUid;
+  if (schedule.metadata) item.metadata = schedule.metadata;
+  if (schedule.lastSpawnError) item.last_spawn_error = schedule.lastSpawnError;
+  const lastRan = temporal?.info.recentActions.at(-1)?.takenAt;
+  if (lastRan) item.history.last_ran = lastRan.toISOString();
+  const nextRun = temporal?.state.paused ? undefined : temporal?.info.nextActionTimes[0];
+  if (nextRun) item.history.next_run = nextRun.toISOString();
+  return item;
+}
+
+/**
+ * Schedules: a row in PostgreSQL (what to run) and one Temporal Schedule (when, and whether
+ * paused). Each Temporal call has a deadline and runs outside any transaction.
+ */
+export function createScheduleService({ config, dataSource, temporal, secretsKey, runService }: ScheduleServiceDeps) {
+  const withinDeadline = <T>(call: () => Promise<T>): Promise<T> =>
+    temporal.withDeadline(Date.now() + config.temporal.rpcTimeoutMs, call);
+  const handleOf = (scheduleId: string) => temporal.schedule.getHandle(temporalScheduleId(scheduleId));
+
+  /** The Temporal Schedule of a row, as created or as an update replaces it. */
+  function temporalSchedule(schedule: Schedule, enabled: boolean, note: string) {
+    const input: ScheduledRunInput = { scheduleId: schedule.scheduleId };
+    const attributes = [
+      { key: searchAttributes.schedule, value: schedule.scheduleId },
+      { key: searchAttributes.creator, value: schedule.creator.uid },
+    ];
+    return {
+      spec: { cronExpressions: [schedule.cronSchedule], timezone: 'UTC' },
+      action: {
+        type: 'startWorkflow' as const,
+        workflowType: SCHEDULED_RUN_WORKFLOW_TYPE,
+        workflowId: scheduledRunWorkflowId(schedule.scheduleId),
+        taskQueue: config.temporal.taskQueue,
+        args: [input],
+        memo: { scheduleName: schedule.name, prompt: schedule.prompt.slice(0, MEMO_PROMPT_CHARS) },
+        typedSearchAttributes: attributes,
+      },
+      // A firing only creates a run: one still retrying never holds up the next.
+      policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: CATCHUP_WINDOW },
+      state: { paused: !enabled, note },
+      typedSearchAttributes: attributes,
+    } satisfies Omit<ScheduleOptions, 'scheduleId'>;
+  }
+
+  /** Creates the row's Temporal Schedule, or replaces its definition and state. */
+  async function putInTemporal(schedule: Schedule, enabled: boolean, note: string): Promise<void> {
+    const options = temporalSchedule(schedule, enabled, note);
+    await withinDeadline(async () => {
+      try {
+        await handleOf(schedule.scheduleId).update(() => options);
+      } catch (err) {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+        // Gone from Temporal (an operator deleted it): the row says what it should be.
+        await temporal.schedule.create({
+          ...options,
+          scheduleId: temporalScheduleId(schedule.scheduleId),
+          memo: { scheduleId: schedule.scheduleId, teamId: schedule.teamId },
+        });
+      }
+    });
+  }
+
+  async function describe(scheduleId: string): Promise<ScheduleDescription | undefined> {
+    try {
+      return await withinDeadline(() => handleOf(scheduleId).describe());
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  const view = async (schedule: Schedule) => toScheduleItem(schedule, await describe(schedule.scheduleId));
+
+  async function load(principal: AuthenticatedPrincipal, scheduleId: string): Promise<Schedule> {
+    const schedule = isUuid(scheduleId) ? await findSchedule(dataSource.manager, scheduleId, principal.teamId) : null;
+    if (!schedule) throw notFound(`No schedule ${scheduleId}.`);
+    return schedule;
+  }
+
+  /** Checks the run each firing will ask for, as `POST /agent/runs` would, before anything is recorded. */
+  async function definitionOf(
+    principal: AuthenticatedPrincipal,
+    body: CreateScheduleRequest | UpdateScheduleRequest,
+  ): Promise<ScheduleDefinition> {
+    if (body.mode !== undefined && body.mode !== 'normal') {
+      throw new ApiError(
+        'feature_not_available',
+        `\`mode\` "${body.mode}" is not available for scheduled runs on this service; omit \`mode\` or send "normal".`,
+      );
+    }
+    const config = body.agent_config ?? {};
+    const definition: ScheduleDefinition = {
+      name: body.name,
+      cronSchedule: body.cron_schedule.trim().split(/\s+/).join(' '),
+      prompt: body.prompt ?? '',
+      agentConfig: config.mcp_servers
+        ? { ...config, mcp_servers: encryptMcpServers(config.mcp_servers, secretsKey) }
+        : config,
+      metadata: body.metadata ?? null,
+      agentUid: body.agent_uid ?? null,
+    };
+    runService.checkCreateRequest(principal, {
+      ...(body.prompt ? { prompt: body.prompt } : {}),
+      config,
+      ...(body.agent_uid ? { agent_identity_uid: body.agent_uid } : {}),
+    });
+    if (
+      config.environment_id &&
+      !(await findEnvironment(dataSource.manager, config.environment_id, principal.teamId))
+    ) {
+      throw notFound(`\`agent_config.environment_id\`: no environment ${config.environment_id} in your team.`);
+    }
+    if (body.agent_uid && !(await findAgentIdentity(dataSource.manager, body.agent_uid, principal.teamId))) {
+      throw notFound(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
+    }
+    return definition;
+  }
+
+  const noteBy = (principal: AuthenticatedPrincipal, what: string) =>
+    `${what} by ${principal.displayName} (${principal.uid}) through the API`;
+
+  return {
+    async create(principal: AuthenticatedPrincipal, body: CreateScheduleRequest): Promise<ScheduledAgentItem> {
+      const definition = await definitionOf(principal, body);
+      const scheduleId = newUuidV7();
+      // Recorded first, so that a firing always finds its row.
+      const schedule = await insertSchedule(dataSource.manager, {
+        ...definition,
+        scheduleId,
+        teamId: principal.teamId,
+        creator: actorOf(principal),
+      });
+      const enabled = body.enabled ?? true;
+      try {
+        await withinDeadline(() =>
+          temporal.schedule.create({
+            ...temporalSchedule(schedule, enabled, noteBy(principal, enabled ? 'Created' : 'Created paused')),
+            scheduleId: temporalScheduleId(scheduleId),
+            memo: { scheduleId, teamId: principal.teamId },
+          }),
+        );
+      } catch (err) {
+        // Had the create reached Temporal after all, its first firing finds no row and deletes it.
+        await deleteSchedule(dataSource.manager, scheduleId);
+        throw err;
+      }
+      return view(schedule);
+    },
+
+    async list(principal: AuthenticatedPrincipal): Promise<ScheduledAgentItem[]> {
+      const schedules = await listSchedules(dataSource.manager, principal.teamId);
+      return Promise.all(schedules.map(view));
+    },
+
+    async get(principal: AuthenticatedPrincipal, scheduleId: string): Promise<ScheduledAgentItem> {
+      return view(await load(principal, scheduleId));
+    },
+
+    async update(
+      principal: AuthenticatedPrincipal,
+      scheduleId: string,
+      body: UpdateScheduleRequest,
+    ): Promise<ScheduledAgentItem> {
+      const previous = await load(principal, scheduleId);
+      const definition = await definitionOf(principal, body);
+      const updated = await updateScheduleDefinition(
+        dataSource.manager,
+        scheduleId,
+        principal.teamId,
+        definition,
+        actorOf(principal),
+      );
+      if (!updated) throw notFound(`No schedule ${scheduleId}.`);
+      try {
+        await putInTemporal(updated, body.enabled, noteBy(principal, body.enabled ? 'Updated' : 'Updated and paused'));
+      } catch (err) {
+        // Temporal still runs the old definition: the row says so again.
+        await restoreSchedule(dataSource.manager, previous, updated.updatedAt);
+        throw err;
+      }
+      return view(updated);
+    },
+
+    async setEnabled(
+      principal: AuthenticatedPrincipal,
+      scheduleId: string,
+      enabled: boolean,
+    ): Promise<ScheduledAgentItem> {
+      const schedule = await load(principal, scheduleId);
+      const note = noteBy(principal, enabled ? 'Resumed' : 'Paused');
+      try {
+        await withinDeadline(() => (enabled ? handleOf(scheduleId).unpause(note) : handleOf(scheduleId).pause(note)));
+      } catch (err) {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+        await putInTemporal(schedule, enabled, note);
+      }
+      return view((await touchSchedule(dataSource.manager, scheduleId, actorOf(principal))) ?? schedule);
+    },
+
+    /** Temporal first: once its Schedule is gone nothing fires, and a retry finishes a half-done delete. */
+    async delete(principal: AuthenticatedPrincipal, scheduleId: string): Promise<void> {
+      await load(principal, scheduleId);
+      try {
+        await withinDeadline(() => handleOf(scheduleId).delete());
+      } catch (err) {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+      }
+      await deleteSchedule(dataSource.manager, scheduleId);
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import type { EntityManager } from 'typeorm';
+import type { ResolvedAgentConfig } from '../core/run-types';
+import type { PrincipalType } from './entities/principal';
+
+/** A principal as a schedule names it (who created it, who changed it last). */
+export interface ScheduleActor {
+  uid: string;
+  type: PrincipalType;
+  display_name: string;
+}
+
+/**
+ * A schedule's row: what each firing creates a run from. Its timing and paused state live in
+ * its Temporal Schedule, not here. `agentConfig.mcp_servers` credentials are stored encrypted.
+ */
+export interface Schedule {
+  scheduleId: string;
+  teamId: string;
+  name: string;
+  cronSchedule: string;
+  prompt: string;
+  agentConfig: Partial<ResolvedAgentConfig>;
+  metadata: Record<string, string> | null;
+  agentUid: string | null;
+  creator: ScheduleActor;
+  updater: ScheduleActor;
+  lastSpawnError: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a create or an update sets. */
+export type ScheduleDefinition = Pick<
+  Schedule,
+  'name' | 'cronSchedule' | 'prompt' | 'agentConfig' | 'metadata' | 'agentUid'
+>;
+
+function rowToSchedule(row: Record<string, unknown>): Schedule {
+  return {
+    scheduleId: row.schedule_id as string,
+    teamId: row.team_id as string,
+    name: row.name as string,
+    cronSchedule: row.cron_schedule as string,
+    prompt: row.prompt as string,
+    agentConfig: row.agent_config as Schedule['agentConfig'],
+    metadata: (row.metadata as Schedule['metadata']) ?? null,
+    agentUid: (row.agent_uid as string | null) ?? null,
+    creator: {
+      uid: row.creator_uid as string,
+      type: row.creator_type as PrincipalType,
+      display_name: row.creator_display_name as string,
+    },
+    updater: {
+      uid: row.updater_uid as string,
+      type: row.updater_type as PrincipalType,
+      display_name: row.updater_display_name as string,
+    },
+    lastSpawnError: (row.last_spawn_error as string | null) ?? null,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+  };
+}
+
+export async function insertSchedule(
+  manager: EntityManager,
+  schedule: { scheduleId: string; teamId: string; creator: ScheduleActor } & ScheduleDefinition,
+): Promise<Schedule> {
+  const rows = (await manager.query(
+    `INSERT INTO schedules (schedule_id, team_id, name, cron_schedule, prompt, agent_config, metadata, agent_uid,
+                            creator_uid, creator_type, creator_display_name, updater_uid, updater_type, updater_display_name)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $9, $10, $11) RETURNING *`,
+    [
+      schedule.scheduleId,
+      schedule.teamId,
+      schedule.name,
+      schedule.cronSchedule,
+      schedule.prompt,
+      JSON.stringify(schedule.agentConfig),
+      schedule.metadata === null ? null : JSON.stringify(schedule.metadata),
+      schedule.agentUid,
+      schedule.creator.uid,
+      schedule.creator.type,
+      schedule.creator.display_name,
+    ],
+  )) as Record<string, unknown>[];
+  return rowToSchedule(rows[0]!);
+}
+
+/** A team's schedule; without `teamId`, any team's (a firing reads its own schedule). */
+export async function findSchedule(
+  manager: EntityManager,
+  scheduleId: string,
+  teamId?: string,
+): Promise<Schedule | null> {
+  const rows = (await manager.query(
+    `SELECT * FROM schedules WHERE schedule_id = $1 AND ($2::uuid IS NULL OR team_id = $2::uuid)`,
+    [scheduleId, teamId ?? null],
+  )) as Record<string, unknown>[];
+  return rows[0] ? rowToSchedule(rows[0]) : null;
+}
+
+/** A team's schedules, newest first. */
+export async function listSchedules(manager: EntityManager, teamId: string): Promise<Schedule[]> {
+  const rows = (await manager.query(
+    `SELECT * FROM schedules WHERE team_id = $1 ORDER BY created_at DESC, schedule_id DESC`,
+    [teamId],
+  )) as Record<string, unknown>[];
+  return rows.map(rowToSchedule);
+}
+
+/** Replaces a team's schedule's definition; null when it has no such schedule. */
+export async function updateScheduleDefinition(
+  manager: EntityManager,
+  scheduleId: string,
+  teamId: string,
+  definition: ScheduleDefinition,
+  updater: ScheduleActor,
+): Promise<Schedule | null> {
+  const rows = (await manager.query(
+    `UPDATE schedules
+        SET name = $3, cron_schedule = $4, prompt = $5, agent_config = $6::jsonb, metadata = $7::jsonb, agent_uid = $8,
+            updater_uid = $9, updater_type = $10, updater_display_name = $11, updated_at = clock_timestamp()
+      WHERE schedule_id = $1 AND team_id = $2
+      RETURNING *`,
+    [
+      scheduleId,
+      teamId,
+      definition.name,
+      definition.cronSchedule,
+      definition.prompt,
+      JSON.stringify(definition.agentConfig),
+      definition.metadata === null ? null : JSON.stringify(definition.metadata),
+      definition.agentUid,
+      updater.uid,
+      updater.type,
+      updater.display_name,
+    ],
+  )) as [Record<string, unknown>[], number];
+  const row = rows[0][0];
+  return row ? rowToSchedule(row) : null;
+}
+
+/**
+ * Puts a schedule back as it was before an update that Temporal did not take, unless someone
+ * changed it again since (`updatedAt` of the update being taken back).
+ */
+export async function restoreSchedule(manager: EntityManager, previous: Schedule, updatedAt: Date): Promise<void> {
+  await manager.query(
+    `UPDATE schedules
+        SET name = $2, cron_schedule = $3, prompt = $4, agent_config = $5::jsonb, metadata = $6::jsonb, agent_uid = $7,
+            updater_uid = $8, updater_type = $9, updater_display_name = $10, updated_at = $11
+      WHERE schedule_id = $1 AND updated_at = $12`,
+    [
+      previous.scheduleId,
+      previous.name,
+      previous.cronSchedule,
+      previous.prompt,
+      JSON.stringify(previous.agentConfig),
+      previous.metadata === null ? null : JSON.stringify(previous.metadata),
+      previous.agentUid,
+      previous.updater.uid,
+      previous.updater.type,
+      previous.updater.display_name,
+      previous.updatedAt,
+      updatedAt,
+    ],
+  );
+}
+
+/** Records who changed a schedule's state (paused, resumed) and when. */
+export async function touchSchedule(
+  manager: EntityManager,
+  scheduleId: string,
+  updater: ScheduleActor,
+): Promise<Schedule | null> {
+  const rows = (await manager.query(
+    `UPDATE schedules SET updater_uid = $2, updater_type = $3, updater_display_name = $4, updated_at = clock_timestamp()
+      WHERE schedule_id = $1 RETURNING *`,
+    [scheduleId, updater.uid, updater.type, updater.display_name],
+  )) as [Record<string, unknown>[], number];
+  const row = rows[0][0];
+  return row ? rowToSchedule(row) : null;
+}
+
+export async function deleteSchedule(manager: EntityManager, scheduleId: string): Promise<void> {
+  await manager.query(`DELETE FROM schedules WHERE schedule_id = $1`, [scheduleId]);
+}
+
+/** What the latest firing left: the reason it could not create its run, or null once one could. */
+export async function recordSpawnOutcome(
+  manager: EntityManager,
+  scheduleId: string,
+  error: string | null,
+): Promise<void> {
+  await manager.query(
+    `UPDATE schedules SET last_spawn_error = $2 WHERE schedule_id = $1 AND last_spawn_error IS DISTINCT FROM $2`,
+    [scheduleId, error],
+  );
+}
