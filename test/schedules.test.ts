@@ -324,8 +324,8 @@ test('bad requests are refused with a 400 that says what to fix', async () => {
     [{ cron_schedule: '0 9 * * *', prompt: 'p' }, /`name` is required/],
     [{ name: 'x', cron_schedule: '0 9 * * *', prompt: 'p', colour: 'red' }, /Unknown field `colour`/],
     [
-      { name: 'x', cron_schedule: '0 9 * * *', prompt: 'p', agent_config: { harness: {} } },
-      /Unknown field `agent_config.harness`/,
+      { name: 'x', cron_schedule: '0 9 * * *', prompt: 'p', agent_config: { colour: 'red' } },
+      /Unknown field `agent_config.colour`/,
     ],
   ];
   for (const [body, detail] of cases) {
