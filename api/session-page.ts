@@ -98,7 +98,11 @@ function renderEvent(event: StoredRunEvent): string {
     case 'skill_load':
       return block('Skill loaded', `<p><code>${escapeHtml(p.name)}</code> ${escapeHtml(JSON.stringify(p.input))}</p>`);
     case 'state': {
-      const status = p.status_message as { message?: string; error_code?: string } | undefined;
+      // A SUCCEEDED run's status message is the agent's answer, which the page shows already.
+      const status =
+        p.state === 'SUCCEEDED'
+          ? undefined
+          : (p.status_message as { message?: string; error_code?: string } | undefined);
       const detail = status ? pre(`${status.error_code ? `[${status.error_code}] ` : ''}${status.message ?? ''}`) : '';
       return block(`State → <strong>${escapeHtml(p.state)}</strong>`, detail);
     }
