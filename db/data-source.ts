@@ -10,6 +10,7 @@ import { InitialSchema1763780000000 } from './migrations/1763780000000-initial-s
 import { Environments1763790000000 } from './migrations/1763790000000-environments';
 import { WorkerLeases1763800000000 } from './migrations/1763800000000-worker-leases';
 import { CancelFollowupSeq1763810000000 } from './migrations/1763810000000-cancel-followup-seq';
+import { Artifacts1763820000000 } from './migrations/1763820000000-artifacts';
 
 export const ENTITIES = [
   TeamEntity,
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   Environments1763790000000,
   WorkerLeases1763800000000,
   CancelFollowupSeq1763810000000,
+  Artifacts1763820000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
