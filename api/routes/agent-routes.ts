@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
+import { artifactsOfRuns } from '../../db/artifacts';
 import { loadRunEvents } from '../../db/run-events';
 import { rowToRun } from '../../db/run-queries';
 import { notFound } from '../api-error';
@@ -132,9 +133,13 @@ export function createAgentRouter({
         });
       }
     }
+    const artifacts = await artifactsOfRuns(
+      dataSource.manager,
+      runs.map((r) => r.runId),
+    );
     ctx.body = {
       conversation_id: conversationId,
-      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey)),
+      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey, artifacts.get(r.runId))),
       advertised_skills: [...advertised.values()],
       actions,
     };
