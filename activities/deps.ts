@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import type { BlobStore } from '../db/blob-store';
 import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
 
@@ -14,4 +15,6 @@ export interface ActivityDeps {
   mcpSessions: McpSessionCache;
   /** Every process a run starts runs in it. */
   sandbox: Sandbox;
+  /** Where artifacts and handoff files are stored. */
+  blobs: BlobStore;
 }

@@ -17,6 +17,7 @@ import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { WorkspaceCapacity } from './workspace-capacity';
+import { postgresBlobStore } from '../db/blob-store';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -87,7 +88,15 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     (servers) => decryptMcpServers(servers, secretsKey),
   );
   const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
-  const activities = createActivities({ dataSource, config, logger, workspaceQueue, mcpSessions, sandbox });
+  const activities = createActivities({
+    dataSource,
+    config,
+    logger,
+    workspaceQueue,
+    mcpSessions,
+    sandbox,
+    blobs: postgresBlobStore,
+  });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;
   // A failed provisioning stops counting here at once: a retry counts again wherever it lands.
