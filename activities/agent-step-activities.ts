@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RunEventPayloads } from '../core/run-events';
+import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import {
   appendRunEvent,
@@ -11,6 +11,8 @@ import {
   loadRunEvents,
   type StoredRunEvent,
 } from '../db/run-events';
+import { recordFileArtifact } from '../db/artifacts';
+import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { RunFailureType } from '../workflows/run-contract';
@@ -31,8 +33,8 @@ import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
 import { capText } from './tools/output-capture';
-import { diffAgainstHead, workspaceRepositories } from './workspace/git';
-import { workspaceDir } from './workspace/workspace-paths';
+import { diffAgainstHead, patchAgainst, workspaceRepositories } from './workspace/git';
+import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
 import { userFailure, withHeartbeat } from './workspace-activities';
 
 interface StepRun {
@@ -72,11 +74,23 @@ function capDiff(diff: string, limit: number): string {
   return `${head}\n[... diff cut: ${bytes - limit} more bytes of this file's diff are not shown ...]`;
 }
 
-/** Built-in tools that only read: a retried step runs them again rather than calling them interrupted. */
-const READ_ONLY_TOOLS = new Set(['read_file', 'list_directory', 'read_skill']);
+/**
+ * Built-in tools a retried step runs again rather than calling them interrupted: those that only
+ * read, and `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs.
+ */
+const REPEATABLE_TOOLS = new Set(['read_file', 'list_directory', 'read_skill', 'upload_artifact']);
 
 function hasSideEffects(tool: string): boolean {
-  return !READ_ONLY_TOOLS.has(tool);
+  return !REPEATABLE_TOOLS.has(tool);
+}
+
+/** The largest handoff patch stored per repository; a larger one is left out with a notice. */
+const MAX_HANDOFF_PATCH_BYTES = 32 * 1024 * 1024;
+
+/** What the first message says about the request's attachments. */
+function attachmentsNote(attachments: PromptAttachment[]): string {
+  const lines = attachments.map((a) => `- ${a.path} (${a.mime_type}, ${a.size_bytes} bytes)`);
+  return `Attached files (in your workspace):\n${lines.join('\n')}`;
 }
 
 export const INTERRUPTED_TOOL_CALL =
@@ -104,7 +118,11 @@ export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'pa
     if (e.kind === 'prompt') {
       // A run started from a skill alone has no prompt; providers want a first user message.
       const text = String(p.text ?? '').trim() ? String(p.text) : 'Follow the instructions of your skill.';
-      messages.push({ role: 'user', content: inMode(p.mode, text) });
+      const attachments = (p.attachments as PromptAttachment[] | undefined) ?? [];
+      messages.push({
+        role: 'user',
+        content: inMode(p.mode, attachments.length ? `${text}\n\n${attachmentsNote(attachments)}` : text),
+      });
     } else if (e.kind === 'followup') messages.push({ role: 'user', content: inMode(p.mode, String(p.message)) });
     else if (e.kind === 'assistant') {
       const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
@@ -141,7 +159,7 @@ export function systemPrompt(basePrompt: string | undefined, skills: AdvertisedS
  * the model with the conversation and the tools, run the tool calls it asks for, record what
  * changed. Every write is keyed, so a retried step redoes at most the tool call in flight.
  */
-export function createAgentStepActivities({ dataSource, config, logger, mcpSessions, sandbox }: ActivityDeps) {
+export function createAgentStepActivities({ dataSource, config, logger, mcpSessions, sandbox, blobs }: ActivityDeps) {
   return {
     async runAgentStep({
       runId,
@@ -183,19 +201,23 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
         if (!assistant) {
           const last = events[events.length - 1];
           // Nothing new since the last reply (a follow-up already answered by a retried step).
-          if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length)
+          if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) {
+            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
             return { done: true };
+          }
           // The worker's limits are ceilings too (an operator may have lowered them since).
           const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
           const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
           const stepsSoFar = events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
           if (stepsSoFar >= maxSteps) {
+            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
             throw userFailure(
               `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
               'invalid_request',
             );
           }
           if (Number(run!.total_tokens) >= maxTokens) {
+            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
             throw userFailure(
               `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
               'invalid_request',
@@ -205,7 +227,10 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
         }
 
         const calls = assistant.tool_calls ?? [];
-        if (calls.length === 0) return { done: true };
+        if (calls.length === 0) {
+          await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
+          return { done: true };
+        }
         const processes = runProcesses(sandbox, runId);
         const files = workspaceFiles(processes);
         const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
@@ -248,6 +273,8 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
               commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
               outputLimitBytes: config.agent.toolOutputLimitBytes,
               skills: advertised,
+              recordArtifact: (artifact) =>
+                recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
             });
           } else if (mcp) {
             await recordStarted(runId, turn, step, index, call);
@@ -415,6 +442,52 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
       }
     }
     return skills;
+  }
+
+  /**
+   * At the end of a turn: one patch per repository of everything that differs from the commit the
+   * workspace started from (git in the sandbox, `.gitignore` respected), stored as the turn's
+   * handoff files (`workspace.patch` for the workspace itself, `<repo>.patch` for a clone). A
+   * failure here is logged and noted, never the end of the run.
+   */
+  async function recordHandoff(runId: string, turn: number, workspace: string, signal: AbortSignal): Promise<void> {
+    const processes = runProcesses(sandbox, runId);
+    let bases: Record<string, string> = {};
+    try {
+      bases = JSON.parse(readFileSync(baseCommitsFile(config.workspace.dir, runId), 'utf8')) as Record<string, string>;
+    } catch {
+      // Provisioned before base commits were recorded: each repository's HEAD stands in.
+    }
+    const files: FileContent[] = [];
+    const skipped: string[] = [];
+    for (const repo of workspaceRepositories(workspace)) {
+      const fileName = repo === '' ? 'workspace.patch' : `${repo}.patch`;
+      try {
+        const patch = await patchAgainst(processes, repo, bases[repo], signal, {
+          hasGitignore: isRegularFile(path.join(workspace, repo, '.gitignore')),
+          maxBytes: MAX_HANDOFF_PATCH_BYTES,
+        });
+        if (patch) files.push({ fileName, mimeType: 'text/x-diff', bytes: Buffer.from(patch, 'utf8') });
+      } catch (err) {
+        if (signal.aborted) throw err;
+        skipped.push(`${repo || '.'}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    await replaceHandoffAttachments(dataSource, blobs, runId, turn, files);
+    if (skipped.length) {
+      logger.warn('handoff patch left out', { runId, turn, skipped });
+      await dataSource.transaction((tx) =>
+        appendRunEvent(tx, {
+          runId,
+          eventKey: `handoff-t${turn}`,
+          kind: 'notice',
+          turn,
+          payload: {
+            message: `The handoff patch leaves out repositories git could not diff (the limit is ${MAX_HANDOFF_PATCH_BYTES} bytes per patch): ${skipped.join('; ')}`,
+          },
+        }),
+      );
+    }
   }
 
   /** Records the files this step changed, per repository, as unified diffs from git. */

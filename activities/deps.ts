@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import type { BlobStore } from '../db/blob-store';
 import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
 
@@ -19,4 +20,6 @@ export interface ActivityDeps {
   temporal: Client;
   /** Key of the MCP credentials stored with runs and schedules. */
   secretsKey: Buffer;
+  /** Where artifacts and handoff files are stored. */
+  blobs: BlobStore;
 }

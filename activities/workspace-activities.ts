@@ -3,14 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ATTACHMENTS_DIR } from '../core/attachments';
 import { isGitOwnerAllowed } from '../core/git-owners';
 import type { ResolvedAgentConfig } from '../core/run-types';
+import { loadRunAttachments } from '../db/attachments';
 import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '../db/environments';
 import { appendRunEvent } from '../db/run-events';
 import { RunFailureType, type UserFailureDetails } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 import { networkRefusalNotes } from './sandbox/network-notes';
-import { runProcesses } from './sandbox/sandboxed-process';
+import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles } from './sandbox/workspace-files';
 import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO, bundledSkills, findBundledSkill } from './skills/bundled-skills';
 import {
@@ -27,11 +29,12 @@ import {
   CloneError,
   initRepository,
   repositoryUrl,
+  resolveCommit,
   scrubSecret,
   workspaceRepositories,
 } from './workspace/git';
 import { loadRunNetworkPolicy, runNetworkPolicy } from './sandbox/run-network-policy';
-import { workspaceDir } from './workspace/workspace-paths';
+import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
 
 const SETUP_OUTPUT_TAIL = 2000;
 
@@ -154,6 +157,36 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     }
   }
 
+  /**
+   * Writes the run's attachments into `attachments/` of the workspace, through the sandbox like
+   * every file the run sees; a workspace that is itself a repository leaves them out of its diffs.
+   */
+  async function writeAttachments(runId: string, processes: RunProcesses, repos: string[]) {
+    const attachments = await loadRunAttachments(dataSource.manager, runId);
+    if (!attachments.length) return;
+    const files = workspaceFiles(processes);
+    for (const a of attachments) await files.writeBytes(`${ATTACHMENTS_DIR}/${a.fileName}`, a.bytes);
+    if (repos.includes('')) {
+      const exclude = '.git/info/exclude';
+      const current = await files.read(exclude).catch(() => '');
+      if (!current.split('\n').includes(`/${ATTACHMENTS_DIR}/`)) {
+        await files.write(exclude, `${current}${current && !current.endsWith('\n') ? '\n' : ''}/${ATTACHMENTS_DIR}/\n`);
+      }
+    }
+  }
+
+  /** Records the commit every repository of the fresh workspace starts from (the handoff patch's base). */
+  async function recordBaseCommits(runId: string, processes: RunProcesses, repos: string[]) {
+    const commits: Record<string, string> = {};
+    for (const repo of repos) {
+      const commit = await resolveCommit(processes, repo, 'HEAD');
+      if (commit) commits[repo] = commit;
+    }
+    const file = baseCommitsFile(root, runId);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, JSON.stringify(commits));
+  }
+
   return {
     /** Makes the run's workspace on this worker: clones the environment's repositories, runs its setup. */
     async provisionEnvironment({
@@ -228,6 +261,9 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
           await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
           await recordEnvironmentSkills(runId, env);
         }
+        const repos = workspaceRepositories(dir);
+        await writeAttachments(runId, processes, repos);
+        await recordBaseCommits(runId, processes, repos);
         await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
         await writeFile(provisionedMarker(runId), workspaceId);
         return { workspaceQueue, workspaceId };
@@ -409,6 +445,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       await sandbox.destroyRun(runId);
       await rm(provisionedMarker(runId), { force: true });
       await rm(workspaceIdFile(runId), { force: true });
+      await rm(baseCommitsFile(root, runId), { force: true });
       return true;
     },
   };

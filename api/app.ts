@@ -3,7 +3,9 @@ import Router from '@koa/router';
 import type { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
+import { downloadSigningKey } from '../core/download-urls';
 import type { Logger } from '../core/logger';
+import { postgresBlobStore } from '../db/blob-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
@@ -13,6 +15,8 @@ import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from './schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
+import { createArtifactsRouter } from './routes/artifacts-routes';
+import { createDownloadRouter } from './routes/download-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
@@ -40,7 +44,10 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   app.silent = true;
 
-  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey });
+  const blobs = postgresBlobStore;
+  const signingKey = downloadSigningKey(secretsKey);
+  const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
+  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey, blobs });
   const scheduleService = createScheduleService({
     config,
     dataSource,
@@ -50,12 +57,13 @@ export function createApp(deps: AppDeps): Koa {
   });
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
-  const runs = createRunsRouter({ config, dataSource, runService, secretsKey });
+  const runs = createRunsRouter({ config, dataSource, runService, secretsKey, downloads });
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),
     createAgentRouter({ config, dataSource, secretsKey }),
     createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
     createSchedulesRouter({ scheduleService }),
+    createArtifactsRouter({ dataSource, downloads }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }
@@ -70,12 +78,13 @@ export function createApp(deps: AppDeps): Koa {
     }),
     createSessionRouter({ dataSource, secretsKey }),
     createRedirectRouter({ dataSource }),
+    createDownloadRouter({ dataSource, blobs, signingKey }),
     createErrorReferenceRouter(),
   ];
 
   app.use(requestId());
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
-  app.use(jsonBody());
+  app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods());

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isUuid } from '../core/ids';
 import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
+import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifacts';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
 import { invalid } from './api-error';
 import {
@@ -118,8 +119,10 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
     );
   }
   const artifactType = single(query, 'artifact_type');
-  if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
-    throw invalid(`Query parameter \`artifact_type\` must be PLAN or PULL_REQUEST (got "${artifactType}").`);
+  if (artifactType !== undefined && !(ARTIFACT_TYPES as readonly string[]).includes(artifactType)) {
+    throw invalid(
+      `Query parameter \`artifact_type\` must be one of ${ARTIFACT_TYPES.join(', ')} (got "${artifactType}").`,
+    );
   }
   const sortBy = (single(query, 'sort_by') ?? 'updated_at') as RunSortField;
   if (!SORT_FIELDS.includes(sortBy)) {
@@ -147,7 +150,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
     q,
     metadata: Object.keys(metadata).length ? metadata : undefined,
     scheduleId: single(query, 'schedule_id'),
-    matchesNothing: artifactType !== undefined || undefined,
+    artifactType: artifactType as ArtifactType | undefined,
   };
   const fingerprint = filterFingerprint(filters, sortBy, sortOrder);
   const cursor = single(query, 'cursor');

@@ -1,5 +1,7 @@
 import { isTerminal } from '../core/run-state';
+import type { FileArtifact } from '../db/artifacts';
 import type { Run } from '../db/entities/run';
+import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from './run-secrets';
 
 /** `RunItem` as the wire contract and the official clients define it. */
@@ -26,7 +28,7 @@ export interface RunItem {
   metadata: Record<string, string>;
   run_time?: string;
   request_usage: { total_tokens: number; inference_cost_usd?: number };
-  artifacts: unknown[];
+  artifacts: ReturnType<typeof toArtifactItem>[];
   parent_run_id?: string;
   is_run_type_cancellable: boolean;
 }
@@ -44,8 +46,17 @@ export function sessionLink(publicUrl: string, sessionId: string): string {
   return `${publicUrl}/sessions/${sessionId}`;
 }
 
-/** The run as every endpoint shows it: MCP credentials as `"***"`, never in clear (not even echoed in a status). */
-export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: Date = new Date()): RunItem {
+/**
+ * The run as every endpoint shows it: MCP credentials as `"***"`, never in clear (not even echoed
+ * in a status); `artifacts` are the run's (db/artifacts.ts `artifactsOfRuns`).
+ */
+export function toRunItem(
+  run: Run,
+  publicUrl: string,
+  secretsKey: Buffer,
+  artifacts: FileArtifact[] = [],
+  now: Date = new Date(),
+): RunItem {
   const started = run.startedAt !== null;
   const item: RunItem = {
     run_id: run.runId,
@@ -64,7 +75,7 @@ export function toRunItem(run: Run, publicUrl: string, secretsKey: Buffer, now: 
     source: run.source,
     metadata: run.metadata,
     request_usage: { total_tokens: Number(run.totalTokens) },
-    artifacts: [],
+    artifacts: artifacts.map(toArtifactItem),
     is_run_type_cancellable: !isTerminal(run.state),
   };
   if (run.startedAt) {

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
+import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
 import { newSessionId, newUuidV7, isUuid } from '../core/ids';
 import { isTerminal } from '../core/run-state';
@@ -8,6 +9,8 @@ import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/
 import { encryptMcpServers } from '../core/secrets';
 import type { AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
+import { recordRunAttachments, type FileContent } from '../db/attachments';
+import type { BlobStore } from '../db/blob-store';
 import type { Run, RunScheduleRef } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
@@ -38,6 +41,8 @@ export interface RunServiceDeps {
   temporal: Client;
   /** Encrypts the MCP credentials a run is created with (`core/secrets.ts`). */
   secretsKey: Buffer;
+  /** Where the bytes of a run's attachments go. */
+  blobs: BlobStore;
 }
 
 const TITLE_CHARS = 80;
@@ -55,7 +60,7 @@ export function autoTitle(prompt: string, skill?: string): string {
 }
 
 /** Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. */
-export function createRunService({ config, dataSource, temporal, secretsKey }: RunServiceDeps) {
+export function createRunService({ config, dataSource, temporal, secretsKey, blobs }: RunServiceDeps) {
   /**
    * Every call to Temporal has a deadline: a frozen or partitioned Temporal makes the request
    * answer 503 (and its transaction roll back) instead of hanging with a connection held.
@@ -139,6 +144,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
       const skill = checkCreateRequest(config, body);
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
       const runId = newUuidV7();
+      const attachments = decodeAttachments(body.attachments);
       return recordThenCall(
         (fire) =>
           withIdempotency(principal, claim, async (tx) => {
@@ -176,7 +182,15 @@ export function createRunService({ config, dataSource, temporal, secretsKey }: R
                 runWorkflowOptions(config, run, 'QUEUED'),
               ),
             );
-            await recordNewRun(tx, run, { mode: body.mode ?? 'normal' });
+            await recordNewRun(tx, run, {
+              mode: body.mode ?? 'normal',
+              attachments: attachments.map((a) => ({
+                path: `${ATTACHMENTS_DIR}/${a.fileName}`,
+                mime_type: a.mimeType,
+                size_bytes: a.bytes.length,
+              })),
+            });
+            await recordRunAttachments(tx, blobs, runId, attachments);
             return {
               status: 201,
               body: { run_id: runId, task_id: runId, state: 'QUEUED' },
@@ -302,6 +316,17 @@ async function resolveParent(tx: EntityManager, principal: RunPrincipal, parentR
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   return parentRunId;
+}
+
+/** The request's attachments as stored: bytes decoded (validated as base64 by the schema), names sanitised and unique. */
+function decodeAttachments(attachments: CreateRunRequest['attachments']): FileContent[] {
+  if (!attachments?.length) return [];
+  const names = uniqueFileNames(attachments.map((a) => a.file_name));
+  return attachments.map((a, i) => ({
+    fileName: names[i]!,
+    mimeType: a.mime_type.toLowerCase(),
+    bytes: Buffer.from(a.data, 'base64'),
+  }));
 }
 
 /** The operator's limits are ceilings: a run may ask for less, never for more. */

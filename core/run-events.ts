@@ -8,6 +8,13 @@ export interface NetworkRefusalRecord {
   reason: string;
 }
 
+/** An attachment as the first message names it: its path in the workspace. */
+export interface PromptAttachment {
+  path: string;
+  mime_type: string;
+  size_bytes: number;
+}
+
 export interface ToolCallRecord {
   id: string;
   name: string;
@@ -17,7 +24,8 @@ export interface ToolCallRecord {
 /** Kinds of transcript entries; each run's entries are stored in order in `run_events`. */
 export type RunEventPayloads = {
   state: { state: RunState; status_message?: RunStatusMessage };
-  prompt: { text: string; base_prompt?: string; mode?: string };
+  /** `attachments`: files the request brought, written into the workspace before the agent starts. */
+  prompt: { text: string; base_prompt?: string; mode?: string; attachments?: PromptAttachment[] };
   followup: { followup_id: string; seq: number; message: string; mode: string };
   assistant: {
     text: string;
@@ -42,6 +50,8 @@ export type RunEventPayloads = {
     network_refusals?: NetworkRefusalRecord[];
     /** The call started before its step was interrupted and was not run again; outcome unknown. */
     interrupted?: boolean;
+    /** The artifact an `upload_artifact` call recorded. */
+    artifact_uid?: string;
   };
   /** Written before a tool call with side effects runs; a retried step finding it without a result does not rerun it. */
   tool_call_started: {

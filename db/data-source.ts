@@ -13,6 +13,7 @@ import { CancelFollowupSeq1763810000000 } from './migrations/1763810000000-cance
 import { TranscriptPageIndexes1763820000000 } from './migrations/1763820000000-transcript-page-indexes';
 import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-identities';
 import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
+import { Artifacts1763850000000 } from './migrations/1763850000000-artifacts';
 
 export const ENTITIES = [
   TeamEntity,
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   TranscriptPageIndexes1763820000000,
   AgentIdentities1763830000000,
   Schedules1763840000000,
+  Artifacts1763850000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */

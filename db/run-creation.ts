@@ -1,17 +1,31 @@
 import type { EntityManager } from 'typeorm';
+import type { PromptAttachment } from '../core/run-events';
 import type { Run } from './entities/run';
 import { appendRunEvent } from './run-events';
 import { lockRunCreation } from './run-store';
 
-/** Inserts a new run with its prompt and QUEUED entries. Caller holds the run's creation lock. */
-export async function recordNewRun(manager: EntityManager, run: Run, prompt: { mode: string }): Promise<void> {
+/**
+ * Inserts a new run with its prompt and QUEUED entries (the prompt names the run's attachments).
+ * Caller holds the run's creation lock.
+ */
+export async function recordNewRun(
+  manager: EntityManager,
+  run: Run,
+  prompt: { mode: string; attachments?: PromptAttachment[] },
+): Promise<void> {
+  const attachments = prompt.attachments ?? [];
   await manager.getRepository<Run>('Run').insert(run);
   await appendRunEvent(manager, {
     runId: run.runId,
     eventKey: 'prompt',
     kind: 'prompt',
     turn: 1,
-    payload: { text: run.prompt, base_prompt: run.config.base_prompt, mode: prompt.mode },
+    payload: {
+      text: run.prompt,
+      base_prompt: run.config.base_prompt,
+      mode: prompt.mode,
+      ...(attachments.length ? { attachments } : {}),
+    },
   });
   await appendRunEvent(manager, {
     runId: run.runId,

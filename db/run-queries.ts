@@ -21,7 +21,9 @@ export interface RunFilters {
   metadata?: Record<string, string>;
   /** Runs created by this schedule. */
   scheduleId?: string;
-  /** Filters the service knows but no run here can match (artifacts). */
+  /** Runs with at least one artifact of this type. */
+  artifactType?: string;
+  /** Filters the service knows but no run here can match. */
   matchesNothing?: boolean;
 }
 
@@ -70,6 +72,12 @@ export async function listRuns(
     add((p) => `(r.title ILIKE ${p} OR r.prompt ILIKE ${p} OR COALESCE(r.skill_spec, '') ILIKE ${p})`, pattern);
   }
   if (f.metadata && Object.keys(f.metadata).length) add((p) => `r.metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
+  if (f.artifactType !== undefined) {
+    add(
+      (p) => `EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id = r.run_id AND a.artifact_type = ${p})`,
+      f.artifactType,
+    );
+  }
 
   const sortExpr = SORT_SQL[page.sortBy];
   const dir = page.sortOrder === 'asc' ? 'ASC' : 'DESC';

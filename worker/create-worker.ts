@@ -18,6 +18,7 @@ import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { WorkspaceCapacity } from './workspace-capacity';
+import { postgresBlobStore } from '../db/blob-store';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -98,6 +99,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     sandbox,
     temporal,
     secretsKey,
+    blobs: postgresBlobStore,
   });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;

@@ -7,7 +7,10 @@ import type { RunProcesses } from './sandboxed-process';
  */
 export interface WorkspaceFiles {
   read(file: string, maxBytes?: number): Promise<string>;
+  /** The bytes of a regular file (not a symlink); refused when it is larger than `maxBytes`. */
+  readBytes(file: string, maxBytes: number): Promise<Buffer>;
   write(file: string, content: string): Promise<number>;
+  writeBytes(file: string, content: Buffer): Promise<number>;
   list(dir: string): Promise<{ name: string; dir: boolean }[]>;
   isDirectory(dir: string): Promise<boolean>;
   /** `<skillDir>/<name>/SKILL.md` files of a repository (relative to the workspace). */
@@ -58,12 +61,26 @@ function run(req) {
         return { content: buf.subarray(0, n).toString('utf8'), size };
       } finally { fs.closeSync(fd); }
     }
+    case 'readbytes': {
+      const file = resolve(req.path);
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+      try {
+        const stat = fs.fstatSync(fd);
+        if (!stat.isFile()) throw new Error(req.path + ' is not a regular file');
+        if (stat.size > req.maxBytes) throw new Error(req.path + ' is ' + stat.size + ' bytes, above the limit of ' + req.maxBytes + ' bytes');
+        const buf = Buffer.alloc(stat.size);
+        let at = 0;
+        while (at < buf.length) { const n = fs.readSync(fd, buf, at, buf.length - at, at); if (n === 0) break; at += n; }
+        return { base64: buf.subarray(0, at).toString('base64') };
+      } finally { fs.closeSync(fd); }
+    }
     case 'write': {
       const file = resolve(req.path);
       fs.mkdirSync(path.dirname(file), { recursive: true });
       resolve(req.path);
-      fs.writeFileSync(file, req.content, { flag: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW });
-      return { bytes: Buffer.byteLength(req.content) };
+      const content = req.encoding === 'base64' ? Buffer.from(req.content, 'base64') : req.content;
+      fs.writeFileSync(file, content, { flag: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW });
+      return { bytes: Buffer.byteLength(content) };
     }
     case 'list':
       return { entries: fs.readdirSync(resolve(req.path), { withFileTypes: true }).map((e) => ({ name: e.name, dir: e.isDirectory() })) };
@@ -121,8 +138,21 @@ export function workspaceFiles(processes: RunProcesses, nodePath: string = proce
     async read(file, maxBytes = MAX_READ_BYTES) {
       return (await call<{ content: string }>({ op: 'read', path: file, maxBytes })).content;
     },
+    async readBytes(file, maxBytes) {
+      return Buffer.from((await call<{ base64: string }>({ op: 'readbytes', path: file, maxBytes })).base64, 'base64');
+    },
     async write(file, content) {
       return (await call<{ bytes: number }>({ op: 'write', path: file, content })).bytes;
+    },
+    async writeBytes(file, content) {
+      return (
+        await call<{ bytes: number }>({
+          op: 'write',
+          path: file,
+          content: content.toString('base64'),
+          encoding: 'base64',
+        })
+      ).bytes;
     },
     async list(dir) {
       return (await call<{ entries: { name: string; dir: boolean }[] }>({ op: 'list', path: dir })).entries;

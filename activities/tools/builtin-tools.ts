@@ -19,6 +19,7 @@ export interface ToolOutcome {
     full_output?: string;
     network_refusals?: NetworkRefusal[];
     interrupted?: boolean;
+    artifact_uid?: string;
   };
   skillLoad?: { bundled_skill_id: string } | { skill_path: string };
 }
@@ -39,7 +40,22 @@ export interface ToolContext {
   commandTimeoutSeconds: number;
   outputLimitBytes: number;
   skills: AdvertisedSkill[];
+  /** Records a `FILE` artifact of this tool call (once, however often the call is retried). */
+  recordArtifact?: (artifact: ArtifactUpload) => Promise<{ artifactUid: string }>;
 }
+
+/** A file `upload_artifact` read from the workspace. */
+export interface ArtifactUpload {
+  filepath: string;
+  filename: string;
+  mimeType: string;
+  description?: string;
+  title?: string;
+  bytes: Buffer;
+}
+
+/** The largest file `upload_artifact` takes (documented in the README). */
+export const MAX_ARTIFACT_BYTES = 10 * 1024 * 1024;
 
 const str = (description: string) => ({ type: 'string', description });
 const int = (description: string) => ({ type: 'integer', description });
@@ -110,6 +126,20 @@ export const BUILTIN_TOOLS: ToolSpec[] = [
     },
   },
   {
+    name: 'upload_artifact',
+    description: `Upload a file of the workspace as an artifact of this run, so that the user can download it (at most ${MAX_ARTIFACT_BYTES / (1024 * 1024)} MiB).`,
+    parameters: {
+      type: 'object',
+      properties: {
+        filepath: str('File path relative to the workspace root.'),
+        description: str('What the file is, for the user (optional).'),
+        title: str('A short label for the artifact (optional).'),
+      },
+      required: ['filepath'],
+      additionalProperties: false,
+    },
+  },
+  {
     name: 'read_skill',
     description: 'Load one of the skills listed in the system prompt by its name, and follow its instructions.',
     parameters: {
@@ -176,6 +206,8 @@ export async function runBuiltinTool(
           .sort();
         return { output: entries.length ? entries.join('\n') : '(empty directory)', isError: false };
       }
+      case 'upload_artifact':
+        return await uploadArtifact(args, ctx);
       case 'read_skill': {
         const wanted = stringArg(args, 'name');
         const skill = ctx.skills.find(
@@ -256,6 +288,75 @@ async function editFile(args: Record<string, unknown>, ctx: ToolContext): Promis
   return {
     output: `Replaced ${args.replace_all === true ? count : 1} occurrence(s) in ${args.path as string}.`,
     isError: false,
+  };
+}
+
+const MIME_TYPES: Record<string, string> = {
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  log: 'text/plain',
+  json: 'application/json',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  xml: 'application/xml',
+  html: 'text/html',
+  htm: 'text/html',
+  css: 'text/css',
+  js: 'text/javascript',
+  ts: 'text/plain',
+  py: 'text/x-python',
+  diff: 'text/x-diff',
+  patch: 'text/x-diff',
+  pdf: 'application/pdf',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  tgz: 'application/gzip',
+  tar: 'application/x-tar',
+};
+
+function mimeTypeOf(filename: string): string {
+  const ext = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
+  return (ext && MIME_TYPES[ext]) ?? 'application/octet-stream';
+}
+
+function optionalText(args: Record<string, unknown>, name: string, max: number): string | undefined {
+  const value = args[name];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new ToolInputError(`\`${name}\` must be a string`);
+  if (value.length > max) throw new ToolInputError(`\`${name}\` is at most ${max} characters`);
+  // PostgreSQL text cannot hold NUL.
+  return value.replace(/\u0000/g, '');
+}
+
+/** Reads the file through the sandbox (so a symlink cannot lead out) and records it as an artifact. */
+async function uploadArtifact(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
+  const requested = stringArg(args, 'filepath');
+  const filepath = workspaceRelative(ctx, requested);
+  if (filepath === undefined || filepath === '') throw new ToolInputError(`${requested} is outside the workspace`);
+  if (!ctx.recordArtifact) throw new ToolInputError('artifacts cannot be recorded here');
+  const description = optionalText(args, 'description', 2000);
+  const title = optionalText(args, 'title', 200);
+  const bytes = await ctx.files.readBytes(filepath, MAX_ARTIFACT_BYTES);
+  const filename = path.posix.basename(filepath);
+  const { artifactUid } = await ctx.recordArtifact({
+    filepath,
+    filename,
+    mimeType: mimeTypeOf(filename),
+    description,
+    title,
+    bytes,
+  });
+  return {
+    output: `Uploaded ${filepath} (${bytes.length} bytes) as artifact ${artifactUid}.`,
+    isError: false,
+    details: { artifact_uid: artifactUid },
   };
 }
 

@@ -153,6 +153,36 @@ const DEPENDENCY_DIRS = [
   'target',
 ];
 
+/** Stages everything of `repo` (untracked too) in the private snapshot index; returns that index's environment. */
+async function stageSnapshot(
+  processes: RunProcesses,
+  repo: string,
+  signal: AbortSignal | undefined,
+  hasGitignore: boolean | undefined,
+): Promise<Record<string, string>> {
+  const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
+  const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  await git(processes, ['add', '-A', '--', '.', ...exclude], repo, { env, signal });
+  return env;
+}
+
+/** The commit `rev` names in `repo`, or undefined when it names none (an unborn HEAD, a commit the agent removed). */
+export async function resolveCommit(
+  processes: RunProcesses,
+  repo: string,
+  rev: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    return (
+      (await git(processes, ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], repo, { signal })).trim() ||
+      undefined
+    );
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Unified diff per changed file of a repository against HEAD, untracked files included;
  * `.gitignore` is respected, and without one the well-known dependency directories are left out.
@@ -163,15 +193,8 @@ export async function diffAgainstHead(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean } = {},
 ): Promise<Map<string, string>> {
-  const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
-  const exclude = options.hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
-  await git(processes, ['add', '-A', '--', '.', ...exclude], repo, { env, signal });
-  let base = EMPTY_TREE;
-  try {
-    base = (await git(processes, ['rev-parse', '--verify', '--quiet', 'HEAD'], repo, { signal })).trim() || EMPTY_TREE;
-  } catch {
-    base = EMPTY_TREE;
-  }
+  const env = await stageSnapshot(processes, repo, signal, options.hasGitignore);
+  const base = (await resolveCommit(processes, repo, 'HEAD', signal)) ?? EMPTY_TREE;
   const diff = await git(processes, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', base], repo, {
     env,
     signal,
@@ -182,4 +205,44 @@ export async function diffAgainstHead(
     if (match) files.set(match[2]!, part.trimEnd());
   }
   return files;
+}
+
+/**
+ * One patch (`git apply`-able, binary files included) of everything that differs in `repo` from
+ * the commit `base`: committed since, staged, unstaged and untracked, under the same ignore
+ * rules as diffAgainstHead. Empty when nothing changed.
+ */
+export async function patchAgainst(
+  processes: RunProcesses,
+  repo: string,
+  base: string | undefined,
+  signal?: AbortSignal,
+  options: { hasGitignore?: boolean; maxBytes?: number } = {},
+): Promise<string> {
+  const env = await stageSnapshot(processes, repo, signal, options.hasGitignore);
+  const from =
+    (base && (await resolveCommit(processes, repo, base, signal))) ??
+    (await resolveCommit(processes, repo, 'HEAD', signal)) ??
+    EMPTY_TREE;
+  return processes.exec(
+    [
+      'git',
+      ...SAFE_GIT_ARGS,
+      'diff',
+      '--cached',
+      '--binary',
+      '--full-index',
+      '--no-color',
+      '--no-ext-diff',
+      '--no-textconv',
+      from,
+    ],
+    {
+      cwd: repo,
+      env: { ...SAFE_GIT_ENV, ...env },
+      maxBuffer: options.maxBytes ?? 256 * 1024 * 1024,
+      timeoutMs: GIT_TIMEOUT_MS,
+      signal,
+    },
+  );
 }

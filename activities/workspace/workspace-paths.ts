@@ -4,3 +4,12 @@ import path from 'node:path';
 export function workspaceDir(root: string, runId: string): string {
   return path.join(root, runId);
 }
+
+/**
+ * The commit each repository of a run's workspace started from (`{ "<repo>": "<sha>" }`, '' for
+ * the workspace itself), written when it is provisioned. Kept beside the workspaces, not in
+ * them, so the agent can neither see nor move it; the handoff patch is made against it.
+ */
+export function baseCommitsFile(root: string, runId: string): string {
+  return path.join(root, '.base-commits', `${runId}.json`);
+}

@@ -2,17 +2,22 @@ import type { Middleware } from 'koa';
 import { ApiError, invalid } from '../api-error';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** A body with `attachments` (base64 files, see run-schemas.ts) may be this large in all. */
+export const MAX_BODY_WITH_ATTACHMENTS_BYTES = 16 * 1024 * 1024;
 
 /**
  * Reads a JSON object body into `ctx.state.body` (undefined when there is no body). Too large
- * is 413, another media type 415, anything but a JSON object 400.
+ * is 413, another media type 415, anything but a JSON object 400. On `attachmentPaths`, a body
+ * that carries `attachments` may exceed MAX_BODY_BYTES, up to MAX_BODY_WITH_ATTACHMENTS_BYTES.
  */
-export function jsonBody(): Middleware {
+export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
+    const withAttachments = options.attachmentPaths?.includes(ctx.path) ?? false;
+    const limit = withAttachments ? MAX_BODY_WITH_ATTACHMENTS_BYTES : MAX_BODY_BYTES;
     const declared = Number(ctx.get('content-length') || 0);
-    if (declared > MAX_BODY_BYTES) throw tooLarge();
-    const raw = await readBody(ctx.req);
+    if (declared > limit) throw tooLarge(limit);
+    const raw = await readBody(ctx.req, limit);
     if (raw.length === 0) {
       ctx.state.body = undefined;
       return next();
@@ -36,24 +41,29 @@ export function jsonBody(): Middleware {
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw invalid('The body must be a JSON object.');
     }
+    if (raw.length > MAX_BODY_BYTES && !Array.isArray((parsed as { attachments?: unknown }).attachments)) {
+      throw tooLarge(MAX_BODY_BYTES);
+    }
     ctx.state.body = parsed;
     return next();
   };
 }
 
-function tooLarge(): ApiError {
-  return new ApiError('invalid_request', `The body is larger than the limit of ${MAX_BODY_BYTES} bytes.`, {
-    status: 413,
-  });
+function tooLarge(limit: number): ApiError {
+  const detail =
+    limit === MAX_BODY_BYTES
+      ? `The body is larger than the limit of ${limit} bytes.`
+      : `The body is larger than the limit of ${limit} bytes (attachments included).`;
+  return new ApiError('invalid_request', detail, { status: 413 });
 }
 
-async function readBody(stream: NodeJS.ReadableStream): Promise<Buffer> {
+async function readBody(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
     size += buf.length;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
+    if (size > limit) throw tooLarge(limit);
     chunks.push(buf);
   }
   return Buffer.concat(chunks);

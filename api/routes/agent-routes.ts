@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
+import { artifactsOfRuns } from '../../db/artifacts';
 import { listConversationRuns } from '../../db/run-queries';
 import { notFound } from '../api-error';
 import { loadConversationActions } from '../conversation-actions';
@@ -94,9 +95,13 @@ export function createAgentRouter({
     const advertised = new Map<string, unknown>();
     for (const skill of conversation.flatMap((c) => c.advertisedSkills)) advertised.set(skill.name, skill);
     const { actions, next } = await loadConversationActions(dataSource.manager, runs, secretsKey, query);
+    const artifacts = await artifactsOfRuns(
+      dataSource.manager,
+      runs.map((r) => r.runId),
+    );
     ctx.body = {
       conversation_id: conversationId,
-      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey)),
+      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey, artifacts.get(r.runId))),
       advertised_skills: [...advertised.values()],
       actions,
       page_info: {

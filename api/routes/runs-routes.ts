@@ -2,9 +2,13 @@ import Router, { type RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
+import { isTerminal } from '../../core/run-state';
 import type { DataSource } from 'typeorm';
+import { artifactsOfRuns } from '../../db/artifacts';
+import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
 import { notFound } from '../api-error';
+import { toHandoffItem, type DownloadSigner } from '../artifact-views';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
@@ -18,6 +22,7 @@ export interface RunsRoutesDeps {
   dataSource: DataSource;
   runService: ReturnType<typeof createRunService>;
   secretsKey: Buffer;
+  downloads: DownloadSigner;
 }
 
 const emptyBodySchema = z.strictObject({});
@@ -31,9 +36,15 @@ function send(
   ctx.body = response.body;
 }
 
-/** The five run endpoints of the wire contract (plus the older `POST /agent/run`). */
-export function createRunsRouter({ config, dataSource, runService, secretsKey }: RunsRoutesDeps): Router {
+/** The run endpoints of the wire contract (plus the older `POST /agent/run`). */
+export function createRunsRouter({ config, dataSource, runService, secretsKey, downloads }: RunsRoutesDeps): Router {
   const router = new Router();
+
+  const findTeamRun = async (runId: string, teamId: string) => {
+    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, teamId) : null;
+    if (!run) throw notFound(`No run ${runId}.`);
+    return run;
+  };
 
   const create: RouterMiddleware = async (ctx) => {
     rejectQueryParameters(ctx.query);
@@ -52,8 +63,12 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey }:
       query.sortBy === 'title'
         ? run.title
         : (query.sortBy === 'created_at' ? run.createdAt : run.updatedAt).toISOString();
+    const artifacts = await artifactsOfRuns(
+      dataSource.manager,
+      runs.map((r) => r.runId),
+    );
     ctx.body = {
-      runs: runs.map((run) => toRunItem(run, config.publicUrl, secretsKey)),
+      runs: runs.map((run) => toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId))),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
@@ -63,10 +78,18 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey }:
 
   router.get('/agent/runs/:runId', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const runId = ctx.params.runId!;
-    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
-    if (!run) throw notFound(`No run ${runId}.`);
-    ctx.body = toRunItem(run, config.publicUrl, secretsKey);
+    const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
+    const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
+    ctx.body = toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId));
+  });
+
+  // The files of the latest ended turn (execution) that let the work continue elsewhere.
+  router.get('/agent/runs/:runId/handoff/attachments', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
+    const endedTurn = isTerminal(run.state) ? run.turn : run.turn - 1;
+    const files = endedTurn >= 1 ? await handoffAttachmentsOfTurn(dataSource.manager, run.runId, endedTurn) : [];
+    ctx.body = { attachments: files.map((f) => toHandoffItem(f, downloads)) };
   });
 
   router.post('/agent/runs/:runId/followups', async (ctx) => {

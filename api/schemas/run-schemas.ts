@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_ATTACHMENTS_TOTAL_BYTES } from '../../core/attachments';
 
 /** Request schemas of the runs API, defined once; validation and (later) OpenAPI come from here. */
 
@@ -96,6 +97,61 @@ export const metadataSchema = z.record(z.string(), z.string()).superRefine((meta
 
 const idSchema = z.string().min(1).max(128);
 
+/** Standard, padded base64; a loop, since a regular expression over megabytes overflows the stack. */
+export function isBase64(data: string): boolean {
+  if (data.length % 4 !== 0) return false;
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  for (let i = 0; i < data.length - padding; i++) {
+    const c = data.charCodeAt(i);
+    const ok =
+      (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 /* + */ || c === 47; /* / */
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Bytes that `data` (standard base64, padded) decodes to. */
+export function base64DecodedBytes(data: string): number {
+  return (data.length / 4) * 3 - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+}
+
+const attachmentSchema = z.strictObject({
+  data: z.string().superRefine((data, ctx) => {
+    // The size first: a megabytes-long string is refused before it is looked at character by character.
+    if (data.length > Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4 + 4) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `the file is larger than the limit of ${MAX_ATTACHMENT_BYTES} bytes per attachment`,
+      });
+    } else if (!isBase64(data)) {
+      ctx.addIssue({ code: 'custom', message: 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)' });
+    } else if (base64DecodedBytes(data) > MAX_ATTACHMENT_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `the file is larger than the limit of ${MAX_ATTACHMENT_BYTES} bytes per attachment`,
+      });
+    }
+  }),
+  file_name: z.string().min(1).max(1024),
+  mime_type: z
+    .string()
+    .max(255)
+    .regex(/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i, 'must be a MIME type such as text/plain'),
+});
+
+export const attachmentsSchema = z
+  .array(attachmentSchema)
+  .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments`)
+  .superRefine((attachments, ctx) => {
+    const total = attachments.reduce((sum, a) => sum + base64DecodedBytes(a.data), 0);
+    if (total > MAX_ATTACHMENTS_TOTAL_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `the attachments add up to ${total} bytes, above the limit of ${MAX_ATTACHMENTS_TOTAL_BYTES} bytes in all`,
+      });
+    }
+  });
+
 export const createRunSchema = z
   .strictObject({
     prompt: z.string().max(MAX_PROMPT_CHARS).optional(),
@@ -106,6 +162,7 @@ export const createRunSchema = z
     conversation_id: idSchema.optional(),
     parent_run_id: idSchema.optional(),
     agent_identity_uid: idSchema.optional(),
+    attachments: attachmentsSchema.optional(),
     /** Sent by the official clients; every run here is already visible to the caller's team. */
     team: z.boolean().optional(),
     mode: z.enum(['normal', 'plan', 'orchestrate']).optional(),

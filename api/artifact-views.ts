@@ -1,0 +1,63 @@
+import { signedDownloadUrl } from '../core/download-urls';
+import type { FileArtifact } from '../db/artifacts';
+import type { HandoffAttachment } from '../db/attachments';
+
+/** What signs download URLs: the derived key, the public base URL and how long a URL works. */
+export interface DownloadSigner {
+  key: Buffer;
+  publicUrl: string;
+  ttlSeconds: number;
+}
+
+/** An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients, `FILE` kind). */
+export function toArtifactItem(a: FileArtifact) {
+  return {
+    artifact_type: 'FILE' as const,
+    created_at: a.createdAt.toISOString(),
+    data: {
+      artifact_uid: a.artifactUid,
+      filename: a.filename,
+      filepath: a.filepath,
+      mime_type: a.mimeType,
+      size_bytes: a.sizeBytes,
+      ...(a.description !== null ? { description: a.description } : {}),
+      ...(a.title !== null ? { title: a.title } : {}),
+    },
+  };
+}
+
+/** `GET /agent/artifacts/{uid}`: the artifact with a signed, expiring `download_url`. */
+export function toArtifactResponse(a: FileArtifact, signer: DownloadSigner) {
+  const { url, expiresAt } = signedDownloadUrl(
+    signer.publicUrl,
+    signer.key,
+    'artifacts',
+    a.artifactUid,
+    signer.ttlSeconds,
+  );
+  return {
+    artifact_type: 'FILE' as const,
+    artifact_uid: a.artifactUid,
+    created_at: a.createdAt.toISOString(),
+    data: {
+      content_type: a.mimeType,
+      download_url: url,
+      expires_at: expiresAt.toISOString(),
+      filename: a.filename,
+      filepath: a.filepath,
+      size_bytes: a.sizeBytes,
+      ...(a.description !== null ? { description: a.description } : {}),
+      ...(a.title !== null ? { title: a.title } : {}),
+    },
+  };
+}
+
+/** One file of `GET /agent/runs/{id}/handoff/attachments`. */
+export function toHandoffItem(h: HandoffAttachment, signer: DownloadSigner) {
+  return {
+    attachment_id: h.attachmentId,
+    filename: h.filename,
+    mime_type: h.mimeType,
+    download_url: signedDownloadUrl(signer.publicUrl, signer.key, 'handoff', h.attachmentId, signer.ttlSeconds).url,
+  };
+}

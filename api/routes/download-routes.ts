@@ -1,0 +1,83 @@
+import Router, { type RouterContext } from '@koa/router';
+import type { DataSource } from 'typeorm';
+import { checkDownloadSignature, type DownloadKind } from '../../core/download-urls';
+import { isUuid } from '../../core/ids';
+import { findArtifact } from '../../db/artifacts';
+import { findHandoffAttachment } from '../../db/attachments';
+import type { BlobStore } from '../../db/blob-store';
+import { ApiError, invalid, notFound } from '../api-error';
+
+const SAFE_MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
+
+/** `Content-Disposition: attachment` with an ASCII fallback and the UTF-8 name (RFC 6266). */
+function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+/**
+ * `GET /downloads/{artifacts|handoff}/{id}?expires=…&signature=…`: outside authentication, the
+ * signed URL is the capability (core/download-urls.ts). Served as a download that the browser
+ * never renders on this origin, whatever the agent put in the file.
+ */
+export function createDownloadRouter({
+  dataSource,
+  blobs,
+  signingKey,
+}: {
+  dataSource: DataSource;
+  blobs: BlobStore;
+  signingKey: Buffer;
+}): Router {
+  const router = new Router();
+
+  function assertSigned(ctx: RouterContext, kind: DownloadKind, id: string, fetchAgain: string): void {
+    for (const name of Object.keys(ctx.query)) {
+      if (name !== 'expires' && name !== 'signature') throw invalid(`Unknown query parameter \`${name}\`.`);
+    }
+    const check = checkDownloadSignature(signingKey, kind, id, ctx.query.expires, ctx.query.signature);
+    if (check.ok) return;
+    if (check.reason === 'expired') {
+      throw new ApiError(
+        'not_authorized',
+        `This download link expired at ${check.expiresAt!.toISOString()}; get a fresh one from ${fetchAgain}.`,
+      );
+    }
+    throw new ApiError(
+      'not_authorized',
+      check.reason === 'malformed'
+        ? 'This download link lacks a valid `expires` and `signature`; use the `download_url` exactly as the API returned it.'
+        : `This download link's signature is not valid (the link was altered); get a fresh one from ${fetchAgain}.`,
+    );
+  }
+
+  async function send(ctx: RouterContext, blobId: string, filename: string, mimeType: string): Promise<void> {
+    const bytes = await blobs.get(dataSource.manager, blobId);
+    if (!bytes) throw notFound('The file is no longer stored.');
+    ctx.set('Content-Disposition', contentDisposition(filename));
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.type = SAFE_MIME.test(mimeType) ? mimeType : 'application/octet-stream';
+    ctx.body = bytes;
+  }
+
+  router.get('/downloads/artifacts/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    assertSigned(ctx, 'artifacts', id, `GET /api/v1/agent/artifacts/${id}`);
+    const artifact = isUuid(id) ? await findArtifact(dataSource.manager, id) : null;
+    if (!artifact) throw notFound(`No artifact ${id}.`);
+    await send(ctx, artifact.blobId, artifact.filename, artifact.mimeType);
+  });
+
+  router.get('/downloads/handoff/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    assertSigned(ctx, 'handoff', id, 'GET /api/v1/agent/runs/{run_id}/handoff/attachments');
+    const file = isUuid(id) ? await findHandoffAttachment(dataSource.manager, id) : null;
+    if (!file) throw notFound(`No handoff attachment ${id}; a later turn of the run may have replaced it.`);
+    await send(ctx, file.blobId, file.filename, file.mimeType);
+  });
+
+  return router;
+}

@@ -1,0 +1,118 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { newUuidV7 } from '../core/ids';
+import type { BlobStore } from './blob-store';
+
+/** Artifact types the official clients know; this service makes `FILE` artifacts. */
+export const ARTIFACT_TYPES = ['PLAN', 'PULL_REQUEST', 'SCREENSHOT', 'FILE', 'EXTERNAL_REFERENCE'] as const;
+export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
+
+export interface FileArtifact {
+  artifactUid: string;
+  runId: string;
+  teamId: string;
+  filepath: string;
+  filename: string;
+  mimeType: string;
+  description: string | null;
+  title: string | null;
+  sizeBytes: number;
+  blobId: string;
+  createdAt: Date;
+}
+
+const COLUMNS = `artifact_uid, run_id, team_id, filepath, filename, mime_type, description, title, size_bytes, blob_id, created_at`;
+
+function toArtifact(row: Record<string, unknown>): FileArtifact {
+  return {
+    artifactUid: row.artifact_uid as string,
+    runId: row.run_id as string,
+    teamId: row.team_id as string,
+    filepath: row.filepath as string,
+    filename: row.filename as string,
+    mimeType: row.mime_type as string,
+    description: (row.description as string | null) ?? null,
+    title: (row.title as string | null) ?? null,
+    sizeBytes: Number(row.size_bytes),
+    blobId: row.blob_id as string,
+    createdAt: row.created_at as Date,
+  };
+}
+
+/**
+ * Records a `FILE` artifact of a run once per tool call: the same `toolCallKey` again (a retried
+ * step) returns the artifact recorded the first time and stores nothing new.
+ */
+export async function recordFileArtifact(
+  dataSource: DataSource,
+  blobs: BlobStore,
+  input: {
+    runId: string;
+    toolCallKey: string;
+    filepath: string;
+    filename: string;
+    mimeType: string;
+    description?: string;
+    title?: string;
+    bytes: Buffer;
+  },
+): Promise<FileArtifact> {
+  return dataSource.transaction(async (tx) => {
+    const blobId = await blobs.put(tx, input.runId, input.bytes);
+    const inserted = (await tx.query(
+      `INSERT INTO artifacts (artifact_uid, run_id, team_id, tool_call_key, artifact_type, filepath, filename,
+                              mime_type, description, title, size_bytes, blob_id)
+       SELECT $1, r.run_id, r.team_id, $3, 'FILE', $4, $5, $6, $7, $8, $9, $10 FROM runs r WHERE r.run_id = $2
+       ON CONFLICT (run_id, tool_call_key) DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [
+        newUuidV7(),
+        input.runId,
+        input.toolCallKey,
+        input.filepath,
+        input.filename,
+        input.mimeType,
+        input.description ?? null,
+        input.title ?? null,
+        input.bytes.length,
+        blobId,
+      ],
+    )) as Record<string, unknown>[];
+    if (inserted[0]) return toArtifact(inserted[0]);
+    // Recorded by an earlier attempt of this step: keep that one, drop the bytes just stored.
+    await tx.query(`DELETE FROM blobs WHERE blob_id = $1`, [blobId]);
+    const [existing] = (await tx.query(`SELECT ${COLUMNS} FROM artifacts WHERE run_id = $1 AND tool_call_key = $2`, [
+      input.runId,
+      input.toolCallKey,
+    ])) as Record<string, unknown>[];
+    return toArtifact(existing!);
+  });
+}
+
+/** An artifact of a team (null for another team's, as for none). */
+export async function findArtifact(
+  manager: EntityManager,
+  artifactUid: string,
+  teamId?: string,
+): Promise<FileArtifact | null> {
+  const rows = (await manager.query(
+    `SELECT ${COLUMNS} FROM artifacts WHERE artifact_uid = $1 AND ($2::uuid IS NULL OR team_id = $2::uuid)`,
+    [artifactUid, teamId ?? null],
+  )) as Record<string, unknown>[];
+  return rows[0] ? toArtifact(rows[0]) : null;
+}
+
+/** The artifacts of each of `runIds`, oldest first. */
+export async function artifactsOfRuns(manager: EntityManager, runIds: string[]): Promise<Map<string, FileArtifact[]>> {
+  const byRun = new Map<string, FileArtifact[]>();
+  if (runIds.length === 0) return byRun;
+  const rows = (await manager.query(
+    `SELECT ${COLUMNS} FROM artifacts WHERE run_id = ANY($1::uuid[]) ORDER BY created_at, artifact_uid`,
+    [runIds],
+  )) as Record<string, unknown>[];
+  for (const artifact of rows.map(toArtifact)) {
+    const list = byRun.get(artifact.runId) ?? [];
+    list.push(artifact);
+    byRun.set(artifact.runId, list);
+  }
+  return byRun;
+}
