@@ -4,15 +4,9 @@ import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
-import {
-  appendRunEvent,
-  eventKeysWithPrefix,
-  latestDiffDigests,
-  loadRunEvents,
-  type StoredRunEvent,
-} from '../db/run-events';
 import { recordFileArtifact } from '../db/artifacts';
 import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
+import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEvent } from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { RunFailureType } from '../workflows/run-contract';
@@ -33,6 +27,7 @@ import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
 import { capText } from './tools/output-capture';
+import { loadStepConversation, type StepConversation } from './step-conversation';
 import { diffAgainstHead, patchAgainst, workspaceRepositories } from './workspace/git';
 import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
 import { userFailure, withHeartbeat } from './workspace-activities';
@@ -49,8 +44,6 @@ interface AdvertisedSkillRow {
   bundled_skill_id?: string;
   skill_path?: string;
 }
-
-const CONVERSATION_KINDS = ['prompt', 'followup', 'assistant', 'tool_call'] as const;
 
 const MAX_DIFF_BYTES_PER_FILE = 256 * 1024;
 const MAX_DIFF_BYTES_PER_STEP = 2 * 1024 * 1024;
@@ -95,6 +88,8 @@ function attachmentsNote(attachments: PromptAttachment[]): string {
 
 export const INTERRUPTED_TOOL_CALL =
   'This tool call was interrupted: the worker running it stopped before it finished, so its outcome is unknown (it may have done some, all or none of its work). It was not run again. Check the state of the workspace before deciding whether to repeat it.';
+
+const assistantEventKey = (turn: number, step: number) => `assistant-t${turn}-s${step}`;
 
 /** Transcript keys of the calls of one step: by turn, step and position. */
 function toolCallKeys(turn: number, step: number, index: number) {
@@ -179,7 +174,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             RunFailureType.WORKSPACE_LOST,
           );
         }
-        const assistantKey = `assistant-t${turn}-s${step}`;
+        const assistantKey = assistantEventKey(turn, step);
         await dataSource.transaction(async (tx) => {
           await lockRun(tx, runId);
           // A retried step whose model call is recorded finishes its tool calls first: a follow-up
@@ -194,7 +189,10 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           `SELECT config, team_id, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
-        const events = await loadRunEvents(dataSource.manager, runId, CONVERSATION_KINDS, { withoutFullOutput: true });
+        // A summary is written before its step's reply and never takes in the last exchange: this
+        // step's reply, what followed it and the latest entry are always among those loaded.
+        const conversation = await loadStepConversation(dataSource.manager, runId);
+        const { events } = conversation;
         let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
           RunEventPayloads['assistant'] | undefined;
 
@@ -208,7 +206,17 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           // The worker's limits are ceilings too (an operator may have lowered them since).
           const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
           const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
-          const stepsSoFar = events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
+          // Earlier replies of this turn may be among the entries a summary stands for: counted by
+          // key then (a turn numbers its steps from 0).
+          const stepsSoFar = conversation.summary
+            ? (
+                await recordedEventKeys(
+                  dataSource.manager,
+                  runId,
+                  Array.from({ length: step }, (_, s) => assistantEventKey(turn, s)),
+                )
+              ).size
+            : events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
           if (stepsSoFar >= maxSteps) {
             await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
             throw userFailure(
@@ -223,7 +231,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
               'invalid_request',
             );
           }
-          assistant = await callModel(runId, turn, step, run!, events, ctx.cancellationSignal);
+          assistant = await callModel(runId, turn, step, run!, conversation, ctx.cancellationSignal);
         }
 
         const calls = assistant.tool_calls ?? [];
@@ -242,7 +250,11 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           ? await mcpSessions.get(runId, run!.config.mcp_servers!, networkPolicy)
           : undefined;
         const recorded = new Set(events.map((e) => e.eventKey));
-        const started = await eventKeysWithPrefix(dataSource.manager, runId, `tool-started-t${turn}-s${step}-`);
+        const started = await recordedEventKeys(
+          dataSource.manager,
+          runId,
+          calls.map((_, index) => toolCallKeys(turn, step, index).started),
+        );
         // Results this step recorded before the new keys: after its own reply, before any later one.
         const ownReplyAt = events.findIndex((e) => e.eventKey === assistantKey);
         const nextReplyAt = events.findIndex((e, i) => i > ownReplyAt && e.kind === 'assistant');
@@ -335,7 +347,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
     turn: number,
     step: number,
     run: StepRun,
-    events: StoredRunEvent[],
+    { events, summary }: StepConversation,
     signal: AbortSignal,
   ): Promise<RunEventPayloads['assistant']> {
     const modelId = run.config.model_id;
@@ -371,6 +383,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
         tools,
         messages: conversationFromEvents(events),
         eventKeys: events.map((e) => e.eventKey),
+        summary,
         contextTokens: config.models.contextTokens[modelId] ?? config.models.defaultContextTokens,
         signal,
       },
@@ -405,7 +418,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
     await dataSource.transaction(async (tx) => {
       const wrote = await appendRunEvent(tx, {
         runId,
-        eventKey: `assistant-t${turn}-s${step}`,
+        eventKey: assistantEventKey(turn, step),
         kind: 'assistant',
         turn,
         payload,

@@ -60,28 +60,46 @@ function toStoredRunEvent(r: RunEventRow): StoredRunEvent {
 }
 
 /**
- * A run's transcript entries in order, optionally only some kinds; `withoutFullOutput` leaves out
- * what only the transcript keeps (a command's whole output), for a step that rebuilds the
- * model's conversation.
+ * A run's transcript entries in order, optionally only some kinds and only those after event id
+ * `afterId`; `withoutFullOutput` leaves out what only the transcript keeps (a command's whole
+ * output), for a step that rebuilds the model's conversation.
  */
 export async function loadRunEvents(
   manager: EntityManager,
   runId: string,
-  kinds?: readonly RunEventKind[],
-  options: { withoutFullOutput?: boolean } = {},
+  options: { kinds?: readonly RunEventKind[]; afterId?: string; withoutFullOutput?: boolean } = {},
 ): Promise<StoredRunEvent[]> {
-  const payload = options.withoutFullOutput ? `payload - 'full_output'` : 'payload';
+  const range = runEventsRange('after');
   const rows = (await manager.query(
-    `SELECT id, event_key, kind, turn, ${payload} AS payload, created_at FROM run_events
-      WHERE run_id = $1 AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
-      ORDER BY id`,
-    [runId, kinds ?? null],
+    `SELECT id, event_key, kind, turn, ${payloadColumn(options)} AS payload, created_at FROM run_events
+      WHERE ${range.where} AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
+      ORDER BY ${range.orderBy}`,
+    [runId, options.afterId ?? '0', options.kinds ?? null],
   )) as RunEventRow[];
   return rows.map(toStoredRunEvent);
 }
 
+/** A run's transcript entry with key `eventKey`, if it has one. */
+export async function loadRunEventByKey(
+  manager: EntityManager,
+  runId: string,
+  eventKey: string,
+  options: { withoutFullOutput?: boolean } = {},
+): Promise<StoredRunEvent | undefined> {
+  const [row] = (await manager.query(
+    `SELECT id, event_key, kind, turn, ${payloadColumn(options)} AS payload, created_at FROM run_events
+      WHERE run_id = $1 AND event_key = $2`,
+    [runId, eventKey],
+  )) as RunEventRow[];
+  return row && toStoredRunEvent(row);
+}
+
+function payloadColumn(options: { withoutFullOutput?: boolean }): string {
+  return options.withoutFullOutput ? `payload - 'full_output'` : 'payload';
+}
+
 /** Larger than every event id: where a page of the newest entries starts. */
-const PAST_LAST_ID = '9223372036854775807';
+export const PAST_LAST_ID = '9223372036854775807';
 
 /**
  * The SQL for a run's entries after (or before) event id `$2`, in that direction; `$1` is the run.
@@ -89,7 +107,7 @@ const PAST_LAST_ID = '9223372036854775807';
  * planner may walk the primary key instead and skip over every later entry of other runs (all of
  * them, for an old run); this order only run_events_run_id serves, reading just the rows returned.
  */
-function runEventsRange(direction: 'after' | 'before', inclusive = false): { where: string; orderBy: string } {
+export function runEventsRange(direction: 'after' | 'before', inclusive = false): { where: string; orderBy: string } {
   const eq = inclusive ? '=' : '';
   return direction === 'after'
     ? { where: `run_id <= $1 AND (run_id, id) >${eq} ($1, $2)`, orderBy: 'run_id, id' }
@@ -169,11 +187,15 @@ export async function latestDiffDigests(manager: EntityManager, runId: string): 
   return new Map(rows.filter((r) => !r.reverted).map((r) => [`${r.repo}\0${r.path}`, r.digest]));
 }
 
-/** Keys of a run's transcript entries that start with `prefix` (no payloads). */
-export async function eventKeysWithPrefix(manager: EntityManager, runId: string, prefix: string): Promise<Set<string>> {
+/** Which of `keys` a run's transcript has: one look-up by key each, however long the transcript. */
+export async function recordedEventKeys(
+  manager: EntityManager,
+  runId: string,
+  keys: readonly string[],
+): Promise<Set<string>> {
   const rows = (await manager.query(
-    `SELECT event_key FROM run_events WHERE run_id = $1 AND starts_with(event_key, $2)`,
-    [runId, prefix],
+    `SELECT event_key FROM run_events WHERE run_id = $1 AND event_key = ANY($2::text[])`,
+    [runId, keys],
   )) as { event_key: string }[];
   return new Set(rows.map((r) => r.event_key));
 }

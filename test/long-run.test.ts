@@ -1,6 +1,7 @@
 import { conversationFromEvents } from '../activities/agent-step-activities';
 import { SUMMARY_INSTRUCTION } from '../activities/model/summary-request';
-import { latestDiffDigests, loadRunEvents } from '../db/run-events';
+import { loadStepConversation } from '../activities/step-conversation';
+import { latestDiffDigests } from '../db/run-events';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -19,9 +20,7 @@ afterAll(async () => {
 /** What a step reads to rebuild the conversation and compare diffs, timed. */
 async function stepReads(runId: string): Promise<{ ms: number; messages: number }> {
   const started = process.hrtime.bigint();
-  const events = await loadRunEvents(ctx.dataSource.manager, runId, ['prompt', 'followup', 'assistant', 'tool_call'], {
-    withoutFullOutput: true,
-  });
+  const { events } = await loadStepConversation(ctx.dataSource.manager, runId);
   await latestDiffDigests(ctx.dataSource.manager, runId);
   return { ms: Number(process.hrtime.bigint() - started) / 1e6, messages: conversationFromEvents(events).length };
 }
@@ -65,6 +64,8 @@ test('a 200-step run: every request fits the model context, the transcript keeps
   const tools = (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call');
   expect(tools).toHaveLength(steps - 1);
   expect(tools.every((t) => String(t.payload.output).length > 1000)).toBe(true);
+  // After a summary, a step reads the prompt and what came after it, not the 400 messages of the run.
+  expect(readsAtTwoHundred.messages).toBeLessThan(60);
   console.log(
     `step reads: at step 10 ${readsAtTen!.ms.toFixed(1)} ms (${readsAtTen!.messages} messages), at step 200 ${readsAtTwoHundred.ms.toFixed(1)} ms (${readsAtTwoHundred.messages} messages)`,
   );

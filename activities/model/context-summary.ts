@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
-import { latestContextSummary } from '../../db/context-summaries';
+import type { RecordedContextSummary } from '../../db/context-summaries';
 import { appendRunEvent } from '../../db/run-events';
 import { addRunUsage } from '../../db/run-usage';
 import { capSummary, fitToContext, type ConversationSummary } from './context-window';
@@ -18,9 +18,12 @@ export interface ConversationToFit {
   model: string;
   system: string;
   tools: ToolSpec[];
+  /** The first message, then those after the ones `summary` stands for (all of them without it). */
   messages: AgentMessage[];
   /** The transcript key of the event each message comes from. */
   eventKeys: string[];
+  /** The latest summary recorded: it stands for the messages between the first and `messages[1]`. */
+  summary?: RecordedContextSummary;
   contextTokens: number;
   signal: AbortSignal;
 }
@@ -35,16 +38,24 @@ export async function fitConversation(
   { dataSource, config, logger }: { dataSource: DataSource; config: Config; logger: Logger },
   c: ConversationToFit,
 ): Promise<AgentMessage[]> {
-  const recorded = await latestContextSummary(dataSource.manager, c.runId);
-  const previous: (ConversationSummary & { key: string }) | undefined =
-    recorded && c.eventKeys[recorded.payload.to_message - 1] === recorded.payload.last_event_key
-      ? { text: recorded.payload.text, to: recorded.payload.to_message, key: recorded.eventKey }
-      : undefined;
-  const fitted = fitToContext(c.system, c.messages, c.tools, c.contextTokens, previous);
+  const previous: (ConversationSummary & { key: string }) | undefined = c.summary && {
+    text: c.summary.payload.text,
+    to: c.summary.payload.to_message,
+    key: c.summary.eventKey,
+  };
+  // Indexes, recorded ones too, are those of the whole conversation, of which `messages` leaves
+  // out what the summary stands for.
+  const skipped = previous ? previous.to - 1 : 0;
+  const fitted = fitToContext(c.system, c.messages, c.tools, c.contextTokens, previous, skipped);
   if (!fitted.summarise) return fitted.messages;
 
   const { from, to } = fitted.summarise;
-  const request = summaryRequest(c.messages[0]!.content, previous?.text, c.messages.slice(from, to), c.contextTokens);
+  const request = summaryRequest(
+    c.messages[0]!.content,
+    previous?.text,
+    c.messages.slice(from - skipped, to - skipped),
+    c.contextTokens,
+  );
   const context = { runId: c.runId, turn: c.turn, step: c.step, from, to };
   let reply;
   try {
@@ -73,7 +84,7 @@ export async function fitConversation(
         text,
         from_message: from,
         to_message: to,
-        last_event_key: c.eventKeys[to - 1]!,
+        last_event_key: c.eventKeys[to - 1 - skipped]!,
         ...(previous ? { previous_key: previous.key } : {}),
         model_id: c.modelId,
         total_tokens: totalTokens,
@@ -90,5 +101,5 @@ export async function fitConversation(
         modelCostUsd(config, c.modelId, reply.inputTokens, reply.outputTokens),
       );
   });
-  return fitToContext(c.system, c.messages, c.tools, c.contextTokens, { text, to }).messages;
+  return fitToContext(c.system, c.messages, c.tools, c.contextTokens, { text, to }, skipped).messages;
 }

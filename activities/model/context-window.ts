@@ -80,7 +80,9 @@ export interface FittedConversation {
 
 /**
  * The conversation, shortened as little as possible to fit `contextTokens`; with `summary`, the
- * messages it covers are replaced by it.
+ * messages it covers are replaced by it. `messages` may leave out `skipped` messages after the
+ * first when the summary covers them: indexes (`summary.to`, `summarise`) are always those of
+ * the whole conversation.
  */
 export function fitToContext(
   system: string,
@@ -88,12 +90,14 @@ export function fitToContext(
   tools: ToolSpec[],
   contextTokens: number,
   summary?: ConversationSummary,
+  skipped = 0,
 ): FittedConversation {
   const budget = requestBudget(contextTokens);
   const covered = summary ? summary.to : 1;
+  if (covered - skipped < 1) throw new Error(`${skipped} messages left out, but a summary covers only ${covered - 1}`);
   const head = messages.slice(0, 1);
   if (summary) head.push(summaryMessage(capSummary(summary.text, contextTokens), summary.to));
-  const fitted = [...head, ...messages.slice(covered)].map((m) => ({ ...m }));
+  const fitted = [...head, ...messages.slice(covered - skipped)].map((m) => ({ ...m }));
   let trimmedOutputs = 0;
   const toolIndexes = fitted.flatMap((m, i) => (m.role === 'tool' ? [i] : []));
   const shrinkable = toolIndexes.slice(0, Math.max(0, toolIndexes.length - KEEP_RECENT_TOOL_RESULTS));
@@ -111,7 +115,7 @@ export function fitToContext(
   if (requestTokens(system, fitted, tools) > budget) {
     // The summary ends where an exchange starts and before the last one; it takes in exchanges
     // until the rest fits well within the budget (with room for the longest summary), or all it can.
-    const room = summaryMessage('x'.repeat(summaryTokenLimit(contextTokens) * 4), messages.length);
+    const room = summaryMessage('x'.repeat(summaryTokenLimit(contextTokens) * 4), skipped + messages.length);
     const last = fitted.findLastIndex((m) => m.role === 'assistant');
     let end: number | undefined;
     for (let i = head.length + 1; i <= last; i++) {
