@@ -65,6 +65,9 @@ export function withIdentityDefaults(config: ResolvedAgentConfig, identity: Agen
     ...(config.environment_id === undefined && identity.environmentId
       ? { environment_id: identity.environmentId }
       : {}),
+    ...(config.worker_host === undefined && identity.workerHost && identity.workerHost !== 'warp'
+      ? { worker_host: identity.workerHost }
+      : {}),
     ...(skills.length ? { skills } : {}),
     ...(Object.keys(mcpServers).length ? { mcp_servers: mcpServers } : {}),
   };

@@ -37,17 +37,10 @@ export function assertRunFieldsSupported(body: CreateRunRequest): void {
       value: c.session_sharing,
       why: "a run's transcript is shared through its `session_link`, which needs no key.",
     },
-    {
-      path: 'config.worker_host',
-      value: c.worker_host,
-      why: 'runs are placed on any worker with room; choosing one is not available yet.',
-      given: (v) => typeof v === 'string' && v.trim() !== '' && v.trim() !== 'warp',
-    },
   ]);
 }
 
 const NOT_HONOURED = [
-  'worker_host',
   'harness',
   'harness_auth_secrets',
   'inference_providers',
@@ -57,10 +50,18 @@ const NOT_HONOURED = [
   'session_sharing',
 ] as const;
 
-/** The request's config without the recognised fields that mean nothing here (checked empty above). */
+/**
+ * The request's config without the recognised fields that mean nothing here (checked empty
+ * above); `worker_host` stays when it names a worker ("warp", the hosted default, means any).
+ */
 export function honouredConfig(config: CreateRunRequest['config']) {
   if (!config) return undefined;
   const honoured: Record<string, unknown> = { ...config };
   for (const field of NOT_HONOURED) delete honoured[field];
-  return honoured as Omit<NonNullable<CreateRunRequest['config']>, (typeof NOT_HONOURED)[number]>;
+  const host = config.worker_host?.trim();
+  if (host && host !== 'warp') honoured.worker_host = host;
+  else delete honoured.worker_host;
+  return honoured as Omit<NonNullable<CreateRunRequest['config']>, (typeof NOT_HONOURED)[number] | 'worker_host'> & {
+    worker_host?: string;
+  };
 }

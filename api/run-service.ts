@@ -15,10 +15,11 @@ import type { Run, RunScheduleRef } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
 import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
+import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
-import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
+import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
 import { ApiError, invalid, notFound } from './api-error';
 import { resolveCreator, resolveExecutor, withIdentityDefaults, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig } from './run-request-fields';
@@ -114,6 +115,17 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     return response;
   }
 
+  /** A run pinned to a worker needs that worker up now; otherwise it would wait for nothing. */
+  async function assertWorkerLive(tx: EntityManager, workerHost: string): Promise<void> {
+    const live = await liveWorkerIds(tx, workspaceQueueFor(config.temporal.taskQueue, ''));
+    if (live.includes(workerHost)) return;
+    throw invalid(
+      `\`config.worker_host\`: no worker "${workerHost}" is running; ${
+        live.length ? `running workers (WORKER_ID): ${live.join(', ')}` : 'no worker is running'
+      }. Omit it (or send "warp") to run on any worker.`,
+    );
+  }
+
   async function lockTeamRun(tx: EntityManager, principal: AuthenticatedPrincipal, runId: string) {
     if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
     const run = await findRun(tx, runId, principal.teamId);
@@ -168,6 +180,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
               throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
             }
+            if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
             const run = newRun(creator, executor, body, resolved, origin, {
               runId,
               skill,

@@ -7,7 +7,9 @@ import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../workf
 /** What the run workflow is started with: its id, queue, input, and what operators search by. */
 export function runWorkflowOptions(
   config: Config,
-  run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title' | 'schedule'>,
+  run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title' | 'schedule'> & {
+    config?: Pick<Run['config'], 'worker_host'>;
+  },
   state: RunState,
 ) {
   const input: RunWorkflowInput = {
@@ -18,6 +20,7 @@ export function runWorkflowOptions(
       modelRetry: config.models.retry,
       workerLeaseSeconds: config.worker.leaseSeconds,
     },
+    ...(run.config?.worker_host ? { workerHost: run.config.worker_host } : {}),
   };
   const attributes: SearchAttributePair[] = [
     { key: searchAttributes.state, value: state },

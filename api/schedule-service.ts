@@ -12,6 +12,7 @@ import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../core/
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import type { RunScheduleRef } from '../db/entities/run';
 import { findAgentIdentity } from '../db/agent-identities';
+import { honouredConfig } from './run-request-fields';
 import { findEnvironment } from '../db/environments';
 import {
   deleteSchedule,
@@ -209,7 +210,7 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
         `\`mode\` "${body.mode}" is not available for scheduled runs on this service; omit \`mode\` or send "normal".`,
       );
     }
-    const config = body.agent_config ?? {};
+    const config = honouredConfig(body.agent_config) ?? {};
     const definition: ScheduleDefinition = {
       name: body.name,
       cronSchedule: body.cron_schedule.trim().split(/\s+/).join(' '),

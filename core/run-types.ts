@@ -18,6 +18,8 @@ export interface ResolvedAgentConfig {
   skill_spec?: string;
   /** Skills advertised to the agent besides its workspace's (the run's and its identity's). */
   skills?: string[];
+  /** The WORKER_ID of the worker the run must execute on. */
+  worker_host?: string;
   mcp_servers?: Record<string, McpServerConfig>;
   idle_timeout_minutes: number;
   max_steps?: number;

@@ -32,3 +32,14 @@ export async function leaseStatus(manager: EntityManager, workspaceQueue: string
   )) as { age: number | null; lease_seconds: number | null; freshest_age: number | null }[];
   return { age: row?.age ?? null, leaseSeconds: row?.lease_seconds ?? null, freshestAge: row?.freshest_age ?? null };
 }
+
+/** WORKER_IDs of the workers on `workspaceQueuePrefix` (`<task queue>/workspaces@`) whose lease is current. */
+export async function liveWorkerIds(manager: EntityManager, workspaceQueuePrefix: string): Promise<string[]> {
+  const rows = (await manager.query(
+    `SELECT substr(workspace_queue, length($1) + 1) AS id FROM worker_leases
+      WHERE starts_with(workspace_queue, $1) AND renewed_at > clock_timestamp() - make_interval(secs => lease_seconds)
+      ORDER BY 1`,
+    [workspaceQueuePrefix],
+  )) as { id: string }[];
+  return rows.map((r) => r.id);
+}

@@ -176,7 +176,7 @@ test('create-request fields of the clients: plan mode is honoured; what cannot b
   const refused: [Record<string, unknown>, string, string][] = [
     [{ mode: 'orchestrate' }, 'feature_not_available', 'mode'],
     [{ config: { harness: { type: 'codex' } } }, 'feature_not_available', 'config.harness.type'],
-    [{ config: { worker_host: 'gpu-box-1' } }, 'feature_not_available', 'config.worker_host'],
+    [{ config: { worker_host: 'gpu-box-1' } }, 'invalid_request', 'config.worker_host'],
     [{ config: { runner_id: 'r1' } }, 'feature_not_available', 'config.runner_id'],
     [{ config: { model_id: 'mistral/large' } }, 'invalid_request', 'config.model_id'],
   ];

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -104,13 +105,18 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;
   // A failed provisioning stops counting here at once: a retry counts again wherever it lands.
-  activities.provisionEnvironment = (input) =>
-    capacity
+  activities.provisionEnvironment = async (input) => {
+    // A run pinned here (`config.worker_host`) comes through this worker's own queue, which is
+    // not gated by capacity: it waits for room here instead.
+    const ctx = Context.current();
+    if (ctx.info.taskQueue === workspaceQueue) await capacity.waitForRoom(ctx);
+    return capacity
       .track(input.runId, () => provisionEnvironment(input))
       .catch((err: unknown) => {
         capacity.release(input.runId);
         throw err;
       });
+  };
   activities.resolveSkillsAndMcpServers = (input) =>
     capacity.track(input.runId, () => resolveSkillsAndMcpServers(input));
   activities.runAgentStep = (input) =>

@@ -17,6 +17,8 @@ const BETWEEN_STEPS_MS = 30_000;
  */
 export class WorkspaceCapacity {
   private reserved = 0;
+  /** Of the reserved provisioning slots, those a task is using (not a poller waiting for one). */
+  private used = 0;
   /** Per run: activities in flight here, and when the last one ended. */
   private readonly runs = new Map<string, { inFlight: number; lastEnded: number }>();
   private readonly waiters = new Set<() => void>();
@@ -56,6 +58,23 @@ export class WorkspaceCapacity {
     }
   }
 
+  /** Resolves once there is room for one more run; heartbeats meanwhile, and throws if cancelled. */
+  async waitForRoom(ctx: { heartbeat(): void; cancelled: Promise<never> }): Promise<void> {
+    while (!this.hasRoomForPinned()) {
+      ctx.heartbeat();
+      let wake!: () => void;
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      this.waiters.add(wake);
+      const timer = setTimeout(wake, 1000); // places also free up with time (BETWEEN_STEPS_MS)
+      try {
+        await Promise.race([woken, ctx.cancelled]);
+      } finally {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+      }
+    }
+  }
+
   /** The run's turn is over here (or its workspace is gone). */
   release(runId: string): void {
     if (this.runs.delete(runId)) this.wake();
@@ -67,6 +86,11 @@ export class WorkspaceCapacity {
 
   private hasRoom(): boolean {
     return this.inUse() < this.capacity;
+  }
+
+  /** Room for a run pinned here: the provisioning poller's idle reservation does not count. */
+  private hasRoomForPinned(): boolean {
+    return this.inUse() - this.reserved + this.used < this.capacity;
   }
 
   slotSupplier(): CustomSlotSupplier<ActivitySlotInfo> {
@@ -100,8 +124,11 @@ export class WorkspaceCapacity {
         this.reserved += 1;
         return {};
       },
-      markSlotUsed: () => undefined,
-      releaseSlot: () => {
+      markSlotUsed: () => {
+        this.used += 1;
+      },
+      releaseSlot: (ctx) => {
+        if (ctx.slotInfo) this.used = Math.max(0, this.used - 1);
         this.reserved = Math.max(0, this.reserved - 1);
         this.wake();
       },

@@ -26,6 +26,8 @@ export interface RunWorkflowSettings {
 export interface RunWorkflowInput {
   runId: string;
   settings: RunWorkflowSettings;
+  /** The WORKER_ID the run asked for (`config.worker_host`): its workspace is made only there. */
+  workerHost?: string;
   /** Set when an execution continues-as-new in the middle of a turn (the turn is read back from the run). */
   resume?: { turn: number; step: number };
   /** The task queue of the worker holding the run's workspace, carried across continue-as-new. */

@@ -25,6 +25,7 @@ import {
   RunFailureType,
   runStateQuery,
   searchAttributes,
+  workspaceQueueFor,
   type RunWorkflowInput,
   type UserFailureDetails,
 } from './run-contract';
@@ -115,7 +116,12 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         if (!workspaceQueue) {
-          const provisioned = await provisioning.provisionEnvironment({ runId, turn, reason });
+          const pinned = input.workerHost && workspaceQueueFor(workflowInfo().taskQueue, input.workerHost);
+          // A pinned run is provisioned on its worker's own queue, waiting there while the worker
+          // lives (it may be full), and nowhere else.
+          const provisioned = pinned
+            ? await whileWorkerLives(pinned, () => onWorkspace(pinned).provisionEnvironment({ runId, turn, reason }))
+            : await provisioning.provisionEnvironment({ runId, turn, reason });
           workspaceQueue = provisioned.workspaceQueue;
           if (leased) workspaceId = provisioned.workspaceId;
           const queue = workspaceQueue;
@@ -229,7 +235,13 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         if (!followupPending) return;
       }
       if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workspaceQueue, workspaceId });
+        await continueAsNew<typeof agentRunWorkflow>({
+          runId,
+          settings,
+          workspaceQueue,
+          workspaceId,
+          workerHost: input.workerHost,
+        });
       }
       followupPending = false;
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
@@ -245,7 +257,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         return recorded;
       });
       // A follow-up sent after the cancel request continues the run in a fresh execution.
-      if (followupPending || followupAfterCancel) await continueAsNew<typeof agentRunWorkflow>({ runId, settings });
+      if (followupPending || followupAfterCancel)
+        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workerHost: input.workerHost });
       throw err;
     }
     if (
