@@ -42,19 +42,20 @@ function toArtifact(row: Record<string, unknown>): FileArtifact {
  * Records a `FILE` artifact of a run once per tool call: the same `toolCallKey` again (a retried
  * step) returns the artifact recorded the first time and stores nothing new.
  */
+/** A file of a run's workspace, as the agent uploads it. */
+export interface ArtifactFile {
+  filepath: string;
+  filename: string;
+  mimeType: string;
+  description?: string;
+  title?: string;
+  bytes: Buffer;
+}
+
 export async function recordFileArtifact(
   dataSource: DataSource,
   blobs: BlobStore,
-  input: {
-    runId: string;
-    toolCallKey: string;
-    filepath: string;
-    filename: string;
-    mimeType: string;
-    description?: string;
-    title?: string;
-    bytes: Buffer;
-  },
+  input: ArtifactFile & { runId: string; toolCallKey: string },
 ): Promise<FileArtifact> {
   return dataSource.transaction(async (tx) => {
     const blobId = await blobs.put(tx, input.runId, input.bytes);

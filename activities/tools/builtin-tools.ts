@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { NetworkPolicy } from '../../core/network-policy';
+import type { ArtifactFile } from '../../db/artifacts';
 import type { ToolSpec } from '../model/types';
 import type { NetworkRefusal } from '../sandbox/egress-proxy';
 import { networkRefusalNotes } from '../sandbox/network-notes';
@@ -45,14 +46,7 @@ export interface ToolContext {
 }
 
 /** A file `upload_artifact` read from the workspace. */
-export interface ArtifactUpload {
-  filepath: string;
-  filename: string;
-  mimeType: string;
-  description?: string;
-  title?: string;
-  bytes: Buffer;
-}
+export type ArtifactUpload = ArtifactFile;
 
 /** The largest file `upload_artifact` takes (documented in the README). */
 export const MAX_ARTIFACT_BYTES = 10 * 1024 * 1024;
