@@ -221,6 +221,12 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       idempotencyKey: string | undefined,
     ): Promise<StoredResponse> {
       if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
+      if (body.mode === 'orchestrate') {
+        throw new ApiError(
+          'feature_not_available',
+          '`mode` "orchestrate" needs factories, which this service does not have yet; use "normal" or "plan".',
+        );
+      }
       const claim = claimFor(principal, `followup:${runId}`, idempotencyKey, body);
       let recorded: RecordedFollowup | undefined;
       return recordThenCall(

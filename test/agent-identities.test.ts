@@ -180,6 +180,11 @@ test('create-request fields of the clients: plan mode is honoured; what cannot b
     [{ config: { runner_id: 'r1' } }, 'feature_not_available', 'config.runner_id'],
     [{ config: { model_id: 'mistral/large' } }, 'invalid_request', 'config.model_id'],
   ];
+  const followup = await ctx.api
+    .post(`/api/v1/agent/runs/${runId}/followups`)
+    .set(auth(key))
+    .send({ message: 'x', mode: 'orchestrate' });
+  expect([followup.status, followup.body.error_code]).toEqual([400, 'feature_not_available']);
   for (const [extra, code, field] of refused) {
     const res = await ctx.api
       .post('/api/v1/agent/runs')
