@@ -61,6 +61,18 @@ function rowToSchedule(row: Record<string, unknown>): Schedule {
   };
 }
 
+/** A definition's column values, in the order the writes below list them. */
+const definitionValues = (d: ScheduleDefinition) => [
+  d.name,
+  d.cronSchedule,
+  d.prompt,
+  JSON.stringify(d.agentConfig),
+  d.metadata === null ? null : JSON.stringify(d.metadata),
+  d.agentUid,
+];
+
+const actorValues = (a: ScheduleActor) => [a.uid, a.type, a.display_name];
+
 export async function insertSchedule(
   manager: EntityManager,
   schedule: { scheduleId: string; teamId: string; creator: ScheduleActor } & ScheduleDefinition,
@@ -69,19 +81,7 @@ export async function insertSchedule(
     `INSERT INTO schedules (schedule_id, team_id, name, cron_schedule, prompt, agent_config, metadata, agent_uid,
                             creator_uid, creator_type, creator_display_name, updater_uid, updater_type, updater_display_name)
      VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $9, $10, $11) RETURNING *`,
-    [
-      schedule.scheduleId,
-      schedule.teamId,
-      schedule.name,
-      schedule.cronSchedule,
-      schedule.prompt,
-      JSON.stringify(schedule.agentConfig),
-      schedule.metadata === null ? null : JSON.stringify(schedule.metadata),
-      schedule.agentUid,
-      schedule.creator.uid,
-      schedule.creator.type,
-      schedule.creator.display_name,
-    ],
+    [schedule.scheduleId, schedule.teamId, ...definitionValues(schedule), ...actorValues(schedule.creator)],
   )) as Record<string, unknown>[];
   return rowToSchedule(rows[0]!);
 }
@@ -122,19 +122,7 @@ export async function updateScheduleDefinition(
             updater_uid = $9, updater_type = $10, updater_display_name = $11, updated_at = clock_timestamp()
       WHERE schedule_id = $1 AND team_id = $2
       RETURNING *`,
-    [
-      scheduleId,
-      teamId,
-      definition.name,
-      definition.cronSchedule,
-      definition.prompt,
-      JSON.stringify(definition.agentConfig),
-      definition.metadata === null ? null : JSON.stringify(definition.metadata),
-      definition.agentUid,
-      updater.uid,
-      updater.type,
-      updater.display_name,
-    ],
+    [scheduleId, teamId, ...definitionValues(definition), ...actorValues(updater)],
   )) as [Record<string, unknown>[], number];
   const row = rows[0][0];
   return row ? rowToSchedule(row) : null;
@@ -152,15 +140,8 @@ export async function restoreSchedule(manager: EntityManager, previous: Schedule
       WHERE schedule_id = $1 AND updated_at = $12`,
     [
       previous.scheduleId,
-      previous.name,
-      previous.cronSchedule,
-      previous.prompt,
-      JSON.stringify(previous.agentConfig),
-      previous.metadata === null ? null : JSON.stringify(previous.metadata),
-      previous.agentUid,
-      previous.updater.uid,
-      previous.updater.type,
-      previous.updater.display_name,
+      ...definitionValues(previous),
+      ...actorValues(previous.updater),
       previous.updatedAt,
       updatedAt,
     ],

@@ -1,7 +1,13 @@
 import { freeze } from './helpers/freeze';
 import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres';
 import { createRun, waitForState } from './helpers/runs';
-import { answeredDuring, countByKindAndStatus, expectOnlyOrderlyAnswers, startSteadyLoad } from './helpers/steady-load';
+import {
+  answeredDuring,
+  countByKindAndStatus,
+  expectOnlyOrderlyAnswers,
+  startSteadyLoad,
+  waitForLoadCreates,
+} from './helpers/steady-load';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /**
@@ -47,13 +53,7 @@ test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it ou
   await ctx.model.waitForCalls(stepMarker, 1);
 
   const load = startSteadyLoad(ctx, key, { followupRunId: steered, prompt: `Load ${marker}` });
-  await waitFor(
-    async () =>
-      (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1`, [`Load ${marker}%`]))[0]
-        .n as number,
-    (n) => n >= 3,
-    'the load to create runs',
-  );
+  await waitForLoadCreates(ctx, `Load ${marker}`, 'the load to create runs');
   const thaw = freeze(postgres.postmasterPid());
   const frozenAt = Date.now();
   frozen();
@@ -67,16 +67,10 @@ test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it ou
     thaw();
   }
   const thawedAt = Date.now();
-  await waitFor(
-    () =>
-      count(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1 AND created_at > $2`, [
-        `Load ${marker}%`,
-        new Date(thawedAt),
-      ]),
-    (n) => n >= 3,
-    'creates to succeed again after the outage',
-    60_000,
-  );
+  await waitForLoadCreates(ctx, `Load ${marker}`, 'creates to succeed again after the outage', {
+    since: new Date(thawedAt),
+    timeoutMs: 60_000,
+  });
   const results = await load.stop();
   const during = answeredDuring(results, frozenAt, thawedAt);
   console.log(

@@ -8,7 +8,13 @@ import { runWorkflowId } from '../workflows/run-contract';
 import { freePort } from './helpers/free-port';
 import { freeze } from './helpers/freeze';
 import { auth, createRun, waitForState } from './helpers/runs';
-import { answeredDuring, countByKindAndStatus, expectOnlyOrderlyAnswers, startSteadyLoad } from './helpers/steady-load';
+import {
+  answeredDuring,
+  countByKindAndStatus,
+  expectOnlyOrderlyAnswers,
+  startSteadyLoad,
+  waitForLoadCreates,
+} from './helpers/steady-load';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /**
@@ -55,13 +61,7 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
   const idleBefore = (await ctx.api.get(`/api/v1/agent/runs/${idle}`).set(auth(key))).body as unknown;
 
   const load = startSteadyLoad(ctx, key, { followupRunId: steered, prompt: `Load ${marker}` });
-  await waitFor(
-    async () =>
-      (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1`, [`Load ${marker}%`]))[0]
-        .n as number,
-    (n) => n >= 3,
-    'the load to create runs',
-  );
+  await waitForLoadCreates(ctx, `Load ${marker}`, 'the load to create runs');
   const thaw = freeze(temporal.pid!);
   const frozenAt = Date.now();
   let ready;
@@ -79,18 +79,10 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
     thaw();
   }
   const thawedAt = Date.now();
-  await waitFor(
-    async () =>
-      (
-        await ctx.dataSource.query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1 AND created_at > $2`, [
-          `Load ${marker}%`,
-          new Date(thawedAt),
-        ])
-      )[0].n as number,
-    (n) => n >= 3,
-    'creates to succeed again after the outage',
-    60_000,
-  );
+  await waitForLoadCreates(ctx, `Load ${marker}`, 'creates to succeed again after the outage', {
+    since: new Date(thawedAt),
+    timeoutMs: 60_000,
+  });
   const results = await load.stop();
   const during = answeredDuring(results, frozenAt, thawedAt);
   console.log(

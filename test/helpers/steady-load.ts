@@ -1,6 +1,7 @@
 import type { Response } from 'superagent';
 import type { TestContext } from './test-context';
 import { auth } from './runs';
+import { waitFor } from './test-context';
 
 export type RequestKind = 'create' | 'followup' | 'read';
 
@@ -102,4 +103,30 @@ export function expectOnlyOrderlyAnswers(results: LoadResult[], answerWithinMs =
   for (const r of results.filter((x) => x.status === 503)) {
     expect(r).toMatchObject({ errorCode: 'resource_unavailable', retryAfter: expect.any(String) });
   }
+}
+
+/**
+ * Waits until the load has created `atLeast` runs (since `since`, when given). Reads that fail
+ * count as none: right after a thaw a query may still wait behind the database's backlog.
+ */
+export async function waitForLoadCreates(
+  ctx: TestContext,
+  prompt: string,
+  what: string,
+  options: { since?: Date; atLeast?: number; timeoutMs?: number } = {},
+): Promise<void> {
+  await waitFor(
+    async () =>
+      (
+        (await ctx.dataSource
+          .query(`SELECT count(*)::int AS n FROM runs WHERE prompt LIKE $1 AND created_at > $2`, [
+            `${prompt}%`,
+            options.since ?? new Date(0),
+          ])
+          .catch(() => [{ n: -1 }])) as [{ n: number }]
+      )[0].n,
+    (n) => n >= (options.atLeast ?? 3),
+    what,
+    options.timeoutMs,
+  );
 }
