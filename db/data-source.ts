@@ -14,6 +14,7 @@ import { TranscriptPageIndexes1763820000000 } from './migrations/1763820000000-t
 import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-identities';
 import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
 import { Artifacts1763850000000 } from './migrations/1763850000000-artifacts';
+import { Factories1763860000000 } from './migrations/1763860000000-factories';
 
 export const ENTITIES = [
   TeamEntity,
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   AgentIdentities1763830000000,
   Schedules1763840000000,
   Artifacts1763850000000,
+  Factories1763860000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */

@@ -150,6 +150,7 @@ export function rowToRun(row: Record<string, unknown>): Run {
     metadata: (row.metadata as Record<string, string>) ?? {},
     conversationId: row.conversation_id as string,
     parentRunId: (row.parent_run_id as string | null) ?? null,
+    factoryUid: (row.factory_uid as string | null) ?? null,
     sessionId: row.session_id as string,
     statusMessage: (row.status_message as Run['statusMessage']) ?? null,
     agentSkill: (row.agent_skill as Run['agentSkill']) ?? null,

@@ -33,6 +33,10 @@ export interface Run {
   metadata: Record<string, string>;
   conversationId: string;
   parentRunId: string | null;
+  /** The factory whose agent the run executes as (set when its executor belongs to one). */
+  factoryUid?: string | null;
+  /** A dispatched child's position in its parent (`t<turn>-s<step>-c<call>`): a retried dispatch finds it. */
+  dispatchKey?: string | null;
   sessionId: string;
   statusMessage: RunStatusMessage | null;
   agentSkill: AgentSkillInfo | null;
@@ -71,6 +75,8 @@ export const RunEntity = new EntitySchema<Run>({
     metadata: { type: 'jsonb' },
     conversationId: { name: 'conversation_id', type: 'text' },
     parentRunId: { name: 'parent_run_id', type: 'uuid', nullable: true },
+    factoryUid: { name: 'factory_uid', type: 'text', nullable: true },
+    dispatchKey: { name: 'dispatch_key', type: 'text', nullable: true },
     sessionId: { name: 'session_id', type: 'text', unique: true },
     statusMessage: { name: 'status_message', type: 'jsonb', nullable: true },
     agentSkill: { name: 'agent_skill', type: 'jsonb', nullable: true },
