@@ -115,10 +115,20 @@ export async function createAgentIdentity(
   return toIdentity(rows[0]!);
 }
 
-export async function listAgentIdentities(manager: EntityManager, teamId: string): Promise<AgentIdentity[]> {
+export function listAgentIdentities(manager: EntityManager, teamId: string): Promise<AgentIdentity[]> {
+  return listAgentIdentitiesWhere(manager, teamId, 'true', []);
+}
+
+/** A team's identities matching `condition` (its parameters from $2), oldest first. */
+export async function listAgentIdentitiesWhere(
+  manager: EntityManager,
+  teamId: string,
+  condition: string,
+  params: unknown[],
+): Promise<AgentIdentity[]> {
   const rows = (await manager.query(
-    `SELECT ${COLUMNS} FROM agent_identities WHERE team_id = $1 ORDER BY created_at, uid`,
-    [teamId],
+    `SELECT ${COLUMNS} FROM agent_identities WHERE team_id = $1 AND (${condition}) ORDER BY created_at, uid`,
+    [teamId, ...params],
   )) as Record<string, unknown>[];
   return rows.map(toIdentity);
 }
