@@ -43,6 +43,8 @@ const SINGLE_PARAMS = [
   'sort_order',
   'artifact_type',
   'schedule_id',
+  'ancestor_run_id',
+  'factory_uid',
 ] as const;
 const SORT_FIELDS: readonly RunSortField[] = ['updated_at', 'created_at', 'title'];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
@@ -151,6 +153,8 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
     metadata: Object.keys(metadata).length ? metadata : undefined,
     scheduleId: single(query, 'schedule_id'),
     artifactType: artifactType as ArtifactType | undefined,
+    ancestorRunId: single(query, 'ancestor_run_id'),
+    factoryUid: single(query, 'factory_uid'),
   };
   const fingerprint = filterFingerprint(filters, sortBy, sortOrder);
   const cursor = single(query, 'cursor');

@@ -1,5 +1,4 @@
 import type { EntityManager } from 'typeorm';
-import type { ResolvedAgentConfig } from '../core/run-types';
 import { findAgentIdentity, type AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import { findTeamUser } from '../db/team-users';
@@ -51,24 +50,4 @@ export async function resolveCreator(
   const user = await findTeamUser(manager, principal.teamId, onBehalfOf);
   if (!user) throw invalid(`\`on_behalf_of\`: no member ${onBehalfOf} in the run's team (give a user id or name).`);
   return { uid: user.uid, type: 'user', displayName: user.displayName, teamId: principal.teamId };
-}
-
-/** The identity's defaults under the run's own config: the run's values win, MCP servers by name. */
-export function withIdentityDefaults(config: ResolvedAgentConfig, identity: AgentIdentity | null): ResolvedAgentConfig {
-  if (!identity) return config;
-  const skills = [...new Set([...identity.skills, ...(config.skills ?? [])])];
-  const mcpServers = { ...(identity.mcpServers as ResolvedAgentConfig['mcp_servers']), ...config.mcp_servers };
-  return {
-    ...config,
-    name: config.name ?? identity.name,
-    ...(config.base_prompt === undefined && identity.prompt ? { base_prompt: identity.prompt } : {}),
-    ...(config.environment_id === undefined && identity.environmentId
-      ? { environment_id: identity.environmentId }
-      : {}),
-    ...(config.worker_host === undefined && identity.workerHost && identity.workerHost !== 'warp'
-      ? { worker_host: identity.workerHost }
-      : {}),
-    ...(skills.length ? { skills } : {}),
-    ...(Object.keys(mcpServers).length ? { mcp_servers: mcpServers } : {}),
-  };
 }

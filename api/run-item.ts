@@ -30,6 +30,8 @@ export interface RunItem {
   request_usage: { total_tokens: number; inference_cost_usd?: number };
   artifacts: ReturnType<typeof toArtifactItem>[];
   parent_run_id?: string;
+  /** The factory whose agent executes the run. */
+  factory_uid?: string;
   is_run_type_cancellable: boolean;
 }
 
@@ -92,6 +94,7 @@ export function toRunItem(
   if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  if (run.factoryUid) item.factory_uid = run.factoryUid;
   if (run.schedule) item.schedule = run.schedule;
   return item;
 }

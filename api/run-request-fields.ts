@@ -1,6 +1,10 @@
 import type { CreateRunRequest } from './schemas/run-schemas';
 import { rejectUnsupported } from './unsupported-fields';
 
+/** Why `mode: "orchestrate"` is refused, on create and on follow-ups. */
+export const ORCHESTRATE_MODE_WHY =
+  'an agent delegates work to other agents as the foreman of a factory: send the work to `POST /agent/factories/{uid}/runs` instead; use "normal" or "plan" here.';
+
 const OWN_HARNESS = 'runs use this service\'s own agent loop; omit it or send "oz".';
 
 /** Fields of a create request the official clients send that this service cannot honour. */
@@ -10,7 +14,7 @@ export function assertRunFieldsSupported(body: CreateRunRequest): void {
     {
       path: 'mode',
       value: body.mode,
-      why: 'orchestration needs factories; use "normal" or "plan".',
+      why: ORCHESTRATE_MODE_WHY,
       given: (v) => v === 'orchestrate',
     },
     {

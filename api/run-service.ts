@@ -2,7 +2,8 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
-import { newSessionId, newUuidV7, isUuid } from '../core/ids';
+import { newUuidV7, isUuid } from '../core/ids';
+import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/model-providers';
@@ -11,18 +12,19 @@ import type { AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import { recordRunAttachments, type FileContent } from '../db/attachments';
 import type { BlobStore } from '../db/blob-store';
-import type { Run, RunScheduleRef } from '../db/entities/run';
 import { findEnvironment } from '../db/environments';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
 import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
+import { findFactory, listFactoryAgents } from '../db/factories';
+import { runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
 import { ApiError, invalid, notFound } from './api-error';
-import { resolveCreator, resolveExecutor, withIdentityDefaults, type RunPrincipal } from './run-executor';
-import { assertRunFieldsSupported, honouredConfig } from './run-request-fields';
+import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
+import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
 import { runWorkflowOptions } from './run-workflow-options';
 import {
@@ -34,7 +36,7 @@ import {
   type StoredResponse,
 } from './idempotency';
 import { idempotencyView } from './run-secrets';
-import type { CreateRunRequest, FollowupRequest } from './schemas/run-schemas';
+import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from './schemas/run-schemas';
 
 export interface RunServiceDeps {
   config: Config;
@@ -44,20 +46,6 @@ export interface RunServiceDeps {
   secretsKey: Buffer;
   /** Where the bytes of a run's attachments go. */
   blobs: BlobStore;
-}
-
-const TITLE_CHARS = 80;
-
-/** A title from the prompt's first line when the caller gives none. */
-export function autoTitle(prompt: string, skill?: string): string {
-  const line =
-    prompt
-      .split('\n')
-      .find((l) => l.trim() !== '')
-      ?.replace(/\s+/g, ' ')
-      .trim() ?? '';
-  if (!line) return skill ? `Run skill ${skill}` : 'Untitled run';
-  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1).trimEnd()}…` : line;
 }
 
 /** Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. */
@@ -164,18 +152,22 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
             const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
             const requested = honouredConfig(body.config);
             // The run's own config wins; its agent identity fills what it leaves out.
-            const resolved: ResolvedAgentConfig = withIdentityDefaults(
-              {
-                ...requested,
-                model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
-                idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
-                ...(skill ? { skill_spec: skill } : {}),
-                // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-                ...(requested?.mcp_servers
-                  ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
-                  : {}),
-              },
-              executor,
+            const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
+            const resolved: ResolvedAgentConfig = withFactoryDefaults(
+              withIdentityDefaults(
+                {
+                  ...requested,
+                  model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
+                  idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
+                  ...(skill ? { skill_spec: skill } : {}),
+                  // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+                  ...(requested?.mcp_servers
+                    ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
+                    : {}),
+                },
+                executor,
+              ),
+              factory,
             );
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
               throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
@@ -185,7 +177,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               runId,
               skill,
               conversationId: await resolveConversation(tx, principal, body.conversation_id),
-              parentRunId: await resolveParent(tx, principal, body.parent_run_id),
+              parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration.maxDepth),
             });
             // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
             await lockRunCreation(tx, runId);
@@ -214,6 +206,32 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       );
     },
 
+    /**
+     * `POST /agent/factories/{uid}/runs`: a run of the factory's foreman, created exactly as
+     * `POST /agent/runs` with the foreman's `agent_identity_uid` would be.
+     */
+    async dispatchToFactory(
+      principal: RunPrincipal,
+      factoryUid: string,
+      body: FactoryDispatchRequest,
+      idempotencyKey: string | undefined,
+    ): Promise<StoredResponse> {
+      const factory = await findFactory(dataSource.manager, factoryUid, principal.teamId);
+      if (!factory) throw notFound(`No factory ${factoryUid}.`);
+      const agents = await listFactoryAgents(dataSource.manager, principal.teamId, factory.uid);
+      const foreman = agents.find((a) => a.agentType === 'FOREMAN');
+      if (!foreman) {
+        throw invalid(
+          `Factory "${factory.name}" (${factory.uid}) has no FOREMAN agent to take the work; ${
+            agents.length
+              ? `its agents are ${agents.map((a) => `${a.name} (${a.agentType})`).join(', ')}`
+              : 'it has no agents'
+          }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
+        );
+      }
+      return this.createRun(principal, { ...body, agent_identity_uid: foreman.uid }, idempotencyKey);
+    },
+
     async sendFollowup(
       principal: AuthenticatedPrincipal,
       runId: string,
@@ -224,7 +242,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       if (body.mode === 'orchestrate') {
         throw new ApiError(
           'feature_not_available',
-          '`mode` "orchestrate" needs factories, which this service does not have yet; use "normal" or "plan".',
+          `\`mode\` "orchestrate" is not available here: ${ORCHESTRATE_MODE_WHY}`,
         );
       }
       const claim = claimFor(principal, `followup:${runId}`, idempotencyKey, body);
@@ -288,8 +306,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
 /** Who a run is created for: the caller's key, or the creator of the schedule that fires. */
 export type { RunPrincipal } from './run-executor';
 
-/** Where a run comes from: the API, or a schedule's firing. */
-export type RunOrigin = { source: 'API' } | { source: 'SCHEDULED_AGENT'; schedule: RunScheduleRef };
+export type { RunOrigin } from '../core/new-run';
 
 function checkCreateRequest(config: Config, body: CreateRunRequest): string | undefined {
   if (body.config?.computer_use_enabled) {
@@ -329,10 +346,21 @@ async function resolveConversation(
   return conversationId;
 }
 
-async function resolveParent(tx: EntityManager, principal: RunPrincipal, parentRunId?: string): Promise<string | null> {
+async function resolveParent(
+  tx: EntityManager,
+  principal: RunPrincipal,
+  parentRunId: string | undefined,
+  maxDepth: number,
+): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
+  }
+  const depth = (await runDepth(tx, parentRunId)) + 1;
+  if (depth > maxDepth) {
+    throw invalid(
+      `\`parent_run_id\`: run ${parentRunId} is already ${depth - 1} level(s) below its root run; this service allows at most ${maxDepth} (ORCHESTRATION_MAX_DEPTH).`,
+    );
   }
   return parentRunId;
 }
@@ -367,51 +395,4 @@ function assertWithinOperatorLimits(config: Config, requested: CreateRunRequest[
       );
     }
   }
-}
-
-/** The row of a run just accepted: QUEUED in its first turn. */
-function newRun(
-  principal: RunPrincipal,
-  executor: AgentIdentity | null,
-  body: CreateRunRequest,
-  resolved: ResolvedAgentConfig,
-  origin: RunOrigin,
-  ids: { runId: string; skill: string | undefined; conversationId: string; parentRunId: string | null },
-): Run {
-  const prompt = body.prompt ?? '';
-  const now = new Date();
-  return {
-    runId: ids.runId,
-    teamId: principal.teamId,
-    creatorUid: principal.uid,
-    creatorType: principal.type,
-    creatorDisplayName: principal.displayName,
-    executorUid: executor?.uid ?? null,
-    executorDisplayName: executor?.name ?? null,
-    title: body.title?.trim() ? body.title : autoTitle(prompt, ids.skill),
-    prompt,
-    state: 'QUEUED',
-    turn: 1,
-    config: resolved,
-    name: resolved.name ?? null,
-    modelId: resolved.model_id,
-    environmentId: resolved.environment_id ?? null,
-    skillSpec: ids.skill ?? null,
-    source: origin.source,
-    schedule: origin.source === 'SCHEDULED_AGENT' ? origin.schedule : null,
-    metadata: body.metadata ?? {},
-    conversationId: ids.conversationId,
-    parentRunId: ids.parentRunId,
-    sessionId: newSessionId(),
-    statusMessage: null,
-    agentSkill: null,
-    totalTokens: '0',
-    inferenceCostUsd: null,
-    cancelRequestedAt: null,
-    cancelRequestedBy: null,
-    startedAt: null,
-    endedAt: null,
-    createdAt: now,
-    updatedAt: now,
-  };
 }

@@ -41,6 +41,8 @@ const envSchema = z.object({
   AGENT_MAX_TOKENS: intFrom(2_000_000, 1, 1_000_000_000),
   AGENT_COMMAND_TIMEOUT_SECONDS: intFrom(600, 1, 86_400),
   AGENT_TOOL_OUTPUT_LIMIT_BYTES: intFrom(30_000, 1_000, 10_000_000),
+  ORCHESTRATION_MAX_DEPTH: intFrom(3, 1, 20),
+  ORCHESTRATION_MAX_CHILDREN_PER_RUN: intFrom(10, 1, 1000),
   AGENT_RUNS_WORKSPACE_DIR: optionalString,
   GIT_BASE_URL: z.string().default('https://github.com'),
   GIT_TOKEN: optionalString,
@@ -119,6 +121,8 @@ export interface Config {
   heartbeatTimeoutSeconds: number;
   errorReferenceBaseUrl: string;
   agent: { maxSteps: number; maxTokens: number; commandTimeoutSeconds: number; toolOutputLimitBytes: number };
+  /** Bounds of a factory's run tree: levels below a root run, and runs one run may dispatch. */
+  orchestration: { maxDepth: number; maxChildrenPerRun: number };
   workspace: {
     dir: string;
     gitBaseUrl: string;
@@ -290,6 +294,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxTokens: e.AGENT_MAX_TOKENS,
       commandTimeoutSeconds: e.AGENT_COMMAND_TIMEOUT_SECONDS,
       toolOutputLimitBytes: e.AGENT_TOOL_OUTPUT_LIMIT_BYTES,
+    },
+    orchestration: {
+      maxDepth: e.ORCHESTRATION_MAX_DEPTH,
+      maxChildrenPerRun: e.ORCHESTRATION_MAX_CHILDREN_PER_RUN,
     },
     workspace: {
       dir: workspaceDir,

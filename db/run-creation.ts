@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { PromptAttachment } from '../core/run-events';
 import type { Run } from './entities/run';
 import { appendRunEvent } from './run-events';
+import { recordLineage } from './run-lineage';
 import { lockRunCreation } from './run-store';
 
 /**
@@ -15,6 +16,7 @@ export async function recordNewRun(
 ): Promise<void> {
   const attachments = prompt.attachments ?? [];
   await manager.getRepository<Run>('Run').insert(run);
+  if (run.parentRunId) await recordLineage(manager, run.runId, run.parentRunId);
   await appendRunEvent(manager, {
     runId: run.runId,
     eventKey: 'prompt',

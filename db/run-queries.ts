@@ -23,6 +23,10 @@ export interface RunFilters {
   scheduleId?: string;
   /** Runs with at least one artifact of this type. */
   artifactType?: string;
+  /** Every run below this one (its children, their children, ...). */
+  ancestorRunId?: string;
+  /** Runs executed by an agent of this factory. */
+  factoryUid?: string;
   /** Filters the service knows but no run here can match. */
   matchesNothing?: boolean;
 }
@@ -64,6 +68,13 @@ export async function listRuns(
   else if (f.environmentId !== undefined) add((p) => `r.environment_id = ${p}`, f.environmentId);
   if (f.skillSpec !== undefined) add((p) => `r.skill_spec = ${p}`, f.skillSpec);
   if (f.scheduleId !== undefined) add((p) => `r.schedule->>'schedule_id' = ${p}`, f.scheduleId);
+  if (f.factoryUid !== undefined) add((p) => `r.factory_uid = ${p}`, f.factoryUid);
+  if (f.ancestorRunId !== undefined) {
+    add(
+      (p) => `r.run_id IN (SELECT l.run_id FROM run_lineage l WHERE l.ancestor_run_id = ${p}::uuid)`,
+      f.ancestorRunId,
+    );
+  }
   if (f.createdAfter) add((p) => `r.created_at > ${p}`, f.createdAfter);
   if (f.createdBefore) add((p) => `r.created_at < ${p}`, f.createdBefore);
   if (f.updatedAfter) add((p) => `r.updated_at > ${p}`, f.updatedAfter);

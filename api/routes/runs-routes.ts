@@ -7,14 +7,14 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
-import { notFound } from '../api-error';
+import { invalid, notFound } from '../api-error';
 import { toHandoffItem, type DownloadSigner } from '../artifact-views';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../run-item';
 import type { createRunService } from '../run-service';
-import { createRunSchema, followupSchema } from '../schemas/run-schemas';
+import { createRunSchema, factoryDispatchSchema, followupSchema } from '../schemas/run-schemas';
 import { rejectQueryParameters, validate } from '../validate';
 
 export interface RunsRoutesDeps {
@@ -55,9 +55,21 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
   router.post('/agent/runs', create);
   router.post('/agent/run', create);
 
+  router.post('/agent/factories/:uid/runs', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(factoryDispatchSchema, ctx.state.body);
+    const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
+    send(ctx, await runService.dispatchToFactory(principalOf(ctx.state), ctx.params.uid!, body, key));
+  });
+
   router.get('/agent/runs', async (ctx) => {
     const query = parseListRunsQuery(ctx.query);
-    const { runs, hasMore } = await listRuns(dataSource.manager, { teamId: principalOf(ctx.state).teamId, ...query });
+    const { teamId } = principalOf(ctx.state);
+    const ancestor = query.filters.ancestorRunId;
+    if (ancestor !== undefined && !(isUuid(ancestor) && (await findRun(dataSource.manager, ancestor, teamId)))) {
+      throw invalid(`Query parameter \`ancestor_run_id\`: no run ${ancestor} in your team.`);
+    }
+    const { runs, hasMore } = await listRuns(dataSource.manager, { teamId, ...query });
     const last = runs[runs.length - 1];
     const sortValue = (run: NonNullable<typeof last>) =>
       query.sortBy === 'title'

@@ -183,6 +183,19 @@ export const createRunSchema = z
 
 export type CreateRunRequest = z.infer<typeof createRunSchema>;
 
+/** `POST /agent/factories/{uid}/runs`: work for a factory's foreman. */
+export const factoryDispatchSchema = z.strictObject({
+  prompt: z
+    .string()
+    .max(MAX_PROMPT_CHARS)
+    .refine((p) => p.trim() !== '', 'required (a non-empty prompt: the work for the factory)'),
+  title: z.string().max(MAX_TITLE_CHARS).optional(),
+  metadata: metadataSchema.optional(),
+  attachments: attachmentsSchema.optional(),
+});
+
+export type FactoryDispatchRequest = z.infer<typeof factoryDispatchSchema>;
+
 export const FOLLOWUP_MODES = ['normal', 'plan', 'orchestrate'] as const;
 
 export const followupSchema = z.strictObject({
