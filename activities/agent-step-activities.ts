@@ -9,7 +9,10 @@ import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
 import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEvent } from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
-import { RunFailureType } from '../workflows/run-contract';
+import { DEFAULT_BASE_PROMPT } from '../core/new-run';
+import { listFactoryAgents } from '../db/factories';
+import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';
+import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
 import type { ActivityDeps } from './deps';
 import { fitConversation } from './model/context-summary';
 import { modelCostUsd } from './model/model-cost';
@@ -37,6 +40,8 @@ interface StepRun {
   team_id: string;
   total_tokens: string;
   advertised_skills: (AdvertisedSkillRow & Record<string, unknown>)[] | null;
+  factory_uid: string | null;
+  executor_uid: string | null;
 }
 interface AdvertisedSkillRow {
   name: string;
@@ -92,7 +97,7 @@ export const INTERRUPTED_TOOL_CALL =
 const assistantEventKey = (turn: number, step: number) => `assistant-t${turn}-s${step}`;
 
 /** Transcript keys of the calls of one step: by turn, step and position. */
-function toolCallKeys(turn: number, step: number, index: number) {
+export function toolCallKeys(turn: number, step: number, index: number) {
   const at = `t${turn}-s${step}-c${index}`;
   return { started: `tool-started-${at}`, result: `tool-${at}`, skill: `skill-${at}` };
 }
@@ -135,12 +140,30 @@ export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'pa
   return messages;
 }
 
-export function systemPrompt(basePrompt: string | undefined, skills: AdvertisedSkillRow[]): string {
+/** An agent of the run's factory, as the system prompt introduces it. */
+export interface FactoryColleague {
+  uid: string;
+  name: string;
+  agentType: string;
+  description: string | null;
+}
+
+export function systemPrompt(
+  basePrompt: string | undefined,
+  skills: AdvertisedSkillRow[],
+  colleagues: FactoryColleague[] = [],
+): string {
   const parts = [
-    basePrompt?.trim() ||
-      'You are a careful software engineering agent. Work in the workspace with the tools you have, verify what you change, and finish with a short summary of what you did.',
+    basePrompt?.trim() || DEFAULT_BASE_PROMPT,
     'Your workspace is the current directory of your tools; repositories of the environment are cloned into it. Paths are relative to the workspace root.',
   ];
+  if (colleagues.length) {
+    parts.push(
+      `Agents of your factory you can give work to with dispatch_agent (then collect their results with wait_for_runs):\n${colleagues
+        .map((c) => `- ${c.name} (${c.agentType}, uid ${c.uid})${c.description ? `: ${c.description}` : ''}`)
+        .join('\n')}`,
+    );
+  }
   if (skills.length) {
     parts.push(
       `Skills you can load with the read_skill tool when a task matches one:\n${skills.map((s) => `- ${s.name}: ${s.description}`).join('\n')}`,
@@ -164,7 +187,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
       runId: string;
       turn: number;
       step: number;
-    }): Promise<{ done: boolean }> {
+    }): Promise<AgentStepOutcome> {
       const ctx = Context.current();
       return withHeartbeat(async () => {
         const workspace = workspaceDir(config.workspace.dir, runId);
@@ -186,7 +209,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           if (!recorded) await deliverFollowups(tx, runId, turn);
         });
         const [run] = (await dataSource.query(
-          `SELECT config, team_id, total_tokens, advertised_skills FROM runs WHERE run_id = $1`,
+          `SELECT config, team_id, total_tokens, advertised_skills, factory_uid, executor_uid FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
         // A summary is written before its step's reply and never takes in the last exchange: this
@@ -269,6 +292,14 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           // `tool-<id>` is how steps recorded before this change named their results.
           const keys = toolCallKeys(turn, step, index);
           if (recorded.has(keys.result) || legacyResults.has(`tool-${call.id}`)) continue;
+          if (run!.factory_uid && isOrchestrationTool(call.name)) {
+            // The workflow carries it out (a child workflow, a durable wait), records its result,
+            // and runs this step again for the calls after it.
+            return {
+              done: false,
+              orchestration: { index, toolCallId: call.id, name: call.name, arguments: call.arguments },
+            };
+          }
           const sideEffects = hasSideEffects(call.name);
           let outcome: ToolOutcome;
           if (sideEffects && started.has(keys.started)) {
@@ -368,8 +399,17 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           }),
         )
       : undefined;
-    const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? []);
-    const tools = [...BUILTIN_TOOLS, ...(mcp?.tools.map((t) => t.spec) ?? [])];
+    const colleagues = run.factory_uid
+      ? (await listFactoryAgents(dataSource.manager, run.team_id, run.factory_uid)).filter(
+          (a) => a.uid !== run.executor_uid,
+        )
+      : [];
+    const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? [], colleagues);
+    const tools = [
+      ...BUILTIN_TOOLS,
+      ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
+      ...(mcp?.tools.map((t) => t.spec) ?? []),
+    ];
     const messages = await fitConversation(
       { dataSource, config, logger },
       {

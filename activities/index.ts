@@ -1,5 +1,6 @@
 import { createAgentStepActivities } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
+import { createOrchestrationActivities } from './orchestration-activities';
 import { createRunStoreActivities } from './run-store-activities';
 import { createScheduleActivities } from './schedule-activities';
 import { createWorkspaceActivities } from './workspace-activities';
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWorkspaceActivities(deps),
     ...createAgentStepActivities(deps),
     ...createScheduleActivities(deps),
+    ...createOrchestrationActivities(deps),
   };
 }
 

@@ -14,7 +14,13 @@ import type { ActivityDeps } from './deps';
 import { networkRefusalNotes } from './sandbox/network-notes';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles } from './sandbox/workspace-files';
-import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO, bundledSkills, findBundledSkill } from './skills/bundled-skills';
+import {
+  BUNDLED_SKILL_OWNER,
+  BUNDLED_SKILL_REPO,
+  bundledSkills,
+  FACTORY_MCP_SKILL,
+  findBundledSkill,
+} from './skills/bundled-skills';
 import {
   discoverSkills,
   findSkillInRepo,
@@ -57,6 +63,7 @@ export async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
 interface RunRow {
   config: ResolvedAgentConfig;
   team_id: string;
+  factory_uid: string | null;
 }
 
 /**
@@ -80,7 +87,9 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
   }
 
   async function loadRun(runId: string): Promise<RunRow> {
-    const [run] = (await dataSource.query(`SELECT config, team_id FROM runs WHERE run_id = $1`, [runId])) as RunRow[];
+    const [run] = (await dataSource.query(`SELECT config, team_id, factory_uid FROM runs WHERE run_id = $1`, [
+      runId,
+    ])) as RunRow[];
     return run!;
   }
 
@@ -280,7 +289,9 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
         const files = workspaceFiles(runProcesses(sandbox, runId));
-        const advertised: AdvertisedSkill[] = bundledSkills().map((s) => ({
+        // `factory-mcp` teaches the orchestration tools, which only a factory's agents have.
+        const bundled = bundledSkills().filter((s) => s.id !== FACTORY_MCP_SKILL || run.factory_uid);
+        const advertised: AdvertisedSkill[] = bundled.map((s) => ({
           name: s.id,
           description: s.description,
           content: s.content,

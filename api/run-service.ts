@@ -26,7 +26,7 @@ import { ApiError, invalid, notFound } from './api-error';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
-import { runWorkflowOptions } from './run-workflow-options';
+import { runWorkflowOptions } from '../workflows/run-workflow-options';
 import {
   claimIdempotencyKey,
   releaseIdempotencyKey,

@@ -34,6 +34,8 @@ export interface RunWorkflowInput {
   workspaceQueue?: string;
   /** Which provisioning made that workspace, so that removing an abandoned one never hits a newer one. */
   workspaceId?: string;
+  /** The run that dispatched this one: told (`childRunEndedSignal`) each time this run's turn ends. */
+  parentRunId?: string;
 }
 
 /** The queue provisioning activities go to: only workers with room for another run poll it. */
@@ -52,6 +54,34 @@ export interface FollowupSignal {
 }
 
 export const followupSignal = defineSignal<[FollowupSignal]>('followup');
+
+/** A child run's turn ended (it may get follow-ups and run again). */
+export interface ChildRunEnded {
+  runId: string;
+  state: RunState;
+}
+
+export const childRunEndedSignal = defineSignal<[ChildRunEnded]>('childRunEnded');
+
+/** Built-in tools of a factory's agents that the workflow carries out, not the step activity. */
+export const ORCHESTRATION_TOOLS = ['dispatch_agent', 'wait_for_runs'] as const;
+export type OrchestrationToolName = (typeof ORCHESTRATION_TOOLS)[number];
+
+/** A call to an orchestration tool the step reached: the workflow carries it out and records its result. */
+export interface OrchestrationCall {
+  /** Its position among the step's tool calls. */
+  index: number;
+  toolCallId: string;
+  name: OrchestrationToolName;
+  arguments: Record<string, unknown>;
+}
+
+/** What one call of `runAgentStep` ended with. */
+export interface AgentStepOutcome {
+  done: boolean;
+  /** Set when the step stopped at an orchestration call; the same step continues after it. */
+  orchestration?: OrchestrationCall;
+}
 
 export const runStateQuery = defineQuery<RunState | 'STARTING'>('runState');
 

@@ -29,6 +29,7 @@ import {
   type RunWorkflowInput,
   type UserFailureDetails,
 } from './run-contract';
+import { cancelDescendants, createOrchestrator, tellParent } from './orchestration';
 
 /** How often one step may lose its workspace worker before the run ends ERROR. */
 const MAX_REPROVISIONS = 3;
@@ -40,6 +41,8 @@ const MAX_REPROVISIONS = 3;
  * one they left.
  */
 const WORKSPACE_LEASE_PATCH = 'workspace-worker-lease';
+/** Executions that took this patch cancel the run's unfinished descendants when it is cancelled. */
+const CANCEL_DESCENDANTS_PATCH = 'cancel-descendants';
 const DEFAULT_LEASE_SECONDS = 60;
 
 /** The workspace worker's lease lapsed while a task waited for it. */
@@ -104,6 +107,9 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         nonRetryableErrorTypes: [RunFailureType.USER_FAILURE, RunFailureType.WORKSPACE_LOST],
       },
     });
+
+  const orchestrator = createOrchestrator(runId, store);
+  const parent = input.parentRunId ? { parentRunId: input.parentRunId } : {};
 
   function setState(to: RunState): void {
     state = to;
@@ -172,7 +178,14 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       for (;;) {
         // Each step first appends the follow-ups recorded so far, so they join at this boundary.
         followupPending = false;
-        const { done } = await onTheWorkspace(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
+        const runStep = () => onTheWorkspace(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
+        let outcome = await runStep();
+        // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
+        while (outcome.orchestration) {
+          await orchestrator.carryOut(turn, step, outcome.orchestration);
+          outcome = await runStep();
+        }
+        const { done } = outcome;
         step += 1;
         if (done && !followupPending) break;
         if (workflowInfo().continueAsNewSuggested) {
@@ -190,6 +203,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     }
     await store.recordTransition({ runId, turn, state: to, statusMessage });
     setState(to);
+    if (input.parentRunId) await tellParent(input.parentRunId, { runId, state: to });
   }
 
   function removeWorkspaceOn(taskQueue: string, scheduleToStartTimeout: string, id?: string): Promise<void> {
@@ -241,6 +255,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
           workspaceQueue,
           workspaceId,
           workerHost: input.workerHost,
+          ...parent,
         });
       }
       followupPending = false;
@@ -253,12 +268,14 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       const { followupAfterCancel } = await CancellationScope.nonCancellable(async () => {
         const recorded = await store.recordCancelled({ runId });
         if (recorded.applied) setState('CANCELLED');
+        if (patched(CANCEL_DESCENDANTS_PATCH)) await cancelDescendants(runId, store);
+        if (input.parentRunId && recorded.applied) await tellParent(input.parentRunId, { runId, state: 'CANCELLED' });
         await removeWorkspace();
         return recorded;
       });
       // A follow-up sent after the cancel request continues the run in a fresh execution.
       if (followupPending || followupAfterCancel)
-        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workerHost: input.workerHost });
+        await continueAsNew<typeof agentRunWorkflow>({ runId, settings, workerHost: input.workerHost, ...parent });
       throw err;
     }
     if (

@@ -5,6 +5,8 @@ import { parseSkillFile, type SkillFile } from './skill-files';
 /** `skill_spec` repository that names a bundled skill, e.g. `agent-runs/bundled:svc-platform`. */
 export const BUNDLED_SKILL_OWNER = 'agent-runs';
 export const BUNDLED_SKILL_REPO = 'bundled';
+/** Offered only to the agents of a factory. */
+export const FACTORY_MCP_SKILL = 'factory-mcp';
 
 const candidates = [
   path.resolve(__dirname, '..', '..', 'bundled-skills'),

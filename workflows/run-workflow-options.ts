@@ -2,12 +2,13 @@ import type { SearchAttributePair } from '@temporalio/common';
 import type { Config } from '../core/config';
 import type { RunState } from '../core/run-state';
 import type { Run } from '../db/entities/run';
-import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../workflows/run-contract';
+import { runWorkflowId, searchAttributes, type RunWorkflowInput } from './run-contract';
 
 /** What the run workflow is started with: its id, queue, input, and what operators search by. */
 export function runWorkflowOptions(
   config: Config,
   run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title' | 'schedule'> & {
+    parentRunId?: string | null;
     config?: Pick<Run['config'], 'worker_host'>;
   },
   state: RunState,
@@ -21,6 +22,7 @@ export function runWorkflowOptions(
       workerLeaseSeconds: config.worker.leaseSeconds,
     },
     ...(run.config?.worker_host ? { workerHost: run.config.worker_host } : {}),
+    ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
   };
   const attributes: SearchAttributePair[] = [
     { key: searchAttributes.state, value: state },
