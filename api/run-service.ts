@@ -18,7 +18,7 @@ import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
 import { findFactory, listFactoryAgents } from '../db/factories';
-import { runDepth } from '../db/run-lineage';
+import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
@@ -177,7 +177,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               runId,
               skill,
               conversationId: await resolveConversation(tx, principal, body.conversation_id),
-              parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration.maxDepth),
+              parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration),
             });
             // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
             await lockRunCreation(tx, runId);
@@ -350,16 +350,22 @@ async function resolveParent(
   tx: EntityManager,
   principal: RunPrincipal,
   parentRunId: string | undefined,
-  maxDepth: number,
+  limits: Config['orchestration'],
 ): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   const depth = (await runDepth(tx, parentRunId)) + 1;
-  if (depth > maxDepth) {
+  if (depth > limits.maxDepth) {
     throw invalid(
-      `\`parent_run_id\`: run ${parentRunId} is already ${depth - 1} level(s) below its root run; this service allows at most ${maxDepth} (ORCHESTRATION_MAX_DEPTH).`,
+      `\`parent_run_id\`: run ${parentRunId} is already ${depth - 1} level(s) below its root run; this service allows at most ${limits.maxDepth} (ORCHESTRATION_MAX_DEPTH).`,
+    );
+  }
+  const children = await countChildren(tx, parentRunId);
+  if (children >= limits.maxChildrenPerRun) {
+    throw invalid(
+      `\`parent_run_id\`: run ${parentRunId} already has ${children} child runs, the most one run may have (ORCHESTRATION_MAX_CHILDREN_PER_RUN).`,
     );
   }
   return parentRunId;

@@ -2,6 +2,7 @@ import { isTerminal } from '../core/run-state';
 import type { Run } from '../db/entities/run';
 import type { StoredRunEvent } from '../db/run-events';
 import type { PendingFollowup } from '../db/followup-queries';
+import type { ChildRunStatus } from '../db/run-lineage';
 import { escapeHtml, page } from './html';
 
 /** Outputs longer than this many lines are folded behind a <details> toggle. */
@@ -37,7 +38,22 @@ function renderDiff(diff: string): string {
   return `<pre class="diff">${lines.join('\n')}</pre>`;
 }
 
-function renderEvent(event: StoredRunEvent): string {
+/** The runs around this one: the run that dispatched it, and those it dispatched. */
+export interface RunFamily {
+  parent: { sessionId: string; title: string } | null;
+  children: Pick<ChildRunStatus, 'runId' | 'agent' | 'title' | 'state' | 'sessionId'>[];
+}
+
+/** A link to another run's transcript (session pages are siblings: /sessions/<id>). */
+function runLink(run: { sessionId: string; title: string; runId?: string }): string {
+  return `<a href="${escapeHtml(run.sessionId)}"${run.runId ? ` data-child-run="${escapeHtml(run.runId)}"` : ''}>${escapeHtml(run.title)}</a>`;
+}
+
+function childLine(child: RunFamily['children'][number]): string {
+  return `${runLink(child)} · ${child.agent ? `${escapeHtml(child.agent)} · ` : ''}<strong>${escapeHtml(child.state)}</strong>`;
+}
+
+function renderEvent(event: StoredRunEvent, family: RunFamily): string {
   const p = event.payload;
   const time = `<span class="meta">${escapeHtml(event.createdAt.toISOString())}</span>`;
   const block = (label: string, content: string, extra = '') =>
@@ -71,9 +87,11 @@ function renderEvent(event: StoredRunEvent): string {
           ? `<p class="meta">${p.timed_out ? 'timed out' : `exit code <strong class="exit">${escapeHtml(p.exit_code)}</strong>`} · ${escapeHtml(p.duration_ms)} ms</p>`
           : '';
       const output = String(p.full_output ?? p.output ?? '');
+      const child = family.children.find((c) => c.runId === p.child_run_id);
+      const childNote = child ? `<p class="meta">Child run: ${childLine(child)}</p>` : '';
       return block(
         `Tool · <code>${escapeHtml(p.name)}</code>${p.interrupted ? ' · <span class="err">interrupted, outcome unknown</span>' : p.is_error ? ' · <span class="err">error</span>' : ''}`,
-        head + status + folded('Output', output),
+        head + status + childNote + folded('Output', output),
         p.is_error ? ' failed' : '',
       );
     }
@@ -143,12 +161,19 @@ function navigation(sessionId: string, transcript: TranscriptPage): string {
  * A page of the transcript behind `session_link`, escaped; live (refreshing) while the run is
  * running, on the page that shows its newest events.
  */
-export function renderSessionPage(run: Run, transcript: TranscriptPage): string {
+export function renderSessionPage(run: Run, transcript: TranscriptPage, family: RunFamily): string {
   const live = !isTerminal(run.state) && !transcript.later;
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
 · model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
-${live ? ' · <span id="live">live, refreshing every 3 s</span>' : ''}</p>`;
+${live ? ' · <span id="live">live, refreshing every 3 s</span>' : ''}</p>
+${family.parent ? `<p class="meta">Dispatched by ${runLink(family.parent)}</p>` : ''}${
+    family.children.length
+      ? `<details class="children" open><summary>Child runs (${family.children.length})</summary><ul>${family.children
+          .map((c) => `<li>${childLine(c)}</li>`)
+          .join('')}</ul></details>`
+      : ''
+  }`;
   // Recorded follow-ups the agent has not seen yet: they join when the run next steps (or continues).
   const waiting = transcript.pending
     .map(
@@ -159,7 +184,7 @@ ${live ? ' · <span id="live">live, refreshing every 3 s</span>' : ''}</p>`;
   const nav = navigation(run.sessionId, transcript);
   return page(
     `${run.title} · transcript`,
-    header + nav + transcript.events.map(renderEvent).join('\n') + waiting + nav,
+    header + nav + transcript.events.map((e) => renderEvent(e, family)).join('\n') + waiting + nav,
     { refreshSeconds: live ? 3 : undefined },
   );
 }

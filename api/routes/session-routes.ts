@@ -3,7 +3,8 @@ import type { DataSource } from 'typeorm';
 import { isSessionId } from '../../core/ids';
 import { loadPendingFollowupsPage } from '../../db/followup-queries';
 import { hasRunEvents, loadRunEventsPage } from '../../db/run-events';
-import { findRunBySession } from '../../db/run-queries';
+import { childRunStatuses } from '../../db/run-lineage';
+import { findRun, findRunBySession } from '../../db/run-queries';
 import { notFound } from '../api-error';
 import { maskSecrets, runSecretValues } from '../run-secrets';
 import { renderSessionPage } from '../session-page';
@@ -45,12 +46,15 @@ export function createSessionRouter({
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = renderSessionPage(run, {
-      events: maskSecrets(events, secrets),
-      pending: maskSecrets(pending, secrets),
-      earlier,
-      later,
-    });
+    const parent = run.parentRunId ? await findRun(manager, run.parentRunId, run.teamId) : null;
+    ctx.body = renderSessionPage(
+      run,
+      { events: maskSecrets(events, secrets), pending: maskSecrets(pending, secrets), earlier, later },
+      {
+        parent: parent && { sessionId: parent.sessionId, title: parent.title },
+        children: await childRunStatuses(manager, run.runId),
+      },
+    );
   });
   return router;
 }
