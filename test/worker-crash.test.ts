@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { RUN_STATES, stateRank, type RunState } from '../core/run-state';
+import { createFactory, history as runHistory, listRuns, markerText, toolResult } from './helpers/factories';
 import { gate } from './helpers/scripted-model';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { hostPidsRunning } from './helpers/host-processes';
@@ -377,4 +378,70 @@ test('when the workspace worker does not come back, the run provisions afresh el
     .map((e) => String(e.payload.message));
   expect(notices.some((m) => /is gone: provisioning a new workspace elsewhere/.test(m))).toBe(true);
   await recordReplayFixture(ctx, runId, 'reprovision-elsewhere');
+});
+
+test('a worker SIGKILLed while a foreman waits for its children: a new worker resumes the wait, no child starts twice, the foreman finishes', async () => {
+  const { key } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }, { type: 'IMPLEMENT' }]);
+  const foreman = uniqueName('foreman-durable');
+  const part = uniqueName('part');
+  ctx.model.script(foreman, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Part A ${part}` } },
+            { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Part B ${part}` } },
+          ],
+        }
+      : call === 2
+        ? { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] }
+        : { text: 'Both parts are in.' },
+  );
+  // The children's first calls die with the worker; their retries on the next worker answer.
+  const never = gate<{ text: string }>();
+  ctx.model.script(part, (_req, call) => (call <= 2 ? { hold: never.promise } : { text: 'Part done.' }));
+
+  const first = spawnWorker(ctx);
+  await waitUntilPolling(ctx, first, 'the first worker');
+  const dispatched = await ctx.api
+    .post(`/api/v1/agent/factories/${factory.uid}/runs`)
+    .set(auth(key))
+    .send({ prompt: `Two parts ${foreman}` });
+  expect(dispatched.status).toBe(201);
+  const parentId = (dispatched.body as { run_id: string }).run_id;
+  await within(ctx.model.waitForCalls(part, 2), 60_000, 'both children to call the model', first);
+  // The foreman waits once its wait_for_runs has read its children (a marker in its history).
+  await within(
+    waitFor(
+      () => runHistory(ctx, parentId),
+      (events) => events.some((e) => markerText(e).includes('childrenToWait')),
+      'the foreman to wait',
+    ),
+    35_000,
+    'the foreman to wait',
+    first,
+  );
+
+  first.proc.kill('SIGKILL');
+  expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+  // Same workspace directory, so the same WORKER_ID: it takes over the children's workspaces.
+  const second = spawnWorker(ctx);
+  await within(waitForState(ctx, key, parentId, ['SUCCEEDED'], undefined, 120_000), 125_000, 'the foreman', second);
+
+  const children = await listRuns(ctx, key, `ancestor_run_id=${parentId}`);
+  expect(children).toHaveLength(2);
+  expect(children.map((c) => c.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+  const starts = (await runHistory(ctx, parentId)).filter(
+    (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+  );
+  expect(starts).toHaveLength(2);
+  const waited = JSON.parse(toolResult(ctx.model.calls(foreman)[2]!, 'wait_for_runs')) as {
+    runs: { state: string; message: string }[];
+  };
+  expect(waited.runs.map((r) => [r.state, r.message])).toEqual([
+    ['SUCCEEDED', 'Part done.'],
+    ['SUCCEEDED', 'Part done.'],
+  ]);
+  expect(ctx.model.calls(foreman)).toHaveLength(3);
 });
