@@ -331,3 +331,21 @@ function describe(value: unknown): string {
   if (typeof value === 'object') return 'a mapping';
   return `${typeof value} ${JSON.stringify(value)}`;
 }
+
+/**
+ * Skills of a factory's agents that this service may not load: `allowed` says whether
+ * GIT_ALLOWED_OWNERS lets a run load a skill spec (the file format itself does not depend on it).
+ */
+export function disallowedSkills(factory: FactoryFile, allowed: (spec: string) => boolean): FactoryFileProblem[] {
+  const problems: FactoryFileProblem[] = [];
+  for (const [index, agent] of factory.agents.entries()) {
+    for (const [at, spec] of agent.skills.entries()) {
+      if (allowed(spec)) continue;
+      problems.push({
+        path: `agents[${index}].skills[${at}]`,
+        message: `this service's GIT_ALLOWED_OWNERS does not include ${spec.slice(0, spec.indexOf('/'))}; use a skill of an allowed owner or a bundled one (\`agent-runs/bundled:<id>\`)`,
+      });
+    }
+  }
+  return problems;
+}
