@@ -210,14 +210,20 @@ function fileKey(environmentId: string, repository: string, filePath: string): s
 /**
  * Records the factories found in one environment's repositories: creates or updates each (by
  * its `file_key`) and its agents, and deletes the environment's file factories that were not
- * found, with their agents. Idempotent: a second sync of the same files changes nothing. Runs in
+ * found (nor kept), with their agents. Idempotent: a second sync of the same files changes nothing. Runs in
  * a transaction (its own when `manager` is not in one) under a lock on the team, so that racing
  * provisionings, of this environment or another with a factory of the same name, serialise
  * instead of tripping over identity names.
  */
 export async function syncFileFactories(
   manager: EntityManager,
-  input: { teamId: string; environmentId: string; found: FoundFactoryFile[] },
+  input: {
+    teamId: string;
+    environmentId: string;
+    found: FoundFactoryFile[];
+    /** Files that exist but could not be read or parsed: what they defined before stays as it was. */
+    keep?: { repository: string; path: string }[];
+  },
 ): Promise<FileFactorySyncResult> {
   if (!manager.queryRunner?.isTransactionActive) {
     return manager.transaction((tx) => syncFileFactories(tx, input));
@@ -234,11 +240,12 @@ export async function syncFileFactories(
     ).map((r) => [r.file_key as string, toFactory(r)]),
   );
   const found = new Map(input.found.map((f) => [fileKey(environmentId, f.repository, f.path), f]));
+  const kept = new Set((input.keep ?? []).map((f) => fileKey(environmentId, f.repository, f.path)));
   const result: FileFactorySyncResult = { synced: [], removed: [], conflicts: [] };
 
   // Removals first: a factory that moved to another repository frees its agents' names.
   for (const [key, factory] of existing) {
-    if (found.has(key)) continue;
+    if (found.has(key) || kept.has(key)) continue;
     for (const agent of await listFactoryAgents(manager, teamId, factory.uid)) {
       await deleteAgentIdentity(manager, agent.uid, teamId);
     }
