@@ -11,6 +11,7 @@ import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '.
 import { appendRunEvent } from '../db/run-events';
 import { RunFailureType, type UserFailureDetails } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
+import { recordEnvironmentFactories } from './factories/discover-factories';
 import { networkRefusalNotes } from './sandbox/network-notes';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles } from './sandbox/workspace-files';
@@ -267,6 +268,16 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
             : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
         );
         if (env) {
+          // As committed: before setup commands can change the files.
+          await recordEnvironmentFactories({
+            dataSource,
+            files: workspaceFiles(processes),
+            env,
+            gitAllowedOwners: config.workspace.gitAllowedOwners,
+            runId,
+            turn,
+            attemptKey: ctx.info.activityId,
+          });
           await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
           await recordEnvironmentSkills(runId, env);
         }

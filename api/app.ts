@@ -18,6 +18,7 @@ import { createAgentRouter } from './routes/agent-routes';
 import { createArtifactsRouter } from './routes/artifacts-routes';
 import { createDownloadRouter } from './routes/download-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
+import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
 import { createRedirectRouter } from './routes/redirect-routes';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): Koa {
     createEnvironmentsRouter({ config, dataSource }),
     createAgentRouter({ config, dataSource, secretsKey }),
     createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
+    createFactoriesRouter({ config, dataSource }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
   ]) {

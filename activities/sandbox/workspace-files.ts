@@ -15,6 +15,18 @@ export interface WorkspaceFiles {
   isDirectory(dir: string): Promise<boolean>;
   /** `<skillDir>/<name>/SKILL.md` files of a repository (relative to the workspace). */
   skillFiles(repo: string, skillDirs: readonly string[]): Promise<{ skillPath: string; content: string }[]>;
+  /**
+   * `<dir>/<entry>/<fileName>` of every subdirectory entry of a repository's `dir`, in name
+   * order, following no symlink on the way (one is reported, not read). Paths are relative to
+   * the repository; a file larger than `maxBytes`, or entries past `maxEntries`, come back as an
+   * `error` instead of `content`.
+   */
+  filesInSubdirectories(
+    repo: string,
+    dir: string,
+    fileName: string,
+    limits: { maxBytes: number; maxEntries: number },
+  ): Promise<{ path: string; content?: string; error?: string }[]>;
 }
 
 export class WorkspaceFileError extends Error {
@@ -109,6 +121,44 @@ function run(req) {
       }
       return { skills: found };
     }
+    case 'subdirfiles': {
+      const rel = path.posix.normalize(req.repo ? req.repo + '/' + req.dir : req.dir);
+      if (rel.split('/').includes('..') || path.isAbsolute(rel)) throw new Error(rel + ' is outside the workspace');
+      let at = root;
+      for (const part of rel.split('/').filter((p) => p && p !== '.')) {
+        at = path.join(at, part);
+        let stat;
+        try { stat = fs.lstatSync(at); } catch { return { files: [] }; }
+        if (stat.isSymbolicLink()) return { files: [{ path: req.dir, error: 'is a symlink; not followed' }] };
+        if (!stat.isDirectory()) return { files: [] };
+      }
+      const files = [];
+      const entries = fs.readdirSync(at, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const e of entries) {
+        const entryPath = req.dir + '/' + e.name;
+        if (e.isSymbolicLink()) { files.push({ path: entryPath, error: 'is a symlink; not followed' }); continue; }
+        if (!e.isDirectory()) continue;
+        const filePath = entryPath + '/' + req.name;
+        if (files.length >= req.maxEntries) { files.push({ path: filePath, error: 'not read: more than ' + req.maxEntries + ' entries in ' + req.dir }); break; }
+        let fd;
+        try { fd = fs.openSync(path.join(at, e.name, req.name), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK); }
+        catch (err) {
+          if (err.code === 'ENOENT' || err.code === 'ENOTDIR') continue;
+          files.push({ path: filePath, error: err.code === 'ELOOP' ? 'is a symlink; not followed' : err.message });
+          continue;
+        }
+        try {
+          const stat = fs.fstatSync(fd);
+          if (!stat.isFile()) { files.push({ path: filePath, error: 'is not a regular file' }); continue; }
+          if (stat.size > req.maxBytes) { files.push({ path: filePath, error: 'is ' + stat.size + ' bytes, above the limit of ' + req.maxBytes + ' bytes' }); continue; }
+          const buf = Buffer.alloc(stat.size);
+          let n = 0;
+          while (n < buf.length) { const r = fs.readSync(fd, buf, n, buf.length - n, n); if (r === 0) break; n += r; }
+          files.push({ path: filePath, content: buf.subarray(0, n).toString('utf8') });
+        } finally { fs.closeSync(fd); }
+      }
+      return { files };
+    }
     default:
       throw new Error('unknown operation ' + req.op);
   }
@@ -159,6 +209,18 @@ export function workspaceFiles(processes: RunProcesses, nodePath: string = proce
     },
     async isDirectory(dir) {
       return (await call<{ dir: boolean }>({ op: 'isdir', path: dir })).dir;
+    },
+    async filesInSubdirectories(repo, dir, fileName, { maxBytes, maxEntries }) {
+      return (
+        await call<{ files: { path: string; content?: string; error?: string }[] }>({
+          op: 'subdirfiles',
+          repo,
+          dir,
+          name: fileName,
+          maxBytes,
+          maxEntries,
+        })
+      ).files;
     },
     async skillFiles(repo, skillDirs) {
       return (await call<{ skills: { skillPath: string; content: string }[] }>({ op: 'skills', repo, dirs: skillDirs }))

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isGitOwnerAllowed } from '../../core/git-owners';
 import { parseSkillFile, type SkillFile } from './skill-files';
 
 /** `skill_spec` repository that names a bundled skill, e.g. `agent-runs/bundled:svc-platform`. */
@@ -38,4 +39,10 @@ export function bundledSkills(): BundledSkill[] {
 
 export function findBundledSkill(id: string): BundledSkill | undefined {
   return bundledSkills().find((s) => s.id === id);
+}
+
+/** Whether GIT_ALLOWED_OWNERS (lower-case; undefined: every owner) lets a run load a skill spec; bundled skills always. */
+export function isSkillSpecAllowed(allowed: readonly string[] | undefined, spec: string): boolean {
+  const [owner = '', repo = ''] = spec.slice(0, spec.indexOf(':')).split('/');
+  return (owner === BUNDLED_SKILL_OWNER && repo === BUNDLED_SKILL_REPO) || isGitOwnerAllowed(allowed, owner);
 }

@@ -15,6 +15,7 @@ import {
 import { findEnvironment } from '../../db/environments';
 import { ApiError, notFound } from '../api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
+import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
 import { agentIdentityBodySchema, type AgentIdentityBody } from '../schemas/agent-identity-schemas';
@@ -104,7 +105,10 @@ export function createAgentIdentitiesRouter({
     const body = validate(agentIdentityBodySchema, ctx.state.body);
     const { teamId } = principalOf(ctx.state);
     const fields = await fieldsOf(body, teamId);
-    const identity = await dataSource.transaction((tx) => createAgentIdentity(tx, teamId, fields));
+    const identity = await dataSource.transaction(async (tx) => {
+      await assertFactoryMembership(tx, { teamId, factoryUid: fields.factoryUid, agentType: fields.agentType });
+      return createAgentIdentity(tx, teamId, fields);
+    });
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/identities/${identity.uid}`);
     ctx.body = toAgentIdentityItem(identity);
@@ -127,10 +131,20 @@ export function createAgentIdentitiesRouter({
     rejectQueryParameters(ctx.query);
     const uid = ctx.params.uid!;
     const { teamId } = principalOf(ctx.state);
-    if (!(await findAgentIdentity(dataSource.manager, uid, teamId))) throw notFound(`No agent ${uid}.`);
+    const existing = await findAgentIdentity(dataSource.manager, uid, teamId);
+    if (!existing) throw notFound(`No agent ${uid}.`);
+    await assertNotFileAgent(dataSource.manager, existing, 'changed');
     const body = validate(agentIdentityBodySchema, ctx.state.body);
     const fields = await fieldsOf(body, teamId, uid);
-    const identity = await dataSource.transaction((tx) => updateAgentIdentity(tx, uid, teamId, fields));
+    const identity = await dataSource.transaction(async (tx) => {
+      await assertFactoryMembership(tx, {
+        teamId,
+        factoryUid: fields.factoryUid,
+        agentType: fields.agentType,
+        identityUid: uid,
+      });
+      return updateAgentIdentity(tx, uid, teamId, fields);
+    });
     if (!identity) throw notFound(`No agent ${uid}.`);
     ctx.body = toAgentIdentityItem(identity);
   });
@@ -138,7 +152,10 @@ export function createAgentIdentitiesRouter({
   router.delete('/agent/identities/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const uid = ctx.params.uid!;
-    const deleted = await dataSource.transaction((tx) => deleteAgentIdentity(tx, uid, principalOf(ctx.state).teamId));
+    const { teamId } = principalOf(ctx.state);
+    const existing = await findAgentIdentity(dataSource.manager, uid, teamId);
+    if (existing) await assertNotFileAgent(dataSource.manager, existing, 'deleted');
+    const deleted = await dataSource.transaction((tx) => deleteAgentIdentity(tx, uid, teamId));
     if (!deleted) throw notFound(`No agent ${uid}.`);
     ctx.status = 204;
   });

@@ -1,17 +1,13 @@
 import { z } from 'zod';
 import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_ATTACHMENTS_TOTAL_BYTES } from '../../core/attachments';
+import { SKILL_SPEC_RE, SKILL_SPEC_RULE } from '../../core/skill-spec';
 
 /** Request schemas of the runs API, defined once; validation and (later) OpenAPI come from here. */
 
 export const MAX_PROMPT_CHARS = 100_000;
 export const MAX_TITLE_CHARS = 200;
 
-// owner and repo are path parts of a clone URL: `.` and `..` are refused like any bad character.
-const SKILL_SPEC_RE =
-  /^(?!\.\.?\/)[A-Za-z0-9_.-]+\/(?!\.\.?:)[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|(?:[A-Za-z0-9_.-]+\/)*SKILL\.md)$/;
-export const skillSpecSchema = z
-  .string()
-  .regex(SKILL_SPEC_RE, 'must be `owner/repo:skill-name` or `owner/repo:path/to/SKILL.md`');
+export const skillSpecSchema = z.string().regex(SKILL_SPEC_RE, SKILL_SPEC_RULE);
 
 const stringMap = z.record(z.string().max(1024), z.string().max(8192));
 

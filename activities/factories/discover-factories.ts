@@ -1,0 +1,120 @@
+import type { DataSource } from 'typeorm';
+import {
+  disallowedSkills,
+  FACTORIES_DIR,
+  FACTORY_FILE_NAME,
+  MAX_FACTORY_FILE_BYTES,
+  parseFactoryFile,
+  type FactoryFileProblem,
+} from '../../core/factory-file';
+import type { Environment } from '../../db/environments';
+import { syncFileFactories, type FileFactorySyncResult, type FoundFactoryFile } from '../../db/factories';
+import { appendRunEvent } from '../../db/run-events';
+import type { WorkspaceFiles } from '../sandbox/workspace-files';
+import { isSkillSpecAllowed } from '../skills/bundled-skills';
+
+/** Factory directories read per repository; more is a mistake, not a factory. */
+export const MAX_FACTORY_DIRS = 100;
+
+/** A FACTORY.md that exists but was not recorded, and why. */
+export interface SkippedFactoryFile {
+  repository: string;
+  path: string;
+  errors: FactoryFileProblem[];
+}
+
+/**
+ * Reads and parses every `.agents/factories/<name>/FACTORY.md` of a repository in the workspace,
+ * through the run's sandbox (the bytes are the repository's: untrusted, size-capped, no symlink
+ * followed). `allowedSkill` says whether this service may load an agent's skill.
+ */
+export async function discoverFactoryFiles(
+  files: WorkspaceFiles,
+  repoDir: string,
+  repository: string,
+  allowedSkill: (spec: string) => boolean,
+): Promise<{ found: FoundFactoryFile[]; skipped: SkippedFactoryFile[] }> {
+  const found: FoundFactoryFile[] = [];
+  const skipped: SkippedFactoryFile[] = [];
+  const entries = await files.filesInSubdirectories(repoDir, FACTORIES_DIR, FACTORY_FILE_NAME, {
+    maxBytes: MAX_FACTORY_FILE_BYTES,
+    maxEntries: MAX_FACTORY_DIRS,
+  });
+  for (const entry of entries) {
+    if (entry.content === undefined) {
+      skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
+      continue;
+    }
+    const parsed = parseFactoryFile(entry.content, entry.path);
+    const errors = parsed.ok ? disallowedSkills(parsed.factory, allowedSkill) : parsed.errors;
+    if (parsed.ok && !errors.length) found.push({ repository, path: entry.path, factory: parsed.factory });
+    else skipped.push({ repository, path: entry.path, errors });
+  }
+  return { found, skipped };
+}
+
+/**
+ * Discovery at provisioning: records the factories of the environment's freshly cloned
+ * repositories for the run's team. A file that cannot be recorded is skipped and noted on the
+ * run; it never fails the run, and a factory it defined before stays as it was.
+ */
+export async function recordEnvironmentFactories(input: {
+  dataSource: DataSource;
+  files: WorkspaceFiles;
+  env: Environment;
+  gitAllowedOwners: readonly string[] | undefined;
+  runId: string;
+  turn: number;
+  /** Tells provisionings of one turn apart in the notices' keys. */
+  attemptKey: string;
+}): Promise<FileFactorySyncResult> {
+  const { dataSource, env, runId, turn, attemptKey } = input;
+  const found: FoundFactoryFile[] = [];
+  const skipped: SkippedFactoryFile[] = [];
+  for (const repo of env.config.github_repos ?? []) {
+    const repository = `${repo.owner}/${repo.repo}`;
+    const discovered = await discoverFactoryFiles(input.files, repo.repo, repository, (spec) =>
+      isSkillSpecAllowed(input.gitAllowedOwners, spec),
+    );
+    found.push(...discovered.found);
+    skipped.push(...discovered.skipped);
+  }
+  const result = await syncFileFactories(dataSource.manager, {
+    teamId: env.teamId,
+    environmentId: env.uid,
+    found,
+    keep: skipped,
+  });
+
+  const notices = [
+    ...skipped.map(
+      (s) =>
+        `Skipped factory file ${s.repository}:${s.path}: ${s.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}. Fix it and commit it; the next run in this environment reads it again.`,
+    ),
+    ...result.conflicts.map((c) => `Skipped factory file ${c.file}: ${c.message}.`),
+  ];
+  const recorded = result.synced.map(
+    (f) => `${f.name} (${f.uid}, ${f.agents} agents, ${f.file}${f.changed ? ', updated' : ''})`,
+  );
+  const removed = result.removed.map((f) => `${f.name} (${f.uid}, was ${f.file})`);
+  if (recorded.length || removed.length) {
+    notices.push(
+      [
+        `Factories of environment ${env.config.name} (${env.uid})`,
+        recorded.length ? `: ${recorded.join(', ')}` : '',
+        removed.length ? `${recorded.length ? '; ' : ': '}removed ${removed.join(', ')}` : '',
+        '.',
+      ].join(''),
+    );
+  }
+  for (const [index, message] of notices.entries()) {
+    await appendRunEvent(dataSource.manager, {
+      runId,
+      eventKey: `factories-t${turn}-${attemptKey}-${index}`,
+      kind: 'notice',
+      turn,
+      payload: { message },
+    });
+  }
+  return result;
+}

@@ -1,0 +1,99 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import { isSkillSpecAllowed } from '../../activities/skills/bundled-skills';
+import type { Config } from '../../core/config';
+import { disallowedSkills, parseFactoryFile } from '../../core/factory-file';
+import { findEnvironment } from '../../db/environments';
+import {
+  createFactory,
+  deleteFactory,
+  findFactoryWithAgents,
+  listFactories,
+  updateFactory,
+  type FactoryFields,
+} from '../../db/factories';
+import { notFound } from '../api-error';
+import { fileFactoryConflict } from '../factory-membership';
+import { toFactoryItem } from '../factory-item';
+import { principalOf } from '../middleware/auth';
+import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../schemas/factory-schemas';
+import { rejectQueryParameters, validate } from '../validate';
+
+/**
+ * A team's factories (`/agent/factories`): made through the API, or found in a FACTORY.md of an
+ * environment's repository (`source.type` FILE), which only that file changes.
+ */
+export function createFactoriesRouter({ config, dataSource }: { config: Config; dataSource: DataSource }): Router {
+  const router = new Router();
+
+  const fieldsOf = async (body: FactoryBody, teamId: string): Promise<FactoryFields> => {
+    if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
+      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+    }
+    return { name: body.name, description: body.description ?? null, environmentId: body.environment_id ?? null };
+  };
+
+  /** The team's factory, or 404; a FILE factory is 409 for `change` (what the request would do to it). */
+  const load = async (uid: string, teamId: string, change?: 'changed' | 'deleted') => {
+    const factory = await findFactoryWithAgents(dataSource.manager, uid, teamId);
+    if (!factory) throw notFound(`No factory ${uid}.`);
+    if (change && factory.source.type === 'FILE') {
+      throw fileFactoryConflict(factory, `Factory ${uid} ("${factory.name}")`, change);
+    }
+    return factory;
+  };
+
+  router.post('/agent/factories/validate', (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(factoryValidateBodySchema, ctx.state.body);
+    const parsed = parseFactoryFile(body.content, body.path);
+    const errors = parsed.ok
+      ? disallowedSkills(parsed.factory, (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec))
+      : parsed.errors;
+    ctx.body = parsed.ok && !errors.length ? { valid: true, factory: parsed.factory } : { valid: false, errors };
+  });
+
+  router.post('/agent/factories', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(factoryBodySchema, ctx.state.body);
+    const { teamId } = principalOf(ctx.state);
+    const factory = await createFactory(dataSource.manager, teamId, await fieldsOf(body, teamId));
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/agent/factories/${factory.uid}`);
+    ctx.body = toFactoryItem({ ...factory, agents: [] });
+  });
+
+  router.get('/agent/factories', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const factories = await listFactories(dataSource.manager, principalOf(ctx.state).teamId);
+    ctx.body = { factories: factories.map(toFactoryItem) };
+  });
+
+  router.get('/agent/factories/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    ctx.body = toFactoryItem(await load(ctx.params.uid!, principalOf(ctx.state).teamId));
+  });
+
+  router.put('/agent/factories/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const uid = ctx.params.uid!;
+    const { teamId } = principalOf(ctx.state);
+    const { agents } = await load(uid, teamId, 'changed');
+    const body = validate(factoryBodySchema, ctx.state.body);
+    const factory = await updateFactory(dataSource.manager, uid, teamId, await fieldsOf(body, teamId));
+    if (!factory) throw notFound(`No factory ${uid}.`);
+    ctx.body = toFactoryItem({ ...factory, agents });
+  });
+
+  router.delete('/agent/factories/:uid', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const uid = ctx.params.uid!;
+    const { teamId } = principalOf(ctx.state);
+    await load(uid, teamId, 'deleted');
+    const deleted = await dataSource.transaction((tx) => deleteFactory(tx, uid, teamId));
+    if (!deleted) throw notFound(`No factory ${uid}.`);
+    ctx.status = 204;
+  });
+
+  return router;
+}
