@@ -11,7 +11,7 @@ import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { DEFAULT_BASE_PROMPT } from '../core/new-run';
 import { listFactoryAgents } from '../db/factories';
-import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';
+import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
 import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
 import type { ActivityDeps } from './deps';
 import { fitConversation } from './model/context-summary';
@@ -287,18 +287,17 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             .filter((e) => e.kind === 'tool_call')
             .map((e) => e.eventKey),
         );
+        const orchestration: OrchestrationCall[] = [];
         for (const [index, call] of calls.entries()) {
           // Keyed by where the call stands, not by the provider's id (providers may reuse ids);
           // `tool-<id>` is how steps recorded before this change named their results.
           const keys = toolCallKeys(turn, step, index);
           if (recorded.has(keys.result) || legacyResults.has(`tool-${call.id}`)) continue;
           if (run!.factory_uid && isOrchestrationTool(call.name)) {
-            // The workflow carries it out (a child workflow, a durable wait), records its result,
-            // and runs this step again for the calls after it.
-            return {
-              done: false,
-              orchestration: { index, toolCallId: call.id, name: call.name, arguments: call.arguments },
-            };
+            // The workflow carries these out (child workflows, a durable wait) and records their
+            // results; the step then runs again to finish.
+            orchestration.push({ index, toolCallId: call.id, name: call.name, arguments: call.arguments });
+            continue;
           }
           const sideEffects = hasSideEffects(call.name);
           let outcome: ToolOutcome;
@@ -354,6 +353,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             }
           });
         }
+        if (orchestration.length) return { done: false, orchestration };
         await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
         return { done: false };
       });

@@ -107,8 +107,15 @@ test('a foreman dispatches two agents and waits for both; one fails, and the for
     (e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
   );
   expect(startedChildren).toHaveLength(2);
+  const byType = new Map<string, number>();
+  for (const e of parentHistory) {
+    const name = EventType[e.eventType!].replace('EVENT_TYPE_', '');
+    byType.set(name, (byType.get(name) ?? 0) + 1);
+  }
   console.log(
-    `a foreman run with two children: ${parentHistory.length} history events in the parent (${startedChildren.length} child starts)`,
+    `a foreman run with two children: ${parentHistory.length} history events in the parent: ${[...byType]
+      .map(([t, n]) => `${t} ${n}`)
+      .join(', ')}`,
   );
 
   // The parent's transcript page links each child's.

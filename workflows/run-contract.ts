@@ -79,8 +79,11 @@ export interface OrchestrationCall {
 /** What one call of `runAgentStep` ended with. */
 export interface AgentStepOutcome {
   done: boolean;
-  /** Set when the step stopped at an orchestration call; the same step continues after it. */
-  orchestration?: OrchestrationCall;
+  /**
+   * The step's orchestration calls, in order, once its other calls have run: the workflow carries
+   * them out, then runs the same step again to finish it.
+   */
+  orchestration?: OrchestrationCall[];
 }
 
 export const runStateQuery = defineQuery<RunState | 'STARTING'>('runState');

@@ -182,7 +182,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         let outcome = await runStep();
         // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
         while (outcome.orchestration) {
-          await orchestrator.carryOut(turn, step, outcome.orchestration);
+          for (const call of outcome.orchestration) await orchestrator.carryOut(turn, step, call);
           outcome = await runStep();
         }
         const { done } = outcome;
