@@ -37,6 +37,11 @@ const SCENARIOS = [
   // A schedule's firing (test/schedules.test.ts): one that created its run, one that was refused.
   'scheduled-run-creates-run',
   'scheduled-run-refused',
+  // Factories (test/factory-orchestration.test.ts): a foreman that dispatches two children and
+  // waits for them, a child that failed, and a foreman cancelled with its child.
+  'factory-foreman-two-children',
+  'factory-child-failed',
+  'factory-foreman-cancelled',
 ];
 
 function histories() {
