@@ -62,6 +62,22 @@ cancelled = step("runs.cancel", client.agent.runs.cancel(held.run_id))
 assert cancelled == held.run_id, cancelled
 assert wait_until_ended(held.run_id).state == "CANCELLED"
 
+# Lineage and factories: a run below another, and a run dispatched to a factory (made over plain
+# HTTP: the client has no factory API), listed through the client's filters.
+child = step("agent.run", client.agent.run(prompt=f"Child {MARKER}", parent_run_id=run.run_id, config={"idle_timeout_minutes": 0}))
+assert wait_until_ended(child.run_id).parent_run_id == run.run_id
+below = step("runs.list", client.agent.runs.list(ancestor_run_id=run.run_id))
+assert [r.run_id for r in below.runs] == [child.run_id], below
+http = httpx.Client(base_url=os.environ["OZ_API_BASE_URL"], headers={"Authorization": f"Bearer {os.environ['WARP_API_KEY']}"})
+factory = http.post("/agent/factories", json={"name": "contract-factory"}).json()
+http.post("/agent/identities", json={"name": "contract-foreman", "agent_type": "FOREMAN", "factory_uid": factory["uid"]}).raise_for_status()
+dispatched = http.post(f"/agent/factories/{factory['uid']}/runs", json={"prompt": f"Factory work {MARKER}"})
+assert dispatched.status_code == 201, dispatched.text
+foreman_run = wait_until_ended(dispatched.json()["run_id"])
+assert foreman_run.state == "SUCCEEDED", foreman_run
+of_factory = step("runs.list", client.agent.runs.list(factory_uid=factory["uid"]))
+assert [r.run_id for r in of_factory.runs] == [foreman_run.run_id], of_factory
+
 # Conversations and sessions: the redirect checks.
 session = step("sessions.check_redirect", client.agent.sessions.check_redirect(run.session_id))
 assert session.conversation_id == run.conversation_id, session
