@@ -64,6 +64,8 @@ test('a foreman dispatches two agents and waits for both; one fails, and the for
   expect(firstRequest.tools).toEqual(expect.arrayContaining(['dispatch_agent', 'wait_for_runs']));
   expect(firstRequest.system).toContain('(IMPLEMENT');
   expect(firstRequest.system).toContain('writes the code');
+  // The factory-mcp skill is offered to a factory's agents (and only to them: see below).
+  expect(firstRequest.system).toMatch(/^- factory-mcp: /m);
 
   // Two children: full runs with their own ids, dispatched as the right agents.
   const children = await listRuns(ctx, key, `ancestor_run_id=${parentId}&sort_by=created_at&sort_order=asc`);
@@ -245,7 +247,18 @@ test('dispatching: another team, a missing factory and a factory without a forem
   expect(await listRuns(ctx, key, '')).toEqual(before);
 
   // Lineage filters stay in the team.
-  const run = (await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ prompt: 'hello' })).body.run_id as string;
+  const plain = uniqueName('plain');
+  ctx.model.script(plain, () => ({ text: 'hi' }));
+  const run = (
+    await ctx.api
+      .post('/api/v1/agent/runs')
+      .set(auth(key))
+      .send({ prompt: `hello ${plain}` })
+  ).body.run_id as string;
+  await waitForState(ctx, key, run, ['SUCCEEDED']);
+  // A run outside any factory has neither the orchestration tools nor the skill that teaches them.
+  expect(ctx.model.calls(plain)[0]!.tools).not.toContain('dispatch_agent');
+  expect(ctx.model.calls(plain)[0]!.system).not.toContain('factory-mcp');
   const foreignAncestor = await ctx.api.get(`/api/v1/agent/runs?ancestor_run_id=${run}`).set(auth(otherKey));
   expect(foreignAncestor.status).toBe(400);
   expect(foreignAncestor.body.detail).toContain('ancestor_run_id');
