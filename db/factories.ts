@@ -271,7 +271,7 @@ export async function syncFileFactories(
       continue;
     }
 
-    const source: FactorySource = {
+    const source: Extract<FactorySource, { type: 'FILE' }> = {
       type: 'FILE',
       environment_id: environmentId,
       repository: file.repository,
@@ -308,7 +308,7 @@ export async function syncFileFactories(
         current.name !== definition.name ||
         current.description !== definition.description ||
         current.instructions !== definition.instructions ||
-        JSON.stringify(current.source) !== JSON.stringify(source);
+        !sameFileSource(current.source, source);
     }
 
     const wanted = new Map(
@@ -343,6 +343,16 @@ export async function syncFileFactories(
     result.synced.push({ uid, name: definition.name, file: label, agents: wanted.size, changed });
   }
   return result;
+}
+
+/** jsonb keeps its own key order, so sources compare field by field. */
+function sameFileSource(stored: FactorySource, source: Extract<FactorySource, { type: 'FILE' }>): boolean {
+  return (
+    stored.type === 'FILE' &&
+    stored.environment_id === source.environment_id &&
+    stored.repository === source.repository &&
+    stored.path === source.path
+  );
 }
 
 function fileLabel(source: FactorySource): string {
