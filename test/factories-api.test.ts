@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createEnvironment } from './helpers/environments';
 import { createGitHost } from './helpers/git-fixtures';
@@ -42,14 +42,22 @@ agents:
 
 const git = createGitHost();
 git.addRepo('acme', 'shop', { 'README.md': '# Shop\n', [REVIEW_TEAM_PATH]: REVIEW_TEAM });
-git.addRepo('acme', 'broken', { '.agents/factories/broken/FACTORY.md': BROKEN });
+git.addRepo('acme', 'broken', {
+  '.agents/factories/broken/FACTORY.md': BROKEN,
+  '.agents/factories/huge/FACTORY.md': `${REVIEW_TEAM.replace('review-team', 'huge')}\n${'x'.repeat(300 * 1024)}\n`,
+  'docs/FACTORY.md': REVIEW_TEAM.replace('name: review-team', 'name: linked'),
+  'docs/dir/FACTORY.md': REVIEW_TEAM.replace('name: review-team', 'name: dir-link'),
+});
 
-/** Commits changes to a repository of the git host: a string writes the file, null removes it. */
-function commit(owner: string, repo: string, changes: Record<string, string | null>): void {
+/** Commits changes to a repository of the git host: a string writes the file, null removes it, `{symlink}` makes one. */
+function commit(owner: string, repo: string, changes: Record<string, string | null | { symlink: string }>): void {
   const dir = path.join(git.root, owner, repo);
   for (const [file, content] of Object.entries(changes)) {
     if (content === null) rmSync(path.join(dir, file));
-    else {
+    else if (typeof content === 'object') {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      symlinkSync(content.symlink, path.join(dir, file));
+    } else {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
       writeFileSync(path.join(dir, file), content);
     }
@@ -58,6 +66,12 @@ function commit(owner: string, repo: string, changes: Record<string, string | nu
   run('add', '-A');
   run('-c', 'user.name=fixture', '-c', 'user.email=fixture@localhost', 'commit', '--quiet', '-m', 'change');
 }
+
+// Repository bytes are untrusted: a FACTORY.md, or a factory's directory, that is a symlink is not followed.
+commit('acme', 'broken', {
+  '.agents/factories/linked/FACTORY.md': { symlink: '../../../docs/FACTORY.md' },
+  '.agents/factories/dir-link': { symlink: '../../docs/dir' },
+});
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -423,7 +437,7 @@ test('discovery: a FACTORY.md in an environment repository becomes a FILE factor
   expect(back!.agents.map((a) => a.name)).toEqual(['review-team/lead', 'review-team/fixer', 'review-team/checker']);
 });
 
-test('discovery: a malformed FACTORY.md is a notice on the run, which still succeeds, and no factory', async () => {
+test('discovery: a malformed, oversized or symlinked FACTORY.md is a notice on the run, which still succeeds, and no factory', async () => {
   const { key } = await ctx.newTeamKey();
   const envId = await createEnvironment(ctx, key, {
     name: 'broken',
@@ -431,10 +445,16 @@ test('discovery: a malformed FACTORY.md is a notice on the run, which still succ
   });
   const runId = await runInEnvironment(key, envId);
   const skipped = (await notices(runId)).filter((n) => n.startsWith('Skipped factory file'));
-  expect(skipped).toHaveLength(1);
-  expect(skipped[0]).toContain('acme/broken:.agents/factories/broken/FACTORY.md');
-  expect(skipped[0]).toContain('agents[0].colour: unknown field');
-  expect(skipped[0]).toContain('agents[0].agent_type: must be one of');
+  expect(skipped).toHaveLength(4);
+  const [broken, dirLink, huge, linked] = skipped;
+  expect(broken).toContain('acme/broken:.agents/factories/broken/FACTORY.md: ');
+  expect(broken).toContain('agents[0].colour: unknown field');
+  expect(broken).toContain('agents[0].agent_type: must be one of');
+  expect(dirLink).toContain('acme/broken:.agents/factories/dir-link: file: is a symlink; not followed');
+  expect(huge).toMatch(
+    /acme\/broken:\.agents\/factories\/huge\/FACTORY\.md: file: is \d+ bytes, above the limit of 262144 bytes/,
+  );
+  expect(linked).toContain('acme/broken:.agents/factories/linked/FACTORY.md: file: is a symlink; not followed');
   expect(await listFactories(key)).toEqual([]);
   expect((await ctx.api.get(IDENTITIES).set(auth(key))).body.agents).toEqual([]);
 });
