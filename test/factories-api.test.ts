@@ -435,6 +435,11 @@ test('discovery: a FACTORY.md in an environment repository becomes a FILE factor
   const [back] = await listFactories(key);
   expect(back!.uid).not.toBe(factory!.uid);
   expect(back!.agents.map((a) => a.name)).toEqual(['review-team/lead', 'review-team/fixer', 'review-team/checker']);
+
+  // Deleting the environment deletes the factories found in it, and their agents.
+  expect((await ctx.api.delete(`/api/v1/agent/environments/${envId}`).set(auth(key))).status).toBe(204);
+  expect(await listFactories(key)).toEqual([]);
+  expect((await ctx.api.get(IDENTITIES).set(auth(key))).body.agents).toEqual([]);
 });
 
 test('discovery: a malformed, oversized or symlinked FACTORY.md is a notice on the run, which still succeeds, and no factory', async () => {
