@@ -13,7 +13,8 @@ import {
 
 /** Where a factory is defined: through the API, or in a FACTORY.md of an environment's repository. */
 export type FactorySource =
-  { type: 'API' } | { type: 'FILE'; environment_id: string; repository: string; path: string };
+  | { type: 'API' }
+  | { type: 'FILE'; environment_id: string; repository: string; path: string };
 
 export interface Factory {
   uid: string;
@@ -53,11 +54,7 @@ export async function findFactory(manager: EntityManager, uid: string, teamId: s
 }
 
 /** The agents of a factory: the team's identities whose `factory_uid` is it, oldest first. */
-export function listFactoryAgents(
-  manager: EntityManager,
-  teamId: string,
-  factoryUid: string,
-): Promise<AgentIdentity[]> {
+export function listFactoryAgents(manager: EntityManager, teamId: string, factoryUid: string): Promise<AgentIdentity[]> {
   return listAgentIdentitiesWhere(manager, teamId, 'factory_uid = $2', [factoryUid]);
 }
 
@@ -210,10 +207,10 @@ function fileKey(environmentId: string, repository: string, filePath: string): s
 /**
  * Records the factories found in one environment's repositories: creates or updates each (by
  * its `file_key`) and its agents, and deletes the environment's file factories that were not
- * found (nor kept), with their agents. Idempotent: a second sync of the same files changes nothing. Runs in
- * a transaction (its own when `manager` is not in one) under a lock on the team, so that racing
- * provisionings, of this environment or another with a factory of the same name, serialise
- * instead of tripping over identity names.
+ * found (nor kept), with their agents. Idempotent: a second sync of the same files changes
+ * nothing. Runs in a transaction (its own when `manager` is not in one) under a lock on the team,
+ * so that racing provisionings, of this environment or another with a factory of the same name,
+ * serialise instead of tripping over identity names.
  */
 export async function syncFileFactories(
   manager: EntityManager,
