@@ -13,7 +13,8 @@ import {
 
 /** Where a factory is defined: through the API, or in a FACTORY.md of an environment's repository. */
 export type FactorySource =
-  { type: 'API' } | { type: 'FILE'; environment_id: string; repository: string; path: string };
+  | { type: 'API' }
+  | { type: 'FILE'; environment_id: string; repository: string; path: string };
 
 export interface Factory {
   uid: string;
@@ -53,11 +54,7 @@ export async function findFactory(manager: EntityManager, uid: string, teamId: s
 }
 
 /** The agents of a factory: the team's identities whose `factory_uid` is it, oldest first. */
-export function listFactoryAgents(
-  manager: EntityManager,
-  teamId: string,
-  factoryUid: string,
-): Promise<AgentIdentity[]> {
+export function listFactoryAgents(manager: EntityManager, teamId: string, factoryUid: string): Promise<AgentIdentity[]> {
   return listAgentIdentitiesWhere(manager, teamId, 'factory_uid = $2', [factoryUid]);
 }
 
@@ -210,10 +207,10 @@ function fileKey(environmentId: string, repository: string, filePath: string): s
 /**
  * Records the factories found in one environment's repositories: creates or updates each (by
  * its `file_key`) and its agents, and deletes the environment's file factories that were not
- * found (nor kept), with their agents. Idempotent: a second sync of the same files changes nothing. Runs in
- * a transaction (its own when `manager` is not in one) under a lock on the team, so that racing
- * provisionings, of this environment or another with a factory of the same name, serialise
- * instead of tripping over identity names.
+ * found (nor kept), with their agents. Idempotent: a second sync of the same files changes
+ * nothing. Runs in a transaction (its own when `manager` is not in one) under a lock on the team,
+ * so that racing provisionings, of this environment or another with a factory of the same name,
+ * serialise instead of tripping over identity names.
  */
 export async function syncFileFactories(
   manager: EntityManager,
@@ -271,7 +268,7 @@ export async function syncFileFactories(
       continue;
     }
 
-    const source: FactorySource = {
+    const source: Extract<FactorySource, { type: 'FILE' }> = {
       type: 'FILE',
       environment_id: environmentId,
       repository: file.repository,
@@ -308,7 +305,7 @@ export async function syncFileFactories(
         current.name !== definition.name ||
         current.description !== definition.description ||
         current.instructions !== definition.instructions ||
-        JSON.stringify(current.source) !== JSON.stringify(source);
+        !sameFileSource(current.source, source);
     }
 
     const wanted = new Map(
@@ -343,6 +340,16 @@ export async function syncFileFactories(
     result.synced.push({ uid, name: definition.name, file: label, agents: wanted.size, changed });
   }
   return result;
+}
+
+/** jsonb keeps its own key order, so sources compare field by field. */
+function sameFileSource(stored: FactorySource, source: Extract<FactorySource, { type: 'FILE' }>): boolean {
+  return (
+    stored.type === 'FILE' &&
+    stored.environment_id === source.environment_id &&
+    stored.repository === source.repository &&
+    stored.path === source.path
+  );
 }
 
 function fileLabel(source: FactorySource): string {

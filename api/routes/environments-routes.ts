@@ -11,6 +11,7 @@ import {
   type Environment,
   type EnvironmentConfig,
 } from '../../db/environments';
+import { syncFileFactories } from '../../db/factories';
 import { notFound } from '../api-error';
 import { assertGitOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
@@ -82,8 +83,13 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
   router.delete('/agent/environments/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const uid = ctx.params.uid!;
-    await load(uid, principalOf(ctx.state).teamId);
-    await deleteEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId);
+    const { teamId } = principalOf(ctx.state);
+    await load(uid, teamId);
+    await dataSource.transaction(async (tx) => {
+      await deleteEnvironment(tx, uid, teamId);
+      // The factories found in its repositories go with it: nothing could run them any more.
+      await syncFileFactories(tx, { teamId, environmentId: uid, found: [] });
+    });
     ctx.status = 204;
   });
 
