@@ -15,7 +15,7 @@ import {
 import { findRun } from '../db/run-queries';
 import { recordCancelRequest } from '../db/run-store';
 import type { OrchestrationCall } from '../workflows/run-contract';
-import { runWorkflowOptions } from '../workflows/run-workflow-options';
+import { runWorkflowOptions } from '../core/run-workflow-options';
 import { toolCallKeys } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
 

@@ -8,7 +8,6 @@ import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/model-providers';
 import { encryptMcpServers } from '../core/secrets';
-import type { AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import { recordRunAttachments, type FileContent } from '../db/attachments';
 import type { BlobStore } from '../db/blob-store';
@@ -26,7 +25,7 @@ import { ApiError, invalid, notFound } from './api-error';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
-import { runWorkflowOptions } from '../workflows/run-workflow-options';
+import { runWorkflowOptions } from '../core/run-workflow-options';
 import {
   claimIdempotencyKey,
   releaseIdempotencyKey,

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
-import { runWorkflowOptions } from '../workflows/run-workflow-options';
+import { runWorkflowOptions } from '../core/run-workflow-options';
 import { closeServer, listen } from '../api/server';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';

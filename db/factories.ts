@@ -13,8 +13,7 @@ import {
 
 /** Where a factory is defined: through the API, or in a FACTORY.md of an environment's repository. */
 export type FactorySource =
-  | { type: 'API' }
-  | { type: 'FILE'; environment_id: string; repository: string; path: string };
+  { type: 'API' } | { type: 'FILE'; environment_id: string; repository: string; path: string };
 
 export interface Factory {
   uid: string;
@@ -54,7 +53,11 @@ export async function findFactory(manager: EntityManager, uid: string, teamId: s
 }
 
 /** The agents of a factory: the team's identities whose `factory_uid` is it, oldest first. */
-export function listFactoryAgents(manager: EntityManager, teamId: string, factoryUid: string): Promise<AgentIdentity[]> {
+export function listFactoryAgents(
+  manager: EntityManager,
+  teamId: string,
+  factoryUid: string,
+): Promise<AgentIdentity[]> {
   return listAgentIdentitiesWhere(manager, teamId, 'factory_uid = $2', [factoryUid]);
 }
 

@@ -4,7 +4,7 @@ import {
   condition,
   getExternalWorkflowHandle,
   ParentClosePolicy,
-  proxyLocalActivities,
+  type proxyLocalActivities,
   setHandler,
   startChild,
 } from '@temporalio/workflow';

@@ -1,4 +1,4 @@
-import { temporal } from '@temporalio/proto';
+import { type temporal } from '@temporalio/proto';
 import { runWorkflowId } from '../../workflows/run-contract';
 import type { ChatRequest } from './scripted-model';
 import { auth, type RunBody } from './runs';
