@@ -31,6 +31,14 @@ const PAGE = { limit: 100, maxBytes: 1024 * 1024 };
 /** The client's reconnection delay, sent first. */
 const RETRY_MS = 3000;
 
+const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-store',
+  'X-Accel-Buffering': 'no',
+  // The connection is not reused after a stream: a shutting-down server is then left with none.
+  Connection: 'close',
+};
+
 type Query = Record<string, string | string[] | undefined>;
 
 /**
@@ -39,7 +47,8 @@ type Query = Record<string, string | string[] | undefined>;
  */
 export function parseStreamStart(query: Query, lastEventId: string): string {
   const after = singleQueryParameter(query, 'after');
-  const [name, value] = after !== undefined ? ['Query parameter `after`', after] : ['Header `Last-Event-ID`', lastEventId];
+  const [name, value] =
+    after !== undefined ? ['Query parameter `after`', after] : ['Header `Last-Event-ID`', lastEventId];
   if (value === '' && after === undefined) return '0';
   // Compared in SQL as a bigint: a value out of its range must not reach the query.
   if (!/^\d{1,18}$/.test(value)) {
@@ -100,6 +109,10 @@ export function createRunEventStreams(options: RunEventStreamsOptions): RunEvent
       }
       // Koa stays out of the way: the status keeps the error middleware from taking it for a 404.
       ctx.status = 200;
+      if (ctx.method === 'HEAD') {
+        ctx.set(STREAM_HEADERS);
+        return;
+      }
       ctx.respond = false;
       const stream = startStream(ctx.res, request, options);
       open.set(ctx.res, stream);
@@ -194,19 +207,13 @@ function startStream(
   }, heartbeatSeconds * 1000);
 
   const loop = async () => {
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-store',
-      'X-Accel-Buffering': 'no',
-      // The connection is not reused after a stream: a shutting-down server is then left with none.
-      Connection: 'close',
-    });
+    res.writeHead(200, STREAM_HEADERS);
     await send(`retry: ${RETRY_MS}\n\n`);
     while (!closed) {
       woken = false;
       // Read before the entries: once a terminal state shows here, its entry is among those read next.
       const status = await runIdleWindow(manager, request.runId);
-      for (let more = true; more && !closed; ) {
+      for (let more = true; more && !closed;) {
         const page = await loadRunEventsAfter(manager, request.runId, lastId.toString(), PAGE);
         const data = page.events.length ? await request.present(page.events) : [];
         for (const [i, event] of page.events.entries()) {

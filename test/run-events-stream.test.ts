@@ -21,10 +21,7 @@ const ENV = { SSE_HEARTBEAT_SECONDS: '1', SECRETS_ENCRYPTION_KEY: randomBytes(32
 let a: TestContext; // API, and the worker every run here runs on
 let b: TestContext; // a second API instance on the same database, no worker
 beforeAll(async () => {
-  [a, b] = await Promise.all([
-    createTestContext({ env: ENV }),
-    createTestContext({ env: ENV, worker: false }),
-  ]);
+  [a, b] = await Promise.all([createTestContext({ env: ENV }), createTestContext({ env: ENV, worker: false })]);
 });
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
@@ -113,9 +110,11 @@ test('two API instances stream one run as it runs on one worker: every event onc
   // The second instance saw the worker's writes as they happened: the command and its output.
   const command = data(streams[1]!).find((d) => d.kind === 'tool_call');
   expect(command?.payload).toMatchObject({ name: 'run_command', output: expect.stringContaining(`hello-${marker}`) });
-  expect(data(streams[1]!).filter((d) => d.kind === 'state').map((d) => (d.payload as { state: string }).state)).toEqual(
-    ['QUEUED', 'INPROGRESS', 'SUCCEEDED'],
-  );
+  expect(
+    data(streams[1]!)
+      .filter((d) => d.kind === 'state')
+      .map((d) => (d.payload as { state: string }).state),
+  ).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED']);
 });
 
 test('resuming from an id in the middle, by `Last-Event-ID` or `?after=`, loses and repeats nothing', async () => {
@@ -182,6 +181,10 @@ test("another team's run, an unknown run and bad resume points are problem docum
     await problem(eventsUrl(b, runId, '?after=1&after=2'), auth(key), 400, /only once/);
     await problem(eventsUrl(b, runId), { ...auth(key), 'Last-Event-ID': 'x7' }, 400, /`Last-Event-ID` must be/);
     await problem(eventsUrl(b, runId, '?from=3'), auth(key), 400, /Unknown query parameter `from`/);
+    // HEAD answers the headers alone, without holding the connection.
+    const head = await fetch(eventsUrl(b, runId), { method: 'HEAD', headers: auth(key) });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe('text/event-stream');
   } finally {
     release();
   }
@@ -254,7 +257,9 @@ test('secrets are masked as on the transcript page, in the API stream and in the
   // On the instance without a worker: the run stays QUEUED and its MCP server is never contacted.
   const runId = await createRun(b, key, {
     prompt: `Mask ${uniqueName('mask')}`,
-    config: { mcp_servers: { tracker: { url: 'https://mcp.example.com/mcp', headers: { Authorization: `Bearer ${token}` } } } },
+    config: {
+      mcp_servers: { tracker: { url: 'https://mcp.example.com/mcp', headers: { Authorization: `Bearer ${token}` } } },
+    },
   });
   await appendNotice(runId, `the server said: bad token ${token} <b>`);
   const [{ session_id: sessionId }] = (await b.dataSource.query(`SELECT session_id FROM runs WHERE run_id = $1`, [
