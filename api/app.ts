@@ -25,6 +25,10 @@ import { createRedirectRouter } from './routes/redirect-routes';
 import { createRunsRouter } from './routes/runs-routes';
 import { createSchedulesRouter } from './routes/schedules-routes';
 import { createSessionRouter } from './routes/session-routes';
+import { createRunEventsRouter } from './routes/run-events-routes';
+import { createRunEventNotifier } from './run-event-notifier';
+import { createRunEventStreams } from './run-event-stream';
+import { onServerClose } from './server';
 
 export interface AppDeps {
   config: Config;
@@ -56,6 +60,14 @@ export function createApp(deps: AppDeps): Koa {
     secretsKey,
     runService,
   });
+  // One LISTEN connection per app, opened by the first stream; closed with the app's server.
+  const streams = createRunEventStreams({
+    dataSource,
+    notifier: createRunEventNotifier({ databaseUrl: databaseUrlOf(dataSource), logger }),
+    heartbeatSeconds: config.sseHeartbeatSeconds,
+    logger,
+  });
+  onServerClose(app, () => streams.close());
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
   const runs = createRunsRouter({ config, dataSource, runService, secretsKey, downloads });
@@ -66,6 +78,7 @@ export function createApp(deps: AppDeps): Koa {
     createFactoriesRouter({ config, dataSource }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
+    createRunEventsRouter({ dataSource, secretsKey, streams }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }
@@ -78,7 +91,7 @@ export function createApp(deps: AppDeps): Koa {
       namespace: config.temporal.namespace,
       isWorkerRunning: deps.isWorkerRunning,
     }),
-    createSessionRouter({ dataSource, secretsKey }),
+    createSessionRouter({ dataSource, secretsKey, streams }),
     createRedirectRouter({ dataSource }),
     createDownloadRouter({ dataSource, blobs, signingKey }),
     createErrorReferenceRouter(),
@@ -91,4 +104,10 @@ export function createApp(deps: AppDeps): Koa {
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods());
   return app;
+}
+
+function databaseUrlOf(dataSource: DataSource): string {
+  const url = (dataSource.options as { url?: string }).url;
+  if (!url) throw new Error('The DataSource has no url: event streams need it for their LISTEN connection.');
+  return url;
 }

@@ -5,11 +5,12 @@ export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
-export function page(title: string, body: string, options: { refreshSeconds?: number } = {}): string {
-  const refresh = options.refreshSeconds ? `<meta http-equiv="refresh" content="${options.refreshSeconds}">` : '';
+/** A page with the service's stylesheet; `script`: the URL of a script of the service it loads. */
+export function page(title: string, body: string, options: { script?: string } = {}): string {
+  const script = options.script ? `<script src="${escapeHtml(options.script)}" defer></script>` : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">${refresh}
+<meta name="referrer" content="no-referrer">${script}
 <title>${escapeHtml(title)}</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2328;line-height:1.5}

@@ -1,18 +1,32 @@
 import type { Server } from 'node:http';
 import type Koa from 'koa';
 
+const closeHooks = new WeakMap<Koa, (() => Promise<void>)[]>();
+const appOfServer = new WeakMap<Server, Koa>();
+
+/**
+ * Work to do when a server of `app` closes (`closeServer`), before it waits for its connections:
+ * ending long-lived responses such as event streams, which would otherwise hold it open.
+ */
+export function onServerClose(app: Koa, hook: () => Promise<void>): void {
+  closeHooks.set(app, [...(closeHooks.get(app) ?? []), hook]);
+}
+
 /** Starts listening and resolves with the bound server (port 0 picks a free port). */
 export function listen(app: Koa, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    appOfServer.set(server, app);
     server.once('listening', () => resolve(server));
     server.once('error', reject);
   });
 }
 
-export function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
+/** Stops taking connections, ends the app's long-lived responses, and resolves once every connection has closed. */
+export async function closeServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const app = appOfServer.get(server);
+  await Promise.all((app ? (closeHooks.get(app) ?? []) : []).map((hook) => hook()));
+  await closed;
 }

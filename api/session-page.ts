@@ -53,7 +53,8 @@ function childLine(child: RunFamily['children'][number]): string {
   return `${runLink(child)} · ${child.agent ? `${escapeHtml(child.agent)} · ` : ''}<strong>${escapeHtml(child.state)}</strong>`;
 }
 
-function renderEvent(event: StoredRunEvent, family: RunFamily): string {
+/** One transcript event as HTML: the page renders its events with it, and the live stream sends each new one so. */
+export function renderTranscriptEvent(event: StoredRunEvent, family: RunFamily): string {
   const p = event.payload;
   const time = `<span class="meta">${escapeHtml(event.createdAt.toISOString())}</span>`;
   const block = (label: string, content: string, extra = '') =>
@@ -141,6 +142,8 @@ export interface TranscriptPage {
   later: boolean;
   /** Follow-ups the agent has not seen yet; only the page that ends with the newest events has them. */
   pending: PendingFollowup[];
+  /** The event id the page starts after, for a page that shows no events ('0': from the first). */
+  startAfter: string;
 }
 
 function navigation(sessionId: string, transcript: TranscriptPage): string {
@@ -158,15 +161,21 @@ function navigation(sessionId: string, transcript: TranscriptPage): string {
 }
 
 /**
- * A page of the transcript behind `session_link`, escaped; live (refreshing) while the run is
- * running, on the page that shows its newest events.
+ * A page of the transcript behind `session_link`, escaped. The page that ends with the newest
+ * events follows the run live: its script appends what the session's event stream sends.
  */
-export function renderSessionPage(run: Run, transcript: TranscriptPage, family: RunFamily): string {
-  const live = !isTerminal(run.state) && !transcript.later;
+export function renderSessionPage(
+  run: Run,
+  transcript: TranscriptPage,
+  family: RunFamily,
+  stream: { kinds: readonly string[] },
+): string {
+  const following = !transcript.later;
+  const live = following && !isTerminal(run.state);
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
 · model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
-${live ? ' · <span id="live">live, refreshing every 3 s</span>' : ''}</p>
+${live ? ' · <span id="live">live</span>' : ''}</p>
 ${family.parent ? `<p class="meta">Dispatched by ${runLink(family.parent)}</p>` : ''}${
     family.children.length
       ? `<details class="children" open><summary>Child runs (${family.children.length})</summary><ul>${family.children
@@ -178,13 +187,18 @@ ${family.parent ? `<p class="meta">Dispatched by ${runLink(family.parent)}</p>` 
   const waiting = transcript.pending
     .map(
       (f) =>
-        `<section class="event followup pending" data-kind="pending_followup"><div class="kind">Follow-up #${escapeHtml(f.seq)} (${escapeHtml(f.mode)}) · pending: delivered when the run continues <span class="meta">${escapeHtml(f.createdAt.toISOString())}</span></div>${pre(f.message)}</section>`,
+        `<section class="event followup pending" data-kind="pending_followup" data-seq="${escapeHtml(f.seq)}"><div class="kind">Follow-up #${escapeHtml(f.seq)} (${escapeHtml(f.mode)}) · pending: delivered when the run continues <span class="meta">${escapeHtml(f.createdAt.toISOString())}</span></div>${pre(f.message)}</section>`,
     )
     .join('\n');
+  // Where live events go, and the stream they come from (relative to /sessions/, like the links).
+  const last = transcript.events[transcript.events.length - 1];
+  const marker = following
+    ? `<div id="stream" hidden data-src="${escapeHtml(run.sessionId)}/events" data-after="${escapeHtml(last?.id ?? transcript.startAfter)}" data-kinds="${escapeHtml(stream.kinds.join(' '))}"></div>`
+    : '';
   const nav = navigation(run.sessionId, transcript);
   return page(
     `${run.title} · transcript`,
-    header + nav + transcript.events.map((e) => renderEvent(e, family)).join('\n') + waiting + nav,
-    { refreshSeconds: live ? 3 : undefined },
+    header + nav + transcript.events.map((e) => renderTranscriptEvent(e, family)).join('\n') + marker + waiting + nav,
+    { script: following ? 'live.js' : undefined },
   );
 }

@@ -84,6 +84,7 @@ const envSchema = z.object({
   WORKER_LEASE_SECONDS: intFrom(60, 5, 3600),
   RECONCILE_INTERVAL_SECONDS: intFrom(20, 1, 3600),
   DOWNLOAD_URL_TTL_SECONDS: intFrom(3600, 1, 7 * 24 * 3600),
+  SSE_HEARTBEAT_SECONDS: intFrom(15, 1, 3600),
 });
 
 export interface Config {
@@ -153,6 +154,8 @@ export interface Config {
   reconcileIntervalSeconds: number;
   /** How long a signed download URL (artifacts, handoff files) works. */
   downloadUrlTtlSeconds: number;
+  /** Seconds between the comments an event stream sends to keep proxies from closing it. */
+  sseHeartbeatSeconds: number;
   /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
   secretsEncryptionKey?: string;
 }
@@ -328,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
+    sseHeartbeatSeconds: e.SSE_HEARTBEAT_SECONDS,
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,

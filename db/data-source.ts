@@ -15,6 +15,7 @@ import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-i
 import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
 import { Artifacts1763850000000 } from './migrations/1763850000000-artifacts';
 import { Factories1763860000000 } from './migrations/1763860000000-factories';
+import { RunEventsNotify1763870000000 } from './migrations/1763870000000-run-events-notify';
 import { ListIndexes1763890000000 } from './migrations/1763890000000-list-indexes';
 
 export const ENTITIES = [
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   Schedules1763840000000,
   Artifacts1763850000000,
   Factories1763860000000,
+  RunEventsNotify1763870000000,
   ListIndexes1763890000000,
 ];
 

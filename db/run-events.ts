@@ -1,5 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { RunEventKind, RunEventPayloads } from '../core/run-events';
+import type { RunState } from '../core/run-state';
+
+/** The channel on which a trigger announces each new transcript entry, as `<run_id>:<id>` (at commit). */
+export const RUN_EVENTS_CHANNEL = 'run_events';
 
 /** Appends a transcript entry once: a second write with the same key is a no-op. Returns whether it wrote. */
 export async function appendRunEvent<K extends RunEventKind>(
@@ -198,4 +202,47 @@ export async function recordedEventKeys(
     [runId, keys],
   )) as { event_key: string }[];
   return new Set(rows.map((r) => r.event_key));
+}
+
+/**
+ * Up to `limit` of a run's entries after event id `afterId`, in order, and no more than about
+ * `maxBytes` of payload JSON (at least one entry, however large): what an event stream holds in
+ * memory at once. `more`: entries lie beyond.
+ */
+export async function loadRunEventsAfter(
+  manager: EntityManager,
+  runId: string,
+  afterId: string,
+  page: { limit: number; maxBytes: number },
+): Promise<{ events: StoredRunEvent[]; more: boolean }> {
+  const range = runEventsRange('after');
+  const rows = (await manager.query(
+    `SELECT id, event_key, kind, turn, payload, created_at, page_rows FROM (
+       SELECT p.*, count(*) OVER () AS page_rows, row_number() OVER w AS n, sum(p.size) OVER w - p.size AS bytes_before
+         FROM (SELECT id, event_key, kind, turn, payload, created_at, octet_length(payload::text) AS size
+                 FROM run_events WHERE ${range.where} ORDER BY ${range.orderBy} LIMIT $3 + 1) p
+       WINDOW w AS (ORDER BY p.id)) sized
+      WHERE n <= $3 AND bytes_before < $4 ORDER BY id`,
+    [runId, afterId, page.limit, page.maxBytes],
+  )) as (RunEventRow & { page_rows: string })[];
+  return { events: rows.map(toStoredRunEvent), more: rows.length > 0 && Number(rows[0]!.page_rows) > rows.length };
+}
+
+/**
+ * A run's state and, once it has ended, the milliseconds left of its idle window
+ * (`ended_at + config.idle_timeout_minutes`, 0 when past), by the database's clock; null when
+ * the run does not exist.
+ */
+export async function runIdleWindow(
+  manager: EntityManager,
+  runId: string,
+): Promise<{ state: RunState; leftMs: number | null } | null> {
+  const [row] = (await manager.query(
+    `SELECT state, GREATEST(0, ceil(1000 * extract(epoch FROM
+              ended_at + make_interval(mins => COALESCE((config->>'idle_timeout_minutes')::int, 0)) - clock_timestamp())
+            ))::float8 AS left_ms
+       FROM runs WHERE run_id = $1`,
+    [runId],
+  )) as { state: RunState; left_ms: number | null }[];
+  return row ? { state: row.state, leftMs: row.left_ms } : null;
 }

@@ -138,7 +138,7 @@ test('a finished run: title, the command, its folded output, the diff of the wri
   }
 });
 
-test('a run still in progress shows the live marker and refreshes itself until it ends', async () => {
+test('a run still in progress shows the live marker and follows the run without reloading until it ends', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('browser-live');
   const hold = gate<{ text: string }>();
@@ -154,18 +154,40 @@ test('a run still in progress shows the live marker and refreshes itself until i
     expect(await page.locator('#state').innerText()).toBe('INPROGRESS');
     expect(await page.locator('#live').isVisible()).toBe(true);
     expect(await page.locator('#live').innerText()).toMatch(/live/i);
-    const refresh = page.locator('meta[http-equiv="refresh"]');
-    expect(await refresh.count()).toBe(1);
-    expect(Number(await refresh.getAttribute('content'))).toBeGreaterThan(0);
+    // No reloading: the page's script (from 'self') follows the session's event stream.
+    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
+    expect(await page.locator('script[src="live.js"]').count()).toBe(1);
+    let navigations = 0;
+    page.on('framenavigated', (frame) => {
+      if (frame === page.mainFrame()) navigations += 1;
+    });
+    await page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
 
-    // Let the agent answer: the open page reloads itself (meta refresh) and shows the end, no longer live.
+    // Let the agent answer: its message and the end appear in the open page.
     hold.release({ text: 'Finished thinking.' });
-    await waitForState(ctx, key, runId, ['SUCCEEDED']);
+    await page.getByText('Finished thinking.').waitFor({ timeout: 15_000 });
     await page.locator('#state', { hasText: 'SUCCEEDED' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('#live').count()).toBe(0);
-    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
-    expect(await page.getByText('Finished thinking.').isVisible()).toBe(true);
+    expect(navigations).toBe(0);
+    expect(await page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
     expect((await getRun(ctx, key, runId)).session_link).toBe(run.session_link);
+
+    // One definition of how an event looks: what arrived live is what a fresh page shows.
+    const ids = (await ctx.dataSource.query(`SELECT id, kind FROM run_events WHERE run_id = $1 ORDER BY id`, [
+      runId,
+    ])) as { id: string; kind: string }[];
+    const answer = ids.filter((e) => e.kind === 'assistant').at(-1)!;
+    const live = await page.locator(`#event-${answer.id}`).evaluate((el) => el.outerHTML);
+    const fresh = await browser.newPage();
+    try {
+      await fresh.goto(run.session_link as string);
+      expect(await fresh.locator(`#event-${answer.id}`).evaluate((el) => el.outerHTML)).toBe(live);
+      // Every event the page shows, in the same order.
+      const sections = (p: Page) => p.locator('section.event').evaluateAll((els) => els.map((el) => el.id));
+      expect(await sections(page)).toEqual(await sections(fresh));
+    } finally {
+      await fresh.close();
+    }
     expect(problems).toEqual([]);
   } finally {
     await page.close();

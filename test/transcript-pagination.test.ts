@@ -196,14 +196,19 @@ test('the transcript page shows a bounded page of events, the newest first, with
   const open = async (href: string) => {
     const res = await ctx.api.get(new URL(href, pageUrl).pathname + new URL(href, pageUrl).search);
     expect(res.status).toBe(200);
-    expect(res.headers['content-security-policy']).toBe("default-src 'none'; style-src 'unsafe-inline'");
+    expect(res.headers['content-security-policy']).toBe(
+      "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'",
+    );
     expect(res.headers['cache-control']).toBe('no-store');
     return res.text;
   };
 
   const newest = await open(pageUrl.pathname);
   expect(eventIds(newest)).toEqual(stored.slice(-SESSION_PAGE_EVENTS));
-  expect(newest).toContain('http-equiv="refresh" content="3"');
+  // It follows the live run: its script reads the session's event stream after its last event.
+  expect(newest).toContain('<script src="live.js" defer>');
+  expect(newest).toContain(`data-after="${stored[stored.length - 1]}"`);
+  expect(newest).toContain('id="live"');
   expect(newest).toContain('data-kind="pending_followup"');
   expect(Object.keys(links(newest)).sort()).toEqual(['first', 'prev']);
 
@@ -212,7 +217,7 @@ test('the transcript page shows a bounded page of events, the newest first, with
   while (links(html).prev) {
     html = await open(links(html).prev!);
     backwards.unshift(eventIds(html));
-    expect(html).not.toContain('http-equiv="refresh"');
+    expect(html).not.toContain('live.js');
     expect(html).not.toContain('pending_followup');
     expect(links(html)).toMatchObject({ next: expect.any(String), last: expect.any(String) });
   }
@@ -240,7 +245,8 @@ test('the transcript page shows a bounded page of events, the newest first, with
   ]);
   expect(forwards.flat()).toEqual(stored);
   // The last page forwards ends with the newest events too: it follows the live run.
-  expect(html).toContain('http-equiv="refresh"');
+  expect(html).toContain('live.js');
+  expect(html).toContain(`data-after="${stored[stored.length - 1]}"`);
   expect(html).toContain('data-kind="pending_followup"');
 
   for (const query of ['?after=x', '?before=-1', '?after=1&before=2', '?after=1&after=2']) {
@@ -253,7 +259,8 @@ test('the transcript page shows a bounded page of events, the newest first, with
   hold.release({ text: 'first' });
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const done = await open(pageUrl.pathname);
-  expect(done).not.toContain('http-equiv="refresh"');
+  // Ended: no longer marked live (its script still follows a follow-up within the idle window).
+  expect(done).not.toContain('id="live"');
   expect(done).not.toContain('pending_followup');
   expect(done).toContain('finished');
 });
