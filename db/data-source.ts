@@ -15,6 +15,7 @@ import { AgentIdentities1763830000000 } from './migrations/1763830000000-agent-i
 import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
 import { Artifacts1763850000000 } from './migrations/1763850000000-artifacts';
 import { Factories1763860000000 } from './migrations/1763860000000-factories';
+import { Webhooks1763880000000 } from './migrations/1763880000000-webhooks';
 
 export const ENTITIES = [
   TeamEntity,
@@ -36,6 +37,7 @@ export const MIGRATIONS = [
   Schedules1763840000000,
   Artifacts1763850000000,
   Factories1763860000000,
+  Webhooks1763880000000,
 ];
 
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
