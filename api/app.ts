@@ -25,6 +25,7 @@ import { createRedirectRouter } from './routes/redirect-routes';
 import { createRunsRouter } from './routes/runs-routes';
 import { createSchedulesRouter } from './routes/schedules-routes';
 import { createSessionRouter } from './routes/session-routes';
+import { createWebhooksRouter } from './routes/webhooks-routes';
 
 export interface AppDeps {
   config: Config;
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): Koa {
     createFactoriesRouter({ config, dataSource }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
+    createWebhooksRouter({ config, dataSource, secretsKey }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }
