@@ -59,12 +59,10 @@ beforeAll(async () => {
   await listener.query('LISTEN webhook_deliveries');
 });
 
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
 afterAll(async () => {
   if (latencies.length) {
-    const median = (values: number[]) => {
-      const sorted = [...values].sort((a, b) => a - b);
-      return sorted[Math.floor(sorted.length / 2)]!;
-    };
     const fromCommit = latencies.map((l) => l.fromCommit);
     console.log(
       `webhook delivery latency over ${latencies.length} deliveries: median ${median(fromCommit).toFixed(1)} ms ` +
@@ -118,8 +116,17 @@ function verify(secret: string, request: ReceivedRequest): Payload {
   return new Webhook(secret).verify(request.body, request.headers) as Payload;
 }
 
-/** Records how long each first receipt took from its state change (receivers that answer at once). */
-async function recordLatencies(c: TestContext, key: string, webhookId: string, received: ReceivedRequest[]) {
+/**
+ * Records how long each first receipt took from its state change's commit (receivers that answer
+ * at once); returns those of these requests.
+ */
+async function recordLatencies(
+  c: TestContext,
+  key: string,
+  webhookId: string,
+  received: ReceivedRequest[],
+): Promise<number[]> {
+  const recorded: number[] = [];
   const byId = new Map((await deliveries(c, key, webhookId)).map((d) => [d.id, d]));
   for (const request of received) {
     const delivery = byId.get(request.headers['webhook-id']!)!;
@@ -133,7 +140,9 @@ async function recordLatencies(c: TestContext, key: string, webhookId: string, r
       fromCommit: request.receivedAt - commit,
       fromInsert: performance.timeOrigin + request.receivedAt - Number(inserted),
     });
+    recorded.push(request.receivedAt - commit);
   }
+  return recorded;
 }
 
 test('a webhook is created with a Standard Webhooks secret shown once, kept encrypted, and listed without it', async () => {
@@ -172,6 +181,24 @@ test('a webhook is created with a Standard Webhooks secret shown once, kept encr
   expect(explicit.event_types).toEqual(['run.state_changed']);
 });
 
+test('a team has at most 20 webhooks; the 21st is 409 and records nothing', async () => {
+  const { key } = await ctx.newTeamKey();
+  const created = await Promise.all(
+    Array.from({ length: 21 }, (_, i) =>
+      ctx.api
+        .post('/api/v1/agent/webhooks')
+        .set(auth(key))
+        .send({ url: `http://127.0.0.1:9/hook-${i}` }),
+    ),
+  );
+  expect(created.map((r) => r.status).sort()).toEqual([...Array(20).fill(201), 409]);
+  const refused = created.find((r) => r.status === 409)!;
+  expect(refused.body).toMatchObject({ error_code: 'conflict', retryable: false });
+  expect(refused.body.detail).toMatch(/20 webhooks.*delete one/);
+  const list = await ctx.api.get('/api/v1/agent/webhooks').set(auth(key));
+  expect((list.body as { webhooks: unknown[] }).webhooks).toHaveLength(20);
+});
+
 test('every state change of a run, follow-ups included, reaches the receiver signed per Standard Webhooks, with the run as it was', async () => {
   const { key } = await ctx.newTeamKey();
   const { receiver, url } = await startReceiver();
@@ -198,7 +225,11 @@ test('every state change of a run, follow-ups included, reaches the receiver sig
     'SUCCEEDED',
   ]);
   expect(receiver.requests).toHaveLength(6); // a receiver that answers 2xx gets each once
-  const log = await deliveries(ctx, key, hook.id);
+  const log = await waitFor(
+    () => deliveries(ctx, key, hook.id),
+    (l) => l.length === 6 && l.every((d) => d.status === 'succeeded'),
+    'every delivery to be recorded',
+  );
   // Newest event first; one delivery per state change, all succeeded at the first attempt.
   expect(log.map((d) => d.event_id)).toEqual(events.map((e) => e.id).reverse());
   for (const d of log) {
@@ -231,7 +262,10 @@ test('every state change of a run, follow-ups included, reaches the receiver sig
   expect(payloads[0]!.data.started_at).toBeUndefined();
   expect(payloads[4]!.data).toMatchObject({ state: 'INPROGRESS', started_at: first.started_at });
 
-  await recordLatencies(ctx, key, hook.id, receiver.unique());
+  // Started at commit, not by the minute's sweep: within moments of the change.
+  const measured = await recordLatencies(ctx, key, hook.id, receiver.unique());
+  expect(measured).toHaveLength(6);
+  expect(median(measured)).toBeLessThan(2000);
 });
 
 test('a tampered body and a stale timestamp are rejected by the standardwebhooks library', async () => {
@@ -414,13 +448,12 @@ test('deleting a webhook stops its deliveries: retries in flight end, later chan
   const { receiver, url } = await startReceiver(() => 500);
   const hook = await createWebhook(ctx, key, { url });
   const run = await succeededRun(ctx, key);
-  // Every delivery has been tried at least twice: they are retrying.
-  await receiver.until(
-    (requests) => new Set(requests.map((r) => r.headers['webhook-id'])).size === 3 && requests.length >= 6,
+  // Every delivery has failed at least twice: they are retrying.
+  const log = await waitFor(
+    () => deliveries(ctx, key, hook.id),
+    (l) => l.length === 3 && l.every((d) => d.status === 'failed' && d.attempts >= 2),
     'retries of all three deliveries',
   );
-  const log = await deliveries(ctx, key, hook.id);
-  expect(log.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
 
   expect((await ctx.api.delete(`/api/v1/agent/webhooks/${hook.id}`).set(auth(key))).status).toBe(204);
   expect((await ctx.api.get(`/api/v1/agent/webhooks/${hook.id}`).set(auth(key))).status).toBe(404);
@@ -476,7 +509,11 @@ test('the sweep (a Temporal Schedule of the service) starts a delivery whose wor
   expect(late.requests[0]!.headers['webhook-id']).toBe(deliveryId);
   const payload = verify(lateHook.secret, late.requests[0]!);
   expect(payload.data).toMatchObject({ run_id: run.run_id, state: 'QUEUED' });
-  expect((await deliveries(ctx, key, lateHook.id))[0]).toMatchObject({ id: deliveryId, status: 'succeeded' });
+  await waitFor(
+    () => deliveries(ctx, key, lateHook.id),
+    (l) => l[0]?.status === 'succeeded',
+    'the swept delivery to be recorded',
+  );
   const description = await schedule.describe();
   expect(description.info.recentActions.length).toBeGreaterThanOrEqual(1);
   expect(hook.id).not.toBe(lateHook.id);
@@ -517,11 +554,4 @@ test('a delivery that gets no 2xx for the retry window is given up, and a redire
   } finally {
     await short.close();
   }
-});
-
-test('webhook deliveries arrive within moments of the state change (median over this file)', () => {
-  expect(latencies.length).toBeGreaterThanOrEqual(9);
-  const sorted = latencies.map((l) => l.fromCommit).sort((a, b) => a - b);
-  // The sweep alone would take up to a minute: this is the commit-time notification at work.
-  expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(2000);
 });

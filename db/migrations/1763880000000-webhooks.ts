@@ -80,8 +80,10 @@ export class Webhooks1763880000000 implements MigrationInterface {
                COALESCE((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.created_at, a.artifact_uid)
                            FROM artifacts a WHERE a.run_id = r.run_id), '[]'::jsonb)
           FROM runs r WHERE r.run_id = NEW.run_id;
+        -- A webhook being deleted right now is skipped, not waited for: its deletion must not fail the state change.
         INSERT INTO webhook_deliveries (webhook_id, event_id)
-        SELECT id, NEW.id FROM webhooks WHERE team_id = team AND 'run.state_changed' = ANY(event_types);
+        SELECT id, NEW.id FROM webhooks WHERE team_id = team AND 'run.state_changed' = ANY(event_types)
+           FOR KEY SHARE SKIP LOCKED;
         PERFORM pg_notify('webhook_deliveries', NEW.id::text);
         RETURN NULL;
       END $$`);
