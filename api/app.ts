@@ -29,6 +29,7 @@ import { createRunEventsRouter } from './routes/run-events-routes';
 import { createRunEventNotifier } from './run-event-notifier';
 import { createRunEventStreams } from './run-event-stream';
 import { onServerClose } from './server';
+import { createWebhooksRouter } from './routes/webhooks-routes';
 
 export interface AppDeps {
   config: Config;
@@ -79,6 +80,7 @@ export function createApp(deps: AppDeps): Koa {
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
     createRunEventsRouter({ dataSource, secretsKey, streams }),
+    createWebhooksRouter({ config, dataSource, secretsKey }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

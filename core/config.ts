@@ -85,6 +85,11 @@ const envSchema = z.object({
   RECONCILE_INTERVAL_SECONDS: intFrom(20, 1, 3600),
   DOWNLOAD_URL_TTL_SECONDS: intFrom(3600, 1, 7 * 24 * 3600),
   SSE_HEARTBEAT_SECONDS: intFrom(15, 1, 3600),
+  WEBHOOK_TIMEOUT_SECONDS: intFrom(10, 1, 300),
+  WEBHOOK_RETRY_INITIAL_INTERVAL_MS: intFrom(1000, 1, 3_600_000),
+  WEBHOOK_RETRY_MAX_INTERVAL_MS: intFrom(3_600_000, 1, 86_400_000),
+  WEBHOOK_RETRY_WINDOW_SECONDS: intFrom(86_400, 1, 30 * 86_400),
+  WEBHOOK_LOG_RETENTION_DAYS: intFrom(30, 1, 3650),
 });
 
 export interface Config {
@@ -158,6 +163,13 @@ export interface Config {
   sseHeartbeatSeconds: number;
   /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
   secretsEncryptionKey?: string;
+  /** Delivery of webhooks (workers): each POST's timeout, the retries' backoff and how long they go on. */
+  webhooks: {
+    timeoutSeconds: number;
+    retry: { initialIntervalMs: number; maxIntervalMs: number; windowSeconds: number };
+    /** Finished deliveries older than this leave the delivery log. */
+    logRetentionDays: number;
+  };
 }
 
 export interface SandboxConfig {
@@ -332,6 +344,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
     sseHeartbeatSeconds: e.SSE_HEARTBEAT_SECONDS,
+    webhooks: {
+      timeoutSeconds: e.WEBHOOK_TIMEOUT_SECONDS,
+      retry: {
+        initialIntervalMs: e.WEBHOOK_RETRY_INITIAL_INTERVAL_MS,
+        maxIntervalMs: Math.max(e.WEBHOOK_RETRY_MAX_INTERVAL_MS, e.WEBHOOK_RETRY_INITIAL_INTERVAL_MS),
+        windowSeconds: e.WEBHOOK_RETRY_WINDOW_SECONDS,
+      },
+      logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    },
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,

@@ -22,7 +22,8 @@ export interface FileArtifact {
 
 const COLUMNS = `artifact_uid, run_id, team_id, filepath, filename, mime_type, description, title, size_bytes, blob_id, created_at`;
 
-function toArtifact(row: Record<string, unknown>): FileArtifact {
+/** Maps a raw `artifacts` row to the artifact. */
+export function toArtifact(row: Record<string, unknown>): FileArtifact {
   return {
     artifactUid: row.artifact_uid as string,
     runId: row.run_id as string,

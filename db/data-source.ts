@@ -16,6 +16,7 @@ import { Schedules1763840000000 } from './migrations/1763840000000-schedules';
 import { Artifacts1763850000000 } from './migrations/1763850000000-artifacts';
 import { Factories1763860000000 } from './migrations/1763860000000-factories';
 import { RunEventsNotify1763870000000 } from './migrations/1763870000000-run-events-notify';
+import { Webhooks1763880000000 } from './migrations/1763880000000-webhooks';
 import { ListIndexes1763890000000 } from './migrations/1763890000000-list-indexes';
 
 export const ENTITIES = [
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   Artifacts1763850000000,
   Factories1763860000000,
   RunEventsNotify1763870000000,
+  Webhooks1763880000000,
   ListIndexes1763890000000,
 ];
 

@@ -6,18 +6,23 @@ import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
+import { createWebhookActivities } from '../activities/webhook-activities';
 import { createSandbox } from '../activities/sandbox/create-sandbox';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
-import { endpointOf, OutboundAddressRules, type Endpoint } from '../core/outbound-addresses';
+import { OutboundAddressRules } from '../core/outbound-addresses';
+import { platformEndpoints } from '../core/platform-endpoints';
 import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
 import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
+import { webhookQueue } from '../workflows/webhook-contract';
+import { startWebhookDispatcher } from './webhook-dispatcher';
+import { ensureWebhookSweepSchedule } from './webhook-sweep-schedule';
 import { WorkspaceCapacity } from './workspace-capacity';
 import { postgresBlobStore } from '../db/blob-store';
 
@@ -161,7 +166,14 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
     },
   });
-  const workers = [shared, workspace, provisioner];
+  // Webhook deliveries: their POSTs have slots of their own, so slow receivers never delay runs.
+  const webhooks = await Worker.create({
+    ...common,
+    taskQueue: webhookQueue(config.temporal.taskQueue),
+    activities: createWebhookActivities({ dataSource, config, logger, temporal, secretsKey, outboundRules }),
+  });
+  await ensureWebhookSweepSchedule(temporal, config);
+  const workers = [shared, workspace, provisioner, webhooks];
 
   // The lease says this worker is alive, busy or not; runs give up its workspaces only when it lapses.
   const renewLease = () =>
@@ -180,10 +192,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
           void renewLease().catch((err: unknown) => logger.warn('could not renew the worker lease', { error: err })),
         Math.max(1000, (config.worker.leaseSeconds * 1000) / 4),
       );
+      const dispatcher = startWebhookDispatcher({ dataSource, temporal, config, logger });
       try {
         await Promise.all(workers.map((w) => w.run()));
       } finally {
         clearInterval(timer);
+        await dispatcher.stop();
         await mcpSessions.closeAll();
       }
     },
@@ -192,12 +206,4 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     },
     getState: () => shared.getState(),
   };
-}
-
-/** The platform's own services: the database, Temporal and this service's API. */
-function platformEndpoints(config: Config, given: string[]): Endpoint[] {
-  const endpoints = given.map((e) => endpointOf(e, e.startsWith('postgres') ? 5432 : 7233));
-  endpoints.push(endpointOf(config.publicUrl, config.publicUrl.startsWith('https:') ? 443 : 80));
-  endpoints.push({ host: config.host === '0.0.0.0' ? '127.0.0.1' : config.host, port: config.port });
-  return endpoints.filter((e): e is Endpoint => e !== undefined);
 }

@@ -1,2 +1,3 @@
 export { agentRunWorkflow } from './run-workflow';
 export { scheduledRunWorkflow } from './scheduled-run-workflow';
+export { webhookDeliveryWorkflow, webhookSweepWorkflow } from './webhook-workflows';

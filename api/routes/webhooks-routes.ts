@@ -1,0 +1,138 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../../core/config';
+import { isUuid, newUuidV7 } from '../../core/ids';
+import { OutboundAddressRules } from '../../core/outbound-addresses';
+import { platformEndpoints } from '../../core/platform-endpoints';
+import { encryptSecret } from '../../core/secrets';
+import { DEFAULT_WEBHOOK_EVENT_TYPES, MAX_WEBHOOKS_PER_TEAM, newWebhookSecret } from '../../core/webhooks';
+import { deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks } from '../../db/webhooks';
+import { ApiError, invalid, notFound } from '../api-error';
+import { principalOf } from '../middleware/auth';
+import {
+  cursorNotIssued,
+  decodeOpaqueCursor,
+  encodeOpaqueCursor,
+  parseLimit,
+  singleQueryParameter,
+} from '../page-params';
+import { createWebhookSchema } from '../schemas/webhook-schemas';
+import { rejectQueryParameters, validate } from '../validate';
+import { checkWebhookUrl } from '../webhook-url';
+import { toDeliveryItem, toWebhookItem } from '../webhook-item';
+
+const DELIVERIES_PAGE_DEFAULT = 20;
+const DELIVERIES_PAGE_MAX = 100;
+
+/**
+ * A team's webhooks (`/agent/webhooks`) and their delivery logs. Deliveries are made by the
+ * workers (activities/webhook-activities.ts); another team's webhook is 404 on every route.
+ */
+export function createWebhooksRouter({
+  config,
+  dataSource,
+  secretsKey,
+}: {
+  config: Config;
+  dataSource: DataSource;
+  secretsKey: Buffer;
+}): Router {
+  const router = new Router();
+  let rules: Promise<OutboundAddressRules> | undefined;
+  const addressRules = () =>
+    (rules ??= (async () => {
+      const built = new OutboundAddressRules(config.network.outboundAllowedPrivateHosts);
+      await built.addPlatformEndpoints(platformEndpoints(config));
+      return built;
+    })());
+
+  const load = async (id: string, teamId: string) => {
+    const webhook = isUuid(id) ? await findWebhook(dataSource.manager, id, teamId) : null;
+    if (!webhook) throw notFound(`No webhook ${id}.`);
+    return webhook;
+  };
+
+  router.post('/agent/webhooks', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(createWebhookSchema, ctx.state.body);
+    const url = await checkWebhookUrl(body.url, await addressRules());
+    const { teamId } = principalOf(ctx.state);
+    const secret = newWebhookSecret();
+    const webhook = await insertWebhook(
+      dataSource.manager,
+      {
+        id: newUuidV7(),
+        teamId,
+        url,
+        eventTypes: [...new Set(body.event_types ?? DEFAULT_WEBHOOK_EVENT_TYPES)],
+        encryptedSecret: encryptSecret(secret, secretsKey),
+        taskQueue: config.temporal.taskQueue,
+      },
+      MAX_WEBHOOKS_PER_TEAM,
+    );
+    if (!webhook) {
+      throw new ApiError(
+        'conflict',
+        `Your team has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one before adding another.`,
+        { retryable: false },
+      );
+    }
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/agent/webhooks/${webhook.id}`);
+    ctx.body = { ...toWebhookItem(webhook), secret };
+  });
+
+  router.get('/agent/webhooks', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const webhooks = await listWebhooks(dataSource.manager, principalOf(ctx.state).teamId);
+    ctx.body = { webhooks: webhooks.map(toWebhookItem) };
+  });
+
+  router.get('/agent/webhooks/:id', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    ctx.body = toWebhookItem(await load(ctx.params.id!, principalOf(ctx.state).teamId));
+  });
+
+  router.delete('/agent/webhooks/:id', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const id = ctx.params.id!;
+    if (!isUuid(id) || !(await deleteWebhook(dataSource.manager, id, principalOf(ctx.state).teamId))) {
+      throw notFound(`No webhook ${id}.`);
+    }
+    ctx.status = 204;
+  });
+
+  router.get('/agent/webhooks/:id/deliveries', async (ctx) => {
+    for (const key of Object.keys(ctx.query)) {
+      if (key !== 'limit' && key !== 'cursor') throw invalid(`Unknown query parameter \`${key}\`.`);
+    }
+    const limit = parseLimit(ctx.query, DELIVERIES_PAGE_DEFAULT, DELIVERIES_PAGE_MAX);
+    const webhook = await load(ctx.params.id!, principalOf(ctx.state).teamId);
+    const cursor = singleQueryParameter(ctx.query, 'cursor');
+    const beforeEventId = cursor === undefined ? undefined : decodeDeliveriesCursor(cursor, webhook.id);
+    const { deliveries, hasMore } = await listDeliveries(dataSource.manager, webhook.id, { limit, beforeEventId });
+    const last = deliveries[deliveries.length - 1];
+    ctx.body = {
+      deliveries: deliveries.map(toDeliveryItem),
+      page_info: {
+        has_next_page: hasMore,
+        ...(hasMore && last ? { next_cursor: encodeOpaqueCursor({ w: webhook.id, e: last.eventId }) } : {}),
+      },
+    };
+  });
+
+  return router;
+}
+
+/** The event id a page of deliveries continues before. */
+function decodeDeliveriesCursor(cursor: string, webhookId: string): string {
+  const payload = decodeOpaqueCursor(cursor);
+  // Compared in SQL as a bigint: a forged value must not reach the query.
+  if (typeof payload.w !== 'string' || typeof payload.e !== 'string' || !/^\d{1,18}$/.test(payload.e)) {
+    throw cursorNotIssued();
+  }
+  if (payload.w !== webhookId) {
+    throw invalid('Query parameter `cursor` was issued for another webhook; use it with that webhook.');
+  }
+  return payload.e;
+}
