@@ -1,13 +1,12 @@
 import type { EntityManager } from 'typeorm';
-import type { PromptAttachment } from '../core/run-events';
+import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
 import type { Run } from './entities/run';
-import { appendRunEvent } from './run-events';
-import { recordLineage } from './run-lineage';
 import { lockRunCreation } from './run-store';
 
 /**
- * Inserts a new run with its prompt and QUEUED entries (the prompt names the run's attachments).
- * Caller holds the run's creation lock.
+ * Inserts a new run with its lineage and its prompt and QUEUED entries (the prompt names the
+ * run's attachments), in one statement: creating a run is the API's busiest write. Caller holds
+ * the run's creation lock.
  */
 export async function recordNewRun(
   manager: EntityManager,
@@ -15,27 +14,60 @@ export async function recordNewRun(
   prompt: { mode: string; attachments?: PromptAttachment[] },
 ): Promise<void> {
   const attachments = prompt.attachments ?? [];
-  await manager.getRepository<Run>('Run').insert(run);
-  if (run.parentRunId) await recordLineage(manager, run.runId, run.parentRunId);
-  await appendRunEvent(manager, {
-    runId: run.runId,
-    eventKey: 'prompt',
-    kind: 'prompt',
-    turn: 1,
-    payload: {
-      text: run.prompt,
-      base_prompt: run.config.base_prompt,
-      mode: prompt.mode,
-      ...(attachments.length ? { attachments } : {}),
-    },
-  });
-  await appendRunEvent(manager, {
-    runId: run.runId,
-    eventKey: 'state-t1-QUEUED',
-    kind: 'state',
-    turn: 1,
-    payload: { state: 'QUEUED' },
-  });
+  const promptPayload: RunEventPayloads['prompt'] = {
+    text: run.prompt,
+    base_prompt: run.config.base_prompt,
+    mode: prompt.mode,
+    ...(attachments.length ? { attachments } : {}),
+  };
+  const queuedPayload: RunEventPayloads['state'] = { state: 'QUEUED' };
+  // Foreign keys and the run_events triggers run at the end of the statement, when the run exists.
+  await manager.query(
+    `WITH run AS (
+       INSERT INTO runs (run_id, team_id, creator_uid, creator_type, creator_display_name, executor_uid,
+         executor_display_name, title, prompt, state, turn, config, name, model_id, environment_id, skill_spec,
+         source, schedule, metadata, conversation_id, parent_run_id, factory_uid, dispatch_key, session_id,
+         total_tokens, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb,
+         $19::jsonb, $20, $21::uuid, $22, $23, $24, 0, $25, $25)
+     ), lineage AS (
+       INSERT INTO run_lineage (ancestor_run_id, run_id, depth)
+       SELECT $21::uuid, $1::uuid, 1 WHERE $21::uuid IS NOT NULL
+       UNION ALL
+       SELECT ancestor_run_id, $1::uuid, depth + 1 FROM run_lineage WHERE run_id = $21::uuid
+     )
+     INSERT INTO run_events (run_id, event_key, kind, turn, payload)
+     VALUES ($1, 'prompt', 'prompt', 1, $26::jsonb), ($1, 'state-t1-QUEUED', 'state', 1, $27::jsonb)`,
+    [
+      run.runId,
+      run.teamId,
+      run.creatorUid,
+      run.creatorType,
+      run.creatorDisplayName,
+      run.executorUid,
+      run.executorDisplayName,
+      run.title,
+      run.prompt,
+      run.state,
+      run.turn,
+      JSON.stringify(run.config),
+      run.name,
+      run.modelId,
+      run.environmentId,
+      run.skillSpec,
+      run.source,
+      run.schedule ? JSON.stringify(run.schedule) : null,
+      JSON.stringify(run.metadata),
+      run.conversationId,
+      run.parentRunId,
+      run.factoryUid ?? null,
+      run.dispatchKey ?? null,
+      run.sessionId,
+      run.createdAt,
+      JSON.stringify(promptPayload),
+      JSON.stringify(queuedPayload),
+    ],
+  );
 }
 
 /**

@@ -10,18 +10,6 @@ export async function runDepth(manager: EntityManager, runId: string): Promise<n
   return row.depth;
 }
 
-/** Records a new run's ancestors: its parent, and every ancestor of its parent one level further up. */
-export async function recordLineage(manager: EntityManager, runId: string, parentRunId: string): Promise<void> {
-  await manager.query(
-    `INSERT INTO run_lineage (ancestor_run_id, run_id, depth)
-     SELECT $2::uuid, $1::uuid, 1
-     UNION ALL
-     SELECT ancestor_run_id, $1::uuid, depth + 1 FROM run_lineage WHERE run_id = $2::uuid
-     ON CONFLICT DO NOTHING`,
-    [runId, parentRunId],
-  );
-}
-
 /** The runs below `runId` that have not ended, nearest first. */
 export async function unfinishedDescendants(manager: EntityManager, runId: string): Promise<string[]> {
   const rows = (await manager.query(
