@@ -51,7 +51,7 @@ function forceColor(env: NodeJS.ProcessEnv): boolean | undefined {
 export function loadCliConfig(
   options: ConnectionOptions,
   env: NodeJS.ProcessEnv = process.env,
-  streams: { stdout: { isTTY?: boolean }; stderr: { isTTY?: boolean } } = process,
+  streams: { stdout: { isTTY?: boolean }; stderr: { isTTY?: boolean; columns?: number } } = process,
 ): CliConfig {
   const apiKey = (options.apiKey ?? env.AGENT_RUNS_API_KEY ?? '').trim();
   if (!apiKey) {
@@ -66,6 +66,12 @@ export function loadCliConfig(
     apiBaseUrl: apiBaseUrl(url),
     apiKey,
     color,
-    spinner: streams.stdout.isTTY === true && streams.stderr.isTTY === true && !env.CI && env.TERM !== 'dumb',
+    // A terminal that reports no width (a bare pty) cannot have its spinner line redrawn.
+    spinner:
+      streams.stdout.isTTY === true &&
+      streams.stderr.isTTY === true &&
+      (streams.stderr.columns ?? 0) > 0 &&
+      !env.CI &&
+      env.TERM !== 'dumb',
   };
 }

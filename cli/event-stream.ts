@@ -9,7 +9,10 @@ export type EventDirective = 'continue' | 'stop' | { stopIfQuietForMs: number };
 export interface StreamRunEventsOptions {
   /** Only events after this event id (`Last-Event-ID`); from the first event when absent. */
   afterId?: string;
-  /** Stop when no event has come for this long: the end of what the run recorded so far. */
+  /**
+   * Stop when no event has come for this long after the last one: the end of what the run has
+   * recorded so far. (Every run has recorded its prompt, so the first event is waited for longer.)
+   */
   quietStopMs?: number;
   signal?: AbortSignal;
   onEvent(event: RunEvent): EventDirective | void | Promise<EventDirective | void>;
@@ -30,6 +33,8 @@ export interface StreamOutcome {
 const MAX_FAILED_CONNECTIONS = 8;
 /** A connection that carries not even a heartbeat for this long is taken for dead and replaced. */
 const STALL_MS = 90_000;
+/** How long a stream stopped by `quietStopMs` waits for its first event. */
+const FIRST_EVENT_MS = 15_000;
 /** Reconnection delay when the server has not said (`retry:`). */
 const DEFAULT_RETRY_MS = 3000;
 
@@ -98,7 +103,7 @@ async function readConnection(
     clearTimeout(stallTimer);
     stallTimer = setTimeout(() => connection.abort(), STALL_MS);
   };
-  armQuiet(options.quietStopMs);
+  armQuiet(options.quietStopMs === undefined ? undefined : state.received > 0 ? options.quietStopMs : FIRST_EVENT_MS);
   armStall();
   try {
     for await (const chunk of body) {

@@ -10,10 +10,10 @@ import { runCommand, type RunOptions } from './commands/run';
 import { cliVersion, commandContext, type CommandContext } from './context';
 
 /** Collects a repeatable option into a list. */
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 /** Collects repeatable `k=v` pairs into an object. */
-function collectPairs(value: string, previous: Record<string, string>): Record<string, string> {
+function collectPairs(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const at = value.indexOf('=');
   if (at <= 0) throw new InvalidArgumentError(`expected key=value (got "${value}").`);
   return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
@@ -26,16 +26,14 @@ function nonNegativeInteger(value: string): number {
 
 const EXIT_HELP = `
 Environment:
-  AGENT_RUNS_URL      the service, e.g. https://agent-runs.example.com (default ${DEFAULT_URL});
-                      /api/v1 is added
-  AGENT_RUNS_API_KEY  an API key (ark_...); required
-  NO_COLOR, FORCE_COLOR  turn colour off, or on where stdout is no terminal
+  AGENT_RUNS_URL         the service (default ${DEFAULT_URL}); /api/v1 is added
+  AGENT_RUNS_API_KEY     an API key (ark_...); required
+  NO_COLOR, FORCE_COLOR  colour off; colour on where stdout is no terminal
 
-Exit codes:
-  0  success; with --wait or --follow: the run SUCCEEDED
+Exit codes (with --wait or --follow: how the run ended):
+  0  success, SUCCEEDED     3  FAILED     4  ERROR     5  CANCELLED
   1  the API refused the request (its detail is printed) or could not be reached
-  2  usage: unknown option, malformed value, no API key
-  3  the run FAILED      4  the run ended ERROR      5  the run was CANCELLED
+  2  usage: an unknown option, a malformed value, no API key
 
 --json prints only JSON on stdout (one document; one event per line when following);
 messages for people go to stderr.`;
@@ -78,7 +76,7 @@ export function createProgram(result: { exitCode: number }): Command {
     .option('--model <provider/model>', 'model, e.g. openai/gpt-4o')
     .option('--name <name>', 'agent name (config.name), a list filter')
     .option('--title <title>', 'title of the run')
-    .option('--metadata <key=value>', 'metadata (repeatable)', collectPairs, {})
+    .option('--metadata <key=value>', 'metadata (repeatable)', collectPairs)
     .option('--idle-timeout <minutes>', 'how long the run waits for follow-ups after a turn', nonNegativeInteger)
     .addOption(
       new Option('--mode <mode>', 'plan: the agent answers with a plan and changes nothing').choices([
@@ -94,7 +92,7 @@ export function createProgram(result: { exitCode: number }): Command {
   program
     .command('list')
     .description('list runs, newest activity first (a table; same filters as GET /agent/runs)')
-    .option('--state <state>', 'QUEUED, INPROGRESS, SUCCEEDED, FAILED, ERROR, CANCELLED (repeatable)', collect, [])
+    .option('--state <state>', 'QUEUED, INPROGRESS, SUCCEEDED, FAILED, ERROR, CANCELLED (repeatable)', collect)
     .option('--name <name>', 'agent name (config.name)')
     .option('--model <model_id>', 'model id')
     .option('--creator <uid>', 'creator uid')
@@ -109,7 +107,7 @@ export function createProgram(result: { exitCode: number }): Command {
     .option('--created-before <time>', 'RFC 3339 time')
     .option('--updated-after <time>', 'RFC 3339 time')
     .option('--q <text>', 'text in the title, prompt or skill spec')
-    .option('--metadata <key=value>', 'metadata that must match (repeatable)', collectPairs, {})
+    .option('--metadata <key=value>', 'metadata that must match (repeatable)', collectPairs)
     .addOption(new Option('--sort-by <field>', 'sort field').choices(['updated_at', 'created_at', 'title']))
     .addOption(new Option('--sort-order <order>', 'sort order').choices(['asc', 'desc']))
     .option('--limit <n>', 'runs per page (1-100, default 20)', nonNegativeInteger)

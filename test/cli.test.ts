@@ -120,7 +120,7 @@ test('--help on every command, also through `npx agent-runs` (the package.json b
   const cache = mkdtempSync(path.join(os.tmpdir(), 'npx-cache-'));
   const npx = spawn('npx', ['--offline', '--cache', cache, 'agent-runs', '--help'], {
     cwd: path.join(__dirname, '..'),
-    env: { ...process.env, npm_config_update_notifier: 'false' },
+    env: { ...process.env, AGENT_RUNS_CLI_FROM_SOURCE: '1', npm_config_update_notifier: 'false' },
   });
   let stdout = '';
   npx.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -128,7 +128,7 @@ test('--help on every command, also through `npx agent-runs` (the package.json b
   expect(code).toBe(0);
   expect(stdout).toContain('Usage: agent-runs [options] [command]');
   expect(stdout).toMatch(/run \[options\] \[prompt\]\s+create a run/);
-  expect(stdout).toContain('3  the run FAILED');
+  expect(stdout).toContain('0  success, SUCCEEDED     3  FAILED     4  ERROR     5  CANCELLED');
 });
 
 test('run --wait exits 0 when the run succeeds, printing its id and the answer', async () => {

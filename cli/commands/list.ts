@@ -7,7 +7,7 @@ import type { ListRunsResponse, RunItem } from '../wire';
 
 /** The filters of `GET /agent/runs`, as the command's options name them. */
 export interface ListOptions {
-  state: string[];
+  state?: string[];
   name?: string;
   model?: string;
   creator?: string;
@@ -22,7 +22,7 @@ export interface ListOptions {
   createdBefore?: string;
   updatedAfter?: string;
   q?: string;
-  metadata: Record<string, string>;
+  metadata?: Record<string, string>;
   sortBy?: string;
   sortOrder?: string;
   limit?: number;
@@ -33,7 +33,7 @@ export interface ListOptions {
 /** The list query for the options; the API validates every value and says what it wants. */
 export function listQuery(options: ListOptions): Query {
   const query: Query = {
-    state: options.state.length ? options.state : undefined,
+    state: options.state,
     name: options.name,
     model_id: options.model,
     creator: options.creator,
@@ -53,7 +53,7 @@ export function listQuery(options: ListOptions): Query {
     limit: options.limit,
     cursor: options.cursor,
   };
-  for (const [key, value] of Object.entries(options.metadata)) query[`metadata[${key}]`] = value;
+  for (const [key, value] of Object.entries(options.metadata ?? {})) query[`metadata[${key}]`] = value;
   return query;
 }
 

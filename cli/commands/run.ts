@@ -9,7 +9,7 @@ export interface RunOptions {
   model?: string;
   name?: string;
   title?: string;
-  metadata: Record<string, string>;
+  metadata?: Record<string, string>;
   idleTimeout?: number;
   mode?: string;
   wait?: boolean;
@@ -29,7 +29,7 @@ export function createRunBody(prompt: string | undefined, options: RunOptions): 
     ...(prompt !== undefined ? { prompt } : {}),
     ...(options.title !== undefined ? { title: options.title } : {}),
     ...(options.skill !== undefined ? { skill: options.skill } : {}),
-    ...(Object.keys(options.metadata).length ? { metadata: options.metadata } : {}),
+    ...(options.metadata ? { metadata: options.metadata } : {}),
     ...(options.mode !== undefined ? { mode: options.mode } : {}),
     ...(Object.keys(config).length ? { config } : {}),
   };

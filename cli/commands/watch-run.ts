@@ -25,7 +25,7 @@ function exitCode(run: RunItem): number {
 export async function waitAndReport(ctx: CommandContext, runId: string): Promise<number> {
   let linked = false;
   const run = await waitForRun(ctx.client, runId, (seen) => {
-    if (!isTerminalState(seen.state)) ctx.out.note(`${seen.state}`);
+    if (!isTerminalState(seen.state)) ctx.out.note(`Run ${runId} is ${seen.state}`);
     if (seen.session_link && !linked) {
       linked = true;
       ctx.out.note(`Transcript: ${seen.session_link}`);
@@ -68,25 +68,30 @@ function activity(event: RunEvent): string | null | undefined {
 export async function followAndReport(ctx: CommandContext, runId: string, afterId?: string): Promise<number> {
   const { out } = ctx;
   let linked = false;
-  const run = await followRun(ctx.client, runId, {
-    afterId,
-    onReconnect: ({ afterId: after, reason }) =>
-      out.note(`Event stream interrupted (${reason}); resuming after event ${after ?? 0}.`),
-    onEvent(event) {
-      if (out.json) out.jsonLine(event);
-      else out.text(renderEvent(event, out.style));
-      const next = activity(event);
-      if (next === null) out.idle();
-      else if (next !== undefined) out.working(next);
-      if (event.kind === 'state' && event.payload.state === 'INPROGRESS' && !linked) {
-        linked = true;
-        void getRun(ctx.client, runId)
-          .then((r) => r.session_link && out.note(`Transcript: ${r.session_link}`))
-          .catch(() => undefined);
-      }
-    },
-  });
-  out.idle();
+  let run: RunItem;
+  try {
+    run = await followRun(ctx.client, runId, {
+      afterId,
+      onReconnect: ({ afterId: after, reason }) =>
+        out.note(`Event stream interrupted (${reason}); resuming after event ${after ?? 0}.`),
+      onEvent(event) {
+        if (out.json) out.jsonLine(event);
+        else out.text(renderEvent(event, out.style));
+        const next = activity(event);
+        if (next === null) out.idle();
+        else if (next !== undefined) out.working(next);
+        if (event.kind === 'state' && event.payload.state === 'INPROGRESS' && !linked) {
+          linked = true;
+          void getRun(ctx.client, runId)
+            .then((r) => r.session_link && out.note(`Transcript: ${r.session_link}`))
+            .catch(() => undefined);
+        }
+      },
+    });
+  } finally {
+    // The spinner hides the cursor: give it back whatever happened.
+    out.idle();
+  }
   out.note(endLine(ctx, run, false));
   return exitCode(run);
 }
