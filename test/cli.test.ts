@@ -497,6 +497,7 @@ async function startEventsProxy(context: TestContext, real: boolean): Promise<Ev
   /** Relays the API's stream block by block, cutting it after `limit` events. */
   const relay = (req: http.IncomingMessage, res: http.ServerResponse, limit: number) =>
     forward(req, res, (upRes) => {
+      if (!(upRes.headers['content-type'] ?? '').startsWith('text/event-stream')) return upRes.pipe(res);
       let buffer = '';
       let sent = 0;
       upRes.setEncoding('utf8');
