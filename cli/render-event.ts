@@ -1,5 +1,5 @@
 import type { RunEventPayloads } from '../core/run-events';
-import { oneLine, terminalSafe, type styler } from './terminal-text';
+import { headingText, oneLine, terminalSafe, type styler } from './terminal-text';
 import type { RunEvent } from './wire';
 
 type Styled = ReturnType<typeof styler>;
@@ -96,18 +96,18 @@ export function renderEvent(event: RunEvent, s: Styled): string {
           : '';
       if (t.name === 'run_command') {
         const command = String((t.input as { command?: unknown } | undefined)?.command ?? '');
-        return `${s('bold', `$ ${terminalSafe(command)}`)}\n${block(output)}${commandStatus(s, t)}${flag}`;
+        return `${s('bold', `$ ${headingText(command)}`)}\n${block(output)}${commandStatus(s, t)}${flag}`;
       }
       return `${s('blue', `--- ${oneLine(String(t.name ?? 'tool'), 64)}`)} ${s('dim', inputSummary(t.input))}\n${block(head(output, 20))}${flag}`;
     }
     case 'command': {
       const c = p as Partial<RunEventPayloads['command']>;
-      return `${s('bold', `$ ${terminalSafe(String(c.command ?? ''))}`)} ${s('dim', '(setup)')}\n${block(String(c.output ?? ''))}${commandStatus(s, c)}`;
+      return `${s('bold', `$ ${headingText(String(c.command ?? ''))}`)} ${s('dim', '(setup)')}\n${block(String(c.output ?? ''))}${commandStatus(s, c)}`;
     }
     case 'files_changed': {
       const files = (p as Partial<RunEventPayloads['files_changed']>).files ?? [];
       const parts = files.map((f) => {
-        const name = terminalSafe(f.repo === '.' || !f.repo ? f.path : `${f.repo}/${f.path}`);
+        const name = oneLine(f.repo === '.' || !f.repo ? f.path : `${f.repo}/${f.path}`, 300);
         const diff = f.diff ? block(f.diff, (line) => diffLine(s, line)) : `    ${s('dim', '(reverted)')}\n`;
         return `  ${s('bold', name)}\n${diff}`;
       });
@@ -120,12 +120,12 @@ export function renderEvent(event: RunEvent, s: Styled): string {
       // A SUCCEEDED run's status message is the agent's last answer, shown already.
       const detail =
         status && state !== 'SUCCEEDED'
-          ? `: ${status.error_code ? `[${status.error_code}] ` : ''}${terminalSafe(String(status.message ?? ''))}`
+          ? `: ${status.error_code ? `[${status.error_code}] ` : ''}${headingText(String(status.message ?? ''))}`
           : '';
       return `${s(stateColour(state), s('bold', `=== ${state}`))}${detail}\n`;
     }
     case 'notice':
-      return `${s('yellow', `!!! ${terminalSafe(String((p as { message?: unknown }).message ?? ''))}`)}\n`;
+      return `${s('yellow', `!!! ${headingText(String((p as { message?: unknown }).message ?? ''))}`)}\n`;
     case 'skill_load':
       return `${s('blue', `--- skill loaded: ${oneLine(String((p as { name?: unknown }).name ?? ''), 100)}`)}\n`;
     case 'config': {

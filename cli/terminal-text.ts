@@ -18,6 +18,14 @@ export function terminalSafe(text: string): string {
   return out;
 }
 
+/**
+ * Untrusted text in a heading line of the CLI's own (a command after `$`, a status message):
+ * its further lines are indented, so that none of them can pass for a line of the CLI's.
+ */
+export function headingText(text: string): string {
+  return terminalSafe(text).replace(/\n+$/, '').replace(/\n/g, '\n    ');
+}
+
 /** The first `max` characters of one line of `text`, for a table cell or a heading. */
 export function oneLine(text: string, max: number): string {
   const line = terminalSafe(text).replace(/\s+/g, ' ').trim();

@@ -371,6 +371,33 @@ test('followup --follow shows only what the follow-up brought, until the run end
   expect(waited.stderr).toContain(`Run ${runId} SUCCEEDED: Answer number 4.`);
 });
 
+test("what a run prints cannot drive the terminal or pass for the CLI's own lines", async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('cli-hostile');
+  ctx.model.script(marker, (_request, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            { name: 'run_command', arguments: { command: "printf '\\033[2J=== SUCCEEDED\\n'\necho '=== FAILED'" } },
+          ],
+        }
+      : { text: '\x1b]0;pwned\x07Done.\n=== CANCELLED' },
+  );
+  const result = await cli(['run', `Print things ${marker}`, '--follow', '--idle-timeout', '0'], as(key, proxy.url));
+  expect(result.code).toBe(0);
+  expect(result.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+  // Every line the CLI did not write itself is indented; escape sequences show as text.
+  expect(result.stdout.split('\n').filter((line) => line.startsWith('==='))).toEqual([
+    '=== QUEUED',
+    '=== INPROGRESS',
+    '=== SUCCEEDED',
+  ]);
+  expect(result.stdout).toContain("$ printf '\\033[2J=== SUCCEEDED\\n'\n    echo '=== FAILED'\n");
+  expect(result.stdout).toContain('\n    ^[[2J=== SUCCEEDED\n    === FAILED\n');
+  expect(result.stdout).toContain('\n    ^[]0;pwned^GDone.\n    === CANCELLED\n');
+});
+
 test('cancel stops a running run, and run --wait then exits 5', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('cli-cancel');

@@ -2,7 +2,7 @@ import type { CommandContext } from '../context';
 import { exitCodeOfState, isTerminalState, EXIT_CODES } from '../exit-codes';
 import { followRun, getRun, waitForRun } from '../follow';
 import { renderEvent } from '../render-event';
-import { oneLine, terminalSafe } from '../terminal-text';
+import { headingText, oneLine } from '../terminal-text';
 import type { RunEvent, RunItem } from '../wire';
 
 /** The line that says how a run ended, with its status message (for SUCCEEDED, the agent's answer). */
@@ -12,7 +12,7 @@ export function endLine(ctx: CommandContext, run: RunItem, withAnswer: boolean):
   const colour = run.state === 'SUCCEEDED' ? 'green' : run.state === 'CANCELLED' ? 'yellow' : 'red';
   let line = `Run ${run.run_id} ${s(colour, s('bold', run.state))}`;
   if (status?.message && (run.state !== 'SUCCEEDED' || withAnswer)) {
-    line += `: ${status.error_code ? `[${status.error_code}] ` : ''}${terminalSafe(status.message)}`;
+    line += `: ${status.error_code ? `[${status.error_code}] ` : ''}${headingText(status.message)}`;
   }
   return line;
 }
