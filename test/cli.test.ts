@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -125,6 +125,7 @@ test('--help on every command, also through `npx agent-runs` (the package.json b
   let stdout = '';
   npx.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   const code = await new Promise<number | null>((resolve) => npx.on('close', resolve));
+  rmSync(cache, { recursive: true, force: true });
   expect(code).toBe(0);
   expect(stdout).toContain('Usage: agent-runs [options] [command]');
   expect(stdout).toMatch(/run \[options\] \[prompt\]\s+create a run/);
@@ -453,6 +454,7 @@ test('artifacts lists download URLs, and --download fetches the files', async ()
   expect(doc.artifacts[0]!.saved_to).toBe(path.join(dir, 'report.txt'));
   expect(readFileSync(path.join(dir, 'report.txt'), 'utf8')).toBe('hello artifact\n');
   expect(downloaded.stderr).toContain(`Saved ${path.join(dir, 'report.txt')} (15 B)`);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test("errors print the problem document's detail and exit 1; another team's run is not found", async () => {
