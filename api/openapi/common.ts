@@ -61,7 +61,7 @@ export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503;
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request is invalid (`invalid_request`, `operation_not_supported`, `feature_not_available`); `detail` says what to fix. Nothing was changed.',
   401: 'No API key, a malformed `Authorization` header, or an unknown or revoked key (`authentication_required`).',
-  403: 'The key may not do this (`not_authorized`).',
+  403: 'Not allowed (`not_authorized`): the key may not do this, or a download link is altered or expired.',
   404: 'No such resource in your team (`resource_not_found`); another team’s resources are 404 too.',
   409: 'The body names something your team lacks (`resource_not_found`, naming the field), or the state of the target refuses the request (`conflict`, `operation_not_supported`); see `detail` and `retryable`.',
   413: 'The body is larger than the limit (`invalid_request`).',
