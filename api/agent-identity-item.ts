@@ -17,7 +17,7 @@ export function toAgentIdentityItem(identity: AgentIdentity) {
     skills: identity.skills,
     worker_host: identity.workerHost,
     on_behalf_of_enabled: identity.onBehalfOfEnabled,
-    harness: { type: 'oz' },
+    harness: { type: 'oz' as const },
     available: true,
     default_runner_uid: '',
     memory: { attached_stores: [], auto_memory: { enabled: false } },

@@ -11,6 +11,7 @@ import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
+import { preferSpecificRoutes } from './middleware/specific-routes';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from './schedule-service';
@@ -21,6 +22,8 @@ import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
+import { createOpenApiRouter } from './routes/openapi-routes';
+import { openApiLimits } from './openapi/document';
 import { createRedirectRouter } from './routes/redirect-routes';
 import { createRunsRouter } from './routes/runs-routes';
 import { createSchedulesRouter } from './routes/schedules-routes';
@@ -97,6 +100,7 @@ export function createApp(deps: AppDeps): Koa {
     createRedirectRouter({ dataSource }),
     createDownloadRouter({ dataSource, blobs, signingKey }),
     createErrorReferenceRouter(),
+    createOpenApiRouter(openApiLimits(config)),
   ];
 
   app.use(requestId());
@@ -104,7 +108,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
-  app.use(api.routes()).use(api.allowedMethods());
+  app.use(api.routes()).use(api.allowedMethods()).use(preferSpecificRoutes());
   return app;
 }
 

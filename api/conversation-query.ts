@@ -6,6 +6,9 @@ import {
   parseLimit,
   singleQueryParameter,
 } from './page-params';
+import { CONVERSATION_PAGE_DEFAULT, CONVERSATION_PAGE_MAX, conversationQuerySchema } from './schemas/agent-schemas';
+
+const PARAMETERS = Object.keys(conversationQuerySchema.shape);
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -17,9 +20,6 @@ export interface ConversationQuery {
   after?: ActionPosition;
 }
 
-export const CONVERSATION_PAGE_DEFAULT = 200;
-export const CONVERSATION_PAGE_MAX = 500;
-
 interface CursorPayload {
   c: string;
   r: string;
@@ -30,7 +30,7 @@ interface CursorPayload {
 /** Validates `limit` and `cursor` (other parameters are rejected) of `GET /agent/conversations/{id}`. */
 export function parseConversationQuery(query: Query, conversationId: string): ConversationQuery {
   for (const key of Object.keys(query)) {
-    if (key !== 'limit' && key !== 'cursor') throw invalid(`Unknown query parameter \`${key}\`.`);
+    if (!PARAMETERS.includes(key)) throw invalid(`Unknown query parameter \`${key}\`.`);
   }
   const limit = parseLimit(query, CONVERSATION_PAGE_DEFAULT, CONVERSATION_PAGE_MAX);
   const cursor = singleQueryParameter(query, 'cursor');

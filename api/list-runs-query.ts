@@ -11,7 +11,15 @@ import {
   parseLimit,
   singleQueryParameter as single,
 } from './page-params';
-import { skillSpecSchema } from './schemas/run-schemas';
+import {
+  CLIENT_ONLY_STATES,
+  LIST_RUNS_DEFAULT_LIMIT,
+  LIST_RUNS_MAX_LIMIT,
+  listRunsQuerySchema,
+  MAX_METADATA_FILTERS,
+  RUN_SORT_FIELDS,
+  skillSpecSchema,
+} from './schemas/run-schemas';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -23,30 +31,9 @@ export interface ListRunsQuery {
   after?: { value: string; runId: string };
 }
 
-/** States the official clients know; valid in a filter even where this service never uses them. */
-const CLIENT_ONLY_STATES = ['PENDING', 'CLAIMED', 'BLOCKED'];
-const SINGLE_PARAMS = [
-  'limit',
-  'cursor',
-  'name',
-  'model_id',
-  'creator',
-  'source',
-  'environment_id',
-  'skill_spec',
-  'skill',
-  'created_after',
-  'created_before',
-  'updated_after',
-  'q',
-  'sort_by',
-  'sort_order',
-  'artifact_type',
-  'schedule_id',
-  'ancestor_run_id',
-  'factory_uid',
-] as const;
-const SORT_FIELDS: readonly RunSortField[] = ['updated_at', 'created_at', 'title'];
+/** Parameters given at most once: all of the documented query but the repeatable `state` and the `metadata[KEY]` pairs. */
+const SINGLE_PARAMS = Object.keys(listRunsQuerySchema.shape).filter((name) => name !== 'state' && name !== 'metadata');
+const SORT_FIELDS: readonly RunSortField[] = RUN_SORT_FIELDS;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 const METADATA_PARAM = /^metadata\[([a-zA-Z0-9._-]{1,64})\]$/;
 
@@ -83,7 +70,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
       metadataPairs.push([m[1]!, single(query, key) ?? '']);
       continue;
     }
-    if (key !== 'state' && !(SINGLE_PARAMS as readonly string[]).includes(key)) {
+    if (key !== 'state' && !SINGLE_PARAMS.includes(key)) {
       throw invalid(
         key.startsWith('metadata')
           ? `Query parameter \`${key}\` must look like metadata[KEY]=VALUE with KEY matching [a-zA-Z0-9._-]{1,64}.`
@@ -96,14 +83,16 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
   const metadata: Record<string, string> = Object.fromEntries(
     metadataPairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
   );
-  if (Object.keys(metadata).length > 5) throw invalid('At most 5 metadata[KEY]=VALUE filters may be combined.');
+  if (Object.keys(metadata).length > MAX_METADATA_FILTERS) {
+    throw invalid(`At most ${MAX_METADATA_FILTERS} metadata[KEY]=VALUE filters may be combined.`);
+  }
 
-  const limit = parseLimit(query, 20, 100);
+  const limit = parseLimit(query, LIST_RUNS_DEFAULT_LIMIT, LIST_RUNS_MAX_LIMIT);
 
   const stateRaw = query.state;
   const states = stateRaw === undefined ? undefined : Array.isArray(stateRaw) ? stateRaw : [stateRaw];
   for (const s of states ?? []) {
-    if (!(RUN_STATES as readonly string[]).includes(s) && !CLIENT_ONLY_STATES.includes(s)) {
+    if (!(RUN_STATES as readonly string[]).includes(s) && !(CLIENT_ONLY_STATES as readonly string[]).includes(s)) {
       throw invalid(
         `Query parameter \`state\` must be one of ${[...RUN_STATES, ...CLIENT_ONLY_STATES].join(', ')} (got "${s}").`,
       );

@@ -10,7 +10,7 @@ export interface RunItem {
   task_id: string;
   title: string;
   prompt: string;
-  state: string;
+  state: Run['state'];
   created_at: string;
   updated_at: string;
   started_at?: string;
@@ -22,7 +22,7 @@ export interface RunItem {
   status_message?: NonNullable<Run['statusMessage']>;
   creator: { uid: string; display_name: string; type: Run['creatorType'] };
   executor?: { uid: string; display_name: string; type: 'service_account' };
-  source: string;
+  source: Run['source'];
   /** Only on runs a schedule created. */
   schedule?: NonNullable<Run['schedule']>;
   metadata: Record<string, string>;

@@ -21,7 +21,7 @@ import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
-import { ApiError, invalid, notFound } from './api-error';
+import { ApiError, invalid, notFound, unknownReference } from './api-error';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
@@ -106,10 +106,13 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
   async function assertWorkerLive(tx: EntityManager, workerHost: string): Promise<void> {
     const live = await liveWorkerIds(tx, workspaceQueueFor(config.temporal.taskQueue, ''));
     if (live.includes(workerHost)) return;
-    throw invalid(
+    // A valid request the service cannot take in its present state: a conflict, not a malformed request.
+    throw new ApiError(
+      'conflict',
       `\`config.worker_host\`: no worker "${workerHost}" is running; ${
         live.length ? `running workers (WORKER_ID): ${live.join(', ')}` : 'no worker is running'
       }. Omit it (or send "warp") to run on any worker.`,
+      { retryable: false },
     );
   }
 
@@ -169,7 +172,9 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               factory,
             );
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+              throw unknownReference(
+                `\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`,
+              );
             }
             if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
             const run = newRun(creator, executor, body, resolved, origin, {
@@ -220,12 +225,15 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const agents = await listFactoryAgents(dataSource.manager, principal.teamId, factory.uid);
       const foreman = agents.find((a) => a.agentType === 'FOREMAN');
       if (!foreman) {
-        throw invalid(
+        // The factory as it is now cannot take work: a conflict with its state, not a bad request.
+        throw new ApiError(
+          'conflict',
           `Factory "${factory.name}" (${factory.uid}) has no FOREMAN agent to take the work; ${
             agents.length
               ? `its agents are ${agents.map((a) => `${a.name} (${a.agentType})`).join(', ')}`
               : 'it has no agents'
           }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
+          { retryable: false },
         );
       }
       return this.createRun(principal, { ...body, agent_identity_uid: foreman.uid }, idempotencyKey);
@@ -284,9 +292,11 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       await dataSource.transaction(async (tx) => {
         const { locked } = await lockTeamRun(tx, principal, runId);
         if (isTerminal(locked.state)) {
+          // A well-formed request that the run's present state refuses: 409, as RFC 9110 has it.
           throw new ApiError(
             'operation_not_supported',
             `Run ${runId} is already ${locked.state}; only QUEUED or INPROGRESS runs can be cancelled.`,
+            { status: 409 },
           );
         }
         await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
@@ -341,7 +351,7 @@ async function resolveConversation(
     conversationId,
     principal.teamId,
   ])) as unknown[];
-  if (rows.length === 0) throw invalid(`\`conversation_id\`: no conversation ${conversationId} in your team.`);
+  if (rows.length === 0) throw unknownReference(`\`conversation_id\`: no conversation ${conversationId} in your team.`);
   return conversationId;
 }
 
@@ -353,7 +363,7 @@ async function resolveParent(
 ): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
-    throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
+    throw unknownReference(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   const depth = (await runDepth(tx, parentRunId)) + 1;
   if (depth > limits.maxDepth) {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { invalid } from './api-error';
+import { invalid, notFound } from './api-error';
 
 /** Parses `value` with a schema; on failure throws a 400 whose detail names each bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, what = 'body'): z.infer<S> {
@@ -47,6 +47,17 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], what: string
       return `\`${where}\`: ${issue.message}.`;
     })
     .join(' ');
+}
+
+/**
+ * For `router.param`: an id in a path that no row can have (NUL, which PostgreSQL text cannot
+ * hold, or an unpaired surrogate) is a 404 like any other unknown id, before it reaches a query.
+ */
+export function storablePathId(what: string) {
+  return (value: string, _ctx: unknown, next: () => Promise<unknown>) => {
+    if (unstorableProblem(value)) throw notFound(`No ${what} ${JSON.stringify(value)}.`);
+    return next();
+  };
 }
 
 /** For routes that take no query parameters: any is unknown, and rejected like an unknown field. */

@@ -168,7 +168,7 @@ async function main(): Promise<void> {
         name: null,
         modelId: config.models.defaultModel,
         creatorUid: 'bench',
-        source: 'API',
+        source: 'API' as const,
         environmentId: null,
         title: 'x',
       };

@@ -47,8 +47,10 @@ function valueOf(text: string, field: CronField): number {
 function itemProblem(item: string, field: CronField): string | undefined {
   const [range = '', step, extra] = item.split('/');
   if (extra !== undefined) return `"${item}" has more than one "/"`;
-  if (step !== undefined && (!/^\d+$/.test(step) || Number(step) < 1)) {
-    return `the step in "${item}" must be a whole number of at least 1`;
+  // Temporal reads a step as a 32-bit number: one larger than the field's span means nothing anyway.
+  const span = field.max - field.min + 1;
+  if (step !== undefined && (!/^\d+$/.test(step) || Number(step) < 1 || Number(step) > span)) {
+    return `the step in "${item}" must be a whole number from 1 to ${span}`;
   }
   if (range === '*') return undefined;
   const [from = '', to, more] = range.split('-');
@@ -61,6 +63,8 @@ function itemProblem(item: string, field: CronField): string | undefined {
   }
   const toProblem = valueProblem(to, field);
   if (toProblem) return toProblem;
+  if (/^\d+$/.test(from) !== /^\d+$/.test(to))
+    return `the range "${range}" mixes a number and a name; use two of a kind`;
   if (valueOf(from, field) > valueOf(to, field)) return `the range "${range}" runs backwards`;
   return undefined;
 }
@@ -82,3 +86,49 @@ export function cronProblem(expression: string): string | undefined {
   }
   return undefined;
 }
+
+/** JavaScript's white space (what `trim()` and `\s` take), spelled out so other regex engines read it the same. */
+const SPACE = '[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
+
+/** A regular expression for the whole numbers from `lo` to `hi` (both below 100), without leading zeros. */
+function numberRange(lo: number, hi: number): string {
+  const parts: string[] = [];
+  const digit = (a: number, b: number) => (a === b ? `${a}` : `[${a}-${b}]`);
+  if (lo <= 9) parts.push(digit(lo, Math.min(hi, 9)));
+  for (let tens = Math.max(1, Math.floor(lo / 10)); tens <= Math.floor(hi / 10); tens++) {
+    const from = Math.max(lo, tens * 10) % 10;
+    const to = Math.min(hi, tens * 10 + 9) % 10;
+    parts.push(`${tens}${digit(from, to)}`);
+  }
+  return parts.length === 1 ? parts[0]! : `(?:${parts.join('|')})`;
+}
+
+/** A field's name for `value`, in any case (`[Jj][Aa][Nn]`). */
+function namePattern(field: CronField, value: number): string {
+  return [...field.names![value - field.min]!].map((c) => `[${c}${c.toLowerCase()}]`).join('');
+}
+
+/**
+ * One field: `*`, values, ranges that do not run backwards (numbers with numbers, names with
+ * names), steps after `*` or a range, and lists of those.
+ */
+function fieldPattern(field: CronField): string {
+  const values = Array.from({ length: field.max - field.min + 1 }, (_, i) => field.min + i);
+  const step = `(?:/0*${numberRange(1, field.max - field.min + 1)})?`;
+  const number = `0*${numberRange(field.min, field.max)}`;
+  const ranges = values.map((from) => `0*${from}-0*${numberRange(from, field.max)}`);
+  const singles = [number];
+  if (field.names) {
+    const names = values.map((v) => namePattern(field, v));
+    singles.push(...names);
+    ranges.push(...values.map((from, i) => `${names[i]}-(?:${names.slice(i).join('|')})`));
+  }
+  const item = `(?:\\*${step}|(?:${ranges.join('|')})${step}|${singles.join('|')})`;
+  return `${item}(?:,${item})*`;
+}
+
+/**
+ * What cronProblem accepts, as one regular expression: the OpenAPI document states the rule with it, and validation applies it
+ * too, so both always say the same.
+ */
+export const CRON_PATTERN = `^${SPACE}*${FIELDS.map(fieldPattern).join(`${SPACE}+`)}${SPACE}*$`;

@@ -11,8 +11,22 @@ const DOMAIN_RE =
   /^(\*\.)?(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const DOMAIN_RULE = 'a domain like `github.com`, or `*.npmjs.org` for its subdomains';
 
+/** JavaScript's white space (what `trim()` takes), spelled out so other regex engines read it the same. */
+const SPACE = '[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+
+/**
+ * An allowed domain as sent, for the OpenAPI document and checked here too: labels, the last one
+ * starting with a letter (so no IP address), in any case, with surrounding space and a final dot
+ * (both dropped). At most MAX_ALLOWED_DOMAIN_CHARS characters.
+ */
+export const ALLOWED_DOMAIN_PATTERN = `^${SPACE}*(?:\\*\\.)?(?:${LABEL}\\.)*[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.?${SPACE}*$`;
+export const MAX_ALLOWED_DOMAIN_CHARS = 253;
+const ALLOWED_DOMAIN_RE = new RegExp(ALLOWED_DOMAIN_PATTERN);
+
 export const allowedDomainSchema = z
   .string()
+  .refine((d) => d.length <= MAX_ALLOWED_DOMAIN_CHARS && ALLOWED_DOMAIN_RE.test(d), `must be ${DOMAIN_RULE}`)
   .transform((d) => d.trim().toLowerCase().replace(/\.$/, ''))
   .refine((d) => DOMAIN_RE.test(d) && !/^[0-9.]+$/.test(d), `must be ${DOMAIN_RULE}`);
 

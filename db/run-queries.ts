@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { RunState } from '../core/run-state';
+import type { RunSource, RunState } from '../core/run-state';
 import type { Run } from './entities/run';
 
 export type RunSortField = 'updated_at' | 'created_at' | 'title';
@@ -201,7 +201,7 @@ export function rowToRun(row: Record<string, unknown>): Run {
     modelId: row.model_id as string,
     environmentId: (row.environment_id as string | null) ?? null,
     skillSpec: (row.skill_spec as string | null) ?? null,
-    source: row.source as string,
+    source: row.source as RunSource,
     schedule: (row.schedule as Run['schedule']) ?? null,
     metadata: (row.metadata as Record<string, string>) ?? {},
     conversationId: row.conversation_id as string,

@@ -151,7 +151,7 @@ test('on_behalf_of: only an agent key whose agent allows it, only for a member o
     .post('/api/v1/agent/runs')
     .set(auth(agent.key))
     .send({ ...body, on_behalf_of: 'usr_nobody' });
-  expect(stranger.status).toBe(400);
+  expect(stranger.status).toBe(409);
   const runId = await createRun(ctx, agent.key, body);
   const run = await getRun(ctx, agent.key, runId);
   expect(run.creator).toMatchObject({ uid: person.uid, type: 'user' });
@@ -173,24 +173,25 @@ test('create-request fields of the clients: plan mode is honoured; what cannot b
   expect(ctx.model.calls(marker)[0]!.messages[0]!.content).toBe(`${PLAN_MODE_NOTE}\n\nPlan it ${marker}`);
   expect((await getRun(ctx, key, runId)).agent_config).not.toHaveProperty('harness');
 
-  const refused: [Record<string, unknown>, string, string][] = [
-    [{ mode: 'orchestrate' }, 'feature_not_available', 'mode'],
-    [{ config: { harness: { type: 'codex' } } }, 'feature_not_available', 'config.harness.type'],
-    [{ config: { worker_host: 'gpu-box-1' } }, 'invalid_request', 'config.worker_host'],
-    [{ config: { runner_id: 'r1' } }, 'feature_not_available', 'config.runner_id'],
-    [{ config: { model_id: 'mistral/large' } }, 'invalid_request', 'config.model_id'],
+  const refused: [Record<string, unknown>, number, string, string][] = [
+    [{ mode: 'orchestrate' }, 400, 'feature_not_available', 'mode'],
+    [{ config: { harness: { type: 'codex' } } }, 400, 'feature_not_available', 'config.harness.type'],
+    // A worker that is not running: the request is valid, the service's present state refuses it.
+    [{ config: { worker_host: 'gpu-box-1' } }, 409, 'conflict', 'config.worker_host'],
+    [{ config: { runner_id: 'r1' } }, 400, 'feature_not_available', 'config.runner_id'],
+    [{ config: { model_id: 'mistral/large' } }, 400, 'invalid_request', 'config.model_id'],
   ];
   const followup = await ctx.api
     .post(`/api/v1/agent/runs/${runId}/followups`)
     .set(auth(key))
     .send({ message: 'x', mode: 'orchestrate' });
   expect([followup.status, followup.body.error_code]).toEqual([400, 'feature_not_available']);
-  for (const [extra, code, field] of refused) {
+  for (const [extra, status, code, field] of refused) {
     const res = await ctx.api
       .post('/api/v1/agent/runs')
       .set(auth(key))
       .send({ prompt: 'x', ...extra });
-    expect({ status: res.status, code: res.body.error_code }).toEqual({ status: 400, code });
+    expect({ status: res.status, code: res.body.error_code }).toEqual({ status, code });
     expect(res.body.detail).toContain(`\`${field}\``);
   }
 });

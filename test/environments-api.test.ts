@@ -209,7 +209,7 @@ test('DELETE is 204; the environment is then 404 and gone from the list', async 
     .post('/api/v1/agent/runs')
     .set(auth(key))
     .send({ prompt: 'x', config: { environment_id: doomed.uid } });
-  expectProblem(run, 404);
+  expectProblem(run, 409);
 });
 
 test("another team's environment is 404 on GET, PUT and DELETE and absent from its list", async () => {
@@ -249,6 +249,13 @@ const tooManyCommands = Array.from({ length: 51 }, (_, i) => `echo ${i}`);
 test.each([
   ['a missing name', { config: { description: 'no name' } }, '`config.name`'],
   ['a blank name', { config: { name: '   ' } }, '`config.name`'],
+  // The limit counts the name as sent, as the OpenAPI document says, not as stored (trimmed).
+  ['a name over 200 characters with spaces around it', { config: { name: ` ${'n'.repeat(200)} ` } }, '`config.name`'],
+  [
+    'an IP address as an allowed domain',
+    { config: { name: 'x', network: { allowed_domains: ['10.0.0.1'] } } },
+    '`config.network',
+  ],
   ['a missing config', {}, '`config`'],
   ['an unknown config field', { config: { name: 'x', colour: 'red' } }, '`config.colour`'],
   ['an unknown top-level field', { config: { name: 'x' }, colour: 'red' }, '`colour`'],

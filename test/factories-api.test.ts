@@ -197,7 +197,8 @@ test('bad requests are 400 (or 404 for another team environment) naming the prob
     [{ name: 'x', colour: 'red' }, 400, '`colour`'],
     [{ name: 'x', agents: [] }, 400, '`agents`'],
     [{ name: 'x', environment_id: 'not a uid!' }, 400, '`environment_id`'],
-    [{ name: 'x', environment_id: otherEnv }, 404, '`environment_id`'],
+    // Another team's environment, named in the body: 409 (a 404 would say the factory is missing).
+    [{ name: 'x', environment_id: otherEnv }, 409, '`environment_id`'],
   ];
   for (const [body, status, detail] of cases) {
     for (const res of [
@@ -227,7 +228,7 @@ test("another team's factory is 404 everywhere and missing from its list", async
   expect((await ctx.api.delete(`${FACTORIES}/${factory.uid}`).set(auth(other.key))).status).toBe(404);
   // Nor can its agents join it.
   const join = await newIdentity(other.key, { name: 'spy', factory_uid: factory.uid });
-  expect(join.status).toBe(404);
+  expect(join.status).toBe(409);
   expect(join.body.detail).toContain('`factory_uid`');
   expect(await listFactories(key)).toEqual([factory]);
 });
@@ -237,7 +238,7 @@ test('identities: factory_uid must name a factory of the team; a factory has one
   const factory = await newFactory(key, { name: 'builders' });
 
   const unknown = await newIdentity(key, { name: 'ghost', factory_uid: 'fac_nope' });
-  expect(unknown.status).toBe(404);
+  expect(unknown.status).toBe(409);
   expect(unknown.body).toMatchObject({ error_code: 'resource_not_found' });
   expect(unknown.body.detail).toContain('`factory_uid`');
   expect(unknown.body.detail).toContain('fac_nope');

@@ -223,6 +223,36 @@ describe('the problem document', () => {
     }
     expect((await getRun(ctx, main.key, heldRunId)).state).toBe('INPROGRESS');
   });
+
+  test('a method no route knows (TRACE) is 405 with Allow as well, not 501', async () => {
+    const res = await ctx.api.trace(`/api/v1/agent/runs/${heldRunId}`).set(auth(main.key));
+    expectProblem(res, 405, 'operation_not_supported');
+    expect(res.headers.allow).toBe('HEAD, GET');
+  });
+
+  test('/agent/factories/validate is an action, not a factory: its Allow is POST alone', async () => {
+    const url = '/api/v1/agent/factories/validate';
+    const options = await ctx.api.options(url).set(auth(main.key));
+    expect([options.status, options.headers.allow]).toEqual([200, 'POST']);
+    for (const method of ['get', 'put', 'delete', 'patch'] as const) {
+      const res = await ctx.api[method](url).set(auth(main.key)).send({});
+      expectProblem(res, 405, 'operation_not_supported');
+      expect(res.headers.allow).toBe('POST');
+    }
+  });
+
+  test('an id with NUL in a path is a 404 like any unknown id (PostgreSQL text cannot hold it)', async () => {
+    for (const url of [
+      '/api/v1/agent/identities/sa_%00x',
+      '/api/v1/agent/factories/fac_%00x',
+      '/api/v1/agent/factories/fac_%00x/runs',
+    ]) {
+      const res = url.endsWith('/runs')
+        ? await ctx.api.post(url).set(auth(main.key)).send({ prompt: 'x' })
+        : await ctx.api.get(url).set(auth(main.key));
+      expectProblem(res, 404, 'resource_not_found');
+    }
+  });
 });
 
 describe('request bodies', () => {
@@ -473,13 +503,14 @@ describe('creating a run', () => {
     });
   });
 
-  test('agent_identity_uid must name an agent of the caller’s team: another team’s is 404 and creates nothing', async () => {
+  test('agent_identity_uid must name an agent of the caller’s team: another team’s is 409 and creates nothing', async () => {
     const otherAgent = await newTeam('agent');
     const fromPersonal = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }));
-    expectProblem(fromPersonal, 404, 'resource_not_found', /agent_identity_uid/);
+    // Not found, but named by the body: 409, since a 404 would say the request's own target is missing.
+    expectProblem(fromPersonal, 409, 'resource_not_found', /agent_identity_uid/);
     const agent = await newTeam('agent', main.team);
     const fromAgent = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }, agent.key));
-    expectProblem(fromAgent, 404, 'resource_not_found', new RegExp(otherAgent.uid));
+    expectProblem(fromAgent, 409, 'resource_not_found', new RegExp(otherAgent.uid));
   });
 });
 

@@ -317,9 +317,15 @@ test('bad requests are refused with a 400 that says what to fix', async () => {
     ],
     [
       { name: 'x', cron_schedule: '*/0 * * * *', prompt: 'p' },
-      /the step in "\*\/0" must be a whole number of at least 1/,
+      /the step in "\*\/0" must be a whole number from 1 to 60/,
     ],
     [{ name: 'x', cron_schedule: '0 17-9 * * *', prompt: 'p' }, /the range "17-9" runs backwards/],
+    // A step Temporal would read as a negative 32-bit number (it answered INVALID_ARGUMENT: a 500).
+    [
+      { name: 'x', cron_schedule: '0 0 1-31/4294967295 * *', prompt: 'p' },
+      /the step in "1-31\/4294967295" must be a whole number from 1 to 31/,
+    ],
+    [{ name: 'x', cron_schedule: '0 0 * 3-DEC *', prompt: 'p' }, /the range "3-DEC" mixes a number and a name/],
     [{ name: 'x', cron_schedule: '0 9 * * *' }, /`prompt`: required/],
     [{ cron_schedule: '0 9 * * *', prompt: 'p' }, /`name` is required/],
     [{ name: 'x', cron_schedule: '0 9 * * *', prompt: 'p', colour: 'red' }, /Unknown field `colour`/],
@@ -345,7 +351,7 @@ test('bad requests are refused with a 400 that says what to fix', async () => {
     agent_config: { environment_id: 'nope' },
   });
   expect([missingEnv.status, missingEnv.body.detail]).toEqual([
-    404,
+    409,
     expect.stringMatching(/`agent_config.environment_id`/),
   ]);
 

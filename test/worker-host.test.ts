@@ -46,7 +46,8 @@ test('a run pinned to a running worker is provisioned there; an unknown worker i
     .post('/api/v1/agent/runs')
     .set(auth(key))
     .send({ prompt: 'x', config: { worker_host: 'gpu-box-9' } });
-  expect(unknown.status).toBe(400);
+  // A valid request that the service's present state (no such worker running) refuses.
+  expect(unknown.status).toBe(409);
   expect(unknown.body.detail).toContain('`config.worker_host`: no worker "gpu-box-9" is running');
   expect(unknown.body.detail).toContain(workerId);
 

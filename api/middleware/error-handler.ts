@@ -64,10 +64,11 @@ export function errorHandler(options: { errorReferenceBaseUrl: string; logger: L
 function toApiError(err: unknown, method: string, path: string, logger: Logger, requestId: string): ApiError {
   if (err instanceof ApiError) return err;
   const status = (err as { status?: number }).status;
-  if (status === 405) {
+  // The routers answer 501 for a method they do not know at all (TRACE, CONNECT, ...); for the
+  // resource it is as unsupported as any other method it lacks (RFC 9110: 405 with `Allow`).
+  if (status === 405 || status === 501) {
     return new ApiError('operation_not_supported', `${method} is not supported on ${path}.`, { status: 405 });
   }
-  if (status === 501) return new ApiError('operation_not_supported', `${method} is not implemented.`, { status: 501 });
   if (isDependencyDown(err)) {
     logger.warn('dependency unavailable', { requestId, method, path, error: err });
     return new ApiError(

@@ -13,14 +13,14 @@ import {
   type AgentIdentityFields,
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
-import { ApiError, notFound } from '../api-error';
+import { ApiError, notFound, unknownReference } from '../api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
 import { agentIdentityBodySchema, type AgentIdentityBody } from '../schemas/agent-identity-schemas';
 import { rejectUnsupported } from '../unsupported-fields';
-import { rejectQueryParameters, validate } from '../validate';
+import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 /** A team's named agents (`/agent/identities`); deleting one revokes its keys. */
 export function createAgentIdentitiesRouter({
@@ -33,6 +33,7 @@ export function createAgentIdentitiesRouter({
   secretsKey: Buffer;
 }): Router {
   const router = new Router();
+  router.param('uid', storablePathId('agent'));
 
   /** The body as stored: checked against the team and this service, MCP credentials encrypted. */
   const fieldsOf = async (body: AgentIdentityBody, teamId: string, uid = ''): Promise<AgentIdentityFields> => {
@@ -78,7 +79,7 @@ export function createAgentIdentitiesRouter({
       });
     }
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      throw unknownReference(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     for (const [index, skill] of (body.skills ?? []).entries()) {
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);

@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
@@ -11,13 +10,8 @@ import { encodeActionCursor, parseConversationQuery } from '../conversation-quer
 import { principalOf } from '../middleware/auth';
 import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../run-item';
+import { agentListQuerySchema } from '../schemas/agent-schemas';
 import { validate } from '../validate';
-
-const agentListQuerySchema = z.strictObject({
-  refresh: z.enum(['true', 'false']).optional(),
-  repo: z.string().max(200).optional(),
-  sort_by: z.enum(['name', 'last_run']).optional(),
-});
 
 interface SkillRow {
   name: string;

@@ -12,12 +12,13 @@ import {
   updateFactory,
   type FactoryFields,
 } from '../../db/factories';
-import { notFound } from '../api-error';
+import { notFound, unknownReference } from '../api-error';
 import { fileFactoryConflict } from '../factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
+import { keepMostSpecificRoutes } from '../middleware/specific-routes';
 import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../schemas/factory-schemas';
-import { rejectQueryParameters, validate } from '../validate';
+import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 /**
  * A team's factories (`/agent/factories`): made through the API, or found in a FACTORY.md of an
@@ -25,10 +26,11 @@ import { rejectQueryParameters, validate } from '../validate';
  */
 export function createFactoriesRouter({ config, dataSource }: { config: Config; dataSource: DataSource }): Router {
   const router = new Router();
+  router.param('uid', storablePathId('factory'));
 
   const fieldsOf = async (body: FactoryBody, teamId: string): Promise<FactoryFields> => {
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      throw unknownReference(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     return { name: body.name, description: body.description ?? null, environmentId: body.environment_id ?? null };
   };
@@ -42,6 +44,13 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
     }
     return factory;
   };
+
+  // `/agent/factories/validate` is an action, not a factory named "validate" (factory uids are
+  // `fac_…`): the factory routes' GET, PUT and DELETE neither run on it nor show in its `Allow`.
+  router.use('/agent/factories/validate', (ctx, next) => {
+    keepMostSpecificRoutes(ctx);
+    return ctx.method === 'POST' ? next() : undefined;
+  });
 
   router.post('/agent/factories/validate', (ctx) => {
     rejectQueryParameters(ctx.query);

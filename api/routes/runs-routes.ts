@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
-import { invalid, notFound } from '../api-error';
+import { notFound } from '../api-error';
 import { toHandoffItem, type DownloadSigner } from '../artifact-views';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
@@ -15,7 +15,7 @@ import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../run-item';
 import type { createRunService } from '../run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../schemas/run-schemas';
-import { rejectQueryParameters, validate } from '../validate';
+import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 export interface RunsRoutesDeps {
   config: Config;
@@ -39,6 +39,7 @@ function send(
 /** The run endpoints of the wire contract (plus the older `POST /agent/run`). */
 export function createRunsRouter({ config, dataSource, runService, secretsKey, downloads }: RunsRoutesDeps): Router {
   const router = new Router();
+  router.param('uid', storablePathId('factory'));
 
   const findTeamRun = async (runId: string, teamId: string) => {
     const run = isUuid(runId) ? await findRun(dataSource.manager, runId, teamId) : null;
@@ -66,8 +67,10 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     const query = parseListRunsQuery(ctx.query);
     const { teamId } = principalOf(ctx.state);
     const ancestor = query.filters.ancestorRunId;
+    // Like every other filter, one that names nothing of the team (another team's run) matches nothing.
     if (ancestor !== undefined && !(isUuid(ancestor) && (await findRun(dataSource.manager, ancestor, teamId)))) {
-      throw invalid(`Query parameter \`ancestor_run_id\`: no run ${ancestor} in your team.`);
+      ctx.body = { runs: [], page_info: { has_next_page: false } };
+      return;
     }
     const { runs, hasMore } = await listRuns(dataSource.manager, { teamId, ...query });
     const last = runs[runs.length - 1];

@@ -1,13 +1,8 @@
-import { z } from 'zod';
 import { AGENT_TYPES } from '../../db/agent-identities';
-import { agentConfigSchema, mcpServerSchema, MAX_PROMPT_CHARS, skillSpecSchema } from './run-schemas';
-
-/** `harness` as the official clients send it; only this service's own harness (`oz`) runs here. */
-export const harnessSchema = z.strictObject({
-  type: z.enum(['oz', 'claude', 'gemini', 'codex']).optional(),
-  model_id: z.string().max(200).optional(),
-  reasoning_level: z.string().max(50).optional(),
-});
+import { unavailableList, unavailableMap, unavailableString, unavailableChoice } from './not-available';
+import { agentConfigSchema, harnessSchema, mcpServersSchema, MAX_PROMPT_CHARS, skillSpecSchema } from './run-schemas';
+import { nonBlankText } from './text';
+import { z } from './zod';
 
 /**
  * `POST`/`PUT /agent/identities` bodies. Fields the clients send that have no meaning here
@@ -15,29 +10,35 @@ export const harnessSchema = z.strictObject({
  * recognised so that asking for them is a clear `feature_not_available`, and asking for nothing
  * (null, empty) is fine.
  */
-export const agentIdentityBodySchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
-  description: z.string().max(2000).nullish(),
-  prompt: z.string().max(MAX_PROMPT_CHARS).nullish(),
-  agent_type: z.enum(AGENT_TYPES).nullish(),
-  factory_uid: z.string().min(1).max(128).nullish(),
-  environment_id: agentConfigSchema.shape.environment_id.nullable(),
-  base_model: agentConfigSchema.shape.model_id.nullable(),
-  mcp_servers: z
-    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are 1-64 of [A-Za-z0-9_-]'), mcpServerSchema)
-    .refine((m) => Object.keys(m).length <= 20, 'at most 20 MCP servers')
-    .nullish(),
-  skills: z.array(skillSpecSchema).max(50).nullish(),
-  worker_host: z.string().trim().max(255).nullish(),
-  on_behalf_of_enabled: z.boolean().nullish(),
-  harness: harnessSchema.nullish(),
-  base_harness: z.string().max(50).nullish(),
-  harness_auth_secrets: z.record(z.string(), z.unknown()).nullish(),
-  inference_providers: z.record(z.string(), z.unknown()).nullish(),
-  credential_strategy: z.enum(['CREATOR', 'EXECUTOR']).nullish(),
-  default_runner_uid: z.string().max(128).nullish(),
-  memory: z.record(z.string(), z.unknown()).nullish(),
-  secrets: z.array(z.strictObject({ name: z.string() })).nullish(),
-});
+export const agentIdentityBodySchema = z
+  .strictObject({
+    name: nonBlankText(200),
+    description: z.string().max(2000).nullish(),
+    prompt: z.string().max(MAX_PROMPT_CHARS).nullish(),
+    agent_type: z.enum(AGENT_TYPES).nullish(),
+    factory_uid: z.string().min(1).max(128).nullish(),
+    environment_id: agentConfigSchema.shape.environment_id.nullable(),
+    base_model: agentConfigSchema.shape.model_id.nullable(),
+    mcp_servers: mcpServersSchema.nullish(),
+    skills: z.array(skillSpecSchema).max(50).nullish(),
+    worker_host: z.string().max(255).trim().nullish(),
+    on_behalf_of_enabled: z.boolean().nullish(),
+    harness: harnessSchema.nullish(),
+    base_harness: z
+      .string()
+      .max(50)
+      .nullish()
+      .openapi({ enum: ['', 'oz', null], description: 'Only `oz` (or nothing); other harnesses are 400.' }),
+    harness_auth_secrets: unavailableMap('there are no third-party harnesses'),
+    inference_providers: unavailableMap('models come from the providers the operator configures'),
+    credential_strategy: unavailableChoice(
+      ['CREATOR', 'EXECUTOR'],
+      "repositories are cloned with the environment's token",
+    ),
+    default_runner_uid: unavailableString(128, "runs execute on this service's workers; use `worker_host`"),
+    memory: unavailableMap('there are no memory stores'),
+    secrets: unavailableList(z.strictObject({ name: z.string() }), 'give credentials to MCP servers in `mcp_servers`'),
+  })
+  .openapi('AgentIdentityRequest');
 
 export type AgentIdentityBody = z.infer<typeof agentIdentityBodySchema>;

@@ -1,9 +1,10 @@
-import { z } from 'zod';
+import { nonBlankText } from './text';
+import { z } from './zod';
 import { agentConfigSchema } from './run-schemas';
 
 /** `POST`/`PUT /agent/factories` bodies: what a factory made through the API sets. */
 export const factoryBodySchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: nonBlankText(200),
   description: z.string().max(2000).nullish(),
   environment_id: agentConfigSchema.shape.environment_id.nullable(),
 });

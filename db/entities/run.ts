@@ -1,5 +1,5 @@
 import { EntitySchema } from 'typeorm';
-import type { RunState } from '../../core/run-state';
+import type { RunSource, RunState } from '../../core/run-state';
 import type { AgentSkillInfo, ResolvedAgentConfig, RunStatusMessage } from '../../core/run-types';
 
 /** The schedule that created a run, as it was at that moment. */
@@ -27,7 +27,7 @@ export interface Run {
   modelId: string;
   environmentId: string | null;
   skillSpec: string | null;
-  source: string;
+  source: RunSource;
   /** Set on runs a schedule created (`source` SCHEDULED_AGENT); absent on rows built before schedules. */
   schedule?: RunScheduleRef | null;
   metadata: Record<string, string>;

@@ -1,0 +1,103 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { agentListQuerySchema, conversationQuerySchema } from '../schemas/agent-schemas';
+import { z } from '../schemas/zod';
+import { pageInfoSchema, registerOperation, timestamp } from './common';
+import { runItemSchema } from './run-responses';
+
+const skillListSchema = z
+  .object({
+    agents: z.array(
+      z.object({
+        name: z.string(),
+        variants: z.array(
+          z.object({
+            id: z.string().openapi({ description: 'The skill spec, `owner/repo:path`.' }),
+            description: z.string(),
+            base_prompt: z.string(),
+            source: z.object({ owner: z.string(), name: z.string(), skill_path: z.string() }),
+            environments: z.array(z.object({ uid: z.string(), name: z.string() })),
+            last_run_timestamp: timestamp().nullable(),
+          }),
+        ),
+      }),
+    ),
+  })
+  .openapi('SkillList');
+
+const actionBase = { run_id: z.uuid(), created_at: timestamp() };
+
+/** One entry of a conversation (api/conversation-actions.ts), by `kind`. */
+const conversationActionSchema = z
+  .union([
+    z.object({
+      ...actionBase,
+      kind: z.literal('user_message'),
+      text: z.string(),
+      followup: z.boolean().optional(),
+      pending: z.boolean().optional().openapi({ description: 'Recorded, not yet delivered to the agent.' }),
+    }),
+    z.object({
+      ...actionBase,
+      kind: z.literal('agent_message'),
+      text: z.string(),
+      tool_calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) })),
+    }),
+    z.object({
+      ...actionBase,
+      kind: z.literal('tool_call'),
+      tool: z.string(),
+      input: z.record(z.string(), z.unknown()),
+      output: z.string(),
+      is_error: z.boolean(),
+      exit_code: z.number().int().nullable().optional(),
+    }),
+    z.object({
+      ...actionBase,
+      kind: z.literal('read_skill'),
+      name: z.string(),
+      input: z.record(z.string(), z.unknown()),
+    }),
+    z.object({
+      ...actionBase,
+      kind: z.literal('files_changed'),
+      files: z.array(z.object({ repo: z.string(), path: z.string(), diff: z.string() })),
+    }),
+  ])
+  .openapi('ConversationAction');
+
+const conversationSchema = z
+  .object({
+    conversation_id: z.string(),
+    runs: z.array(runItemSchema),
+    advertised_skills: z.array(z.object({ name: z.string() }).catchall(z.unknown())),
+    actions: z.array(conversationActionSchema),
+    page_info: pageInfoSchema,
+  })
+  .openapi('Conversation');
+
+export function registerAgentOperations(registry: OpenAPIRegistry): void {
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent',
+    operationId: 'listSkills',
+    summary: "List the skills in your team's environments",
+    tags: ['Skills'],
+    query: agentListQuerySchema,
+    responses: [
+      { status: 200, description: 'Skills by name, each with the places it is defined.', schema: skillListSchema },
+    ],
+    errors: [400],
+  });
+
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/conversations/{conversationId}',
+    operationId: 'getConversation',
+    summary: "A conversation's runs and a page of its actions",
+    tags: ['Runs'],
+    params: z.object({ conversationId: z.uuid().openapi({ param: { description: 'The conversation id.' } }) }),
+    query: conversationQuerySchema,
+    responses: [{ status: 200, description: 'The conversation.', schema: conversationSchema }],
+    errors: [400, 404],
+  });
+}

@@ -1,0 +1,222 @@
+import type { OpenAPIRegistry, RouteConfig, ZodRequestBody } from '@asteasolutions/zod-to-openapi';
+import { ALL_ERROR_CODES } from '../../core/error-codes';
+import { z } from '../schemas/zod';
+
+/** The security scheme of every authenticated operation: `Authorization: Bearer <API key>`. */
+export const BEARER_AUTH = 'bearerAuth';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** RFC 9457 problem document: the body of every error response (api/middleware/error-handler.ts). */
+export const problemDocumentSchema = z
+  .object({
+    type: z.url().openapi({ description: 'URL of the error code in the error reference (`/errors/{error_code}`).' }),
+    title: z.string().openapi({ description: 'Short summary of the error code.' }),
+    status: z.number().int().min(400).max(599).openapi({ description: 'The HTTP status of the response.' }),
+    detail: z.string().openapi({ description: 'What went wrong in this request, and what to fix.' }),
+    instance: z.string().openapi({ description: 'The request path.' }),
+    error: z.string().openapi({ description: '`title` and `detail` in one string.' }),
+    error_code: z.enum(ALL_ERROR_CODES).openapi({ description: 'Machine-readable error code.' }),
+    retryable: z.boolean().openapi({ description: 'Whether the same request may succeed later.' }),
+    trace_id: z.string().openapi({ description: 'The request id, also sent as `x-request-id`.' }),
+  })
+  .openapi({ description: 'An error, as RFC 9457 describes it; see `/errors` for the codes.' });
+
+/** `page_info` of every paginated list. */
+export const pageInfoSchema = z
+  .object({
+    has_next_page: z.boolean(),
+    next_cursor: z
+      .string()
+      .optional()
+      .openapi({ description: 'Pass as `cursor`, with the same filters, for the next page; absent on the last page.' }),
+  })
+  .openapi('PageInfo');
+
+export const timestamp = () => z.iso.datetime({ offset: true }).openapi({ example: '2026-11-22T03:04:05.123Z' });
+
+const header = (description: string, schema: Record<string, unknown> = { type: 'string' }, required = true) => ({
+  description,
+  required,
+  schema,
+});
+
+/** Headers every response carries. */
+const REQUEST_ID_HEADER = {
+  'x-request-id': header('The request id (echoed from the request when it sent a sane one).'),
+};
+
+/** Headers of every error response. */
+const PROBLEM_HEADERS = {
+  ...REQUEST_ID_HEADER,
+  'x-should-retry': header('Whether retrying the same request can help; the same value as `retryable`.', {
+    type: 'string',
+    enum: ['true', 'false'],
+  }),
+};
+
+/** The errors an operation may answer, by status; each is a problem document. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503;
+
+const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
+  400: 'The request is invalid (`invalid_request`, `operation_not_supported`, `feature_not_available`); `detail` says what to fix. Nothing was changed.',
+  401: 'No API key, a malformed `Authorization` header, or an unknown or revoked key (`authentication_required`).',
+  403: 'Not allowed (`not_authorized`): the key may not do this, or a download link is altered or expired.',
+  404: 'No such resource in your team (`resource_not_found`); another team’s resources are 404 too.',
+  409: 'The body names something your team lacks (`resource_not_found`, naming the field), or the state of the target refuses the request (`conflict`, `operation_not_supported`); see `detail` and `retryable`.',
+  413: 'The body is larger than the limit (`invalid_request`).',
+  415: 'The body is not JSON (`invalid_request`).',
+  500: 'An unexpected error (`internal_error`); quote `trace_id` when reporting it.',
+  503: 'A dependency (PostgreSQL or Temporal) is unavailable (`resource_unavailable`); retry after `Retry-After` seconds. Nothing was changed.',
+};
+
+const ERROR_RESPONSE_NAMES: Record<ErrorStatus, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** The problem document, and one reusable response per error status, under `components`. */
+export function registerErrorComponents(registry: OpenAPIRegistry): void {
+  registry.register('ProblemDocument', problemDocumentSchema);
+  for (const [status, name] of Object.entries(ERROR_RESPONSE_NAMES)) {
+    const code = Number(status) as ErrorStatus;
+    const headers: Record<string, ReturnType<typeof header>> = { ...PROBLEM_HEADERS };
+    if (code === 401) headers['WWW-Authenticate'] = header('`Bearer`.', { type: 'string', const: 'Bearer' });
+    if (code === 503) headers['Retry-After'] = header('Seconds to wait before retrying.', { type: 'string' });
+    registry.registerComponent('responses', name, {
+      description: ERROR_DESCRIPTIONS[code],
+      headers,
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/ProblemDocument' } } },
+    });
+  }
+}
+
+const problemResponse = (status: ErrorStatus) => ({ $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[status]}` });
+
+/** A successful response: a JSON body by default, or `content` as given; `null` for none. */
+export interface Success {
+  status: 200 | 201 | 204 | 503;
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+  headers?: Record<string, { description: string; required?: boolean; schema?: Record<string, unknown> }>;
+  /** Operations this response leads to, by name: which of their parameters come from it. */
+  links?: Record<string, Link>;
+}
+
+/** An OpenAPI link: `parameters` maps a parameter of `operationId` to a runtime expression. */
+export interface Link {
+  operationId: string;
+  parameters: Record<string, string>;
+  description?: string;
+}
+
+/** Links from a response that holds a resource's id at `pointer` to the operations taking it as `parameter`. */
+export function linksTo(pointer: string, parameter: string, operationIds: string[]): Record<string, Link> {
+  return Object.fromEntries(
+    operationIds.map((operationId) => [
+      operationId,
+      { operationId, parameters: { [parameter]: `$response.body#${pointer}` } },
+    ]),
+  );
+}
+
+/** One operation: everything `registerPath` needs, with the errors it can answer listed by status. */
+export interface Operation {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** OpenAPI style: `/api/v1/agent/runs/{runId}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  deprecated?: boolean;
+  /** Authenticated with an API key (default), or open to anyone. */
+  auth?: boolean;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  headers?: z.ZodObject;
+  /** The JSON request body; `required: false` when it may be omitted. */
+  body?: { schema: z.ZodType; required?: boolean; description?: string };
+  responses: Success[];
+  /** Errors besides the ones every operation of its kind answers (401 when authenticated, 500, 503). */
+  errors?: ErrorStatus[];
+}
+
+/**
+ * Registers one operation. Every operation may answer 500 and 503; an authenticated one 401; one
+ * with a body 413 and 415 (api/middleware/json-body.ts).
+ */
+export function registerOperation(registry: OpenAPIRegistry, op: Operation): void {
+  const auth = op.auth ?? true;
+  const errors = new Set<ErrorStatus>([...(op.errors ?? []), 500, 503]);
+  if (auth) errors.add(401);
+  if (op.body) {
+    errors.add(400);
+    errors.add(413);
+    errors.add(415);
+  }
+  const responses: RouteConfig['responses'] = {};
+  for (const success of op.responses) {
+    responses[success.status] = {
+      description: success.description,
+      headers: { ...REQUEST_ID_HEADER, ...success.headers },
+      ...(success.links ? { links: success.links } : {}),
+      ...(success.status === 204
+        ? {}
+        : {
+            content: {
+              [success.contentType ?? 'application/json']: { schema: success.schema ?? z.unknown() },
+            },
+          }),
+    };
+  }
+  for (const status of [...errors].sort()) responses[status] ??= problemResponse(status);
+  const body: ZodRequestBody | undefined = op.body && {
+    description: op.body.description,
+    required: op.body.required ?? true,
+    content: { 'application/json': { schema: op.body.schema } },
+  };
+  registry.registerPath({
+    method: op.method,
+    path: op.path,
+    operationId: op.operationId,
+    summary: op.summary,
+    description: op.description,
+    tags: op.tags,
+    ...(op.deprecated ? { deprecated: true } : {}),
+    security: auth ? [{ [BEARER_AUTH]: [] }] : [],
+    request: {
+      ...(op.params ? { params: op.params } : {}),
+      ...(op.query ? { query: op.query } : {}),
+      ...(op.headers ? { headers: op.headers } : {}),
+      ...(body ? { body } : {}),
+    },
+    responses,
+  });
+}
+
+/** The `Idempotency-Key` request header of creates and follow-ups. */
+export const idempotencyHeaders = z.object({
+  'Idempotency-Key': z
+    .string()
+    .regex(/^[\x20-\x7e]{0,255}$/)
+    .optional()
+    .openapi({
+      description:
+        'A retry with the same key and body within 24 hours returns the first response and changes nothing; the same key with another body is 409. Empty is the same as none.',
+      example: 'build-4711',
+    }),
+});
+
+/** `Location` of a created resource. */
+export const locationHeader = {
+  Location: { description: 'The path of the created resource.', required: true, schema: { type: 'string' } },
+};

@@ -1,0 +1,141 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { AGENT_TYPES } from '../../db/agent-identities';
+import { factoryBodySchema, factoryValidateBodySchema } from '../schemas/factory-schemas';
+import { z } from '../schemas/zod';
+import { linksTo, locationHeader, registerOperation, timestamp } from './common';
+import type { toFactoryItem } from '../factory-item';
+import type { Fits } from './fits';
+
+const tags = ['Factories'];
+
+/** A factory (api/factory-item.ts). */
+const factorySchema = z
+  .object({
+    uid: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    environment_id: z.string().nullable(),
+    instructions: z.string().nullable(),
+    agents: z.array(z.object({ uid: z.string(), name: z.string(), agent_type: z.enum(AGENT_TYPES) })),
+    source: z.union([
+      z.object({ type: z.literal('API') }),
+      z.object({ type: z.literal('FILE'), environment_id: z.string(), repository: z.string(), path: z.string() }),
+    ]),
+    created_at: timestamp(),
+    updated_at: timestamp(),
+  })
+  .openapi('Factory');
+
+/** `POST /agent/factories/validate` (core/factory-file.ts). */
+const factoryValidationSchema = z
+  .union([
+    z.object({
+      valid: z.literal(true),
+      factory: z.object({
+        name: z.string(),
+        description: z.string(),
+        agents: z.array(
+          z.object({
+            name: z.string(),
+            agent_type: z.enum(AGENT_TYPES),
+            description: z.string().nullable(),
+            prompt: z.string().nullable(),
+            base_model: z.string().nullable(),
+            skills: z.array(z.string()),
+          }),
+        ),
+        instructions: z.string(),
+      }),
+    }),
+    z.object({
+      valid: z.literal(false),
+      errors: z.array(z.object({ path: z.string(), message: z.string() })),
+    }),
+  ])
+  .openapi('FactoryValidation');
+
+const uidParams = z.object({ uid: z.string().openapi({ param: { description: 'The factory uid.' } }) });
+
+export function registerFactoryOperations(registry: OpenAPIRegistry): void {
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/agent/factories/validate',
+    operationId: 'validateFactoryFile',
+    summary: 'Check a FACTORY.md',
+    description:
+      'Parses the file as a factory found in a repository would be; a file with problems is 200 with `valid: false`.',
+    tags,
+    body: { schema: factoryValidateBodySchema },
+    responses: [
+      {
+        status: 200,
+        description: 'Whether the file is valid, and what it defines or what is wrong.',
+        schema: factoryValidationSchema,
+      },
+    ],
+  });
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/agent/factories',
+    operationId: 'createFactory',
+    summary: 'Create a factory',
+    tags,
+    body: { schema: factoryBodySchema },
+    responses: [
+      {
+        status: 201,
+        description: 'The factory.',
+        schema: factorySchema,
+        headers: locationHeader,
+        links: linksTo('/uid', 'uid', ['getFactory', 'replaceFactory', 'deleteFactory', 'dispatchToFactory']),
+      },
+    ],
+    errors: [400, 409],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/factories',
+    operationId: 'listFactories',
+    summary: "List your team's factories",
+    tags,
+    responses: [
+      { status: 200, description: 'The factories.', schema: z.object({ factories: z.array(factorySchema) }) },
+    ],
+    errors: [400],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/factories/{uid}',
+    operationId: 'getFactory',
+    summary: 'Get a factory',
+    tags,
+    params: uidParams,
+    responses: [{ status: 200, description: 'The factory.', schema: factorySchema }],
+    errors: [400, 404],
+  });
+  registerOperation(registry, {
+    method: 'put',
+    path: '/api/v1/agent/factories/{uid}',
+    operationId: 'replaceFactory',
+    summary: 'Replace a factory',
+    description: 'A factory defined by a FACTORY.md (`source.type` FILE) is changed only through that file (409).',
+    tags,
+    params: uidParams,
+    body: { schema: factoryBodySchema },
+    responses: [{ status: 200, description: 'The factory.', schema: factorySchema }],
+    errors: [400, 404, 409],
+  });
+  registerOperation(registry, {
+    method: 'delete',
+    path: '/api/v1/agent/factories/{uid}',
+    operationId: 'deleteFactory',
+    summary: 'Delete a factory',
+    tags,
+    params: uidParams,
+    responses: [{ status: 204, description: 'Deleted.' }],
+    errors: [400, 404, 409],
+  });
+}
+
+/** What api/factory-item.ts builds is what the document says a factory is. */
+export type FactoryFits = Fits<typeof factorySchema, ReturnType<typeof toFactoryItem>>;

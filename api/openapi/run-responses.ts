@@ -1,0 +1,149 @@
+import { ALL_ERROR_CODES } from '../../core/error-codes';
+import { RUN_SOURCES, RUN_STATES } from '../../core/run-state';
+import { z } from '../schemas/zod';
+import type { toHandoffItem } from '../artifact-views';
+import type { RunItem } from '../run-item';
+import { pageInfoSchema, timestamp } from './common';
+import type { Fits } from './fits';
+
+/** Response schemas of runs (api/run-item.ts and the run routes), shared by every operation that returns one. */
+
+const stringMap = z.record(z.string(), z.string());
+
+/** An MCP server as responses show it: `env` and `headers` values are always `"***"`. */
+export const mcpServerViewSchema = z
+  .object({
+    command: z.string().optional(),
+    args: z.array(z.string()).optional(),
+    env: stringMap.optional().openapi({ description: 'Names only: every value is `"***"`.' }),
+    url: z.string().optional(),
+    headers: stringMap.optional().openapi({ description: 'Names only: every value is `"***"`.' }),
+  })
+  .openapi('McpServerView');
+
+const agentConfigViewFields = {
+  name: z.string().optional(),
+  model_id: z.string().optional(),
+  base_prompt: z.string().optional(),
+  environment_id: z.string().optional(),
+  skill_spec: z.string().optional(),
+  skills: z.array(z.string()).optional(),
+  worker_host: z.string().optional(),
+  mcp_servers: z.record(z.string(), mcpServerViewSchema).optional(),
+  idle_timeout_minutes: z.number().int().optional(),
+  max_steps: z.number().int().optional(),
+  max_tokens: z.number().int().optional(),
+  computer_use_enabled: z.boolean().optional(),
+};
+
+/** A run's config as responses show it: the request's, with the service's defaults filled in. */
+export const resolvedAgentConfigSchema = z
+  .object({ ...agentConfigViewFields, model_id: z.string(), idle_timeout_minutes: z.number().int() })
+  .openapi('ResolvedAgentConfig', { description: "The request's config with the service's defaults filled in." });
+
+/** A schedule's `agent_config` as responses show it: what the request set, MCP credentials as `"***"`. */
+export const agentConfigViewSchema = z.object(agentConfigViewFields).openapi('AgentConfigView');
+
+export const statusMessageSchema = z
+  .object({
+    message: z.string(),
+    error_code: z.enum(ALL_ERROR_CODES).optional(),
+    retryable: z.boolean().optional(),
+  })
+  .openapi('RunStatusMessage');
+
+const principalSchema = z.object({
+  uid: z.string(),
+  display_name: z.string(),
+  type: z.enum(['user', 'service_account']),
+});
+
+export const artifactItemSchema = z
+  .object({
+    artifact_type: z.literal('FILE'),
+    created_at: timestamp(),
+    data: z.object({
+      artifact_uid: z.string(),
+      filename: z.string(),
+      filepath: z.string(),
+      mime_type: z.string(),
+      size_bytes: z.number().int(),
+      description: z.string().optional(),
+      title: z.string().optional(),
+    }),
+  })
+  .openapi('ArtifactItem');
+
+export const runItemSchema = z
+  .object({
+    run_id: z.uuid(),
+    task_id: z.uuid().openapi({ description: 'The same as `run_id`.' }),
+    title: z.string(),
+    prompt: z.string(),
+    state: z.enum(RUN_STATES),
+    created_at: timestamp(),
+    updated_at: timestamp(),
+    started_at: timestamp().optional(),
+    session_id: z.string().optional(),
+    session_link: z.url().optional().openapi({ description: 'The transcript page; set once the agent started.' }),
+    conversation_id: z.string(),
+    agent_config: resolvedAgentConfigSchema,
+    agent_skill: z
+      .union([
+        z.object({ name: z.string(), description: z.string().optional(), full_path: z.string() }),
+        z.object({ name: z.string().optional(), description: z.string().optional(), bundled_skill_id: z.string() }),
+      ])
+      .optional(),
+    status_message: statusMessageSchema.optional(),
+    creator: principalSchema,
+    executor: principalSchema
+      .extend({ type: z.literal('service_account') })
+      .optional()
+      .openapi({ description: 'The agent identity the run executed as.' }),
+    source: z.enum(RUN_SOURCES),
+    schedule: z
+      .object({ schedule_id: z.string(), schedule_name: z.string(), cron_schedule: z.string() })
+      .optional()
+      .openapi({ description: 'Only on runs a schedule created.' }),
+    metadata: stringMap,
+    run_time: z.string().optional().openapi({ description: 'ISO 8601 duration, e.g. `PT2M30.5S`.' }),
+    request_usage: z.object({
+      total_tokens: z.number().int(),
+      inference_cost_usd: z.number().optional(),
+    }),
+    artifacts: z.array(artifactItemSchema),
+    parent_run_id: z.uuid().optional(),
+    factory_uid: z.string().optional(),
+    is_run_type_cancellable: z.boolean(),
+  })
+  .openapi('RunItem');
+
+export const runListSchema = z.object({ runs: z.array(runItemSchema), page_info: pageInfoSchema }).openapi('RunList');
+
+export const createRunResponseSchema = z
+  .object({ run_id: z.uuid(), task_id: z.uuid(), state: z.literal('QUEUED') })
+  .openapi('CreateRunResponse');
+
+export const followupResponseSchema = z
+  .object({ run_id: z.uuid(), state: z.enum(RUN_STATES) })
+  .openapi('FollowupResponse');
+
+export const handoffAttachmentsSchema = z
+  .object({
+    attachments: z.array(
+      z.object({
+        attachment_id: z.string(),
+        filename: z.string(),
+        mime_type: z.string(),
+        download_url: z.url().openapi({ description: 'Signed; works without a key until it expires.' }),
+      }),
+    ),
+  })
+  .openapi('HandoffAttachments');
+
+/** What api/run-item.ts builds is what the document says a run is. */
+export type RunItemFits = Fits<typeof runItemSchema, RunItem>;
+export type HandoffItemFits = Fits<
+  typeof handoffAttachmentsSchema,
+  { attachments: ReturnType<typeof toHandoffItem>[] }
+>;

@@ -1,0 +1,163 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { ALL_ERROR_CODES } from '../../core/error-codes';
+import { DOCS_ASSETS } from './docs-assets';
+import { z } from '../schemas/zod';
+import { registerOperation } from './common';
+
+const html = (description: string) => ({
+  status: 200 as const,
+  description,
+  contentType: 'text/html',
+  schema: z.string(),
+});
+
+const readinessSchema = z
+  .object({
+    status: z.enum(['ready', 'not ready']),
+    checks: z.record(z.string(), z.enum(['ok', 'unavailable'])).openapi({
+      description: '`database`, `temporal`, and `worker` where this process runs one.',
+    }),
+  })
+  .openapi('Readiness');
+
+/** The routes outside the API proper: health, the transcript page, the error reference, this document and its page. */
+export function registerServiceOperations(registry: OpenAPIRegistry): void {
+  registerOperation(registry, {
+    method: 'get',
+    path: '/healthz',
+    operationId: 'health',
+    summary: 'Liveness: the process answers',
+    tags: ['Service'],
+    auth: false,
+    responses: [{ status: 200, description: 'Alive.', schema: z.object({ status: z.literal('ok') }) }],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/readyz',
+    operationId: 'ready',
+    summary: 'Readiness: PostgreSQL and Temporal answer',
+    tags: ['Service'],
+    auth: false,
+    responses: [
+      { status: 200, description: 'Ready.', schema: readinessSchema },
+      { status: 503, description: 'Not ready: `checks` names what is down.', schema: readinessSchema },
+    ],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/openapi.json',
+    operationId: 'getOpenApiDocument',
+    errors: [400],
+    summary: 'This document',
+    tags: ['Service'],
+    auth: false,
+    responses: [
+      {
+        status: 200,
+        description: 'The OpenAPI 3.1 document of this service.',
+        schema: z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }) }),
+      },
+    ],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/docs',
+    operationId: 'getApiReference',
+    summary: 'The API reference page',
+    tags: ['Service'],
+    auth: false,
+    responses: [html('A page that renders this document (Swagger UI, served by this service).')],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/docs/{asset}',
+    operationId: 'getApiReferenceAsset',
+    summary: 'A script, style sheet or icon of the API reference page',
+    tags: ['Service'],
+    auth: false,
+    params: z.object({ asset: z.enum(Object.keys(DOCS_ASSETS) as [string, ...string[]]) }),
+    responses: [
+      {
+        status: 200,
+        description: 'The file.',
+        contentType: '*/*',
+        schema: z.string().openapi({ format: 'binary' }),
+      },
+    ],
+    errors: [404],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/sessions/{sessionId}',
+    operationId: 'getTranscriptPage',
+    summary: "A run's transcript page",
+    description:
+      'The session id is the capability: no key is needed. Without `after`/`before`, the newest events. Other query parameters are ignored (chat apps append tracking parameters to shared links).',
+    tags: ['Service'],
+    auth: false,
+    params: z.object({ sessionId: z.string().openapi({ param: { description: "The run's `session_id`." } }) }),
+    query: z.object({
+      after: z
+        .string()
+        .regex(/^\d{1,18}$/)
+        .optional()
+        .openapi({ description: 'Events after this event id.' }),
+      before: z
+        .string()
+        .regex(/^\d{1,18}$/)
+        .optional()
+        .openapi({ description: 'Events before this event id.' }),
+    }),
+    responses: [html('The transcript page.')],
+    errors: [400, 404],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/errors',
+    operationId: 'getErrorReference',
+    summary: 'The error reference',
+    tags: ['Service'],
+    auth: false,
+    responses: [html('Every error code, what it means and what to do.')],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/errors/{code}',
+    operationId: 'getErrorCode',
+    summary: 'One error code of the error reference',
+    description: 'Where the `type` of every problem document points.',
+    tags: ['Service'],
+    auth: false,
+    params: z.object({ code: z.enum(ALL_ERROR_CODES) }),
+    responses: [html('The error code.')],
+    errors: [404],
+  });
+
+  const redirect = (path: string, operationId: string, summary: string, param: string, answer: z.ZodObject) =>
+    registerOperation(registry, {
+      method: 'get',
+      path,
+      operationId,
+      summary,
+      description: 'Needs no key: the id is itself the capability. An unknown id is 404.',
+      tags: ['Redirects'],
+      auth: false,
+      params: z.object({ [param]: z.string() }),
+      responses: [{ status: 200, description: 'Found.', schema: answer }],
+      errors: [400, 404],
+    });
+  redirect(
+    '/api/v1/agent/sessions/{sessionId}/redirect',
+    'sessionRedirect',
+    'The conversation of a session',
+    'sessionId',
+    z.object({ conversation_id: z.string() }),
+  );
+  redirect(
+    '/api/v1/agent/conversations/{conversationId}/redirect',
+    'conversationRedirect',
+    'The latest session of a conversation',
+    'conversationId',
+    z.object({ session_id: z.string() }),
+  );
+}
