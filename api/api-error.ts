@@ -22,9 +22,3 @@ export class ApiError extends Error {
 export const invalid = (detail: string) => new ApiError('invalid_request', detail);
 export const notFound = (detail: string) => new ApiError('resource_not_found', detail);
 
-/**
- * The body names something the team lacks (an environment, an agent, a factory, a run…): 409,
- * since a 404 would say that the request's own target (the run to create, the agent to replace)
- * is missing. The code stays `resource_not_found`, and the detail names the field.
- */
-export const unknownReference = (detail: string) => new ApiError('resource_not_found', detail, { status: 409 });

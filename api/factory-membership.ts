@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { listAgentIdentitiesWhere, type AgentIdentity, type AgentType } from '../db/agent-identities';
 import { factoryFileLabel, findFactory, lockFactory, type Factory } from '../db/factories';
-import { ApiError, unknownReference } from './api-error';
+import { ApiError, notFound } from './api-error';
 
 const conflict = (detail: string) => new ApiError('conflict', detail, { retryable: false });
 
@@ -29,7 +29,7 @@ export async function assertFactoryMembership(
 ): Promise<void> {
   if (!member.factoryUid) return;
   const factory = await lockFactory(tx, member.factoryUid, member.teamId);
-  if (!factory) throw unknownReference(`\`factory_uid\`: no factory ${member.factoryUid} in your team.`);
+  if (!factory) throw notFound(`\`factory_uid\`: no factory ${member.factoryUid} in your team.`);
   if (factory.source.type === 'FILE') {
     throw fileFactoryConflict(
       factory,

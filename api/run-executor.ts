@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { findAgentIdentity, type AgentIdentity } from '../db/agent-identities';
 import type { AuthenticatedPrincipal } from '../db/api-keys';
 import { findTeamUser } from '../db/team-users';
-import { ApiError, unknownReference } from './api-error';
+import { ApiError, invalid, notFound } from './api-error';
 
 /** Who a run is recorded as created by. */
 export type RunPrincipal = Pick<AuthenticatedPrincipal, 'uid' | 'type' | 'displayName' | 'teamId'>;
@@ -18,7 +18,7 @@ export async function resolveExecutor(
 ): Promise<AgentIdentity | null> {
   if (agentIdentityUid !== undefined) {
     const identity = await findAgentIdentity(manager, agentIdentityUid, principal.teamId);
-    if (!identity) throw unknownReference(`\`agent_identity_uid\`: no agent ${agentIdentityUid} in your team.`);
+    if (!identity) throw notFound(`\`agent_identity_uid\`: no agent ${agentIdentityUid} in your team.`);
     return identity;
   }
   return principal.type === 'service_account' ? findAgentIdentity(manager, principal.uid, principal.teamId) : null;
@@ -49,6 +49,6 @@ export async function resolveCreator(
   }
   const user = await findTeamUser(manager, principal.teamId, onBehalfOf);
   if (!user)
-    throw unknownReference(`\`on_behalf_of\`: no member ${onBehalfOf} in the run's team (give a user id or name).`);
+    throw invalid(`\`on_behalf_of\`: no member ${onBehalfOf} in the run's team (give a user id or name).`);
   return { uid: user.uid, type: 'user', displayName: user.displayName, teamId: principal.teamId };
 }

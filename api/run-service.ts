@@ -21,7 +21,7 @@ import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
 import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
-import { ApiError, invalid, notFound, unknownReference } from './api-error';
+import { ApiError, invalid, notFound } from './api-error';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
@@ -172,8 +172,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               factory,
             );
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-              throw unknownReference(
-                `\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`,
+              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`,
               );
             }
             if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
@@ -225,15 +224,13 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const agents = await listFactoryAgents(dataSource.manager, principal.teamId, factory.uid);
       const foreman = agents.find((a) => a.agentType === 'FOREMAN');
       if (!foreman) {
-        // The factory as it is now cannot take work: a conflict with its state, not a bad request.
-        throw new ApiError(
-          'conflict',
+        // 400 naming it, as the wire contract fixes it.
+        throw invalid(
           `Factory "${factory.name}" (${factory.uid}) has no FOREMAN agent to take the work; ${
             agents.length
               ? `its agents are ${agents.map((a) => `${a.name} (${a.agentType})`).join(', ')}`
               : 'it has no agents'
           }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
-          { retryable: false },
         );
       }
       return this.createRun(principal, { ...body, agent_identity_uid: foreman.uid }, idempotencyKey);
@@ -292,11 +289,10 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       await dataSource.transaction(async (tx) => {
         const { locked } = await lockTeamRun(tx, principal, runId);
         if (isTerminal(locked.state)) {
-          // A well-formed request that the run's present state refuses: 409, as RFC 9110 has it.
+          // 400, as the wire contract fixes it for `operation_not_supported`.
           throw new ApiError(
             'operation_not_supported',
             `Run ${runId} is already ${locked.state}; only QUEUED or INPROGRESS runs can be cancelled.`,
-            { status: 409 },
           );
         }
         await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
@@ -351,7 +347,7 @@ async function resolveConversation(
     conversationId,
     principal.teamId,
   ])) as unknown[];
-  if (rows.length === 0) throw unknownReference(`\`conversation_id\`: no conversation ${conversationId} in your team.`);
+  if (rows.length === 0) throw invalid(`\`conversation_id\`: no conversation ${conversationId} in your team.`);
   return conversationId;
 }
 
@@ -363,7 +359,7 @@ async function resolveParent(
 ): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
-    throw unknownReference(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
+    throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   const depth = (await runDepth(tx, parentRunId)) + 1;
   if (depth > limits.maxDepth) {

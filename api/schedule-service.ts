@@ -33,7 +33,7 @@ import {
   temporalScheduleId,
   type ScheduledRunInput,
 } from '../workflows/schedule-contract';
-import { ApiError, notFound, unknownReference } from './api-error';
+import { ApiError, notFound } from './api-error';
 import type { RunPrincipal, createRunService } from './run-service';
 import type { CreateRunRequest } from './schemas/run-schemas';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './schemas/schedule-schemas';
@@ -230,10 +230,10 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       config.environment_id &&
       !(await findEnvironment(dataSource.manager, config.environment_id, principal.teamId))
     ) {
-      throw unknownReference(`\`agent_config.environment_id\`: no environment ${config.environment_id} in your team.`);
+      throw notFound(`\`agent_config.environment_id\`: no environment ${config.environment_id} in your team.`);
     }
     if (body.agent_uid && !(await findAgentIdentity(dataSource.manager, body.agent_uid, principal.teamId))) {
-      throw unknownReference(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
+      throw notFound(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
     }
     return definition;
   }

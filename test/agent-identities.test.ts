@@ -151,7 +151,7 @@ test('on_behalf_of: only an agent key whose agent allows it, only for a member o
     .post('/api/v1/agent/runs')
     .set(auth(agent.key))
     .send({ ...body, on_behalf_of: 'usr_nobody' });
-  expect(stranger.status).toBe(409);
+  expect(stranger.status).toBe(400);
   const runId = await createRun(ctx, agent.key, body);
   const run = await getRun(ctx, agent.key, runId);
   expect(run.creator).toMatchObject({ uid: person.uid, type: 'user' });

@@ -233,19 +233,19 @@ describe('team isolation', () => {
       expect((await listIds(owner.key)).sort()).toEqual([doneRunId, heldRunId].sort());
 
       // Nor can another team continue the run's conversation or name it as a parent: to it, they
-      // do not exist (409 `resource_not_found`: the body names what the team lacks).
+      // do not exist (400, naming the field).
       const done = await getRun(ctx, owner.key, doneRunId);
       const borrowed = `borrowed ${uniqueName('x')}`;
       const conv = await ctx.api
         .post('/api/v1/agent/runs')
         .set(auth(stranger.key))
         .send({ prompt: borrowed, conversation_id: done.conversation_id });
-      expect(conv.status).toBe(409);
+      expect(conv.status).toBe(400);
       const parent = await ctx.api
         .post('/api/v1/agent/runs')
         .set(auth(stranger.key))
         .send({ prompt: borrowed, parent_run_id: doneRunId });
-      expect(parent.status).toBe(409);
+      expect(parent.status).toBe(400);
       expect(await runsWithPrompt(borrowed)).toBe(0);
     } finally {
       hold.release({ text: 'released' });

@@ -66,13 +66,13 @@ test('cancelling during a slow model call stops the call within seconds', async 
   await recordReplayFixture(ctx, runId, 'cancel-during-model-call');
 });
 
-test('a run in a terminal state cannot be cancelled (409 operation_not_supported) and is unchanged', async () => {
+test('a run in a terminal state cannot be cancelled (400 operation_not_supported) and is unchanged', async () => {
   const { key } = await ctx.newTeamKey();
   const runId = await createRun(ctx, key, { prompt: 'quick one' });
   const done = await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const res = await cancel(ctx, key, runId);
-  expect(res.status).toBe(409);
-  expect(res.body).toMatchObject({ error_code: 'operation_not_supported', status: 409, retryable: false });
+  expect(res.status).toBe(400);
+  expect(res.body).toMatchObject({ error_code: 'operation_not_supported', status: 400, retryable: false });
   expect(res.body.detail).toContain('SUCCEEDED');
   const after = await getRun(ctx, key, runId);
   expect(after.state).toBe('SUCCEEDED');

@@ -209,7 +209,7 @@ test('DELETE is 204; the environment is then 404 and gone from the list', async 
     .post('/api/v1/agent/runs')
     .set(auth(key))
     .send({ prompt: 'x', config: { environment_id: doomed.uid } });
-  expectProblem(run, 409);
+  expectProblem(run, 404);
 });
 
 test("another team's environment is 404 on GET, PUT and DELETE and absent from its list", async () => {

@@ -79,6 +79,8 @@ test(`${SCHEMATHESIS} finds no failure in any operation`, async () => {
     const result = await run(
       schemathesis,
       [
+        '--config-file',
+        path.join(__dirname, 'schemathesis', 'schemathesis.toml'),
         'run',
         `${ctx.baseUrl}/api/v1/openapi.json`,
         '--checks',

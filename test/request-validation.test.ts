@@ -503,14 +503,13 @@ describe('creating a run', () => {
     });
   });
 
-  test('agent_identity_uid must name an agent of the caller’s team: another team’s is 409 and creates nothing', async () => {
+  test('agent_identity_uid must name an agent of the caller’s team: another team’s is 404 and creates nothing', async () => {
     const otherAgent = await newTeam('agent');
     const fromPersonal = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }));
-    // Not found, but named by the body: 409, since a 404 would say the request's own target is missing.
-    expectProblem(fromPersonal, 409, 'resource_not_found', /agent_identity_uid/);
+    expectProblem(fromPersonal, 404, 'resource_not_found', /agent_identity_uid/);
     const agent = await newTeam('agent', main.team);
     const fromAgent = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }, agent.key));
-    expectProblem(fromAgent, 409, 'resource_not_found', new RegExp(otherAgent.uid));
+    expectProblem(fromAgent, 404, 'resource_not_found', new RegExp(otherAgent.uid));
   });
 });
 

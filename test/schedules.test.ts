@@ -351,7 +351,7 @@ test('bad requests are refused with a 400 that says what to fix', async () => {
     agent_config: { environment_id: 'nope' },
   });
   expect([missingEnv.status, missingEnv.body.detail]).toEqual([
-    409,
+    404,
     expect.stringMatching(/`agent_config.environment_id`/),
   ]);
 

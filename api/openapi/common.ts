@@ -63,7 +63,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   401: 'No API key, a malformed `Authorization` header, or an unknown or revoked key (`authentication_required`).',
   403: 'Not allowed (`not_authorized`): the key may not do this, or a download link is altered or expired.',
   404: 'No such resource in your team (`resource_not_found`); another team’s resources are 404 too.',
-  409: 'The body names something your team lacks (`resource_not_found`, naming the field), or the state of the target refuses the request (`conflict`, `operation_not_supported`); see `detail` and `retryable`.',
+  409: 'The state of the target refuses the request, or an `Idempotency-Key` was reused with another body or is still in flight (`conflict`); see `detail` and `retryable`.',
   413: 'The body is larger than the limit (`invalid_request`).',
   415: 'The body is not JSON (`invalid_request`).',
   500: 'An unexpected error (`internal_error`); quote `trace_id` when reporting it.',

@@ -4,6 +4,7 @@ import { registerAgentOperations } from './agent';
 import { registerArtifactOperations } from './artifacts';
 import { BEARER_AUTH, registerErrorComponents } from './common';
 import { registerEnvironmentOperations } from './environments';
+import { registerLiveOperations } from './live';
 import { registerFactoryOperations } from './factories';
 import { registerIdentityOperations } from './identities';
 import { forbidNulInRequests } from './no-nul';
@@ -23,6 +24,7 @@ const TAGS = [
   { name: 'Artifacts', description: 'Files runs produced, and their signed downloads.' },
   { name: 'Skills', description: "Skills found in the team's environments." },
   { name: 'Redirects', description: 'Session and conversation lookups the official clients make without a key.' },
+  { name: 'Webhooks', description: 'Signed notifications of run state changes, delivered durably.' },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
 ];
 
@@ -44,6 +46,7 @@ function registry(): OpenAPIRegistry {
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);
   registerServiceOperations(registry);
+  registerLiveOperations(registry);
   return registry;
 }
 

@@ -90,7 +90,7 @@ export function registerFactoryOperations(registry: OpenAPIRegistry): void {
         links: linksTo('/uid', 'uid', ['getFactory', 'replaceFactory', 'deleteFactory', 'dispatchToFactory']),
       },
     ],
-    errors: [400, 409],
+    errors: [400, 404, 409],
   });
   registerOperation(registry, {
     method: 'get',

@@ -57,7 +57,7 @@ export function registerIdentityOperations(registry: OpenAPIRegistry): void {
         links: linksTo('/uid', 'uid', ['getAgentIdentity', 'replaceAgentIdentity', 'deleteAgentIdentity']),
       },
     ],
-    errors: [400, 403, 409],
+    errors: [400, 403, 404, 409],
   });
   registerOperation(registry, {
     method: 'get',

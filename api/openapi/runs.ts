@@ -48,7 +48,7 @@ function createRun(path: string, operationId: string, deprecated: boolean): Oper
         links: RUN_LINKS,
       },
     ],
-    errors: [400, 403, 409],
+    errors: [400, 403, 404, 409],
   };
 }
 
@@ -114,7 +114,7 @@ export function registerRunOperations(registry: OpenAPIRegistry): void {
     operationId: 'cancelRun',
     summary: 'Cancel a run',
     description:
-      'The run reaches `CANCELLED` within seconds. Cancelling a run that has ended is 409 `operation_not_supported`; cancelling again while cancellation is under way is 200.',
+      'The run reaches `CANCELLED` within seconds. Cancelling a run that has ended is 400 `operation_not_supported`; cancelling again while cancellation is under way is 200.',
     tags,
     params: runIdParams,
     body: {

@@ -61,7 +61,7 @@ export function registerScheduleOperations(registry: OpenAPIRegistry): void {
         ]),
       },
     ],
-    errors: [400, 403, 409],
+    errors: [400, 403, 404, 409],
   });
   registerOperation(registry, {
     method: 'get',

@@ -13,7 +13,7 @@ import {
   type AgentIdentityFields,
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
-import { ApiError, notFound, unknownReference } from '../api-error';
+import { ApiError, notFound } from '../api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
@@ -79,7 +79,7 @@ export function createAgentIdentitiesRouter({
       });
     }
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw unknownReference(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     for (const [index, skill] of (body.skills ?? []).entries()) {
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);

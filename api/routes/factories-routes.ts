@@ -12,7 +12,7 @@ import {
   updateFactory,
   type FactoryFields,
 } from '../../db/factories';
-import { notFound, unknownReference } from '../api-error';
+import { notFound } from '../api-error';
 import { fileFactoryConflict } from '../factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
@@ -30,7 +30,7 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
 
   const fieldsOf = async (body: FactoryBody, teamId: string): Promise<FactoryFields> => {
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw unknownReference(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     return { name: body.name, description: body.description ?? null, environmentId: body.environment_id ?? null };
   };

@@ -4,7 +4,7 @@ import { isUuid } from '../../core/ids';
 import { findRun } from '../../db/run-queries';
 import { invalid, notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
-import { eventData, parseStreamStart, type RunEventStreams } from '../run-event-stream';
+import { eventData, lastEventIdOf, parseStreamStart, type RunEventStreams } from '../run-event-stream';
 import { maskSecrets, runSecretValues } from '../run-secrets';
 
 /**
@@ -25,7 +25,7 @@ export function createRunEventsRouter({
   router.get('/agent/runs/:runId/events', async (ctx) => {
     const unknown = Object.keys(ctx.query).find((name) => name !== 'after');
     if (unknown !== undefined) throw invalid(`Unknown query parameter \`${unknown}\`; only \`after\` is accepted.`);
-    const afterId = parseStreamStart(ctx.query, ctx.get('last-event-id'));
+    const afterId = parseStreamStart(ctx.query, lastEventIdOf(ctx.headers));
     const runId = ctx.params.runId!;
     const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
     if (!run) throw notFound(`No run ${runId}.`);

@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
-import { notFound } from '../api-error';
+import { invalid, notFound } from '../api-error';
 import { toHandoffItem, type DownloadSigner } from '../artifact-views';
 import { readIdempotencyKey, type StoredResponse } from '../idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
@@ -67,10 +67,9 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     const query = parseListRunsQuery(ctx.query);
     const { teamId } = principalOf(ctx.state);
     const ancestor = query.filters.ancestorRunId;
-    // Like every other filter, one that names nothing of the team (another team's run) matches nothing.
+    // The official clients document it: the referenced run must exist and be the caller's.
     if (ancestor !== undefined && !(isUuid(ancestor) && (await findRun(dataSource.manager, ancestor, teamId)))) {
-      ctx.body = { runs: [], page_info: { has_next_page: false } };
-      return;
+      throw invalid(`Query parameter \`ancestor_run_id\`: no run ${ancestor} in your team.`);
     }
     const { runs, hasMore } = await listRuns(dataSource.manager, { teamId, ...query });
     const last = runs[runs.length - 1];

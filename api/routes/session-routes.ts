@@ -7,7 +7,7 @@ import { hasRunEvents, loadRunEventsPage, type StoredRunEvent } from '../../db/r
 import { childRunStatuses } from '../../db/run-lineage';
 import { findRun, findRunBySession } from '../../db/run-queries';
 import { notFound } from '../api-error';
-import { eventData, parseStreamStart, RUN_EVENT_KINDS, type RunEventStreams } from '../run-event-stream';
+import { eventData, lastEventIdOf, parseStreamStart, RUN_EVENT_KINDS, type RunEventStreams } from '../run-event-stream';
 import { maskSecrets, runSecretValues } from '../run-secrets';
 import { SESSION_LIVE_SCRIPT } from '../session-live-script';
 import { renderSessionPage, renderTranscriptEvent } from '../session-page';
@@ -87,7 +87,7 @@ export function createSessionRouter({
 
   // The run's event stream as the API serves it, each event with `html`: how the page shows it.
   router.get('/sessions/:sessionId/events', async (ctx) => {
-    const afterId = parseStreamStart(ctx.query, ctx.get('last-event-id'));
+    const afterId = parseStreamStart(ctx.query, lastEventIdOf(ctx.headers));
     const run = await findSession(ctx.params.sessionId!);
     const secrets = runSecretValues(run.config, secretsKey);
     await streams.serve(ctx, {
