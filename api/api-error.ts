@@ -21,4 +21,3 @@ export class ApiError extends Error {
 
 export const invalid = (detail: string) => new ApiError('invalid_request', detail);
 export const notFound = (detail: string) => new ApiError('resource_not_found', detail);
-

@@ -48,7 +48,6 @@ export async function resolveCreator(
     );
   }
   const user = await findTeamUser(manager, principal.teamId, onBehalfOf);
-  if (!user)
-    throw invalid(`\`on_behalf_of\`: no member ${onBehalfOf} in the run's team (give a user id or name).`);
+  if (!user) throw invalid(`\`on_behalf_of\`: no member ${onBehalfOf} in the run's team (give a user id or name).`);
   return { uid: user.uid, type: 'user', displayName: user.displayName, teamId: principal.teamId };
 }

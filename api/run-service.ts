@@ -172,8 +172,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               factory,
             );
             if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`,
-              );
+              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
             }
             if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
             const run = newRun(creator, executor, body, resolved, origin, {
