@@ -118,7 +118,7 @@ test('an unknown environment is rejected at create time', async () => {
     .post('/api/v1/agent/runs')
     .set(auth(key))
     .send({ prompt: 'x', config: { environment_id: 'AAAAAAAAAAAAAAAAAAAAAA' } });
-  expect(res.status).toBe(409);
+  expect(res.status).toBe(404);
   expect(res.body.detail).toContain('config.environment_id');
 });
 

@@ -180,7 +180,7 @@ describe('Idempotency-Key on create', () => {
     const key = uniqueName('rejected-key');
     // Rejected by the schema, and rejected inside the transaction (no such conversation).
     expect((await create(owner.key, { prompt: '' }, key)).status).toBe(400);
-    expect((await create(owner.key, { prompt: 'x', conversation_id: 'no-such-conversation' }, key)).status).toBe(409);
+    expect((await create(owner.key, { prompt: 'x', conversation_id: 'no-such-conversation' }, key)).status).toBe(400);
     expect(await runsOfTeam(owner)).toEqual([]);
     const ok = await create(owner.key, { prompt: `Fixed ${uniqueName('fixed')}` }, key);
     expect(ok.status).toBe(201);

@@ -4,6 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ensureSchemathesis, SCHEMATHESIS } from '../infra/schemathesis';
+import { locateTemporalCli } from '../infra/temporal-cli';
+import { startTemporalDevServer, type RunningDevServer } from '../infra/temporal-dev-server';
+import { freePort } from './helpers/free-port';
 import { auth, createRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -25,10 +28,22 @@ const MAX_EXAMPLES = 25;
 let ctx: TestContext;
 let schemathesis: string;
 let workDir: string;
+let temporal: RunningDevServer | undefined;
 beforeAll(async () => {
   schemathesis = await ensureSchemathesis();
   workDir = mkdtempSync(path.join(os.tmpdir(), 'schemathesis-'));
+  // A Temporal server of its own: the every-minute schedules the fuzzer creates keep a scheduler
+  // busy at each minute, which must not slow the other test files' schedules.
+  temporal = await startTemporalDevServer({
+    source: await locateTemporalCli({ say: () => undefined }),
+    namespace: 'default',
+    port: await freePort(),
+    uiPort: await freePort(),
+    ui: false,
+    logFile: path.join(workDir, 'temporal.log'),
+  });
   ctx = await createTestContext({
+    temporalAddress: temporal.address,
     env: {
       GIT_BASE_URL: `file://${workDir}/no-repositories`,
       // Every-minute schedules the fuzzer creates keep the dev server's scheduler busy at each
@@ -39,6 +54,7 @@ beforeAll(async () => {
 }, 360_000);
 afterAll(async () => {
   await ctx?.close();
+  await temporal?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });
 
