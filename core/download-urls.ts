@@ -53,9 +53,11 @@ export function checkDownloadSignature(
     return { ok: false, reason: 'malformed' };
   }
   const expires = Number(expiresParam);
-  const expected = signature(key, kind, id, expires);
-  const given = Buffer.from(signatureParam, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+  // Compared as text: base64url's last character carries two unused bits, so decoded bytes would
+  // accept four spellings of one signature.
+  const expected = Buffer.from(signature(key, kind, id, expires).toString('base64url'));
+  const given = Buffer.from(signatureParam);
+  if (!timingSafeEqual(given, expected))
     return { ok: false, reason: 'bad_signature' };
   if (expires * 1000 <= now) return { ok: false, reason: 'expired', expiresAt: new Date(expires * 1000) };
   return { ok: true };
