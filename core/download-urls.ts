@@ -57,8 +57,7 @@ export function checkDownloadSignature(
   // accept four spellings of one signature.
   const expected = Buffer.from(signature(key, kind, id, expires).toString('base64url'));
   const given = Buffer.from(signatureParam);
-  if (!timingSafeEqual(given, expected))
-    return { ok: false, reason: 'bad_signature' };
+  if (!timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
   if (expires * 1000 <= now) return { ok: false, reason: 'expired', expiresAt: new Date(expires * 1000) };
   return { ok: true };
 }
