@@ -16,7 +16,8 @@ import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/f
 import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
-import { findFactory, listFactoryAgents } from '../db/factories';
+import { listFactoryAgents } from '../db/agent-identities';
+import { findFactory } from '../db/factories';
 import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
