@@ -11,6 +11,8 @@ export class ResourceListIndexes1763910000000 implements MigrationInterface {
   transaction = false;
 
   public async up(q: QueryRunner): Promise<void> {
+    // Microseconds: the agents a FACTORY.md defines are created within a millisecond, and listed in creation order.
+    await q.query(`ALTER TABLE agent_identities ALTER COLUMN created_at TYPE timestamptz`);
     const create = (sql: string) => q.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${sql}`);
     await create(`environments_team_name ON environments (team_id, name COLLATE "C", uid) WHERE deleted_at IS NULL`);
     await create(
@@ -28,7 +30,10 @@ export class ResourceListIndexes1763910000000 implements MigrationInterface {
   }
 
   public async down(q: QueryRunner): Promise<void> {
-    await q.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS environments_team ON environments (team_id, last_updated DESC)`);
+    await q.query(`ALTER TABLE agent_identities ALTER COLUMN created_at TYPE timestamptz(3)`);
+    await q.query(
+      `CREATE INDEX CONCURRENTLY IF NOT EXISTS environments_team ON environments (team_id, last_updated DESC)`,
+    );
     await q.query(
       `CREATE INDEX CONCURRENTLY IF NOT EXISTS agent_identities_factory ON agent_identities (team_id, factory_uid)`,
     );
