@@ -10,7 +10,7 @@ import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEve
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { DEFAULT_BASE_PROMPT } from '../core/new-run';
-import { listFactoryAgents } from '../db/factories';
+import { listFactoryAgents } from '../db/agent-identities';
 import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
 import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
 import type { ActivityDeps } from './deps';

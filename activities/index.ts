@@ -1,5 +1,6 @@
 import { createAgentStepActivities } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
+import { createMaintenanceActivities } from './maintenance-activities';
 import { createOrchestrationActivities } from './orchestration-activities';
 import { createRunStoreActivities } from './run-store-activities';
 import { createScheduleActivities } from './schedule-activities';
@@ -7,7 +8,7 @@ import { createWorkspaceActivities } from './workspace-activities';
 
 export type { ActivityDeps } from './deps';
 
-/** All activities of the run and scheduled-run workflows, built from their dependencies. */
+/** All activities of the run, scheduled-run and maintenance workflows, built from their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createRunStoreActivities(deps),
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAgentStepActivities(deps),
     ...createScheduleActivities(deps),
     ...createOrchestrationActivities(deps),
+    ...createMaintenanceActivities(deps),
   };
 }
 

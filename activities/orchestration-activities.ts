@@ -2,7 +2,8 @@ import { isUuid, newUuidV7 } from '../core/ids';
 import { newRun, withFactoryDefaults, withIdentityDefaults } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
 import type { AgentIdentity } from '../db/agent-identities';
-import { findFactory, listFactoryAgents } from '../db/factories';
+import { listFactoryAgents } from '../db/agent-identities';
+import { findFactory } from '../db/factories';
 import { recordNewRun } from '../db/run-creation';
 import { appendRunEvent } from '../db/run-events';
 import {

@@ -42,6 +42,7 @@ import {
 } from './workspace/git';
 import { loadRunNetworkPolicy, runNetworkPolicy } from './sandbox/run-network-policy';
 import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
+import { recordEnvironmentSkill } from '../db/environment-skills';
 
 const SETUP_OUTPUT_TAIL = 2000;
 
@@ -156,13 +157,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     const files = workspaceFiles(runProcesses(sandbox, runId));
     for (const repo of env.config.github_repos ?? []) {
       for (const skill of await discoverSkills(files, repo.repo)) {
-        await dataSource.query(
-          `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (environment_uid, owner, repo, skill_path)
-           DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, base_prompt = EXCLUDED.base_prompt, discovered_at = now()`,
-          [env.uid, repo.owner, repo.repo, skill.skillPath, skill.name, skill.description, skill.body],
-        );
+        await recordEnvironmentSkill(dataSource.manager, env.uid, repo, { ...skill, basePrompt: skill.body });
       }
     }
   }

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { listAgentIdentitiesWhere, type AgentIdentity, type AgentType } from '../db/agent-identities';
+import { findOtherForeman, type AgentIdentity, type AgentType } from '../db/agent-identities';
 import { factoryFileLabel, findFactory, lockFactory, type Factory } from '../db/factories';
 import { ApiError, notFound } from './api-error';
 
@@ -39,12 +39,7 @@ export async function assertFactoryMembership(
     );
   }
   if (member.agentType !== 'FOREMAN') return;
-  const [foreman] = await listAgentIdentitiesWhere(
-    tx,
-    member.teamId,
-    `factory_uid = $2 AND agent_type = 'FOREMAN' AND uid <> $3`,
-    [factory.uid, member.identityUid ?? ''],
-  );
+  const foreman = await findOtherForeman(tx, member.teamId, factory.uid, member.identityUid ?? '');
   if (foreman) {
     throw conflict(
       `Factory ${factory.uid} ("${factory.name}") already has a foreman, "${foreman.name}" (${foreman.uid}); a factory has one FOREMAN: give this agent another \`agent_type\`, or change that one first.`,

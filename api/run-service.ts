@@ -16,7 +16,9 @@ import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/f
 import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
-import { findFactory, listFactoryAgents } from '../db/factories';
+import { listFactoryAgents } from '../db/agent-identities';
+import { deleteIdempotencyRecord, storeIdempotencyResponse } from '../db/idempotency-records';
+import { findFactory } from '../db/factories';
 import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
 import type { agentRunWorkflow } from '../workflows/run-workflow';
@@ -26,14 +28,7 @@ import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-execut
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
 import { runWorkflowOptions } from '../core/run-workflow-options';
-import {
-  claimIdempotencyKey,
-  releaseIdempotencyKey,
-  requestHash,
-  storeIdempotentResponse,
-  type IdempotencyClaim,
-  type StoredResponse,
-} from './idempotency';
+import { claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
 import { idempotencyView } from './run-secrets';
 import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from './schemas/run-schemas';
 
@@ -67,7 +62,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
         if (replay) return replay;
       }
       const response = await work(tx);
-      if (claim) await storeIdempotentResponse(tx, claim, response);
+      if (claim) await storeIdempotencyResponse(tx, claim, response);
       return response;
     });
   }
@@ -273,7 +268,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
           }),
         async (tx) => {
           const withdrawn = await withdrawFollowup(tx, runId, recorded!);
-          if (withdrawn && claim) await releaseIdempotencyKey(tx, claim);
+          if (withdrawn && claim) await deleteIdempotencyRecord(tx, claim);
           return withdrawn;
         },
       );

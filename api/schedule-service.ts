@@ -5,6 +5,7 @@ import {
   type ScheduleDescription,
   type ScheduleOptions,
 } from '@temporalio/client';
+import pLimit from 'p-limit';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import { isUuid, newUuidV7 } from '../core/ids';
@@ -34,6 +35,7 @@ import {
   type ScheduledRunInput,
 } from '../workflows/schedule-contract';
 import { ApiError, notFound } from './api-error';
+import { resourcePageInfo, type ResourcePageRequest } from './resource-page';
 import type { RunPrincipal, createRunService } from './run-service';
 import type { CreateRunRequest } from './schemas/run-schemas';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './schemas/schedule-schemas';
@@ -129,6 +131,9 @@ export function toScheduleItem(schedule: Schedule, temporal: ScheduleDescription
   if (nextRun) item.history.next_run = nextRun.toISOString();
   return item;
 }
+
+/** Temporal describes a schedule list makes at once. */
+const SCHEDULE_DESCRIBES_AT_ONCE = 8;
 
 /**
  * Schedules: a row in PostgreSQL (what to run) and one Temporal Schedule (when, and whether
@@ -269,9 +274,13 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       return view(schedule);
     },
 
-    async list(principal: AuthenticatedPrincipal): Promise<ScheduledAgentItem[]> {
-      const schedules = await listSchedules(dataSource.manager, principal.teamId);
-      return Promise.all(schedules.map(view));
+    async list(principal: AuthenticatedPrincipal, request: ResourcePageRequest) {
+      const page = await listSchedules(dataSource.manager, principal.teamId, request);
+      // Timing and paused state live in Temporal: one describe each, a few at a time, so that a
+      // long list does not flood the Temporal frontend.
+      const describing = pLimit(SCHEDULE_DESCRIBES_AT_ONCE);
+      const schedules = await Promise.all(page.rows.map((schedule) => describing(() => view(schedule))));
+      return { schedules, page_info: resourcePageInfo(page, 'created_at') };
     },
 
     async get(principal: AuthenticatedPrincipal, scheduleId: string): Promise<ScheduledAgentItem> {

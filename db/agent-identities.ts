@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 export const AGENT_TYPES = ['FOREMAN', 'TRIAGE', 'SPEC', 'IMPLEMENT', 'REVIEW', 'VERIFY', 'CUSTOM'] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
@@ -115,22 +116,59 @@ export async function createAgentIdentity(
   return toIdentity(rows[0]!);
 }
 
-export function listAgentIdentities(manager: EntityManager, teamId: string): Promise<AgentIdentity[]> {
-  return listAgentIdentitiesWhere(manager, teamId, 'true', []);
-}
+export const IDENTITY_ORDER: KeysetOrder = { column: 'created_at', type: 'timestamptz', key: 'uid', direction: 'ASC' };
 
-/** A team's identities matching `condition` (its parameters from $2), oldest first. */
-export async function listAgentIdentitiesWhere(
+/** A page of the team's identities (of one factory when `factoryUid` is given), oldest first. */
+export async function listAgentIdentities(
   manager: EntityManager,
   teamId: string,
-  condition: string,
-  params: unknown[],
+  filter: { factoryUid?: string },
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<AgentIdentity>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    filter.factoryUid === undefined
+      ? { columns: COLUMNS, from: 'agent_identities', where: 'team_id = $1', params: [teamId] }
+      : {
+          columns: COLUMNS,
+          from: 'agent_identities',
+          where: 'team_id = $1 AND factory_uid = $2',
+          params: [teamId, filter.factoryUid],
+        },
+    IDENTITY_ORDER,
+    page.limit,
+    page.after,
+  );
+  return { rows: rows.map(toIdentity), ...(next ? { next } : {}) };
+}
+
+/** Every agent of a factory, oldest first. */
+export async function listFactoryAgents(
+  manager: EntityManager,
+  teamId: string,
+  factoryUid: string,
 ): Promise<AgentIdentity[]> {
   const rows = (await manager.query(
-    `SELECT ${COLUMNS} FROM agent_identities WHERE team_id = $1 AND (${condition}) ORDER BY created_at, uid`,
-    [teamId, ...params],
+    `SELECT ${COLUMNS} FROM agent_identities WHERE team_id = $1 AND factory_uid = $2 ORDER BY created_at, uid`,
+    [teamId, factoryUid],
   )) as Record<string, unknown>[];
   return rows.map(toIdentity);
+}
+
+/** The factory's FOREMAN other than `exceptUid`, if it has one. */
+export async function findOtherForeman(
+  manager: EntityManager,
+  teamId: string,
+  factoryUid: string,
+  exceptUid: string,
+): Promise<AgentIdentity | null> {
+  const rows = (await manager.query(
+    `SELECT ${COLUMNS} FROM agent_identities
+      WHERE team_id = $1 AND factory_uid = $2 AND agent_type = 'FOREMAN' AND uid <> $3
+      ORDER BY created_at, uid LIMIT 1`,
+    [teamId, factoryUid, exceptUid],
+  )) as Record<string, unknown>[];
+  return rows[0] ? toIdentity(rows[0]) : null;
 }
 
 export async function findAgentIdentity(

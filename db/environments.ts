@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { newEnvironmentUid } from '../core/ids';
 import type { NetworkPolicy } from '../core/network-policy';
 import type { AuthenticatedPrincipal } from './api-keys';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 export interface EnvironmentConfig {
   name: string;
@@ -73,17 +74,27 @@ export async function findEnvironment(
   return rows[0] ? rowToEnvironment(rows[0]) : null;
 }
 
+/** The sorts of a team's environment list, each answered by an index of its own. */
+export const ENVIRONMENT_ORDERS: Record<EnvironmentSort, KeysetOrder> = {
+  name: { column: 'name', bytewise: true, type: 'text', key: 'uid', direction: 'ASC' },
+  last_updated: { column: 'last_updated', type: 'timestamptz', key: 'uid', direction: 'DESC' },
+};
+
+/** A page of the team's environments (`limit` after `after`) in `sortBy` order. */
 export async function listEnvironments(
   manager: EntityManager,
   teamId: string,
   sortBy: EnvironmentSort,
-): Promise<Environment[]> {
-  const order = sortBy === 'name' ? 'name COLLATE "C" ASC, uid ASC' : 'last_updated DESC, uid DESC';
-  const rows = (await manager.query(
-    `SELECT * FROM environments WHERE team_id = $1 AND deleted_at IS NULL ORDER BY ${order}`,
-    [teamId],
-  )) as Record<string, unknown>[];
-  return rows.map(rowToEnvironment);
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<Environment>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    { columns: '*', from: 'environments', where: 'team_id = $1 AND deleted_at IS NULL', params: [teamId] },
+    ENVIRONMENT_ORDERS[sortBy],
+    page.limit,
+    page.after,
+  );
+  return { rows: rows.map(rowToEnvironment), ...(next ? { next } : {}) };
 }
 
 export async function updateEnvironment(

@@ -4,12 +4,13 @@ import type { FactoryFile, FactoryFileAgent } from '../core/factory-file';
 import {
   createAgentIdentity,
   deleteAgentIdentity,
-  listAgentIdentitiesWhere,
+  listFactoryAgents,
   updateAgentIdentity,
   type AgentIdentity,
   type AgentIdentityFields,
   type AgentType,
 } from './agent-identities';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 /** Where a factory is defined: through the API, or in a FACTORY.md of an environment's repository. */
 export type FactorySource =
@@ -52,15 +53,6 @@ export async function findFactory(manager: EntityManager, uid: string, teamId: s
   return rows[0] ? toFactory(rows[0]) : null;
 }
 
-/** The agents of a factory: the team's identities whose `factory_uid` is it, oldest first. */
-export function listFactoryAgents(
-  manager: EntityManager,
-  teamId: string,
-  factoryUid: string,
-): Promise<AgentIdentity[]> {
-  return listAgentIdentitiesWhere(manager, teamId, 'factory_uid = $2', [factoryUid]);
-}
-
 /** An agent as a factory lists it. */
 export interface FactoryAgentSummary {
   uid: string;
@@ -93,18 +85,28 @@ export function newFactoryUid(): string {
   return `fac_${randomBytes(12).toString('base64url')}`;
 }
 
-/** The team's factories, oldest first, each with its agents (two queries, whatever the count). */
-export async function listFactories(manager: EntityManager, teamId: string): Promise<FactoryWithAgents[]> {
-  const rows = (await manager.query(`SELECT ${COLUMNS} FROM factories WHERE team_id = $1 ORDER BY created_at, uid`, [
-    teamId,
-  ])) as Record<string, unknown>[];
+export const FACTORY_ORDER: KeysetOrder = { column: 'created_at', type: 'timestamptz', key: 'uid', direction: 'ASC' };
+
+/** A page of the team's factories, oldest first, each with its agents (two queries, whatever the count). */
+export async function listFactories(
+  manager: EntityManager,
+  teamId: string,
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<FactoryWithAgents>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    { columns: COLUMNS, from: 'factories', where: 'team_id = $1', params: [teamId] },
+    FACTORY_ORDER,
+    page.limit,
+    page.after,
+  );
   const factories = rows.map(toFactory);
   const agents = await agentSummaries(
     manager,
     teamId,
     factories.map((f) => f.uid),
   );
-  return factories.map((f) => ({ ...f, agents: agents.get(f.uid) ?? [] }));
+  return { rows: factories.map((f) => ({ ...f, agents: agents.get(f.uid) ?? [] })), ...(next ? { next } : {}) };
 }
 
 export async function findFactoryWithAgents(

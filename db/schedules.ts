@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import type { PrincipalType } from './entities/principal';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 /** A principal as a schedule names it (who created it, who changed it last). */
 export interface ScheduleActor {
@@ -99,13 +100,28 @@ export async function findSchedule(
   return rows[0] ? rowToSchedule(rows[0]) : null;
 }
 
-/** A team's schedules, newest first. */
-export async function listSchedules(manager: EntityManager, teamId: string): Promise<Schedule[]> {
-  const rows = (await manager.query(
-    `SELECT * FROM schedules WHERE team_id = $1 ORDER BY created_at DESC, schedule_id DESC`,
-    [teamId],
-  )) as Record<string, unknown>[];
-  return rows.map(rowToSchedule);
+export const SCHEDULE_ORDER: KeysetOrder = {
+  column: 'created_at',
+  type: 'timestamptz',
+  key: 'schedule_id',
+  keyType: 'uuid',
+  direction: 'DESC',
+};
+
+/** A page of the team's schedules, newest first. */
+export async function listSchedules(
+  manager: EntityManager,
+  teamId: string,
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<Schedule>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    { columns: '*', from: 'schedules', where: 'team_id = $1', params: [teamId] },
+    SCHEDULE_ORDER,
+    page.limit,
+    page.after,
+  );
+  return { rows: rows.map(rowToSchedule), ...(next ? { next } : {}) };
 }
 
 /** Replaces a team's schedule's definition; null when it has no such schedule. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { WebhookDeliveryStatus } from '../core/webhooks';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 export interface Webhook {
   id: string;
@@ -52,11 +53,28 @@ export async function insertWebhook(
 }
 
 /** A team's webhooks, oldest first. */
-export async function listWebhooks(manager: EntityManager, teamId: string): Promise<Webhook[]> {
-  const rows = (await manager.query(`SELECT ${COLUMNS} FROM webhooks WHERE team_id = $1 ORDER BY created_at, id`, [
-    teamId,
-  ])) as Record<string, unknown>[];
-  return rows.map(toWebhook);
+export const WEBHOOK_ORDER: KeysetOrder = {
+  column: 'created_at',
+  type: 'timestamptz',
+  key: 'id',
+  keyType: 'uuid',
+  direction: 'ASC',
+};
+
+/** A page of the team's webhooks, oldest first. */
+export async function listWebhooks(
+  manager: EntityManager,
+  teamId: string,
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<Webhook>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    { columns: COLUMNS, from: 'webhooks', where: 'team_id = $1', params: [teamId] },
+    WEBHOOK_ORDER,
+    page.limit,
+    page.after,
+  );
+  return { rows: rows.map(toWebhook), ...(next ? { next } : {}) };
 }
 
 /** A webhook of the team (null for another team's, as for none). */

@@ -115,7 +115,7 @@ test('the list sorts by last_updated (default, newest first) and by name (ascend
 
   const res = await ctx.api.get(PATH).set(auth(key));
   expect(res.status).toBe(200);
-  expect(Object.keys(res.body as object)).toEqual(['environments']);
+  expect(Object.keys(res.body as object)).toEqual(['environments', 'page_info']);
   const listed = (res.body as { environments: EnvItem[] }).environments;
   expect(listed.map((e) => e.uid)).toEqual([alpha.uid, charlie.uid, bravo.uid]);
   expect(listed[0]).toEqual(alpha);

@@ -264,7 +264,7 @@ test('delete removes the Temporal Schedule and the row', async () => {
   expect((await ctx.api.get(`${BASE}/${created.id}`).set(auth(key))).status).toBe(404);
   expect((await ctx.api.delete(`${BASE}/${created.id}`).set(auth(key))).status).toBe(404);
   const list = await ctx.api.get(BASE).set(auth(key));
-  expect(list.body).toEqual({ schedules: [] });
+  expect(list.body).toEqual({ schedules: [], page_info: { has_next_page: false } });
 });
 
 test("another team's schedule is not found on any route, and stays as it was", async () => {
@@ -283,7 +283,10 @@ test("another team's schedule is not found on any route, and stays as it was", a
     expect([res.status, res.body.error_code]).toEqual([404, 'resource_not_found']);
     expect(res.body.detail).toBe(`No schedule ${created.id}.`);
   }
-  expect((await ctx.api.get(BASE).set(auth(other.key))).body).toEqual({ schedules: [] });
+  expect((await ctx.api.get(BASE).set(auth(other.key))).body).toEqual({
+    schedules: [],
+    page_info: { has_next_page: false },
+  });
   // Creating with the same name in the other team makes a separate schedule.
   const theirs = await createSchedule(other.key, { name: 'Mine', cron_schedule: '0 9 * * *', prompt: 'Theirs' });
   const ownList = (await ctx.api.get(BASE).set(auth(owner.key))).body as { schedules: ScheduleItem[] };

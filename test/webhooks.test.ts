@@ -162,7 +162,7 @@ test('a webhook is created with a Standard Webhooks secret shown once, kept encr
 
   const { id, url, event_types, created_at } = created;
   const list = await ctx.api.get('/api/v1/agent/webhooks').set(auth(key));
-  expect(list.body).toEqual({ webhooks: [{ id, url, event_types, created_at }] });
+  expect(list.body).toEqual({ webhooks: [{ id, url, event_types, created_at }], page_info: { has_next_page: false } });
   const one = await ctx.api.get(`/api/v1/agent/webhooks/${id}`).set(auth(key));
   expect(one.body).toEqual({ id, url, event_types, created_at });
   expect(JSON.stringify([list.body, one.body])).not.toContain(created.secret.slice(6));
@@ -386,7 +386,10 @@ test('the delivery log pages newest first, and another team gets 404 and none of
     const res = await ctx.api[method](path).set(auth(stranger.key));
     expect(res.status).toBe(404);
   }
-  expect((await ctx.api.get('/api/v1/agent/webhooks').set(auth(stranger.key))).body).toEqual({ webhooks: [] });
+  expect((await ctx.api.get('/api/v1/agent/webhooks').set(auth(stranger.key))).body).toEqual({
+    webhooks: [],
+    page_info: { has_next_page: false },
+  });
   expect((await ctx.api.get(`/api/v1/agent/webhooks/${hook.id}`).set(auth(owner.key))).status).toBe(200);
   const [{ count }] = (await ctx.dataSource.query(
     `SELECT count(*)::int AS count FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.run_id = $1`,
@@ -436,8 +439,14 @@ test('bad webhooks are 400 and change nothing: private addresses without the all
       expect(res.status).toBe(400);
       expect(res.body.detail).toMatch(detail);
     }
-    expect((await strict.api.get('/api/v1/agent/webhooks').set(auth(key))).body).toEqual({ webhooks: [] });
-    expect((await ctx.api.get('/api/v1/agent/webhooks').set(auth(allowedKey))).body).toEqual({ webhooks: [] });
+    expect((await strict.api.get('/api/v1/agent/webhooks').set(auth(key))).body).toEqual({
+      webhooks: [],
+      page_info: { has_next_page: false },
+    });
+    expect((await ctx.api.get('/api/v1/agent/webhooks').set(auth(allowedKey))).body).toEqual({
+      webhooks: [],
+      page_info: { has_next_page: false },
+    });
   } finally {
     await strict.close();
   }

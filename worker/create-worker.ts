@@ -22,7 +22,7 @@ import { resolveSecretsKey } from '../infra/secrets-key';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { webhookQueue } from '../workflows/webhook-contract';
 import { startWebhookDispatcher } from './webhook-dispatcher';
-import { ensureWebhookSweepSchedule } from './webhook-sweep-schedule';
+import { ensureServiceSchedules } from './service-schedules';
 import { WorkspaceCapacity } from './workspace-capacity';
 import { postgresBlobStore } from '../db/blob-store';
 
@@ -172,7 +172,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     taskQueue: webhookQueue(config.temporal.taskQueue),
     activities: createWebhookActivities({ dataSource, config, logger, temporal, secretsKey, outboundRules }),
   });
-  await ensureWebhookSweepSchedule(temporal, config);
+  await ensureServiceSchedules(temporal, config);
   const workers = [shared, workspace, provisioner, webhooks];
 
   // The lease says this worker is alive, busy or not; runs give up its workspaces only when it lapses.

@@ -8,6 +8,7 @@ import { z } from '../schemas/zod';
 import { linksTo, locationHeader, registerOperation, timestamp } from './common';
 import type { toEnvironmentItem } from '../routes/environments-routes';
 import type { Fits } from './fits';
+import { resourcePageInfoSchema } from '../schemas/resource-page-schemas';
 
 const tags = ['Environments'];
 
@@ -36,7 +37,11 @@ export function registerEnvironmentOperations(registry: OpenAPIRegistry): void {
     tags,
     query: environmentListQuerySchema,
     responses: [
-      { status: 200, description: 'The environments.', schema: z.object({ environments: z.array(environmentSchema) }) },
+      {
+        status: 200,
+        description: 'The environments.',
+        schema: z.object({ environments: z.array(environmentSchema), page_info: resourcePageInfoSchema }),
+      },
     ],
     errors: [400],
   });

@@ -5,6 +5,7 @@ import { z } from '../schemas/zod';
 import { linksTo, locationHeader, registerOperation, timestamp } from './common';
 import type { toFactoryItem } from '../factory-item';
 import type { Fits } from './fits';
+import { resourcePageInfoSchema, resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 
 const tags = ['Factories'];
 
@@ -98,8 +99,13 @@ export function registerFactoryOperations(registry: OpenAPIRegistry): void {
     operationId: 'listFactories',
     summary: "List your team's factories",
     tags,
+    query: resourcePageQuerySchema,
     responses: [
-      { status: 200, description: 'The factories.', schema: z.object({ factories: z.array(factorySchema) }) },
+      {
+        status: 200,
+        description: 'The factories, oldest first.',
+        schema: z.object({ factories: z.array(factorySchema), page_info: resourcePageInfoSchema }),
+      },
     ],
     errors: [400],
   });

@@ -7,6 +7,8 @@ import { mcpServerViewSchema } from './run-responses';
 import { timestamp } from './common';
 import type { toAgentIdentityItem } from '../agent-identity-item';
 import type { Fits } from './fits';
+import { resourcePageInfoSchema } from '../schemas/resource-page-schemas';
+import { identityListQuerySchema } from '../schemas/agent-identity-schemas';
 
 const tags = ['Agent identities'];
 
@@ -65,10 +67,15 @@ export function registerIdentityOperations(registry: OpenAPIRegistry): void {
     operationId: 'listAgentIdentities',
     summary: "List your team's agent identities",
     tags,
+    query: identityListQuerySchema,
     responses: [
-      { status: 200, description: 'The agents.', schema: z.object({ agents: z.array(agentIdentitySchema) }) },
+      {
+        status: 200,
+        description: 'The agents, oldest first.',
+        schema: z.object({ agents: z.array(agentIdentitySchema), page_info: resourcePageInfoSchema }),
+      },
     ],
-    errors: [400],
+    errors: [400, 404],
   });
   registerOperation(registry, {
     method: 'get',

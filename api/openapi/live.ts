@@ -9,6 +9,7 @@ import {
 } from '../schemas/webhook-schemas';
 import { locationHeader, registerOperation } from './common';
 import { runIdParams } from './runs';
+import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 
 const STREAM_DESCRIPTION =
   'Server-Sent Events: `retry: 3000` once, then one event per transcript entry in id order (`id: <event id>`, `event: <kind>`, `data: {"id","run_id","kind","turn","created_at","payload"}`), a `: ping` comment every `SSE_HEARTBEAT_SECONDS`, and `event: end` with `data: {"run_id","state"}` once the run has ended and its idle window has passed. Resume with `?after=<id>` or `Last-Event-ID`.';
@@ -112,6 +113,7 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
     operationId: 'listWebhooks',
     summary: "The team's webhooks (never their secrets)",
     tags,
+    query: resourcePageQuerySchema,
     responses: [{ status: 200, description: 'The webhooks.', schema: webhookListSchema }],
     errors: [400],
   });

@@ -5,6 +5,7 @@ import { linksTo, locationHeader, registerOperation, timestamp } from './common'
 import { agentConfigViewSchema } from './run-responses';
 import type { ScheduledAgentItem } from '../schedule-service';
 import type { Fits } from './fits';
+import { resourcePageInfoSchema, resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 
 const tags = ['Schedules'];
 
@@ -69,8 +70,13 @@ export function registerScheduleOperations(registry: OpenAPIRegistry): void {
     operationId: 'listSchedules',
     summary: "List your team's schedules",
     tags,
+    query: resourcePageQuerySchema,
     responses: [
-      { status: 200, description: 'The schedules.', schema: z.object({ schedules: z.array(scheduleSchema) }) },
+      {
+        status: 200,
+        description: 'The schedules, newest first.',
+        schema: z.object({ schedules: z.array(scheduleSchema), page_info: resourcePageInfoSchema }),
+      },
     ],
     errors: [400],
   });

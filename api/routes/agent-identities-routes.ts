@@ -8,17 +8,24 @@ import {
   deleteAgentIdentity,
   findAgentIdentity,
   identityNameTaken,
+  IDENTITY_ORDER,
   listAgentIdentities,
   updateAgentIdentity,
   type AgentIdentityFields,
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
+import { findFactory } from '../../db/factories';
 import { ApiError, notFound } from '../api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
-import { agentIdentityBodySchema, type AgentIdentityBody } from '../schemas/agent-identity-schemas';
+import { resourcePageInfo, resourcePageOf } from '../resource-page';
+import {
+  agentIdentityBodySchema,
+  identityListQuerySchema,
+  type AgentIdentityBody,
+} from '../schemas/agent-identity-schemas';
 import { rejectUnsupported } from '../unsupported-fields';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
@@ -116,9 +123,18 @@ export function createAgentIdentitiesRouter({
   });
 
   router.get('/agent/identities', async (ctx) => {
-    rejectQueryParameters(ctx.query);
-    const identities = await listAgentIdentities(dataSource.manager, principalOf(ctx.state).teamId);
-    ctx.body = { agents: identities.map(toAgentIdentityItem) };
+    const query = validate(identityListQuerySchema, ctx.query, 'query');
+    const { teamId } = principalOf(ctx.state);
+    if (query.factory_uid !== undefined && !(await findFactory(dataSource.manager, query.factory_uid, teamId))) {
+      throw notFound(`\`factory_uid\`: no factory ${query.factory_uid} in your team.`);
+    }
+    const page = await listAgentIdentities(
+      dataSource.manager,
+      teamId,
+      query.factory_uid === undefined ? {} : { factoryUid: query.factory_uid },
+      resourcePageOf(query, 'created_at', IDENTITY_ORDER),
+    );
+    ctx.body = { agents: page.rows.map(toAgentIdentityItem), page_info: resourcePageInfo(page, 'created_at') };
   });
 
   router.get('/agent/identities/:uid', async (ctx) => {

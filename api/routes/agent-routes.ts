@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import { artifactsOfRuns } from '../../db/artifacts';
+import { listTeamSkills } from '../../db/environment-skills';
 import { listConversationRuns } from '../../db/run-queries';
 import { notFound } from '../api-error';
 import { loadConversationActions } from '../conversation-actions';
@@ -12,18 +13,6 @@ import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../run-item';
 import { agentListQuerySchema } from '../schemas/agent-schemas';
 import { validate } from '../validate';
-
-interface SkillRow {
-  name: string;
-  description: string;
-  base_prompt: string;
-  owner: string;
-  repo: string;
-  skill_path: string;
-  environment_uid: string;
-  environment_name: string;
-  last_run: Date | null;
-}
 
 /**
  * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect;
@@ -43,16 +32,7 @@ export function createAgentRouter({
   router.get('/agent', async (ctx) => {
     const query = validate(agentListQuerySchema, ctx.query, 'query');
     const teamId = principalOf(ctx.state).teamId;
-    const rows = (await dataSource.query(
-      `SELECT s.name, s.description, s.base_prompt, s.owner, s.repo, s.skill_path, e.uid AS environment_uid,
-              e.name AS environment_name,
-              (SELECT max(r.created_at) FROM runs r WHERE r.team_id = e.team_id
-                  AND r.skill_spec = s.owner || '/' || s.repo || ':' || s.skill_path) AS last_run
-         FROM environment_skills s JOIN environments e ON e.uid = s.environment_uid
-        WHERE e.team_id = $1 AND e.deleted_at IS NULL AND ($2::text IS NULL OR s.owner || '/' || s.repo = $2)
-        ORDER BY s.name, s.owner, s.repo, s.skill_path`,
-      [teamId, query.repo ?? null],
-    )) as SkillRow[];
+    const rows = await listTeamSkills(dataSource.manager, teamId, query.repo);
     const agents = new Map<string, { name: string; variants: Map<string, Record<string, unknown>>; lastRun: number }>();
     for (const row of rows) {
       const agent = agents.get(row.name) ?? { name: row.name, variants: new Map(), lastRun: 0 };

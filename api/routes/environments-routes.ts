@@ -4,6 +4,7 @@ import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
 import {
   deleteEnvironment,
+  ENVIRONMENT_ORDERS,
   findEnvironment,
   insertEnvironment,
   listEnvironments,
@@ -15,6 +16,7 @@ import { syncFileFactories } from '../../db/factories';
 import { notFound } from '../api-error';
 import { assertGitOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
+import { resourcePageInfo, resourcePageOf } from '../resource-page';
 import { environmentBodySchema, environmentListQuerySchema } from '../schemas/environment-schemas';
 import { rejectQueryParameters, validate } from '../validate';
 
@@ -46,12 +48,14 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
 
   router.get('/agent/environments', async (ctx) => {
     const query = validate(environmentListQuerySchema, ctx.query, 'query');
-    const envs = await listEnvironments(
+    const sort = query.sort_by ?? 'last_updated';
+    const page = await listEnvironments(
       dataSource.manager,
       principalOf(ctx.state).teamId,
-      query.sort_by ?? 'last_updated',
+      sort,
+      resourcePageOf(query, sort, ENVIRONMENT_ORDERS[sort]),
     );
-    ctx.body = { environments: envs.map(toEnvironmentItem) };
+    ctx.body = { environments: page.rows.map(toEnvironmentItem), page_info: resourcePageInfo(page, sort) };
   });
 
   router.post('/agent/environments', async (ctx) => {

@@ -8,6 +8,7 @@ import {
   createFactory,
   deleteFactory,
   findFactoryWithAgents,
+  FACTORY_ORDER,
   listFactories,
   updateFactory,
   type FactoryFields,
@@ -16,6 +17,8 @@ import { notFound } from '../api-error';
 import { fileFactoryConflict } from '../factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
+import { resourcePageInfo, resourcePageOf } from '../resource-page';
+import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 import { keepMostSpecificRoutes } from '../middleware/specific-routes';
 import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../schemas/factory-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
@@ -73,9 +76,13 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
   });
 
   router.get('/agent/factories', async (ctx) => {
-    rejectQueryParameters(ctx.query);
-    const factories = await listFactories(dataSource.manager, principalOf(ctx.state).teamId);
-    ctx.body = { factories: factories.map(toFactoryItem) };
+    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
+    const page = await listFactories(
+      dataSource.manager,
+      principalOf(ctx.state).teamId,
+      resourcePageOf(query, 'created_at', FACTORY_ORDER),
+    );
+    ctx.body = { factories: page.rows.map(toFactoryItem), page_info: resourcePageInfo(page, 'created_at') };
   });
 
   router.get('/agent/factories/:uid', async (ctx) => {

@@ -1,6 +1,9 @@
 import Router from '@koa/router';
+import { SCHEDULE_ORDER } from '../../db/schedules';
 import { z } from 'zod';
 import { principalOf } from '../middleware/auth';
+import { resourcePageOf } from '../resource-page';
+import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 import type { createScheduleService } from '../schedule-service';
 import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule-schemas';
 import { rejectQueryParameters, validate } from '../validate';
@@ -25,8 +28,8 @@ export function createSchedulesRouter({
   });
 
   router.get('/agent/schedules', async (ctx) => {
-    rejectQueryParameters(ctx.query);
-    ctx.body = { schedules: await scheduleService.list(principalOf(ctx.state)) };
+    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
+    ctx.body = await scheduleService.list(principalOf(ctx.state), resourcePageOf(query, 'created_at', SCHEDULE_ORDER));
   });
 
   router.get('/agent/schedules/:scheduleId', async (ctx) => {

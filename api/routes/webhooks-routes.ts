@@ -6,9 +6,18 @@ import { OutboundAddressRules } from '../../core/outbound-addresses';
 import { platformEndpoints } from '../../core/platform-endpoints';
 import { encryptSecret } from '../../core/secrets';
 import { DEFAULT_WEBHOOK_EVENT_TYPES, MAX_WEBHOOKS_PER_TEAM, newWebhookSecret } from '../../core/webhooks';
-import { deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks } from '../../db/webhooks';
+import {
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  WEBHOOK_ORDER,
+} from '../../db/webhooks';
 import { ApiError, invalid, notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
+import { resourcePageInfo, resourcePageOf } from '../resource-page';
+import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -83,9 +92,13 @@ export function createWebhooksRouter({
   });
 
   router.get('/agent/webhooks', async (ctx) => {
-    rejectQueryParameters(ctx.query);
-    const webhooks = await listWebhooks(dataSource.manager, principalOf(ctx.state).teamId);
-    ctx.body = { webhooks: webhooks.map(toWebhookItem) };
+    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
+    const page = await listWebhooks(
+      dataSource.manager,
+      principalOf(ctx.state).teamId,
+      resourcePageOf(query, 'created_at', WEBHOOK_ORDER),
+    );
+    ctx.body = { webhooks: page.rows.map(toWebhookItem), page_info: resourcePageInfo(page, 'created_at') };
   });
 
   router.get('/agent/webhooks/:id', async (ctx) => {

@@ -1,6 +1,7 @@
 import { AGENT_TYPES } from '../../db/agent-identities';
 import { unavailableList, unavailableMap, unavailableString, unavailableChoice } from './not-available';
 import { agentConfigSchema, harnessSchema, mcpServersSchema, MAX_PROMPT_CHARS, skillSpecSchema } from './run-schemas';
+import { resourcePageQuery } from './resource-page-schemas';
 import { nonBlankText } from './text';
 import { z } from './zod';
 
@@ -42,3 +43,14 @@ export const agentIdentityBodySchema = z
   .openapi('AgentIdentityRequest');
 
 export type AgentIdentityBody = z.infer<typeof agentIdentityBodySchema>;
+
+/** `GET /agent/identities`. */
+export const identityListQuerySchema = z.strictObject({
+  factory_uid: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .openapi({ description: "Only that factory's agents (a factory of the caller's team)." }),
+  ...resourcePageQuery,
+});

@@ -1,4 +1,5 @@
 import { nonBlankText } from './text';
+import { resourcePageQuery } from './resource-page-schemas';
 import { jsonSchema, z } from './zod';
 import { ALLOWED_DOMAIN_PATTERN, MAX_ALLOWED_DOMAIN_CHARS, networkPolicySchema } from '../../core/network-policy';
 
@@ -56,4 +57,5 @@ export const environmentBodySchema = z.strictObject({ config: environmentConfigS
 
 export const environmentListQuerySchema = z.strictObject({
   sort_by: z.enum(['name', 'last_updated']).optional(),
+  ...resourcePageQuery,
 });

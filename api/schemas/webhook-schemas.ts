@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../core/webhooks';
+import { resourcePageInfoSchema } from './resource-page-schemas';
 
 /** Request and response schemas of `/agent/webhooks`, defined once for validation and the API description. */
 
@@ -34,7 +35,7 @@ export const createdWebhookSchema = webhookItemSchema.extend({
   secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
 });
 
-export const webhookListSchema = z.object({ webhooks: z.array(webhookItemSchema) });
+export const webhookListSchema = z.object({ webhooks: z.array(webhookItemSchema), page_info: resourcePageInfoSchema });
 
 export const webhookAttemptSchema = z.object({
   attempt: z.int().min(1),

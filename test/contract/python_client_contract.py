@@ -77,6 +77,8 @@ foreman_run = wait_until_ended(dispatched.json()["run_id"])
 assert foreman_run.state == "SUCCEEDED", foreman_run
 of_factory = step("runs.list", client.agent.runs.list(factory_uid=factory["uid"]))
 assert [r.run_id for r in of_factory.runs] == [foreman_run.run_id], of_factory
+members = step("identities.list", client.agent.agent.list(factory_uid=factory["uid"]))
+assert [a.name for a in members.agents] == ["contract-foreman"], members
 
 # Conversations and sessions: the redirect checks.
 session = step("sessions.check_redirect", client.agent.sessions.check_redirect(run.session_id))

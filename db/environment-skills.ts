@@ -1,0 +1,69 @@
+import type { EntityManager } from 'typeorm';
+
+/** A skill (SKILL.md) found in a repository of an environment when a run provisioned it. */
+export interface DiscoveredSkill {
+  skillPath: string;
+  name: string;
+  description: string;
+  basePrompt: string;
+}
+
+/** Records (or refreshes) what a run found in one repository of an environment. */
+export async function recordEnvironmentSkill(
+  manager: EntityManager,
+  environmentUid: string,
+  repository: { owner: string; repo: string },
+  skill: DiscoveredSkill,
+): Promise<void> {
+  await manager.query(
+    `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (environment_uid, owner, repo, skill_path)
+     DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, base_prompt = EXCLUDED.base_prompt,
+                   discovered_at = now()`,
+    [
+      environmentUid,
+      repository.owner,
+      repository.repo,
+      skill.skillPath,
+      skill.name,
+      skill.description,
+      skill.basePrompt,
+    ],
+  );
+}
+
+/** A skill of one of the team's environments, with when the team last ran it. */
+export interface TeamSkillRow {
+  name: string;
+  description: string;
+  base_prompt: string;
+  owner: string;
+  repo: string;
+  skill_path: string;
+  environment_uid: string;
+  environment_name: string;
+  last_run: Date | null;
+}
+
+/**
+ * The skills found in the team's environments (of repository `owner/repo` when given), by name.
+ * `last_run` reads one entry of runs_team_skill_created per skill.
+ */
+export async function listTeamSkills(
+  manager: EntityManager,
+  teamId: string,
+  repository: string | undefined,
+): Promise<TeamSkillRow[]> {
+  return (await manager.query(
+    `SELECT s.name, s.description, s.base_prompt, s.owner, s.repo, s.skill_path, e.uid AS environment_uid,
+            e.name AS environment_name,
+            (SELECT r.created_at FROM runs r
+              WHERE r.team_id = e.team_id AND r.skill_spec = s.owner || '/' || s.repo || ':' || s.skill_path
+              ORDER BY r.created_at DESC LIMIT 1) AS last_run
+       FROM environment_skills s JOIN environments e ON e.uid = s.environment_uid
+      WHERE e.team_id = $1 AND e.deleted_at IS NULL AND ($2::text IS NULL OR s.owner || '/' || s.repo = $2)
+      ORDER BY s.name, s.owner, s.repo, s.skill_path`,
+    [teamId, repository ?? null],
+  )) as TeamSkillRow[];
+}

@@ -1,0 +1,23 @@
+/**
+ * The service's own housekeeping: one Temporal Schedule per task queue starts the maintenance
+ * workflow, which prunes what requests leave behind (off the request path). The worker, the
+ * workflow and the activity import this module.
+ */
+
+export const MAINTENANCE_WORKFLOW_TYPE = 'maintenanceWorkflow';
+
+/** How often maintenance runs. */
+export const MAINTENANCE_INTERVAL = '1 hour';
+
+export function maintenanceScheduleId(taskQueue: string): string {
+  return `agent-runs-maintenance-${taskQueue}`;
+}
+
+export function maintenanceWorkflowId(taskQueue: string): string {
+  return `agent-runs-maintenance-${taskQueue}-firing`;
+}
+
+export interface MaintenanceResult {
+  /** Idempotency records past their 24 hours. */
+  idempotencyRecordsPruned: number;
+}
