@@ -1,4 +1,5 @@
 import type { Response } from 'superagent';
+import { openApiDocument, openApiLimits } from '../api/openapi/document';
 import { auth } from './helpers/runs';
 import { createTestContext, type TestContext } from './helpers/test-context';
 
@@ -102,4 +103,21 @@ test('while PostgreSQL cannot keep the count, each instance counts on its own (i
   const res = await listRuns(two, key);
   expect(res.status).toBe(200);
   expect(rateLimit(res).remaining).toBe(LIMIT - 1);
+});
+
+test('the OpenAPI document declares 429 and the RateLimit fields on the authenticated operations', () => {
+  const document = openApiDocument(openApiLimits(one.config)) as unknown as {
+    paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; headers?: object }> }>>;
+    components: { responses: Record<string, { headers: Record<string, unknown> }> };
+  };
+  const create = document.paths['/api/v1/agent/runs']!.post!;
+  expect(create.responses['429']).toEqual({ $ref: '#/components/responses/TooManyRequests' });
+  expect(Object.keys(create.responses['201']!.headers!)).toEqual(
+    expect.arrayContaining(['RateLimit', 'RateLimit-Policy']),
+  );
+  expect(Object.keys(document.components.responses.TooManyRequests!.headers)).toEqual(
+    expect.arrayContaining(['Retry-After', 'RateLimit', 'RateLimit-Policy']),
+  );
+  const health = document.paths['/healthz']!.get!;
+  expect(health.responses['429']).toBeUndefined();
 });
