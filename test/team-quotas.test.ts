@@ -121,6 +121,30 @@ test('TEAM_MAX_CONCURRENT_RUNS=2: a third run waits QUEUED and starts the moment
   await recordReplayFixture(ctx, c, 'waits-for-team-slot');
 });
 
+test('a follow-up that continues a finished run queues its new turn for a slot too', async () => {
+  const { key } = await ctx.newTeamKey();
+  const [mF, mG, mH] = ['f', 'g', 'h'].map((m) => uniqueName(`turn-${m}`)) as [string, string, string];
+  ctx.model.script(mF, (_req, call) => ({ text: `answer ${call}` }));
+  const holds = new Map([mG, mH].map((m) => [m, gate<{ text: string }>()]));
+  for (const m of [mG, mH]) ctx.model.script(m, () => ({ hold: holds.get(m)!.promise }));
+  const f = await createRun(ctx, key, { prompt: `Quick ${mF}` });
+  await waitForState(ctx, key, f, ['SUCCEEDED']);
+  const g = await createRun(ctx, key, { prompt: `Hold ${mG}` });
+  const h = await createRun(ctx, key, { prompt: `Hold ${mH}` });
+  await ctx.model.waitForCalls(mG, 1);
+  await ctx.model.waitForCalls(mH, 1);
+
+  const res = await ctx.api.post(`/api/v1/agent/runs/${f}/followups`).set(auth(key)).send({ message: 'And more' });
+  expect(res.body).toEqual({ run_id: f, state: 'QUEUED' });
+  await waitingForSlot(ctx, key, f);
+  expect(ctx.model.calls(mF)).toHaveLength(1);
+
+  holds.get(mG)!.release({ text: 'done' });
+  await ctx.model.waitForCalls(mF, 2);
+  holds.get(mH)!.release({ text: 'done' });
+  for (const run of [f, g, h]) await waitForState(ctx, key, run, ['SUCCEEDED']);
+});
+
 test('TEAM_MAX_RUNS_PER_HOUR=5: the sixth run of the hour is 429 rate_limited with Retry-After and creates nothing', async () => {
   const { key, team, uid } = await ctx.newTeamKey();
   const body = { prompt: 'counted', title: 'counted' };
