@@ -1,10 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { applyCancellation, applyTransition, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
 import { leaseStatus } from '../db/worker-leases';
 import { lastAgentMessage } from '../db/agent-answers';
-import { RunFailureType } from '../workflows/run-contract';
+import { admitRunTurn, admitStartedTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
+import { admissionSignal, RunFailureType, runWorkflowId } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 
 /** How much of the agent's answer a SUCCEEDED run's `status_message.message` holds. */
@@ -15,8 +17,49 @@ function cutAnswer(text: string): string {
 }
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
-export function createRunStoreActivities({ dataSource }: ActivityDeps) {
+export function createRunStoreActivities({ dataSource, config, temporal, logger }: ActivityDeps) {
+  const maxConcurrent = config.quotas.teamMaxConcurrentRuns;
+
+  /** Tells the team's oldest waiting runs, as many as it has free slots, to look again. */
+  async function wakeTeam(teamId: string): Promise<string[]> {
+    const runIds = await runsToAdmitNext(dataSource.manager, teamId, maxConcurrent);
+    for (const id of runIds) {
+      await temporal.workflow
+        .getHandle(runWorkflowId(id))
+        .signal(admissionSignal)
+        .catch((err: unknown) => {
+          // Its workflow closed meanwhile (the reconciler settles the run); the others still go.
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        });
+    }
+    return runIds;
+  }
+
   return {
+    /**
+     * Admits the run's turn under its team's TEAM_MAX_CONCURRENT_RUNS (in the order runs were
+     * queued), or records on the run that it waits for a slot. Once admitted, wakes the next
+     * waiting runs if slots are still free (they may have looked before this older run did).
+     */
+    async admitRun({ runId }: { runId: string }): Promise<{ admitted: boolean }> {
+      const admission = await dataSource.transaction((tx) => admitRunTurn(tx, runId, maxConcurrent));
+      if (!admission) {
+        throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
+      }
+      if (!admission.admitted) {
+        logger.debug('run waits for a slot of its team', { runId, teamId: admission.teamId });
+        return { admitted: false };
+      }
+      await wakeTeam(admission.teamId);
+      return { admitted: true };
+    },
+
+    /** A turn of the run ended (or it was cancelled): the team's oldest waiting runs look again for a slot. */
+    async wakeWaitingRuns({ runId }: { runId: string }): Promise<{ woken: string[] }> {
+      const teamId = await teamOfRun(dataSource.manager, runId);
+      return { woken: teamId ? await wakeTeam(teamId) : [] };
+    },
+
     /**
      * Whether the worker serving a workspace queue is alive: it renewed its lease within its own
      * lease length (`leaseSeconds`, the run's setting, only for a worker that never said). When no
@@ -51,7 +94,11 @@ export function createRunStoreActivities({ dataSource }: ActivityDeps) {
         }
         let turn: number | null = run.turn;
         if (isTerminal(run.state)) turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
-        if (turn !== null) await applyTransition(tx, { runId, turn, state: 'INPROGRESS' });
+        if (turn !== null) {
+          await applyTransition(tx, { runId, turn, state: 'INPROGRESS' });
+          // A turn started without admission (by workflow code from before it) still counts.
+          await admitStartedTurn(tx, runId);
+        }
         return { turn, idleTimeoutMinutes: run.idleTimeoutMinutes };
       });
     },

@@ -15,7 +15,7 @@ import type { ActivityDeps } from './deps';
 
 /** The activity of a schedule's firing: it creates the run through the same path as `POST /agent/runs`. */
 export function createScheduleActivities({ dataSource, config, logger, temporal, secretsKey, blobs }: ActivityDeps) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs });
+  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, logger });
 
   return {
     /**

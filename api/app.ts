@@ -12,6 +12,8 @@ import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { preferSpecificRoutes } from './middleware/specific-routes';
+import { rateLimitRequests } from './middleware/rate-limit';
+import { requestRateLimit } from './rate-limits';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from './schedule-service';
@@ -56,7 +58,7 @@ export function createApp(deps: AppDeps): Koa {
   const blobs = postgresBlobStore;
   const signingKey = downloadSigningKey(secretsKey);
   const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
-  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey, blobs });
+  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey, blobs, logger });
   const scheduleService = createScheduleService({
     config,
     dataSource,
@@ -74,6 +76,7 @@ export function createApp(deps: AppDeps): Koa {
   onServerClose(app, () => streams.close());
   const api = new Router({ prefix: '/api/v1' });
   api.use(authenticate(dataSource));
+  api.use(rateLimitRequests(requestRateLimit(config, dataSource, logger)));
   const runs = createRunsRouter({ config, dataSource, runService, secretsKey, downloads });
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),

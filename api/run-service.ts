@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
+import type { Logger } from '../core/logger';
 import { newUuidV7, isUuid } from '../core/ids';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
@@ -29,6 +30,7 @@ import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from '
 import { assertSkillOwnerAllowed } from './git-owners';
 import { runWorkflowOptions } from '../core/run-workflow-options';
 import { claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
+import { teamRunsPerHourLimit } from './rate-limits';
 import { idempotencyView } from './run-secrets';
 import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from './schemas/run-schemas';
 
@@ -40,10 +42,34 @@ export interface RunServiceDeps {
   secretsKey: Buffer;
   /** Where the bytes of a run's attachments go. */
   blobs: BlobStore;
+  logger: Logger;
 }
 
 /** Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. */
-export function createRunService({ config, dataSource, temporal, secretsKey, blobs }: RunServiceDeps) {
+export function createRunService({ config, dataSource, temporal, secretsKey, blobs, logger }: RunServiceDeps) {
+  const runsPerHour = teamRunsPerHourLimit(config, dataSource, logger);
+
+  /**
+   * Counts a run against its team's TEAM_MAX_RUNS_PER_HOUR, or refuses it (429, nothing
+   * recorded). Runs a factory agent dispatches are not counted: refusing them would break a
+   * foreman mid-run; its root run was counted.
+   */
+  async function countTeamRun(teamId: string): Promise<boolean> {
+    if (!runsPerHour) return false;
+    const state = await runsPerHour.take(teamId);
+    if (!state) return false;
+    if (!state.allowed) {
+      // metrics: rate-limit rejection
+      const at = new Date(Date.now() + state.resetSeconds * 1000).toISOString();
+      throw new ApiError(
+        'rate_limited',
+        `Your team created ${state.limit} runs within the hour, the most TEAM_MAX_RUNS_PER_HOUR allows; no run was created. The next one can be created in ${state.resetSeconds} seconds (at ${at}).`,
+        { headers: { 'Retry-After': String(state.resetSeconds) } },
+      );
+    }
+    return true;
+  }
+
   /**
    * Every call to Temporal has a deadline: a frozen or partitioned Temporal makes the request
    * answer 503 (and its transaction roll back) instead of hanging with a connection held.
@@ -142,65 +168,76 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
-      return recordThenCall(
-        (fire) =>
-          withIdempotency(principal, claim, async (tx) => {
-            const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
-            const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
-            const requested = honouredConfig(body.config);
-            // The run's own config wins; its agent identity fills what it leaves out.
-            const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
-            const resolved: ResolvedAgentConfig = withFactoryDefaults(
-              withIdentityDefaults(
-                {
-                  ...requested,
-                  model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
-                  idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
-                  ...(skill ? { skill_spec: skill } : {}),
-                  // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-                  ...(requested?.mcp_servers
-                    ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
-                    : {}),
-                },
-                executor,
-              ),
-              factory,
-            );
-            if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-              throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
-            }
-            if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
-            const run = newRun(creator, executor, body, resolved, origin, {
-              runId,
-              skill,
-              conversationId: await resolveConversation(tx, principal, body.conversation_id),
-              parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration),
-            });
-            // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
-            await lockRunCreation(tx, runId);
-            fire(() =>
-              temporal.workflow.start<typeof agentRunWorkflow>(
-                RUN_WORKFLOW_TYPE,
-                runWorkflowOptions(config, run, 'QUEUED'),
-              ),
-            );
-            await recordNewRun(tx, run, {
-              mode: body.mode ?? 'normal',
-              attachments: attachments.map((a) => ({
-                path: `${ATTACHMENTS_DIR}/${a.fileName}`,
-                mime_type: a.mimeType,
-                size_bytes: a.bytes.length,
-              })),
-            });
-            await recordRunAttachments(tx, blobs, runId, attachments);
-            return {
-              status: 201,
-              body: { run_id: runId, task_id: runId, state: 'QUEUED' },
-              headers: { Location: `/api/v1/agent/runs/${runId}` },
-            };
-          }),
-        (tx) => withdrawUnstartedRun(tx, runId),
-      );
+      let counted = false;
+      try {
+        return await recordThenCall(
+          (fire) =>
+            withIdempotency(principal, claim, async (tx) => {
+              const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
+              const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
+              const requested = honouredConfig(body.config);
+              // The run's own config wins; its agent identity fills what it leaves out.
+              const factory = executor?.factoryUid
+                ? await findFactory(tx, executor.factoryUid, principal.teamId)
+                : null;
+              const resolved: ResolvedAgentConfig = withFactoryDefaults(
+                withIdentityDefaults(
+                  {
+                    ...requested,
+                    model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
+                    idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
+                    ...(skill ? { skill_spec: skill } : {}),
+                    // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+                    ...(requested?.mcp_servers
+                      ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
+                      : {}),
+                  },
+                  executor,
+                ),
+                factory,
+              );
+              if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
+                throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+              }
+              if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
+              const run = newRun(creator, executor, body, resolved, origin, {
+                runId,
+                skill,
+                conversationId: await resolveConversation(tx, principal, body.conversation_id),
+                parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration),
+              });
+              // Last of the checks, so that only a run about to be recorded counts (a replay never gets here).
+              counted = await countTeamRun(principal.teamId);
+              // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
+              await lockRunCreation(tx, runId);
+              fire(() =>
+                temporal.workflow.start<typeof agentRunWorkflow>(
+                  RUN_WORKFLOW_TYPE,
+                  runWorkflowOptions(config, run, 'QUEUED'),
+                ),
+              );
+              await recordNewRun(tx, run, {
+                mode: body.mode ?? 'normal',
+                attachments: attachments.map((a) => ({
+                  path: `${ATTACHMENTS_DIR}/${a.fileName}`,
+                  mime_type: a.mimeType,
+                  size_bytes: a.bytes.length,
+                })),
+              });
+              await recordRunAttachments(tx, blobs, runId, attachments);
+              return {
+                status: 201,
+                body: { run_id: runId, task_id: runId, state: 'QUEUED' },
+                headers: { Location: `/api/v1/agent/runs/${runId}` },
+              };
+            }),
+          (tx) => withdrawUnstartedRun(tx, runId),
+        );
+      } catch (err) {
+        // No run was made after all: it does not count.
+        if (counted) await runsPerHour?.giveBack(principal.teamId);
+        throw err;
+      }
     },
 
     /**

@@ -90,6 +90,9 @@ const envSchema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_MS: intFrom(3_600_000, 1, 86_400_000),
   WEBHOOK_RETRY_WINDOW_SECONDS: intFrom(86_400, 1, 30 * 86_400),
   WEBHOOK_LOG_RETENTION_DAYS: intFrom(30, 1, 3650),
+  RATE_LIMIT_REQUESTS_PER_MINUTE: intFrom(600, 0, 1_000_000),
+  TEAM_MAX_RUNS_PER_HOUR: intFrom(1000, 0, 10_000_000),
+  TEAM_MAX_CONCURRENT_RUNS: intFrom(100, 0, 1_000_000),
 });
 
 export interface Config {
@@ -169,6 +172,15 @@ export interface Config {
     retry: { initialIntervalMs: number; maxIntervalMs: number; windowSeconds: number };
     /** Finished deliveries older than this leave the delivery log. */
     logRetentionDays: number;
+  };
+  /** Rate limits and quotas (0 = off), kept in PostgreSQL so every API instance and worker shares them. */
+  quotas: {
+    /** Requests one API key may make per minute. */
+    requestsPerMinute: number;
+    /** Runs one team may create per hour (API, factory dispatches, schedule firings). */
+    teamMaxRunsPerHour: number;
+    /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
+    teamMaxConcurrentRuns: number;
   };
 }
 
@@ -352,6 +364,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         windowSeconds: e.WEBHOOK_RETRY_WINDOW_SECONDS,
       },
       logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    },
+    quotas: {
+      requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
+      teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
+      teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,
     },
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,

@@ -18,6 +18,7 @@ import { Factories1763860000000 } from './migrations/1763860000000-factories';
 import { RunEventsNotify1763870000000 } from './migrations/1763870000000-run-events-notify';
 import { Webhooks1763880000000 } from './migrations/1763880000000-webhooks';
 import { ListIndexes1763890000000 } from './migrations/1763890000000-list-indexes';
+import { RateLimitsAndQuotas1763900000000 } from './migrations/1763900000000-rate-limits-and-quotas';
 import { ResourceListIndexes1763910000000 } from './migrations/1763910000000-resource-list-indexes';
 
 export const ENTITIES = [
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   RunEventsNotify1763870000000,
   Webhooks1763880000000,
   ListIndexes1763890000000,
+  RateLimitsAndQuotas1763900000000,
   ResourceListIndexes1763910000000,
 ];
 

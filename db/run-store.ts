@@ -31,11 +31,11 @@ export async function lockRun(manager: EntityManager, runId: string): Promise<Lo
   return row ? { state: row.state, turn: row.turn, pendingFollowups: row.pending, idleTimeoutMinutes: row.idle } : null;
 }
 
-/** Moves a run in a terminal state back to QUEUED in a new turn. Caller holds the row lock. */
+/** Moves a run in a terminal state back to QUEUED in a new turn (queued for a slot anew). Caller holds the row lock. */
 export async function reopenRun(manager: EntityManager, runId: string, currentTurn: number): Promise<number> {
   const turn = currentTurn + 1;
   await manager.query(
-    `UPDATE runs SET state = 'QUEUED', turn = $2, status_message = NULL, ended_at = NULL,
+    `UPDATE runs SET state = 'QUEUED', turn = $2, status_message = NULL, ended_at = NULL, queued_at = clock_timestamp(),
             cancel_requested_at = NULL, cancel_requested_by = NULL, cancel_followup_seq = NULL, ${BUMP_UPDATED_AT}
       WHERE run_id = $1`,
     [runId, turn],

@@ -44,6 +44,9 @@ const SCENARIOS = [
   'factory-foreman-two-children',
   'factory-child-failed',
   'factory-foreman-cancelled',
+  // TEAM_MAX_CONCURRENT_RUNS (test/team-quotas.test.ts): a run that waited QUEUED for a slot of
+  // its team, was woken when one freed, and ran (patch team-admission).
+  'waits-for-team-slot',
 ];
 
 function histories() {

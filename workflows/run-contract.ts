@@ -86,6 +86,13 @@ export interface AgentStepOutcome {
   orchestration?: OrchestrationCall[];
 }
 
+/**
+ * A slot of the run's team may have freed (a run of the team ended, or one was admitted with
+ * slots to spare): a run waiting for admission looks again. Carries nothing; a lost one costs
+ * only the wait until the run's next periodic look.
+ */
+export const admissionSignal = defineSignal('admissionMayHaveFreed');
+
 export const runStateQuery = defineQuery<RunState | 'STARTING'>('runState');
 
 export const searchAttributes = {

@@ -20,6 +20,7 @@ import type { RunActivities } from '../activities';
 import type { RunState, TerminalRunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import {
+  admissionSignal,
   followupSignal,
   provisioningQueue,
   RunFailureType,
@@ -44,6 +45,13 @@ const WORKSPACE_LEASE_PATCH = 'workspace-worker-lease';
 /** Executions that took this patch cancel the run's unfinished descendants when it is cancelled. */
 const CANCEL_DESCENDANTS_PATCH = 'cancel-descendants';
 const DEFAULT_LEASE_SECONDS = 60;
+/**
+ * Executions that took this patch wait, QUEUED, for a slot of their team (TEAM_MAX_CONCURRENT_RUNS)
+ * before each turn starts, and wake the team's waiting runs when a turn ends.
+ */
+const TEAM_ADMISSION_PATCH = 'team-admission';
+/** How often a waiting run looks again for a slot on its own, should a wake-up signal be lost. */
+const ADMISSION_RECHECK = '1 minute';
 
 /** The workspace worker's lease lapsed while a task waited for it. */
 class WorkspaceWorkerGone extends Error {
@@ -62,9 +70,14 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   let workspaceQueue = input.workspaceQueue;
   let workspaceId = input.workspaceId;
   const leased = patched(WORKSPACE_LEASE_PATCH);
+  const admission = patched(TEAM_ADMISSION_PATCH);
   const leaseSeconds = settings.workerLeaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  let slotMayHaveFreed = false;
   setHandler(followupSignal, () => {
     followupPending = true;
+  });
+  setHandler(admissionSignal, () => {
+    slotMayHaveFreed = true;
   });
   setHandler(runStateQuery, () => state);
 
@@ -110,6 +123,35 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
 
   const orchestrator = createOrchestrator(runId, store);
   const parent = input.parentRunId ? { parentRunId: input.parentRunId } : {};
+
+  /**
+   * Waits, QUEUED, until the team's quota admits the run's next turn. Admission is decided in
+   * PostgreSQL (in the order runs were queued), so neither a restart nor a replay lets a run in
+   * early; the wait is a signal with a periodic look as its fallback.
+   */
+  async function admitted(): Promise<void> {
+    if (!admission) return;
+    for (;;) {
+      slotMayHaveFreed = false;
+      if ((await store.admitRun({ runId })).admitted) return;
+      await condition(() => slotMayHaveFreed, ADMISSION_RECHECK);
+      if (workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof agentRunWorkflow>({
+          runId,
+          settings,
+          workspaceQueue,
+          workspaceId,
+          workerHost: input.workerHost,
+          ...parent,
+        });
+      }
+    }
+  }
+
+  /** The run's turn ended: a slot of its team may have freed. */
+  async function slotFreed(): Promise<void> {
+    if (admission) await store.wakeWaitingRuns({ runId });
+  }
 
   function setState(to: RunState): void {
     state = to;
@@ -203,6 +245,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     }
     await store.recordTransition({ runId, turn, state: to, statusMessage });
     setState(to);
+    await slotFreed();
     if (input.parentRunId) await tellParent(input.parentRunId, { runId, state: to });
   }
 
@@ -235,6 +278,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   }
 
   try {
+    await admitted();
     let { turn, idleTimeoutMinutes } = await store.startTurn({ runId });
     let firstStep = input.resume && input.resume.turn === turn ? input.resume.step : 0;
     for (;;) {
@@ -259,6 +303,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         });
       }
       followupPending = false;
+      await admitted();
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
     }
   } catch (err) {
@@ -268,6 +313,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       const { followupAfterCancel } = await CancellationScope.nonCancellable(async () => {
         const recorded = await store.recordCancelled({ runId });
         if (recorded.applied) setState('CANCELLED');
+        // A run cancelled while waiting held no slot: waking the team then changes nothing.
+        if (recorded.applied) await slotFreed();
         if (patched(CANCEL_DESCENDANTS_PATCH)) await cancelDescendants(runId, store);
         if (input.parentRunId && recorded.applied) await tellParent(input.parentRunId, { runId, state: 'CANCELLED' });
         await removeWorkspace();

@@ -46,6 +46,23 @@ const REQUEST_ID_HEADER = {
   'x-request-id': header('The request id (echoed from the request when it sent a sane one).'),
 };
 
+/**
+ * The RateLimit fields (draft-ietf-httpapi-ratelimit-headers) of every authenticated response
+ * while RATE_LIMIT_REQUESTS_PER_MINUTE is on (api/middleware/rate-limit.ts).
+ */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': header(
+    'The per API key request limit: `"api-key";q=<requests>;w=60` (`q` requests per `w` seconds). Absent when the limit is off.',
+    { type: 'string', example: '"api-key";q=600;w=60' },
+    false,
+  ),
+  RateLimit: header(
+    'Where this API key stands: `"api-key";r=<remaining>;t=<seconds until the window resets>`. Absent when the limit is off.',
+    { type: 'string', example: '"api-key";r=599;t=60' },
+    false,
+  ),
+};
+
 /** Headers of every error response. */
 const PROBLEM_HEADERS = {
   ...REQUEST_ID_HEADER,
@@ -56,7 +73,7 @@ const PROBLEM_HEADERS = {
 };
 
 /** The errors an operation may answer, by status; each is a problem document. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request is invalid (`invalid_request`, `operation_not_supported`, `feature_not_available`); `detail` says what to fix. Nothing was changed.',
@@ -66,6 +83,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: 'The state of the target refuses the request, or an `Idempotency-Key` was reused with another body or is still in flight (`conflict`); see `detail` and `retryable`.',
   413: 'The body is larger than the limit (`invalid_request`).',
   415: 'The body is not JSON (`invalid_request`).',
+  429: 'Over a rate limit (`rate_limited`): this API key’s requests per minute (`RATE_LIMIT_REQUESTS_PER_MINUTE`) or, creating a run, the team’s runs per hour (`TEAM_MAX_RUNS_PER_HOUR`); `detail` says which. Retry after `Retry-After` seconds. Nothing was changed.',
   500: 'An unexpected error (`internal_error`); quote `trace_id` when reporting it.',
   503: 'A dependency (PostgreSQL or Temporal) is unavailable (`resource_unavailable`); retry after `Retry-After` seconds. Nothing was changed.',
 };
@@ -78,6 +96,7 @@ const ERROR_RESPONSE_NAMES: Record<ErrorStatus, string> = {
   409: 'Conflict',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
   500: 'InternalError',
   503: 'ServiceUnavailable',
 };
@@ -89,7 +108,9 @@ export function registerErrorComponents(registry: OpenAPIRegistry): void {
     const code = Number(status) as ErrorStatus;
     const headers: Record<string, ReturnType<typeof header>> = { ...PROBLEM_HEADERS };
     if (code === 401) headers['WWW-Authenticate'] = header('`Bearer`.', { type: 'string', const: 'Bearer' });
-    if (code === 503) headers['Retry-After'] = header('Seconds to wait before retrying.', { type: 'string' });
+    if (code === 503 || code === 429)
+      headers['Retry-After'] = header('Seconds to wait before retrying.', { type: 'string' });
+    if (code === 429) Object.assign(headers, RATE_LIMIT_HEADERS);
     registry.registerComponent('responses', name, {
       description: ERROR_DESCRIPTIONS[code],
       headers,
@@ -146,18 +167,22 @@ export interface Operation {
   /** The JSON request body; `required: false` when it may be omitted. */
   body?: { schema: z.ZodType; required?: boolean; description?: string };
   responses: Success[];
-  /** Errors besides the ones every operation of its kind answers (401 when authenticated, 500, 503). */
+  /** Errors besides the ones every operation of its kind answers (401 and 429 when authenticated, 500, 503). */
   errors?: ErrorStatus[];
 }
 
 /**
- * Registers one operation. Every operation may answer 500 and 503; an authenticated one 401; one
- * with a body 413 and 415 (api/middleware/json-body.ts).
+ * Registers one operation. Every operation may answer 500 and 503; an authenticated one 401, and
+ * 429 with the RateLimit fields on its every answer; one with a body 413 and 415
+ * (api/middleware/json-body.ts).
  */
 export function registerOperation(registry: OpenAPIRegistry, op: Operation): void {
   const auth = op.auth ?? true;
   const errors = new Set<ErrorStatus>([...(op.errors ?? []), 500, 503]);
-  if (auth) errors.add(401);
+  if (auth) {
+    errors.add(401);
+    errors.add(429);
+  }
   if (op.body) {
     errors.add(400);
     errors.add(413);
@@ -167,7 +192,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
   for (const success of op.responses) {
     responses[success.status] = {
       description: success.description,
-      headers: { ...REQUEST_ID_HEADER, ...success.headers },
+      headers: { ...REQUEST_ID_HEADER, ...(auth ? RATE_LIMIT_HEADERS : {}), ...success.headers },
       ...(success.links ? { links: success.links } : {}),
       ...(success.status === 204
         ? {}

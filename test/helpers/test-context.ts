@@ -93,6 +93,8 @@ export async function createTestContext(
     WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
     WORKER_LEASE_SECONDS: '5',
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    // Tests poll every 50 ms with one key; test/rate-limits.test.ts sets its own limit.
+    RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test');

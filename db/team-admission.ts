@@ -1,0 +1,130 @@
+import type { EntityManager } from 'typeorm';
+import type { RunStatusMessage } from '../core/run-types';
+import { isTerminal } from '../core/run-state';
+import { lockRun, lockRunCreation, reopenRun } from './run-store';
+
+/**
+ * A run that waits for a slot: QUEUED, not admitted for its turn, and not the child of an
+ * unfinished run (such a child is admitted under its parent's slot, at once). `r` is the run.
+ */
+const WAITS_FOR_SLOT = `r.state = 'QUEUED' AND r.admitted_turn IS DISTINCT FROM r.turn
+  AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS'))`;
+
+/** A run that holds one of its team's slots: admitted for its turn on its own slot and unfinished. */
+const HOLDS_SLOT = `r.state IN ('QUEUED', 'INPROGRESS') AND r.admitted_turn = r.turn AND r.holds_slot`;
+
+/** Serialises the admission decisions of one team (every API instance and worker takes the same lock). */
+async function lockTeamAdmission(manager: EntityManager, teamId: string): Promise<void> {
+  await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('team-admission:' || $1, 0))`, [teamId]);
+}
+
+async function markAdmitted(manager: EntityManager, runId: string, holdsSlot: boolean): Promise<void> {
+  await manager.query(`UPDATE runs SET admitted_turn = turn, holds_slot = $2 WHERE run_id = $1`, [runId, holdsSlot]);
+}
+
+export type Admission =
+  { admitted: true; teamId: string } | { admitted: false; teamId: string; statusMessage: RunStatusMessage };
+
+/**
+ * Admits the run's current turn if its team has fewer than `maxConcurrent` runs holding a slot
+ * and no run queued before it waits for one; otherwise records on the run why it waits. A run
+ * that ended with follow-ups waiting is reopened first (as `startTurn` would), so its new turn
+ * queues too. Null when the run does not exist. Takes the run's creation lock (waiting for the
+ * API's transaction that created it) and its team's admission lock: decisions of one team are
+ * made one at a time, in one order, whichever process makes them.
+ */
+export async function admitRunTurn(
+  manager: EntityManager,
+  runId: string,
+  maxConcurrent: number,
+): Promise<Admission | null> {
+  await lockRunCreation(manager, runId);
+  const [found] = (await manager.query(`SELECT team_id FROM runs WHERE run_id = $1`, [runId])) as {
+    team_id: string;
+  }[];
+  if (!found) return null;
+  const teamId = found.team_id;
+  await lockTeamAdmission(manager, teamId);
+  const locked = (await lockRun(manager, runId))!;
+  if (isTerminal(locked.state)) {
+    // Nothing to run: `startTurn` finds no turn and the execution goes idle.
+    if (locked.pendingFollowups === 0) return { admitted: true, teamId };
+    await reopenRun(manager, runId, locked.turn);
+  }
+  const [run] = (await manager.query(
+    `SELECT r.state, r.admitted_turn = r.turn AS admitted,
+            EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS')) AS under_parent
+       FROM runs r WHERE r.run_id = $1`,
+    [runId],
+  )) as { state: string; admitted: boolean | null; under_parent: boolean }[];
+  if (run!.admitted) return { admitted: true, teamId };
+  // Already running (its turn began before admission existed): it holds a slot as it is.
+  if (run!.state === 'INPROGRESS' || maxConcurrent === 0) {
+    await markAdmitted(manager, runId, true);
+    return { admitted: true, teamId };
+  }
+  // A factory's child runs while its parent holds the slot: it never waits for its own parent's
+  // slot to free (which would deadlock a foreman waiting for its children).
+  if (run!.under_parent) {
+    await markAdmitted(manager, runId, false);
+    return { admitted: true, teamId };
+  }
+  const [counts] = (await manager.query(
+    `SELECT count(*) FILTER (WHERE ${HOLDS_SLOT})::int AS holders,
+            count(*) FILTER (WHERE ${WAITS_FOR_SLOT}
+              AND (r.queued_at, r.run_id) < (SELECT queued_at, run_id FROM runs WHERE run_id = $2))::int AS ahead
+       FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS')`,
+    [teamId, runId],
+  )) as { holders: number; ahead: number }[];
+  const { holders, ahead } = counts!;
+  if (holders < maxConcurrent && ahead === 0) {
+    await markAdmitted(manager, runId, true);
+    return { admitted: true, teamId };
+  }
+  const statusMessage: RunStatusMessage = {
+    message: `Waiting for a slot: ${holders} of this team's runs are in progress and TEAM_MAX_CONCURRENT_RUNS allows ${maxConcurrent} at once${
+      ahead ? `; ${ahead} run(s) queued before this one wait for a slot first` : ''
+    }. This run starts when a slot frees.`,
+    retryable: true,
+  };
+  await manager.query(
+    `UPDATE runs SET status_message = $2::jsonb, updated_at = GREATEST(clock_timestamp(), updated_at + interval '1 millisecond')
+      WHERE run_id = $1 AND state = 'QUEUED' AND status_message IS DISTINCT FROM $2::jsonb`,
+    [runId, JSON.stringify(statusMessage)],
+  );
+  return { admitted: false, teamId, statusMessage };
+}
+
+/**
+ * The runs of the team that should look again for a slot now: the oldest waiting ones, as many
+ * as the team has free slots.
+ */
+export async function runsToAdmitNext(
+  manager: EntityManager,
+  teamId: string,
+  maxConcurrent: number,
+): Promise<string[]> {
+  if (maxConcurrent === 0) return [];
+  const rows = (await manager.query(
+    `SELECT r.run_id FROM runs r
+      WHERE r.team_id = $1 AND ${WAITS_FOR_SLOT}
+      ORDER BY r.queued_at, r.run_id
+      LIMIT GREATEST($2 - (SELECT count(*) FROM runs r WHERE r.team_id = $1 AND ${HOLDS_SLOT}), 0)`,
+    [teamId, maxConcurrent],
+  )) as { run_id: string }[];
+  return rows.map((r) => r.run_id);
+}
+
+/** The team of a run; null when the run does not exist. */
+export async function teamOfRun(manager: EntityManager, runId: string): Promise<string | null> {
+  const [row] = (await manager.query(`SELECT team_id FROM runs WHERE run_id = $1`, [runId])) as { team_id: string }[];
+  return row?.team_id ?? null;
+}
+
+/** Marks the run admitted for the turn it starts, if it was not (a run started by code from before admission). */
+export async function admitStartedTurn(manager: EntityManager, runId: string): Promise<void> {
+  await manager.query(
+    `UPDATE runs SET admitted_turn = turn, holds_slot = true WHERE run_id = $1 AND admitted_turn IS DISTINCT FROM turn`,
+    [runId],
+  );
+}

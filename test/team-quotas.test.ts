@@ -1,0 +1,235 @@
+import { admitRunTurn, runsToAdmitNext } from '../db/team-admission';
+import { applyTransition } from '../db/run-store';
+import { runWorkflowId } from '../workflows/run-contract';
+import { recordReplayFixture } from './helpers/replay-fixtures';
+import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
+import { gate } from './helpers/scripted-model';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+jest.setTimeout(120_000);
+
+const QUOTAS = { TEAM_MAX_CONCURRENT_RUNS: '2', TEAM_MAX_RUNS_PER_HOUR: '5' };
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext({ env: QUOTAS });
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+const message = (run: RunBody) => (run.status_message as { message?: string } | undefined)?.message ?? '';
+
+/** Resolves once the run reads QUEUED with the status message of a run waiting for a slot. */
+const waitingForSlot = (c: TestContext, key: string, runId: string) =>
+  waitFor(
+    () => getRun(c, key, runId),
+    (run) => run.state === 'QUEUED' && message(run).startsWith('Waiting for a slot'),
+    `run ${runId} to wait for a slot`,
+  );
+
+async function teamRunCount(c: TestContext, team: string): Promise<number> {
+  const [{ count }] = (await c.dataSource.query(
+    `SELECT count(*)::int AS count FROM runs r JOIN teams t ON t.id = r.team_id WHERE t.name = $1`,
+    [team],
+  )) as [{ count: number }];
+  return count;
+}
+
+test('TEAM_MAX_CONCURRENT_RUNS=2: a third run waits QUEUED and starts the moment a slot frees, in order, across restarts; cancelling a waiting run frees nothing', async () => {
+  const { key } = await ctx.newTeamKey();
+  const markers = ['a', 'b', 'c', 'd', 'e'].map((m) => uniqueName(`slot-${m}`));
+  const [mA, mB, mC, mD, mE] = markers as [string, string, string, string, string];
+  const gates = new Map(markers.map((m) => [m, gate<{ text: string }>()]));
+  for (const m of markers) ctx.model.script(m, () => ({ hold: gates.get(m)!.promise }));
+  const release = (m: string) => gates.get(m)!.release({ text: `done ${m}` });
+
+  const a = await createRun(ctx, key, { prompt: `First ${mA}` });
+  const b = await createRun(ctx, key, { prompt: `Second ${mB}` });
+  await ctx.model.waitForCalls(mA, 1);
+  await ctx.model.waitForCalls(mB, 1);
+  const c = await createRun(ctx, key, { prompt: `Third ${mC}` });
+  const waiting = await waitingForSlot(ctx, key, c);
+  expect(message(waiting)).toContain('TEAM_MAX_CONCURRENT_RUNS allows 2 at once');
+  expect(message(waiting)).toContain('2 of this team');
+  expect(waiting.started_at ?? null).toBeNull();
+
+  // Another team is not held up.
+  const other = await ctx.newTeamKey();
+  const otherRun = await createRun(ctx, other.key, { prompt: 'another team' });
+  await waitForState(ctx, other.key, otherRun, ['SUCCEEDED']);
+
+  // A waiting run can be cancelled, and that frees nothing.
+  const e = await createRun(ctx, key, { prompt: `Fifth ${mE}` });
+  await waitingForSlot(ctx, key, e);
+  expect((await ctx.api.post(`/api/v1/agent/runs/${e}/cancel`).set(auth(key))).status).toBe(200);
+  await waitForState(ctx, key, e, ['CANCELLED']);
+
+  // A restart of the worker, and a second API instance, in between.
+  await ctx.stopWorker();
+  const api2 = await createTestContext({
+    worker: false,
+    env: {
+      ...QUOTAS,
+      TEMPORAL_TASK_QUEUE: ctx.config.temporal.taskQueue,
+      SECRETS_ENCRYPTION_KEY: ctx.config.secretsEncryptionKey!,
+    },
+  });
+  let d: string;
+  try {
+    d = await createRun(api2, key, { prompt: `Fourth ${mD}` });
+  } finally {
+    await api2.close();
+  }
+  await ctx.startWorker();
+  // D's workflow first looks after the restart: still two runs hold the slots, and C is ahead.
+  const dWaiting = await waitingForSlot(ctx, key, d);
+  expect(message(dWaiting)).toContain('1 run(s) queued before this one');
+  // A and B go on where they were (their steps are retried on the restarted worker).
+  await ctx.model.waitForCalls(mA, 2);
+  await ctx.model.waitForCalls(mB, 2);
+  for (const run of [a, b]) expect((await getRun(ctx, key, run)).state).toBe('INPROGRESS');
+  for (const run of [c, d]) expect((await getRun(ctx, key, run)).state).toBe('QUEUED');
+  for (const m of [mC, mD, mE]) expect(ctx.model.calls(m)).toHaveLength(0);
+
+  // A ends: C (queued before D) starts at once.
+  release(mA);
+  await ctx.model.waitForCalls(mC, 1);
+  const [ends] = (await ctx.dataSource.query(
+    `SELECT (SELECT ended_at FROM runs WHERE run_id = $1) AS a_ended, (SELECT started_at FROM runs WHERE run_id = $2) AS c_started`,
+    [a, c],
+  )) as [{ a_ended: Date; c_started: Date }];
+  const handoverMs = ends.c_started.getTime() - ends.a_ended.getTime();
+  console.log(`slot handover: run C started ${handoverMs} ms after run A ended`);
+  expect(handoverMs).toBeGreaterThanOrEqual(0);
+  expect(handoverMs).toBeLessThan(5000);
+  expect((await getRun(ctx, key, a)).state).toBe('SUCCEEDED');
+  const started = await getRun(ctx, key, c);
+  expect(started.state).toBe('INPROGRESS');
+  expect(message(started)).toBe('');
+  // B and C hold the slots: D still waits.
+  expect((await getRun(ctx, key, d)).state).toBe('QUEUED');
+  expect(ctx.model.calls(mD)).toHaveLength(0);
+
+  // B ends: D starts.
+  release(mB);
+  await ctx.model.waitForCalls(mD, 1);
+  release(mC);
+  release(mD);
+  for (const run of [b, c, d]) await waitForState(ctx, key, run, ['SUCCEEDED']);
+  expect(ctx.model.calls(mE)).toHaveLength(0);
+  expect((await getRun(ctx, key, e)).state).toBe('CANCELLED');
+  await recordReplayFixture(ctx, c, 'waits-for-team-slot');
+});
+
+test('a follow-up that continues a finished run queues its new turn for a slot too', async () => {
+  const { key } = await ctx.newTeamKey();
+  const [mF, mG, mH] = ['f', 'g', 'h'].map((m) => uniqueName(`turn-${m}`)) as [string, string, string];
+  ctx.model.script(mF, (_req, call) => ({ text: `answer ${call}` }));
+  const holds = new Map([mG, mH].map((m) => [m, gate<{ text: string }>()]));
+  for (const m of [mG, mH]) ctx.model.script(m, () => ({ hold: holds.get(m)!.promise }));
+  const f = await createRun(ctx, key, { prompt: `Quick ${mF}` });
+  await waitForState(ctx, key, f, ['SUCCEEDED']);
+  const g = await createRun(ctx, key, { prompt: `Hold ${mG}` });
+  const h = await createRun(ctx, key, { prompt: `Hold ${mH}` });
+  await ctx.model.waitForCalls(mG, 1);
+  await ctx.model.waitForCalls(mH, 1);
+
+  const res = await ctx.api.post(`/api/v1/agent/runs/${f}/followups`).set(auth(key)).send({ message: 'And more' });
+  expect(res.body).toEqual({ run_id: f, state: 'QUEUED' });
+  await waitingForSlot(ctx, key, f);
+  expect(ctx.model.calls(mF)).toHaveLength(1);
+
+  holds.get(mG)!.release({ text: 'done' });
+  await ctx.model.waitForCalls(mF, 2);
+  holds.get(mH)!.release({ text: 'done' });
+  for (const run of [f, g, h]) await waitForState(ctx, key, run, ['SUCCEEDED']);
+});
+
+test('TEAM_MAX_RUNS_PER_HOUR=5: the sixth run of the hour is 429 rate_limited with Retry-After and creates nothing', async () => {
+  const { key, team, uid } = await ctx.newTeamKey();
+  const body = { prompt: 'counted', title: 'counted' };
+  const first = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).set('Idempotency-Key', 'hourly-1').send(body);
+  expect(first.status).toBe(201);
+  const created = [first.body.run_id as string];
+  for (let i = 0; i < 4; i++) created.push(await createRun(ctx, key, body));
+
+  const refused = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send(body);
+  expect(refused.status).toBe(429);
+  expect(refused.body).toMatchObject({ error_code: 'rate_limited', status: 429, retryable: true });
+  expect(refused.body.detail).toContain('TEAM_MAX_RUNS_PER_HOUR');
+  expect(refused.body.detail).toContain('no run was created');
+  const retryAfter = Number(refused.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThan(0);
+  expect(retryAfter).toBeLessThanOrEqual(3600);
+  expect(refused.body.detail).toContain(`${retryAfter} seconds`);
+  expect(await teamRunCount(ctx, team)).toBe(5);
+  // The older name of the endpoint is the same endpoint, limit included.
+  expect((await ctx.api.post('/api/v1/agent/run').set(auth(key)).send(body)).status).toBe(429);
+
+  // A retry of a created run is its first answer, not a new run: it is not refused.
+  const replay = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).set('Idempotency-Key', 'hourly-1').send(body);
+  expect(replay.status).toBe(201);
+  expect(replay.body.run_id).toBe(first.body.run_id);
+
+  // Another team is not limited.
+  const other = await ctx.newTeamKey();
+  expect((await ctx.api.post('/api/v1/agent/runs').set(auth(other.key)).send(body)).status).toBe(201);
+
+  for (const run of created) await waitForState(ctx, key, run, ['SUCCEEDED']);
+  expect(await teamRunCount(ctx, team)).toBe(5);
+  // No workflow was started for the refused ones: the creator's workflows are the five runs'.
+  const workflowIds = async () => {
+    const ids: string[] = [];
+    for await (const w of ctx.client.workflow.list({ query: `AgentCreator = '${uid}'` })) ids.push(w.workflowId);
+    return ids.sort();
+  };
+  await waitFor(workflowIds, (ids) => ids.length >= 5, 'the five runs in Temporal visibility');
+  expect(await workflowIds()).toEqual(created.map(runWorkflowId).sort());
+});
+
+test('admission is in queue order even when a later run looks first; a child of an unfinished run is admitted under its slot', async () => {
+  // No worker: the runs' workflows never look; the test makes the decisions they would.
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    for (let i = 1; i <= 4; i++) runs.push(await createRun(idle, key, { prompt: `queued ${i}` }));
+    const [p1, p2, p3, p4] = runs as [string, string, string, string];
+    const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
+
+    const early = await admit(p4);
+    expect(early).toMatchObject({ admitted: false });
+    expect(early && !early.admitted && early.statusMessage.message).toContain('3 run(s) queued before this one');
+    expect(await admit(p1)).toMatchObject({ admitted: true });
+    expect(await admit(p1)).toMatchObject({ admitted: true }); // asking again changes nothing
+    expect(await admit(p4)).toMatchObject({ admitted: false });
+    expect(await admit(p2)).toMatchObject({ admitted: true });
+    expect(await admit(p3)).toMatchObject({ admitted: false });
+    const teamId = early!.teamId;
+    expect(await runsToAdmitNext(idle.dataSource.manager, teamId, 2)).toEqual([]);
+
+    // A child of p1 (unfinished, holding a slot) does not wait for p1's slot to free.
+    const child = await createRun(idle, key, { prompt: 'child', parent_run_id: p1 });
+    runs.push(child);
+    expect(await admit(child)).toMatchObject({ admitted: true });
+    expect(await admit(p3)).toMatchObject({ admitted: false });
+
+    // p1 ends: one slot is free, and it is p3's (queued before p4), whoever asks first.
+    await idle.dataSource.transaction((tx) => applyTransition(tx, { runId: p1, turn: 1, state: 'SUCCEEDED' }));
+    expect(await runsToAdmitNext(idle.dataSource.manager, teamId, 2)).toEqual([p3]);
+    expect(await admit(p4)).toMatchObject({ admitted: false });
+    expect(await admit(p3)).toMatchObject({ admitted: true });
+    expect(await admit(p4)).toMatchObject({ admitted: false });
+    expect(await runsToAdmitNext(idle.dataSource.manager, teamId, 2)).toEqual([]);
+    // With the quota off, everything is admitted.
+    expect(await idle.dataSource.transaction((tx) => admitRunTurn(tx, p4, 0))).toMatchObject({ admitted: true });
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+});
