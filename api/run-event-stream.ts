@@ -41,16 +41,16 @@ const STREAM_HEADERS = {
 
 type Query = Record<string, string | string[] | undefined>;
 
-/**
- * Where a stream starts: after the event id of `?after=` or else of the `Last-Event-ID` header
- * (what an EventSource sends when it reconnects); from the first event without either.
- */
 /** The `Last-Event-ID` header as sent (an empty one too), or undefined when there is none. */
 export function lastEventIdOf(headers: Record<string, string | string[] | undefined>): string | undefined {
   const value = headers['last-event-id'];
   return Array.isArray(value) ? value.join(',') : value;
 }
 
+/**
+ * Where a stream starts: after the event id of `?after=` or else of the `Last-Event-ID` header
+ * (what an EventSource sends when it reconnects); from the first event without either.
+ */
 export function parseStreamStart(query: Query, lastEventId: string | undefined): string {
   const after = singleQueryParameter(query, 'after');
   // Compared in SQL as a bigint: a value out of its range must not reach the query. Each one

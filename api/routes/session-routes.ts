@@ -3,11 +3,12 @@ import type { DataSource } from 'typeorm';
 import { isSessionId } from '../../core/ids';
 import type { Run } from '../../db/entities/run';
 import { loadPendingFollowupsPage } from '../../db/followup-queries';
-import { hasRunEvents, loadRunEventsPage, type StoredRunEvent } from '../../db/run-events';
+import { hasRunEvents, loadRunEventsPage } from '../../db/run-events';
 import { childRunStatuses } from '../../db/run-lineage';
 import { findRun, findRunBySession } from '../../db/run-queries';
 import { notFound } from '../api-error';
-import { eventData, lastEventIdOf, parseStreamStart, RUN_EVENT_KINDS, type RunEventStreams } from '../run-event-stream';
+import { RUN_EVENT_KINDS, type RunEventStreams } from '../run-event-stream';
+import { serveRunTranscript } from '../run-transcript-stream';
 import { maskSecrets, runSecretValues } from '../run-secrets';
 import { SESSION_LIVE_SCRIPT } from '../session-live-script';
 import { renderSessionPage, renderTranscriptEvent } from '../session-page';
@@ -87,22 +88,15 @@ export function createSessionRouter({
 
   // The run's event stream as the API serves it, each event with `html`: how the page shows it.
   router.get('/sessions/:sessionId/events', async (ctx) => {
-    const afterId = parseStreamStart(ctx.query, lastEventIdOf(ctx.headers));
-    const run = await findSession(ctx.params.sessionId!);
-    const secrets = runSecretValues(run.config, secretsKey);
-    await streams.serve(ctx, {
-      runId: run.runId,
-      afterId,
-      present: async (events: StoredRunEvent[]) => {
-        const masked = maskSecrets(events, secrets);
+    await serveRunTranscript(ctx, streams, {
+      secretsKey,
+      loadRun: () => findSession(ctx.params.sessionId!),
+      decorate: async (run, batch) => {
         // Only a dispatching tool call shows its child's state.
-        const children = masked.some((e) => e.kind === 'tool_call' && e.payload.child_run_id !== undefined)
+        const children = batch.some((e) => e.kind === 'tool_call' && e.payload.child_run_id !== undefined)
           ? await childRunStatuses(manager, run.runId)
           : [];
-        return masked.map((e) => ({
-          ...eventData(run.runId, e),
-          html: renderTranscriptEvent(e, { parent: null, children }),
-        }));
+        return (e) => ({ html: renderTranscriptEvent(e, { parent: null, children }) });
       },
     });
   });
