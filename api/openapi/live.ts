@@ -46,23 +46,34 @@ const webhookIdParams = z.object({ id: z.uuid().openapi({ param: { description: 
 
 /** The live event streams and the webhooks (issue: live and scriptable). */
 export function registerLiveOperations(registry: OpenAPIRegistry): void {
-  registerOperation(registry, {
-    method: 'get',
+  const stream = (operation: {
+    path: string;
+    operationId: string;
+    summary: string;
+    description: string;
+    tags: string[];
+    auth?: false;
+    params: z.ZodObject;
+  }) =>
+    registerOperation(registry, {
+      method: 'get',
+      ...operation,
+      query: afterQuery,
+      headers: lastEventIdHeader,
+      responses: [
+        { status: 200, description: 'The event stream.', contentType: 'text/event-stream', schema: streamEventSchema },
+      ],
+      errors: [400, 404],
+    });
+  stream({
     path: '/api/v1/agent/runs/{runId}/events',
     operationId: 'streamRunEvents',
     summary: "Follow a run's transcript live",
     description: STREAM_DESCRIPTION,
     tags: ['Runs'],
     params: runIdParams,
-    query: afterQuery,
-    headers: lastEventIdHeader,
-    responses: [
-      { status: 200, description: 'The event stream.', contentType: 'text/event-stream', schema: streamEventSchema },
-    ],
-    errors: [400, 404],
   });
-  registerOperation(registry, {
-    method: 'get',
+  stream({
     path: '/sessions/{sessionId}/events',
     operationId: 'streamSessionEvents',
     summary: "Follow a transcript page's run live (the session id is the capability)",
@@ -70,12 +81,6 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
     tags: ['Service'],
     auth: false,
     params: z.object({ sessionId: z.string().openapi({ param: { description: 'The run’s session id.' } }) }),
-    query: afterQuery,
-    headers: lastEventIdHeader,
-    responses: [
-      { status: 200, description: 'The event stream.', contentType: 'text/event-stream', schema: streamEventSchema },
-    ],
-    errors: [400, 404],
   });
   registerOperation(registry, {
     method: 'get',
