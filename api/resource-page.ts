@@ -1,7 +1,10 @@
 import { isKeysetPosition, type KeysetOrder, type KeysetPage, type KeysetPosition } from '../db/keyset-page';
+import type { Context } from 'koa';
 import { invalid } from './api-error';
+import { principalOf } from './middleware/auth';
 import { cursorNotIssued, decodeOpaqueCursor, encodeOpaqueCursor } from './page-params';
-import { RESOURCE_PAGE_MAX } from './schemas/resource-page-schemas';
+import { RESOURCE_PAGE_MAX, resourcePageQuerySchema } from './schemas/resource-page-schemas';
+import { validate } from './validate';
 
 export interface ResourcePageRequest {
   limit: number;
@@ -39,4 +42,18 @@ export function resourcePageInfo(page: KeysetPage<unknown>, sort: string) {
     has_next_page: page.next !== undefined,
     ...(page.next ? { next_cursor: encodeOpaqueCursor({ s: sort, v: page.next.value, k: page.next.key }) } : {}),
   };
+}
+
+/**
+ * A page of a list without filters or sorts of its own (`limit` and `cursor` only), in `order`,
+ * read by `read` for the caller's team.
+ */
+export async function readResourcePage<T>(
+  ctx: Context,
+  order: KeysetOrder,
+  read: (teamId: string, page: ResourcePageRequest) => Promise<KeysetPage<T>>,
+) {
+  const query = validate(resourcePageQuerySchema, ctx.query, 'query');
+  const page = await read(principalOf(ctx.state).teamId, resourcePageOf(query, order.column, order));
+  return { rows: page.rows, page_info: resourcePageInfo(page, order.column) };
 }

@@ -7,6 +7,7 @@ import {
 } from '@temporalio/client';
 import pLimit from 'p-limit';
 import type { DataSource } from 'typeorm';
+import type { KeysetPage } from '../db/keyset-page';
 import type { Config } from '../core/config';
 import { isUuid, newUuidV7 } from '../core/ids';
 import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../core/secrets';
@@ -35,7 +36,7 @@ import {
   type ScheduledRunInput,
 } from '../workflows/schedule-contract';
 import { ApiError, notFound } from './api-error';
-import { resourcePageInfo, type ResourcePageRequest } from './resource-page';
+import type { ResourcePageRequest } from './resource-page';
 import type { RunPrincipal, createRunService } from './run-service';
 import type { CreateRunRequest } from './schemas/run-schemas';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './schemas/schedule-schemas';
@@ -274,13 +275,15 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       return view(schedule);
     },
 
-    async list(principal: AuthenticatedPrincipal, request: ResourcePageRequest) {
+    async list(
+      principal: AuthenticatedPrincipal,
+      request: ResourcePageRequest,
+    ): Promise<KeysetPage<ScheduledAgentItem>> {
       const page = await listSchedules(dataSource.manager, principal.teamId, request);
       // Timing and paused state live in Temporal: one describe each, a few at a time, so that a
       // long list does not flood the Temporal frontend.
       const describing = pLimit(SCHEDULE_DESCRIBES_AT_ONCE);
-      const schedules = await Promise.all(page.rows.map((schedule) => describing(() => view(schedule))));
-      return { schedules, page_info: resourcePageInfo(page, 'created_at') };
+      return { ...page, rows: await Promise.all(page.rows.map((schedule) => describing(() => view(schedule)))) };
     },
 
     async get(principal: AuthenticatedPrincipal, scheduleId: string): Promise<ScheduledAgentItem> {

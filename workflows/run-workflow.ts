@@ -124,6 +124,19 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   const orchestrator = createOrchestrator(runId, store);
   const parent = input.parentRunId ? { parentRunId: input.parentRunId } : {};
 
+  /** Before a history grows too long, at a point where the run holds nothing in memory: starts afresh. */
+  async function continueAsNewIfSuggested(): Promise<void> {
+    if (!workflowInfo().continueAsNewSuggested) return;
+    await continueAsNew<typeof agentRunWorkflow>({
+      runId,
+      settings,
+      workspaceQueue,
+      workspaceId,
+      workerHost: input.workerHost,
+      ...parent,
+    });
+  }
+
   /**
    * Waits, QUEUED, until the team's quota admits the run's next turn. Admission is decided in
    * PostgreSQL (in the order runs were queued), so neither a restart nor a replay lets a run in
@@ -135,16 +148,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       slotMayHaveFreed = false;
       if ((await store.admitRun({ runId })).admitted) return;
       await condition(() => slotMayHaveFreed, ADMISSION_RECHECK);
-      if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof agentRunWorkflow>({
-          runId,
-          settings,
-          workspaceQueue,
-          workspaceId,
-          workerHost: input.workerHost,
-          ...parent,
-        });
-      }
+      await continueAsNewIfSuggested();
     }
   }
 
@@ -292,16 +296,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
         await removeWorkspace();
         if (!followupPending) return;
       }
-      if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof agentRunWorkflow>({
-          runId,
-          settings,
-          workspaceQueue,
-          workspaceId,
-          workerHost: input.workerHost,
-          ...parent,
-        });
-      }
+      await continueAsNewIfSuggested();
       followupPending = false;
       await admitted();
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));

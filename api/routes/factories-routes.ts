@@ -17,8 +17,7 @@ import { notFound } from '../api-error';
 import { fileFactoryConflict } from '../factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
-import { resourcePageInfo, resourcePageOf } from '../resource-page';
-import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { readResourcePage } from '../resource-page';
 import { keepMostSpecificRoutes } from '../middleware/specific-routes';
 import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../schemas/factory-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
@@ -76,13 +75,10 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
   });
 
   router.get('/agent/factories', async (ctx) => {
-    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
-    const page = await listFactories(
-      dataSource.manager,
-      principalOf(ctx.state).teamId,
-      resourcePageOf(query, 'created_at', FACTORY_ORDER),
+    const { rows, page_info } = await readResourcePage(ctx, FACTORY_ORDER, (teamId, page) =>
+      listFactories(dataSource.manager, teamId, page),
     );
-    ctx.body = { factories: page.rows.map(toFactoryItem), page_info: resourcePageInfo(page, 'created_at') };
+    ctx.body = { factories: rows.map(toFactoryItem), page_info };
   });
 
   router.get('/agent/factories/:uid', async (ctx) => {

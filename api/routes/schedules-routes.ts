@@ -2,8 +2,7 @@ import Router from '@koa/router';
 import { SCHEDULE_ORDER } from '../../db/schedules';
 import { z } from 'zod';
 import { principalOf } from '../middleware/auth';
-import { resourcePageOf } from '../resource-page';
-import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { readResourcePage } from '../resource-page';
 import type { createScheduleService } from '../schedule-service';
 import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule-schemas';
 import { rejectQueryParameters, validate } from '../validate';
@@ -28,8 +27,10 @@ export function createSchedulesRouter({
   });
 
   router.get('/agent/schedules', async (ctx) => {
-    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
-    ctx.body = await scheduleService.list(principalOf(ctx.state), resourcePageOf(query, 'created_at', SCHEDULE_ORDER));
+    const { rows, page_info } = await readResourcePage(ctx, SCHEDULE_ORDER, (_teamId, page) =>
+      scheduleService.list(principalOf(ctx.state), page),
+    );
+    ctx.body = { schedules: rows, page_info };
   });
 
   router.get('/agent/schedules/:scheduleId', async (ctx) => {

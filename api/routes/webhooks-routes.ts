@@ -16,8 +16,7 @@ import {
 } from '../../db/webhooks';
 import { ApiError, invalid, notFound } from '../api-error';
 import { principalOf } from '../middleware/auth';
-import { resourcePageInfo, resourcePageOf } from '../resource-page';
-import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { readResourcePage } from '../resource-page';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -92,13 +91,10 @@ export function createWebhooksRouter({
   });
 
   router.get('/agent/webhooks', async (ctx) => {
-    const query = validate(resourcePageQuerySchema, ctx.query, 'query');
-    const page = await listWebhooks(
-      dataSource.manager,
-      principalOf(ctx.state).teamId,
-      resourcePageOf(query, 'created_at', WEBHOOK_ORDER),
+    const { rows, page_info } = await readResourcePage(ctx, WEBHOOK_ORDER, (teamId, page) =>
+      listWebhooks(dataSource.manager, teamId, page),
     );
-    ctx.body = { webhooks: page.rows.map(toWebhookItem), page_info: resourcePageInfo(page, 'created_at') };
+    ctx.body = { webhooks: rows.map(toWebhookItem), page_info };
   });
 
   router.get('/agent/webhooks/:id', async (ctx) => {
