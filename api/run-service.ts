@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
 import { newUuidV7, isUuid } from '../core/ids';
+import { observeRunCreated, observeRunEnded, type RunCreatedOrigin } from '../core/metrics';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
@@ -147,7 +148,8 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
-      return recordThenCall(
+      let created: RunCreatedOrigin | undefined;
+      const response = await recordThenCall(
         (fire) =>
           withIdempotency(principal, claim, async (tx) => {
             const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
@@ -175,6 +177,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
             }
             if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
+            created = createdOrigin(origin, executor);
             const run = newRun(creator, executor, body, resolved, origin, {
               runId,
               skill,
@@ -206,6 +209,8 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
           }),
         (tx) => withdrawUnstartedRun(tx, runId),
       );
+      if (created) observeRunCreated(created);
+      return response;
     },
 
     /**
@@ -301,7 +306,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         // No workflow is running for this run (an operator terminated it): record the end here.
-        await dataSource.transaction((tx) => applyCancellation(tx, runId));
+        if (await dataSource.transaction((tx) => applyCancellation(tx, runId))) observeRunEnded('CANCELLED', undefined);
       }
     },
   };
@@ -311,6 +316,13 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
 export type { RunPrincipal } from './run-executor';
 
 export type { RunOrigin } from '../core/new-run';
+
+/** How `runsCreated` counts a run: a factory agent's run made through the API counts as `factory`. */
+function createdOrigin(origin: RunOrigin, executor: { factoryUid: string | null } | null): RunCreatedOrigin {
+  if (origin.source === 'SCHEDULED_AGENT') return 'schedule';
+  if (origin.source === 'ORCHESTRATION') return 'orchestration';
+  return executor?.factoryUid ? 'factory' : 'api';
+}
 
 function checkCreateRequest(config: Config, body: CreateRunRequest): string | undefined {
   if (body.config?.computer_use_enabled) {
