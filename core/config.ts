@@ -90,6 +90,9 @@ const envSchema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_MS: intFrom(3_600_000, 1, 86_400_000),
   WEBHOOK_RETRY_WINDOW_SECONDS: intFrom(86_400, 1, 30 * 86_400),
   WEBHOOK_LOG_RETENTION_DAYS: intFrom(30, 1, 3650),
+
+  METRICS_BEARER_TOKEN: optionalString,
+  WORKER_METRICS_PORT: intFrom(9464, 0, 65535),
 });
 
 export interface Config {
@@ -169,6 +172,12 @@ export interface Config {
     retry: { initialIntervalMs: number; maxIntervalMs: number; windowSeconds: number };
     /** Finished deliveries older than this leave the delivery log. */
     logRetentionDays: number;
+  };
+  metrics: {
+    /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`. */
+    bearerToken?: string;
+    /** Port of a worker's `/metrics` (on HOST); 0: no metrics server and no Temporal SDK exporter. */
+    workerPort: number;
   };
 }
 
@@ -353,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
     },
+    metrics: { bearerToken: e.METRICS_BEARER_TOKEN, workerPort: e.WORKER_METRICS_PORT },
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,

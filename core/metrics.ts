@@ -5,6 +5,7 @@
  * configured models): never a team, a run id or anything else a caller can multiply.
  * Never imported by workflow code.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { RunState } from './run-state';
 
@@ -254,4 +255,23 @@ function modelLabel(modelId: string, known: boolean): string {
     return modelId;
   }
   return `${modelId.slice(0, Math.max(0, modelId.indexOf('/')))}/other`;
+}
+
+/** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
+export async function renderMetrics(
+  sources: (() => Promise<string>)[] = [],
+): Promise<{ contentType: string; body: string }> {
+  const parts = await Promise.all([metricsRegistry.metrics(), ...sources.map((source) => source())]);
+  return {
+    contentType: metricsRegistry.contentType,
+    body: parts.map((p) => (p.endsWith('\n') || p === '' ? p : `${p}\n`)).join(''),
+  };
+}
+
+/** Whether an `Authorization` header carries `Bearer <token>` (compared in constant time). */
+export function bearerTokenMatches(header: string | undefined, token: string): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return false;
+  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+  return timingSafeEqual(digest(match[1]!), digest(token));
 }
