@@ -9,6 +9,7 @@ import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
 import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEvent } from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
+import { observeToolCall, observeToolCallNotRun } from '../core/metrics';
 import { DEFAULT_BASE_PROMPT } from '../core/new-run';
 import { listFactoryAgents } from '../db/agent-identities';
 import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
@@ -305,25 +306,31 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             // It started before this step was interrupted, and may have done some or all of its
             // work: running it again blindly could push twice or migrate twice.
             outcome = { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
+            observeToolCallNotRun(BUILTIN_TOOL_NAMES.has(call.name) ? call.name : 'mcp', 'interrupted');
           } else if (BUILTIN_TOOL_NAMES.has(call.name)) {
             if (sideEffects) await recordStarted(runId, turn, step, index, call);
-            outcome = await runBuiltinTool(call.name, call.arguments, {
-              processes,
-              files,
-              networkPolicy,
-              signal: ctx.cancellationSignal,
-              commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
-              outputLimitBytes: config.agent.toolOutputLimitBytes,
-              skills: advertised,
-              recordArtifact: (artifact) =>
-                recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
-            });
+            const tool = () =>
+              runBuiltinTool(call.name, call.arguments, {
+                processes,
+                files,
+                networkPolicy,
+                signal: ctx.cancellationSignal,
+                commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
+                outputLimitBytes: config.agent.toolOutputLimitBytes,
+                skills: advertised,
+                recordArtifact: (artifact) =>
+                  recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
+              });
+            outcome = await observeToolCall(call.name, tool);
           } else if (mcp) {
             await recordStarted(runId, turn, step, index, call);
-            const result = await mcp.call(call.name, call.arguments, ctx.cancellationSignal);
+            const result = await observeToolCall('mcp', () =>
+              mcp.call(call.name, call.arguments, ctx.cancellationSignal),
+            );
             outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
           } else {
             outcome = { output: `Unknown tool ${call.name}.`, isError: true };
+            observeToolCallNotRun('unknown', 'error');
           }
           if (ctx.cancellationSignal.aborted) throw new Error('cancelled');
           const output = outcome.output;

@@ -1,4 +1,5 @@
 import { isUuid, newUuidV7 } from '../core/ids';
+import { observeRunCreated } from '../core/metrics';
 import { newRun, withFactoryDefaults, withIdentityDefaults } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
 import type { AgentIdentity } from '../db/agent-identities';
@@ -139,6 +140,7 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
         { runId: newUuidV7(), skill: undefined, conversationId: newUuidV7(), parentRunId },
       );
       await dataSource.transaction((tx) => recordNewRun(tx, child, { mode: 'normal' }));
+      observeRunCreated('orchestration');
       return {
         ok: true,
         childRunId: child.runId,

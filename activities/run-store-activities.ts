@@ -2,7 +2,15 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
-import { applyCancellation, applyTransition, lockRun, lockRunCreation, reopenRun } from '../db/run-store';
+import { observeRunEnded, observeRunQueued } from '../core/metrics';
+import {
+  applyCancellation,
+  applyTransition,
+  lockRun,
+  lockRunCreation,
+  reopenRun,
+  secondsQueued,
+} from '../db/run-store';
 import { leaseStatus } from '../db/worker-leases';
 import { lastAgentMessage } from '../db/agent-answers';
 import { admitRunTurn, admitStartedTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
@@ -95,7 +103,9 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         let turn: number | null = run.turn;
         if (isTerminal(run.state)) turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
         if (turn !== null) {
-          await applyTransition(tx, { runId, turn, state: 'INPROGRESS' });
+          if (await applyTransition(tx, { runId, turn, state: 'INPROGRESS' })) {
+            observeRunQueued(await secondsQueued(tx, runId, turn));
+          }
           // A turn started without admission (by workflow code from before it) still counts.
           await admitStartedTurn(tx, runId);
         }
@@ -110,16 +120,16 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
       state: RunState;
       statusMessage?: RunStatusMessage;
     }): Promise<{ applied: boolean }> {
-      return {
-        applied: await dataSource.transaction(async (tx) => {
-          let statusMessage = input.statusMessage;
-          if (input.state === 'SUCCEEDED' && !statusMessage) {
-            const answer = await lastAgentMessage(tx, input.runId, input.turn);
-            if (answer) statusMessage = { message: cutAnswer(answer) };
-          }
-          return applyTransition(tx, { ...input, statusMessage });
-        }),
-      };
+      const applied = await dataSource.transaction(async (tx) => {
+        let statusMessage = input.statusMessage;
+        if (input.state === 'SUCCEEDED' && !statusMessage) {
+          const answer = await lastAgentMessage(tx, input.runId, input.turn);
+          if (answer) statusMessage = { message: cutAnswer(answer) };
+        }
+        return applyTransition(tx, { ...input, statusMessage });
+      });
+      if (applied && isTerminal(input.state)) observeRunEnded(input.state, input.statusMessage?.error_code);
+      return { applied };
     },
 
     /**
@@ -127,7 +137,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * continues the run; one sent before waits for the next follow-up).
      */
     async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
-      return dataSource.transaction(async (tx) => {
+      const result = await dataSource.transaction(async (tx) => {
         const applied = await applyCancellation(tx, runId);
         // Decided by sequence number: the cancel request recorded the last one it saw.
         const [{ count }] = (await tx.query(
@@ -138,6 +148,8 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         )) as [{ count: number }];
         return { applied, followupAfterCancel: count > 0 };
       });
+      if (result.applied) observeRunEnded('CANCELLED', undefined);
+      return result;
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { observeWebhookAttempt, observeWebhookGivenUp, type WebhookAttemptOutcome } from '../core/metrics';
 import type { OutboundAddressRules } from '../core/outbound-addresses';
 import { decryptSecret } from '../core/secrets';
 import {
@@ -60,8 +61,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         signal: AbortSignal.timeout(timeoutSeconds * 1000),
       });
       await res.body?.cancel().catch(() => undefined);
-      if (res.status >= 200 && res.status < 300) return outcome({ ok: true, httpStatus: res.status });
       const redirected = res.status === 0 || (res.status >= 300 && res.status < 400);
+      observeWebhookAttempt(
+        res.status >= 200 && res.status < 300 ? 'delivered' : redirected ? 'redirect' : 'http_error',
+      );
+      if (res.status >= 200 && res.status < 300) return outcome({ ok: true, httpStatus: res.status });
       return outcome({
         ok: false,
         ...(res.status ? { httpStatus: res.status } : {}),
@@ -70,6 +74,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           : `HTTP ${res.status}`,
       });
     } catch (err) {
+      observeWebhookAttempt(failureKind(err));
       return outcome({ ok: false, error: describeFailure(err, timeoutSeconds).slice(0, ERROR_CHARS) });
     }
   }
@@ -93,6 +98,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         outcome = await post(delivery.url, webhookHeaders(delivery.id, secret, at, body), body, input.timeoutSeconds);
       } catch (err) {
         // The request could not be made (a secret stored under another SECRETS_ENCRYPTION_KEY).
+        observeWebhookAttempt('unsendable');
         outcome = { at: new Date(), durationMs: 0, ok: false, error: (err as Error).message.slice(0, ERROR_CHARS) };
       }
       if (!(await recordDeliveryAttempt(dataSource.manager, delivery.id, outcome))) return 'gone';
@@ -107,7 +113,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     /** The retry window ran out without a 2xx. */
     async markWebhookDeliveryGivenUp(input: { deliveryId: string; reason: string }): Promise<void> {
-      await markDeliveryGivenUp(dataSource.manager, input.deliveryId, input.reason);
+      if (await markDeliveryGivenUp(dataSource.manager, input.deliveryId, input.reason)) observeWebhookGivenUp();
     },
 
     /**
@@ -124,6 +130,13 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 }
 
 export type WebhookActivities = ReturnType<typeof createWebhookActivities>;
+
+/** What kind of failure a POST that got no response had, as the attempts metric counts it. */
+function failureKind(err: unknown): WebhookAttemptOutcome {
+  const e = err as { name?: string; cause?: unknown };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
+  return e.cause instanceof OutboundRefusedError ? 'refused' : 'network_error';
+}
 
 /** What went wrong with a POST that got no response, in words for the delivery log. */
 function describeFailure(err: unknown, timeoutSeconds: number): string {

@@ -9,6 +9,7 @@ import { postgresBlobStore } from '../db/blob-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
+import { httpMetrics } from './middleware/http-metrics';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { preferSpecificRoutes } from './middleware/specific-routes';
@@ -24,6 +25,7 @@ import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
+import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
 import { openApiLimits } from './openapi/document';
 import { createRedirectRouter } from './routes/redirect-routes';
@@ -43,6 +45,8 @@ export interface AppDeps {
   temporalConnection: Connection;
   logger: Logger;
   isWorkerRunning?: () => boolean;
+  /** More Prometheus text for `GET /metrics`: the Temporal SDK's, where this process runs a worker. */
+  extraMetrics?: (() => Promise<string>)[];
   /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
   secretsKey?: Buffer;
 }
@@ -104,8 +108,10 @@ export function createApp(deps: AppDeps): Koa {
     createDownloadRouter({ dataSource, blobs, signingKey }),
     createErrorReferenceRouter(),
     createOpenApiRouter(openApiLimits(config)),
+    createMetricsRouter({ bearerToken: config.metrics.bearerToken, extraMetrics: deps.extraMetrics }),
   ];
 
+  app.use(httpMetrics());
   app.use(requestId());
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
   app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));

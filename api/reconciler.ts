@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
+import { observeRunEnded } from '../core/metrics';
 import { withdrawUnstartedRun } from '../db/run-creation';
 import { applyCancellation, applyTransition } from '../db/run-store';
 import { findUnfinishedRuns } from '../db/unfinished-runs';
@@ -82,6 +83,11 @@ export function startReconciler({
             },
           }),
     );
+    if (applied)
+      observeRunEnded(
+        status === 'CANCELLED' ? 'CANCELLED' : 'ERROR',
+        status === 'CANCELLED' ? undefined : 'internal_error',
+      );
     if (applied) logger.warn('reconciled a run whose workflow had closed', { runId, workflowStatus: status });
     return applied;
   };

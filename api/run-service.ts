@@ -4,6 +4,7 @@ import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import { newUuidV7, isUuid } from '../core/ids';
+import { observeRunCreated, observeRunEnded, rateLimitRejections, type RunCreatedOrigin } from '../core/metrics';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from '../core/new-run';
 import { isTerminal } from '../core/run-state';
 import type { ResolvedAgentConfig } from '../core/run-types';
@@ -59,7 +60,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     const state = await runsPerHour.take(teamId);
     if (!state) return false;
     if (!state.allowed) {
-      // metrics: rate-limit rejection
+      rateLimitRejections.inc({ limit: 'runs_per_hour' });
       const at = new Date(Date.now() + state.resetSeconds * 1000).toISOString();
       throw new ApiError(
         'rate_limited',
@@ -169,8 +170,9 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
       let counted = false;
+      let created: RunCreatedOrigin | undefined;
       try {
-        return await recordThenCall(
+        const response = await recordThenCall(
           (fire) =>
             withIdempotency(principal, claim, async (tx) => {
               const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
@@ -200,6 +202,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
                 throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
               }
               if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
+              created = createdOrigin(origin, executor);
               const run = newRun(creator, executor, body, resolved, origin, {
                 runId,
                 skill,
@@ -233,6 +236,8 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
             }),
           (tx) => withdrawUnstartedRun(tx, runId),
         );
+        if (created) observeRunCreated(created);
+        return response;
       } catch (err) {
         // No run was made after all: it does not count.
         if (counted) await runsPerHour?.giveBack(principal.teamId);
@@ -333,7 +338,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         // No workflow is running for this run (an operator terminated it): record the end here.
-        await dataSource.transaction((tx) => applyCancellation(tx, runId));
+        if (await dataSource.transaction((tx) => applyCancellation(tx, runId))) observeRunEnded('CANCELLED', undefined);
       }
     },
   };
@@ -343,6 +348,13 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
 export type { RunPrincipal } from './run-executor';
 
 export type { RunOrigin } from '../core/new-run';
+
+/** How `runsCreated` counts a run: a factory agent's run made through the API counts as `factory`. */
+function createdOrigin(origin: RunOrigin, executor: { factoryUid: string | null } | null): RunCreatedOrigin {
+  if (origin.source === 'SCHEDULED_AGENT') return 'schedule';
+  if (origin.source === 'ORCHESTRATION') return 'orchestration';
+  return executor?.factoryUid ? 'factory' : 'api';
+}
 
 function checkCreateRequest(config: Config, body: CreateRunRequest): string | undefined {
   if (body.config?.computer_use_enabled) {

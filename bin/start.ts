@@ -10,6 +10,7 @@ import { connectTemporalClient, connectWorkerConnection, openDataSource } from '
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
+import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { createWorker } from '../worker/create-worker';
 
 const say = (message: string) => process.stdout.write(`${message}\n`);
@@ -19,6 +20,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'start');
+  // The SDK's own metrics, on a loopback exporter that the API's /metrics serves with the rest.
+  const temporalMetrics = await freeLoopbackAddress();
+  installTemporalRuntime({ logger: createLogger(config.logLevel, 'worker'), prometheusBindAddress: temporalMetrics });
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
@@ -47,6 +51,7 @@ async function main(): Promise<void> {
     logger: createLogger(config.logLevel, 'api'),
     isWorkerRunning: () => worker.getState() === 'RUNNING',
     secretsKey,
+    extraMetrics: [temporalMetricsSource(temporalMetrics)],
   });
   const server = await listen(app, config.port, config.host);
   const reconciler = startReconciler({

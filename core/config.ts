@@ -93,6 +93,8 @@ const envSchema = z.object({
   RATE_LIMIT_REQUESTS_PER_MINUTE: intFrom(600, 0, 1_000_000),
   TEAM_MAX_RUNS_PER_HOUR: intFrom(1000, 0, 10_000_000),
   TEAM_MAX_CONCURRENT_RUNS: intFrom(100, 0, 1_000_000),
+  METRICS_BEARER_TOKEN: optionalString,
+  WORKER_METRICS_PORT: intFrom(9464, 0, 65535),
 });
 
 export interface Config {
@@ -181,6 +183,12 @@ export interface Config {
     teamMaxRunsPerHour: number;
     /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
     teamMaxConcurrentRuns: number;
+  };
+  metrics: {
+    /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`. */
+    bearerToken?: string;
+    /** Port of a worker's `/metrics` (on HOST); 0: no metrics server and no Temporal SDK exporter. */
+    workerPort: number;
   };
 }
 
@@ -370,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
       teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,
     },
+    metrics: { bearerToken: e.METRICS_BEARER_TOKEN, workerPort: e.WORKER_METRICS_PORT },
     worker: {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,

@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, Resolver } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import type { RefusalKind } from './metrics';
 
 /**
  * Rules for connections the platform makes on a caller's behalf (the sandbox egress proxy, MCP
@@ -119,7 +120,8 @@ export interface Endpoint {
   port: number;
 }
 
-export type AddressVerdict = { allowed: true; address: string; family: 4 | 6 } | { allowed: false; reason: string };
+export type AddressVerdict =
+  { allowed: true; address: string; family: 4 | 6 } | { allowed: false; reason: string; kind: RefusalKind };
 
 export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
 
@@ -206,15 +208,20 @@ export class OutboundAddressRules {
   checkAddress(host: string, address: string, port: number): AddressVerdict {
     const ip = normalise(address);
     const family = isIP(ip) as 4 | 6;
-    if (!family) return { allowed: false, reason: `${address} is not an IP address` };
+    if (!family) return { allowed: false, reason: `${address} is not an IP address`, kind: 'other' };
     if (this.platform.some((p) => p.address === ip && p.port === port)) {
-      return { allowed: false, reason: `${host}:${port} is one of the platform's own services` };
+      return {
+        allowed: false,
+        reason: `${host}:${port} is one of the platform's own services`,
+        kind: 'platform_endpoint',
+      };
     }
     if (isPublicAddress(ip)) return { allowed: true, address: ip, family };
     if (this.isAllowedPrivate(host.toLowerCase(), ip, port)) return { allowed: true, address: ip, family };
     return {
       allowed: false,
       reason: `${host}${host === ip ? '' : ` (${ip})`} is a loopback, private or link-local address`,
+      kind: 'private_address',
     };
   }
 
@@ -226,7 +233,11 @@ export class OutboundAddressRules {
     try {
       addresses = await this.lookup(bare);
     } catch (err) {
-      return { allowed: false, reason: `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+      return {
+        allowed: false,
+        reason: `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        kind: 'unresolvable',
+      };
     }
     let refusal: AddressVerdict | undefined;
     for (const { address } of addresses) {
@@ -234,7 +245,7 @@ export class OutboundAddressRules {
       if (verdict.allowed) return verdict;
       refusal ??= verdict;
     }
-    return refusal ?? { allowed: false, reason: `${bare} has no addresses` };
+    return refusal ?? { allowed: false, reason: `${bare} has no addresses`, kind: 'unresolvable' };
   }
 
   private isAllowedPrivate(host: string, ip: string, port: number): boolean {

@@ -50,6 +50,16 @@ export async function reopenRun(manager: EntityManager, runId: string, currentTu
   return turn;
 }
 
+/** How long the turn has been QUEUED, by the database's clock (its QUEUED entry); 0 without one. */
+export async function secondsQueued(manager: EntityManager, runId: string, turn: number): Promise<number> {
+  const rows = (await manager.query(
+    `SELECT extract(epoch FROM clock_timestamp() - created_at)::float8 AS seconds
+       FROM run_events WHERE run_id = $1 AND event_key = $2`,
+    [runId, `state-t${turn}-QUEUED`],
+  )) as { seconds: number }[];
+  return Math.max(0, rows[0]?.seconds ?? 0);
+}
+
 /** Moves a run forward within its turn; a stale or repeated write changes nothing. */
 export async function applyTransition(
   manager: EntityManager,

@@ -147,13 +147,18 @@ export async function recordDeliveryAttempt(
 }
 
 /** Records that a delivery will not be tried again (its retry window ran out). */
-export async function markDeliveryGivenUp(manager: EntityManager, deliveryId: string, reason: string): Promise<void> {
-  await manager.query(
+export async function markDeliveryGivenUp(
+  manager: EntityManager,
+  deliveryId: string,
+  reason: string,
+): Promise<boolean> {
+  const [, count] = (await manager.query(
     `UPDATE webhook_deliveries SET status = 'given_up', finished_at = clock_timestamp(),
             last_error = COALESCE(last_error, $2)
       WHERE id = $1 AND status IN ('pending', 'failed')`,
     [deliveryId, reason],
-  );
+  )) as [unknown, number];
+  return count > 0;
 }
 
 /**

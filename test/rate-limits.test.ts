@@ -2,6 +2,7 @@ import type { Response } from 'superagent';
 import { openApiDocument, openApiLimits } from '../api/openapi/document';
 import { auth } from './helpers/runs';
 import { createTestContext, type TestContext } from './helpers/test-context';
+import { rateLimitRejections } from '../core/metrics';
 
 /**
  * RATE_LIMIT_REQUESTS_PER_MINUTE: two API instances, each with its own DataSource, on the one
@@ -24,6 +25,11 @@ afterAll(async () => {
 const listRuns = (c: TestContext, key: string) => c.api.get('/api/v1/agent/runs').set(auth(key));
 
 /** `r` and `t` of the RateLimit field (`"api-key";r=3;t=42`). */
+async function rejections(limit: string): Promise<number> {
+  const { values } = await rateLimitRejections.get();
+  return values.find((v) => v.labels.limit === limit)?.value ?? 0;
+}
+
 function rateLimit(res: Response): { remaining: number; reset: number } {
   const match = /^"api-key";r=(\d+);t=(\d+)$/.exec(String(res.headers.ratelimit));
   if (!match) throw new Error(`no RateLimit field: ${JSON.stringify(res.headers)}`);
@@ -45,6 +51,7 @@ test('a burst from one key gets 429 with Retry-After and RateLimit across two AP
     expect(rateLimit(r).reset).toBeLessThanOrEqual(60);
   }
 
+  const rejectedBefore = await rejections('request_rate');
   for (const instance of [one, two]) {
     const refused = await listRuns(instance, key);
     expect(refused.status).toBe(429);
@@ -59,6 +66,8 @@ test('a burst from one key gets 429 with Retry-After and RateLimit across two AP
     expect(rateLimit(refused)).toEqual({ remaining: 0, reset: retryAfter });
     expect(refused.headers['ratelimit-policy']).toBe(`"api-key";q=${LIMIT};w=60`);
   }
+  // Both instances run in this process: one registry counts both refusals.
+  expect((await rejections('request_rate')) - rejectedBefore).toBe(2);
 
   // Another key (of another team) has its own count, on either instance.
   const other = [await listRuns(one, otherKey), await listRuns(two, otherKey)];

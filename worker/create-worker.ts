@@ -12,6 +12,7 @@ import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { observeStep } from '../core/metrics';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
@@ -127,7 +128,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   activities.runAgentStep = (input) =>
     capacity.track(
       input.runId,
-      () => runAgentStep(input),
+      () => observeStep(() => runAgentStep(input)),
       (result) => result.done,
     );
   activities.removeWorkspace = async (input) => {

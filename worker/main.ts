@@ -2,12 +2,25 @@ import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
+import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { createWorker } from './create-worker';
+import { startWorkerMetricsServer } from './metrics-server';
 
 /** Production entry point: one worker process (run as many as the load needs). */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
+  // The SDK's own metrics go to a loopback exporter that the worker's /metrics serves along with its own.
+  const temporalMetrics = config.metrics.workerPort ? await freeLoopbackAddress() : undefined;
+  installTemporalRuntime({ logger, prometheusBindAddress: temporalMetrics });
+  const metricsServer = temporalMetrics
+    ? await startWorkerMetricsServer({
+        host: config.host,
+        port: config.metrics.workerPort,
+        bearerToken: config.metrics.bearerToken,
+        extraMetrics: [temporalMetricsSource(temporalMetrics)],
+      })
+    : undefined;
   const endpoints = resolveEndpoints(config);
   const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
   const connection = await connectWorkerConnection(endpoints.temporalAddress);
@@ -18,11 +31,16 @@ async function main(): Promise<void> {
     logger,
     platformEndpoints: [endpoints.databaseUrl, endpoints.temporalAddress],
   });
-  logger.info('worker polling', { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace });
+  logger.info('worker polling', {
+    taskQueue: config.temporal.taskQueue,
+    namespace: config.temporal.namespace,
+    metrics: metricsServer ? `http://${config.host}:${config.metrics.workerPort}/metrics` : 'off',
+  });
   // The Temporal runtime drains the worker on SIGINT/SIGTERM; run() resolves once it has.
   await worker.run();
   await connection.close();
   await dataSource.destroy();
+  metricsServer?.close();
   logger.info('worker stopped');
 }
 

@@ -1,8 +1,10 @@
 import type { Config } from '../../core/config';
 import type { ModelProviderName } from '../../core/model-providers';
+import { observeModelCall } from '../../core/metrics';
 import { createAnthropicProvider } from './anthropic-provider';
+import { modelCostUsd } from './model-cost';
 import { createOpenAiProvider } from './openai-provider';
-import { ProviderNotConfiguredError, type ModelProvider } from './types';
+import { ProviderNotConfiguredError, type ModelProvider, type ModelReply } from './types';
 
 const PROVIDERS = {
   openai: { variable: 'OPENAI_API_KEY', settings: (c: Config) => c.models.openai, create: createOpenAiProvider },
@@ -32,5 +34,16 @@ export function resolveProvider(config: Config, modelId: string): { provider: Mo
       `No model provider is configured for "${modelId}": set ${entry.variable} on the worker.`,
     );
   }
-  return { provider: entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 }), model };
+  const provider = entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 });
+  return { provider: observed(config, modelId, provider), model };
+}
+
+/** Every call of the provider measured (`agent_runs_model_*`), step and summary calls alike. */
+function observed(config: Config, modelId: string, provider: ModelProvider): ModelProvider {
+  const configured =
+    modelId in config.models.prices || modelId in config.models.contextTokens || modelId === config.models.defaultModel;
+  const costUsd = (reply: ModelReply) => modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
+  return {
+    complete: (request) => observeModelCall(modelId, { configured, costUsd }, () => provider.complete(request)),
+  };
 }

@@ -2,6 +2,7 @@ import { chmod, rm } from 'node:fs/promises';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { observeRefusal, type RefusalKind } from '../../core/metrics';
 import { policyAllowsHost, type NetworkPolicy } from '../../core/network-policy';
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import type { NetworkRefusalRecord } from '../../core/run-events';
@@ -54,6 +55,7 @@ export class EgressProxy {
         return {
           allowed: false as const,
           reason: `more than ${MAX_PENDING_DECISIONS} connections being set up at once`,
+          kind: 'too_many_connections' as const,
         };
       }
       deciding += 1;
@@ -65,17 +67,19 @@ export class EgressProxy {
     };
     const decideOne = async (host: string, port: number) => {
       const bare = host.replace(/^\[|\]$/g, '');
-      if (!Number.isInteger(port) || port < 1 || port > 65535) return { allowed: false as const, reason: 'bad port' };
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        return { allowed: false as const, reason: 'bad port', kind: 'bad_port' as const };
       if (!policyAllowsHost(policy, bare)) {
         const reason =
           policy === 'none'
             ? 'this environment allows no network access (config.network is "none")'
             : `${bare} is not in this environment's allowed domains`;
-        return { allowed: false as const, reason };
+        return { allowed: false as const, reason, kind: 'network_policy' as const };
       }
       return this.rules.resolve(bare, port);
     };
-    const refuse = (host: string, port: number, reason: string) => {
+    const refuse = (host: string, port: number, { reason, kind }: { reason: string; kind: RefusalKind }) => {
+      observeRefusal(kind, 'sandbox');
       onRefusal({ host, port, reason });
       return `Refused by the sandbox network policy: ${reason}\n`;
     };
@@ -92,7 +96,7 @@ export class EgressProxy {
       }
       void decide(target.host, target.port).then((verdict) => {
         if (!verdict.allowed) {
-          const body = refuse(target.host, target.port, verdict.reason);
+          const body = refuse(target.host, target.port, verdict);
           client.end(
             `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
           );
@@ -127,7 +131,7 @@ export class EgressProxy {
       const port = url.port ? Number(url.port) : 80;
       void decide(url.hostname, port).then((verdict) => {
         if (!verdict.allowed) {
-          res.writeHead(403, { 'Content-Type': 'text/plain' }).end(refuse(url.hostname, port, verdict.reason));
+          res.writeHead(403, { 'Content-Type': 'text/plain' }).end(refuse(url.hostname, port, verdict));
           return;
         }
         const headers: Record<string, string | string[]> = {};

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import { observeRefusal } from '../../core/metrics';
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
 
 export class OutboundRefusedError extends Error {
@@ -19,6 +20,7 @@ export function guardedFetch(rules: OutboundAddressRules): typeof globalThis.fet
       rules.resolve(host, port).then(
         (verdict) => {
           if (!verdict.allowed) {
+            observeRefusal(verdict.kind, 'worker');
             callback(new OutboundRefusedError(`connection to ${host}:${port} refused: ${verdict.reason}`), null);
             return;
           }

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { rateLimitRejections } from '../../core/metrics';
 import { ApiError } from '../api-error';
 import { rateLimitHeaders, type SharedLimit } from '../rate-limits';
 import { principalOf } from './auth';
@@ -17,7 +18,7 @@ export function rateLimitRequests(limit: SharedLimit | undefined): Middleware {
     const state = await limit.take(principalOf(ctx.state).keyId);
     if (state) ctx.set(rateLimitHeaders(REQUEST_RATE_POLICY, state));
     if (state && !state.allowed) {
-      // metrics: rate-limit rejection
+      rateLimitRejections.inc({ limit: 'request_rate' });
       throw new ApiError(
         'rate_limited',
         `This API key made more than ${state.limit} requests within a minute (RATE_LIMIT_REQUESTS_PER_MINUTE); retry in ${state.resetSeconds} seconds.`,

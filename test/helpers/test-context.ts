@@ -58,7 +58,8 @@ let runtimeInstalled = false;
 function quietTemporalRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  // A test file may have installed its own (to export the SDK's metrics); then that one stays.
+  if (Runtime._instance === undefined) Runtime.install({ logger: new DefaultLogger('ERROR') });
 }
 
 export async function createTestContext(
