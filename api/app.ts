@@ -12,6 +12,7 @@ import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { preferSpecificRoutes } from './middleware/specific-routes';
+import { traceRequests } from './middleware/trace-requests';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from './schedule-service';
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps): Koa {
     createOpenApiRouter(openApiLimits(config)),
   ];
 
+  if (config.tracing) app.use(traceRequests());
   app.use(requestId());
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
   app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));

@@ -2,6 +2,7 @@ import type { Config } from '../../core/config';
 import type { ModelProviderName } from '../../core/model-providers';
 import { createAnthropicProvider } from './anthropic-provider';
 import { createOpenAiProvider } from './openai-provider';
+import { tracedProvider } from './traced-provider';
 import { ProviderNotConfiguredError, type ModelProvider } from './types';
 
 const PROVIDERS = {
@@ -32,5 +33,6 @@ export function resolveProvider(config: Config, modelId: string): { provider: Mo
       `No model provider is configured for "${modelId}": set ${entry.variable} on the worker.`,
     );
   }
-  return { provider: entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 }), model };
+  const provider = entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 });
+  return { provider: tracedProvider(provider, name), model };
 }
