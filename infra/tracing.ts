@@ -13,6 +13,7 @@ import {
   type OpenTelemetrySinks,
 } from '@temporalio/interceptors-opentelemetry';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
+import type { WorkflowInfo } from '@temporalio/workflow';
 import type { Config } from '../core/config';
 
 /**
@@ -59,7 +60,7 @@ export function startTracing(config: Pick<Config, 'tracing'>, defaultServiceName
         outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
       }),
     ],
-    workflowSpanSink: () => makeWorkflowExporter(processor, resource),
+    workflowSpanSink: () => workflowSpanSink(makeWorkflowExporter(processor, resource)),
     flush: () => provider.forceFlush(),
     shutdown() {
       stopped ??= provider.shutdown().finally(() => {
@@ -68,6 +69,25 @@ export function startTracing(config: Pick<Config, 'tracing'>, defaultServiceName
         propagation.disable();
       });
       return stopped;
+    },
+  };
+}
+
+/**
+ * Temporal's exporter copies the whole WorkflowInfo onto every workflow span: memo (a run's
+ * title is the start of its prompt), search attributes and more. Only these go through.
+ */
+function workflowSpanSink(
+  exporter: InjectedSinks<OpenTelemetrySinks>['exporter'],
+): InjectedSinks<OpenTelemetrySinks>['exporter'] {
+  return {
+    export: {
+      ...exporter.export,
+      fn: (info, spans) => {
+        const { workflowId, runId, workflowType, taskQueue, namespace, attempt } = info;
+        const safe = { workflowId, runId, workflowType, taskQueue, namespace, attempt } as WorkflowInfo;
+        return exporter.export.fn(safe, spans);
+      },
     },
   };
 }

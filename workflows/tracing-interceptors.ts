@@ -32,24 +32,21 @@ export const interceptors = (): WorkflowInterceptors => {
     execute: (input, next) => (carriesTrace(input.headers) ? traced().execute(input, next) : next(input)),
     handleSignal: (input, next) => (carriesTrace(input.headers) ? traced().handleSignal(input, next) : next(input)),
     handleUpdate: (input, next) => (carriesTrace(input.headers) ? traced().handleUpdate(input, next) : next(input)),
-    validateUpdate: (input, next) =>
-      carriesTrace(input.headers) ? traced().validateUpdate(input, next) : next(input),
+    validateUpdate: (input, next) => (carriesTrace(input.headers) ? traced().validateUpdate(input, next) : next(input)),
     handleQuery: (input, next) => (carriesTrace(input.headers) ? traced().handleQuery(input, next) : next(input)),
   };
   return {
     inbound: [inboundCalls],
     outbound: [
       {
-        scheduleActivity: (input, next) =>
-          withinSpan() ? tracedOut().scheduleActivity(input, next) : next(input),
+        scheduleActivity: (input, next) => (withinSpan() ? tracedOut().scheduleActivity(input, next) : next(input)),
         scheduleLocalActivity: (input, next) =>
           withinSpan() ? tracedOut().scheduleLocalActivity(input, next) : next(input),
         startChildWorkflowExecution: (input, next) =>
           withinSpan() ? tracedOut().startChildWorkflowExecution(input, next) : next(input),
         continueAsNew: (input, next) => (withinSpan() ? tracedOut().continueAsNew(input, next) : next(input)),
         signalWorkflow: (input, next) => (withinSpan() ? tracedOut().signalWorkflow(input, next) : next(input)),
-        getLogAttributes: (input, next) =>
-          withinSpan() ? tracedOut().getLogAttributes(input, next) : next(input),
+        getLogAttributes: (input, next) => (withinSpan() ? tracedOut().getLogAttributes(input, next) : next(input)),
       },
     ],
     // Releases the sandbox's context manager when a traced workflow leaves the cache; a no-op otherwise.

@@ -15,7 +15,8 @@ import {
 import type { Middleware } from 'koa';
 
 /** The route template @koa/router leaves on the context, e.g. `/api/v1/agent/runs/:runId`. */
-const routeOf = (ctx: object): string | undefined => (ctx as { _matchedRoute?: string | RegExp })._matchedRoute?.toString();
+const routeOf = (ctx: object): string | undefined =>
+  (ctx as { _matchedRoute?: string | RegExp })._matchedRoute?.toString();
 
 /**
  * Outermost middleware when tracing is on: one server span per request, named
@@ -36,9 +37,7 @@ export function traceRequests(): Middleware {
       ...(ctx.get('user-agent') ? { [ATTR_USER_AGENT_ORIGINAL]: ctx.get('user-agent') } : {}),
     };
     if (ctx.req.socket.localPort) attributes[ATTR_SERVER_PORT] = ctx.req.socket.localPort;
-    const span = trace
-      .getTracer('agent-runs-api')
-      .startSpan(ctx.method, { kind: SpanKind.SERVER, attributes }, parent);
+    const span = trace.getTracer('agent-runs-api').startSpan(ctx.method, { kind: SpanKind.SERVER, attributes }, parent);
     let failed = false;
     try {
       await context.with(trace.setSpan(parent, span), next);
