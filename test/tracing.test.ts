@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startReconciler } from '../api/reconciler';
 import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 import { auth, waitForState } from './helpers/runs';
+import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /** One span as the OTLP/HTTP JSON exporter sends it, with its attributes flattened. */
@@ -270,6 +273,43 @@ test('an unmatched route is named by its method alone; a 4xx is not an error spa
   });
   expect(span!.attributes['http.response.status_code']).toBe(404);
   expect(span!.attributes['http.route']).toBeUndefined();
+});
+
+test('the reconciler’s background checks are not traced', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('reconciled');
+  const hold = gate<{ text: string }>();
+  ctx.model.script(marker, () => ({ hold: hold.promise }));
+  const runId = (await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ prompt: marker })).body
+    .run_id as string;
+  await waitForState(ctx, key, runId, ['INPROGRESS']);
+  await ctx.model.waitForCalls(marker, 1);
+  const reconciler = startReconciler({
+    dataSource: ctx.dataSource,
+    temporal: ctx.client,
+    logger: createLogger('error', 'test'),
+    intervalSeconds: 3600,
+    quietSeconds: 0,
+  });
+  // The pass describes the in-progress run's workflow; a request's describe of it is traced.
+  expect(await reconciler.runOnce()).toEqual([]);
+  await reconciler.stop();
+  await ctx.client.workflow.getHandle(runWorkflowId(runId)).describe();
+  hold.release({ text: 'done' });
+  const describes = () =>
+    collector.spans.filter(
+      (s) => s.name === 'DescribeWorkflow' && s.attributes.temporalWorkflowId === runWorkflowId(runId),
+    );
+  await waitFor(
+    async () => {
+      await ctx.tracing!.flush();
+      return describes().length;
+    },
+    (n) => n > 0,
+    'the direct describe’s span',
+  );
+  expect(describes()).toHaveLength(1);
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
 });
 
 test('tracing is configured by the standard OpenTelemetry variables, off without an endpoint', () => {
