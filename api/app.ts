@@ -15,6 +15,7 @@ import { requestId } from './middleware/request-id';
 import { preferSpecificRoutes } from './middleware/specific-routes';
 import { rateLimitRequests } from './middleware/rate-limit';
 import { requestRateLimit } from './rate-limits';
+import { traceRequests } from './middleware/trace-requests';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from './schedule-service';
@@ -111,6 +112,7 @@ export function createApp(deps: AppDeps): Koa {
     createMetricsRouter({ bearerToken: config.metrics.bearerToken, extraMetrics: deps.extraMetrics }),
   ];
 
+  if (config.tracing) app.use(traceRequests());
   app.use(httpMetrics());
   app.use(requestId());
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));

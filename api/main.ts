@@ -4,6 +4,7 @@ import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
+import { startTracing } from '../infra/tracing';
 import { createApp } from './app';
 import { startReconciler } from './reconciler';
 import { closeServer, listen } from './server';
@@ -15,8 +16,13 @@ async function main(): Promise<void> {
   // Before any connection: without the key, runs with MCP credentials could not be stored.
   const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);
+  const tracing = startTracing(config, 'agent-runs-api');
   const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
-  const { connection, client } = await connectTemporalClient(endpoints.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient(
+    endpoints.temporalAddress,
+    config.temporal.namespace,
+    tracing,
+  );
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
   const app = createApp({
     config,
@@ -41,6 +47,7 @@ async function main(): Promise<void> {
     await reconciler.stop();
     await connection.close();
     await dataSource.destroy();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown());

@@ -1,3 +1,5 @@
+import { context } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
@@ -107,7 +109,8 @@ export function startReconciler({
     }
   };
   const runOnce = () => {
-    running ??= pass().finally(() => {
+    // Housekeeping, not a request: untraced, or each pass's describes would be a trace each.
+    running ??= context.with(suppressTracing(context.active()), pass).finally(() => {
       running = undefined;
     });
     return running;

@@ -24,6 +24,7 @@ import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
+import { startTracing } from '../infra/tracing';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { freePort } from '../test/helpers/free-port';
 import { createWorker } from '../worker/create-worker';
@@ -60,7 +61,10 @@ async function main(): Promise<void> {
     AGENT_DEFAULT_MODEL: 'openai/bench',
     AGENT_IDLE_TIMEOUT_MINUTES: '0',
     LOG_LEVEL: 'error',
+    // Tracing as the environment sets it (OTEL_EXPORTER_OTLP_ENDPOINT, …), to measure what it costs.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
   });
+  const tracing = startTracing(config, 'agent-runs-bench');
   const log = (m: string) => process.stdout.write(`${m}\n`);
   // In the bench's own data dir, where the worker finds it too.
   const secretsKey = resolveSecretsKey(config, { create: true });
@@ -68,7 +72,7 @@ async function main(): Promise<void> {
   const deps = await startDependencies(config, () => undefined, { temporalUi: false });
   const dataSource = await openDataSource(deps.databaseUrl, 20);
   await runMigrations(dataSource);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, tracing);
   const workerConnection = await connectWorkerConnection(deps.temporalAddress);
   const logger = createLogger('error', 'bench');
   const worker = await createWorker({
@@ -78,6 +82,7 @@ async function main(): Promise<void> {
     logger,
     platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
     secretsKey,
+    tracing,
   });
   const workerRun = worker.run();
   const app = createApp({
@@ -93,6 +98,7 @@ async function main(): Promise<void> {
   const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
   const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
   log(`stack up in ${Date.now() - bootStart} ms; ${runs} runs of ${steps} step(s), ${concurrency} at a time`);
+  log(`tracing ${config.tracing ? `on, to ${config.tracing.tracesUrl}` : 'off'}`);
 
   const createMs: number[] = [];
   const pickupMs: number[] = [];
@@ -189,6 +195,7 @@ async function main(): Promise<void> {
   );
 
   await closeServer(server);
+  await tracing?.shutdown();
   await workerConnection.close();
   await connection.close();
   await dataSource.destroy();

@@ -11,6 +11,7 @@ import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
+import { startTracing } from '../infra/tracing';
 import { createWorker } from '../worker/create-worker';
 
 const say = (message: string) => process.stdout.write(`${message}\n`);
@@ -26,10 +27,11 @@ async function main(): Promise<void> {
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
+  const tracing = startTracing(config, 'agent-runs');
   const dataSource = await openDataSource(deps.databaseUrl, undefined, config.database.queryTimeoutMs);
   const applied = await runMigrations(dataSource);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, tracing);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
 
   const workerConnection = await connectWorkerConnection(deps.temporalAddress);
@@ -40,6 +42,7 @@ async function main(): Promise<void> {
     logger: createLogger(config.logLevel, 'worker'),
     platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
     secretsKey,
+    tracing,
   });
   const workerDone = worker.run();
 
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
   say('');
   say(`Agent runs API:  ${config.publicUrl}/api/v1`);
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);
+  if (config.tracing) say(`Traces to:       ${config.tracing.tracesUrl}`);
   say(`Data directory:  ${config.dataDir}`);
   say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
   if (count === 0) {
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
     await workerConnection.close();
     await connection.close();
     await dataSource.destroy();
+    await tracing?.shutdown();
     await deps.stop();
     process.exit(0);
   };

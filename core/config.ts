@@ -95,6 +95,12 @@ const envSchema = z.object({
   TEAM_MAX_CONCURRENT_RUNS: intFrom(100, 0, 1_000_000),
   METRICS_BEARER_TOKEN: optionalString,
   WORKER_METRICS_PORT: intFrom(9464, 0, 65535),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_EXPORTER_OTLP_HEADERS: optionalString,
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: optionalString,
+  OTEL_SERVICE_NAME: optionalString,
 });
 
 export interface Config {
@@ -190,6 +196,17 @@ export interface Config {
     /** Port of a worker's `/metrics` (on HOST); 0: no metrics server and no Temporal SDK exporter. */
     workerPort: number;
   };
+  /** OpenTelemetry tracing; undefined (off) unless an OTLP endpoint is set. */
+  tracing?: TracingConfig;
+}
+
+export interface TracingConfig {
+  /** Where spans are POSTed (OTLP/HTTP, JSON). */
+  tracesUrl: string;
+  /** Sent with every export (a collector's API key, say). */
+  headers: Record<string, string>;
+  /** OTEL_SERVICE_NAME; each entry point has its own default. */
+  serviceName?: string;
 }
 
 export interface SandboxConfig {
@@ -253,6 +270,45 @@ const commaList = (raw: string | undefined): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+
+/** `key=value,key2=value2` as OpenTelemetry's OTEL_EXPORTER_OTLP_HEADERS spells it (values URL-encoded). */
+function parseOtlpHeaders(name: string, raw: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of commaList(raw)) {
+    const eq = pair.indexOf('=');
+    const key = pair.slice(0, eq).trim();
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(eq + 1).trim());
+    } catch {
+      value = '';
+    }
+    if (eq <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(key) || value === '' || /[\r\n]/.test(value)) {
+      throw new ConfigError(
+        `Invalid configuration:\n  ${name}: must be comma-separated key=value pairs, like api-key=abc123,tenant=ops`,
+      );
+    }
+    headers[key.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+/** Traces go out when an OTLP endpoint is set (per the OpenTelemetry conventions: `/v1/traces` is appended to the generic one). */
+function tracingConfig(e: z.infer<typeof envSchema>): TracingConfig | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const tracesUrl =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined);
+  if (!tracesUrl) return undefined;
+  return {
+    tracesUrl,
+    headers: {
+      ...parseOtlpHeaders('OTEL_EXPORTER_OTLP_HEADERS', e.OTEL_EXPORTER_OTLP_HEADERS),
+      ...parseOtlpHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS', e.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+    },
+    serviceName: e.OTEL_SERVICE_NAME,
+  };
+}
 
 function parseNetworkPolicy(raw: string): NetworkPolicy {
   const parsed = parseNetworkPolicyText(raw);
@@ -384,5 +440,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,
       leaseSeconds: e.WORKER_LEASE_SECONDS,
     },
+    tracing: tracingConfig(e),
   };
 }

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../db/data-source';
+import type { Tracing } from './tracing';
 
 export async function openDataSource(
   databaseUrl: string,
@@ -14,9 +15,11 @@ export async function openDataSource(
 export async function connectTemporalClient(
   address: string,
   namespace: string,
+  tracing?: Tracing,
 ): Promise<{ connection: Connection; client: Client }> {
   const connection = await Connection.connect({ address });
-  return { connection, client: new Client({ connection, namespace }) };
+  const interceptors = { workflow: tracing?.clientInterceptors() ?? [] };
+  return { connection, client: new Client({ connection, namespace, interceptors }) };
 }
 
 export function connectWorkerConnection(address: string): Promise<NativeConnection> {

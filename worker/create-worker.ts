@@ -20,11 +20,13 @@ import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
 import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
+import { workflowTracingSinks, type Tracing } from '../infra/tracing';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { webhookQueue } from '../workflows/webhook-contract';
 import { startWebhookDispatcher } from './webhook-dispatcher';
 import { ensureServiceSchedules } from './service-schedules';
 import { WorkspaceCapacity } from './workspace-capacity';
+import { workflowSources } from './workflow-sources';
 import { postgresBlobStore } from '../db/blob-store';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
@@ -44,6 +46,8 @@ export interface CreateWorkerOptions {
   platformEndpoints: string[];
   /** Key of request-supplied credentials; resolved from the configuration when absent. */
   secretsKey?: Buffer;
+  /** The process's tracing (infra/tracing.ts), when on. */
+  tracing?: Tracing;
 }
 
 /** The run worker of one process: the shared queue (workflows, provisioning) and its workspace queue. */
@@ -71,7 +75,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     options.workflowBundlePath ?? (existsSync(WORKFLOW_BUNDLE_PATH) ? WORKFLOW_BUNDLE_PATH : undefined);
   const workflowSource: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = bundlePath
     ? { workflowBundle: { codePath: bundlePath } }
-    : { workflowsPath: require.resolve('../workflows') };
+    : { workflowsPath: workflowSources().workflowsPath };
   const workspaceQueue = workspaceQueueName(config);
   const secretsKey = options.secretsKey ?? resolveSecretsKey(config);
   const platform = platformEndpoints(config, options.platformEndpoints);
@@ -96,7 +100,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     (servers) => decryptMcpServers(servers, secretsKey),
   );
   const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
-  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const { tracing } = options;
+  const temporal = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    interceptors: { workflow: tracing?.clientInterceptors() ?? [] },
+  });
   const activities = createActivities({
     dataSource,
     config,
@@ -140,7 +149,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     connection,
     namespace: config.temporal.namespace,
     activities,
-    interceptors: { activity: [waitOutDatabaseOutages(dataSource, logger)] },
+    interceptors: {
+      activity: [...(tracing?.activityInterceptors() ?? []), waitOutDatabaseOutages(dataSource, logger)],
+      // Used only when there is no prebuilt bundle: a bundle has them built in.
+      ...(bundlePath ? {} : { workflowModules: workflowSources().workflowInterceptorModules }),
+    },
+    sinks: workflowTracingSinks(tracing),
     // Heartbeats carry cancellation to a running activity; send them often so a cancel lands in seconds.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',

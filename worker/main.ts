@@ -3,6 +3,7 @@ import { createLogger } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
+import { startTracing } from '../infra/tracing';
 import { createWorker } from './create-worker';
 import { startWorkerMetricsServer } from './metrics-server';
 
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
       })
     : undefined;
   const endpoints = resolveEndpoints(config);
+  const tracing = startTracing(config, 'agent-runs-worker');
   const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
   const connection = await connectWorkerConnection(endpoints.temporalAddress);
   const worker = await createWorker({
@@ -30,6 +32,7 @@ async function main(): Promise<void> {
     connection,
     logger,
     platformEndpoints: [endpoints.databaseUrl, endpoints.temporalAddress],
+    tracing,
   });
   logger.info('worker polling', {
     taskQueue: config.temporal.taskQueue,
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
   await connection.close();
   await dataSource.destroy();
   metricsServer?.close();
+  await tracing?.shutdown();
   logger.info('worker stopped');
 }
 

@@ -4,6 +4,7 @@ import { observeModelCall } from '../../core/metrics';
 import { createAnthropicProvider } from './anthropic-provider';
 import { modelCostUsd } from './model-cost';
 import { createOpenAiProvider } from './openai-provider';
+import { tracedProvider } from './traced-provider';
 import { ProviderNotConfiguredError, type ModelProvider, type ModelReply } from './types';
 
 const PROVIDERS = {
@@ -35,7 +36,7 @@ export function resolveProvider(config: Config, modelId: string): { provider: Mo
     );
   }
   const provider = entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 });
-  return { provider: observed(config, modelId, provider), model };
+  return { provider: tracedProvider(observed(config, modelId, provider), name), model };
 }
 
 /** Every call of the provider measured (`agent_runs_model_*`), step and summary calls alike. */

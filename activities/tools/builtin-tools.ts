@@ -8,6 +8,7 @@ import { limitHint } from '../sandbox/sandbox';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import { capText } from './output-capture';
+import { traceToolCall } from './traced-tool-call';
 
 /** What a tool call produced: the text the model sees, and what the transcript keeps. */
 export interface ToolOutcome {
@@ -164,11 +165,11 @@ function numberArg(args: Record<string, unknown>, name: string): number | undefi
 }
 
 /** Runs one built-in tool; errors the model can act on come back as outcomes, not exceptions. */
-export async function runBuiltinTool(
-  name: string,
-  args: Record<string, unknown>,
-  ctx: ToolContext,
-): Promise<ToolOutcome> {
+export function runBuiltinTool(name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
+  return traceToolCall(name, 'builtin', () => runTool(name, args, ctx));
+}
+
+async function runTool(name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome> {
   try {
     switch (name) {
       case 'run_command':

@@ -9,6 +9,7 @@ import type { ToolSpec } from '../model/types';
 import type { NetworkRefusal } from '../sandbox/egress-proxy';
 import type { Sandbox } from '../sandbox/sandbox';
 import { guardedFetch } from './guarded-fetch';
+import { traceToolCall } from './traced-tool-call';
 
 const CONNECT_TIMEOUT_MS = 30_000;
 
@@ -181,20 +182,21 @@ export async function openMcpSession(
   }
   return {
     tools,
-    async call(toolName, args, signal) {
-      const tool = tools.find((t) => t.spec.name === toolName);
-      if (!tool) return { text: `Unknown MCP tool ${toolName}`, isError: true };
-      try {
-        const result = await clients
-          .get(tool.server)!
-          .callTool({ name: tool.tool, arguments: args }, undefined, { signal });
-        const content = (result.content ?? []) as { type: string; text?: string }[];
-        const text = content.map((c) => (c.type === 'text' ? (c.text ?? '') : `[${c.type} content]`)).join('\n');
-        return { text, isError: result.isError === true };
-      } catch (err) {
-        return { text: `MCP tool ${tool.server}/${tool.tool} failed: ${(err as Error).message}`, isError: true };
-      }
-    },
+    call: (toolName, args, signal) =>
+      traceToolCall(toolName, 'mcp', async () => {
+        const tool = tools.find((t) => t.spec.name === toolName);
+        if (!tool) return { text: `Unknown MCP tool ${toolName}`, isError: true };
+        try {
+          const result = await clients
+            .get(tool.server)!
+            .callTool({ name: tool.tool, arguments: args }, undefined, { signal });
+          const content = (result.content ?? []) as { type: string; text?: string }[];
+          const text = content.map((c) => (c.type === 'text' ? (c.text ?? '') : `[${c.type} content]`)).join('\n');
+          return { text, isError: result.isError === true };
+        } catch (err) {
+          return { text: `MCP tool ${tool.server}/${tool.tool} failed: ${(err as Error).message}`, isError: true };
+        }
+      }),
     close: closeAll,
   };
 }

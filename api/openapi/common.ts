@@ -5,6 +5,9 @@ import { z } from '../schemas/zod';
 /** The security scheme of every authenticated operation: `Authorization: Bearer <API key>`. */
 export const BEARER_AUTH = 'bearerAuth';
 
+/** `/metrics`: open, or `Authorization: Bearer <METRICS_BEARER_TOKEN>` when the operator sets one. */
+export const METRICS_TOKEN_AUTH = 'metricsToken';
+
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /** RFC 9457 problem document: the body of every error response (api/middleware/error-handler.ts). */
@@ -159,8 +162,8 @@ export interface Operation {
   description?: string;
   tags: string[];
   deprecated?: boolean;
-  /** Authenticated with an API key (default), or open to anyone. */
-  auth?: boolean;
+  /** Authenticated with an API key (default), open to anyone, or with the operator's metrics token when set. */
+  auth?: boolean | 'metrics-token';
   params?: z.ZodObject;
   query?: z.ZodObject;
   headers?: z.ZodObject;
@@ -177,8 +180,9 @@ export interface Operation {
  * (api/middleware/json-body.ts).
  */
 export function registerOperation(registry: OpenAPIRegistry, op: Operation): void {
-  const auth = op.auth ?? true;
+  const auth = (op.auth ?? true) === true;
   const errors = new Set<ErrorStatus>([...(op.errors ?? []), 500, 503]);
+  if (op.auth === 'metrics-token') errors.add(401);
   if (auth) {
     errors.add(401);
     errors.add(429);
@@ -217,7 +221,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
     description: op.description,
     tags: op.tags,
     ...(op.deprecated ? { deprecated: true } : {}),
-    security: auth ? [{ [BEARER_AUTH]: [] }] : [],
+    security: auth ? [{ [BEARER_AUTH]: [] }] : op.auth === 'metrics-token' ? [{}, { [METRICS_TOKEN_AUTH]: [] }] : [],
     request: {
       ...(op.params ? { params: op.params } : {}),
       ...(op.query ? { query: op.query } : {}),

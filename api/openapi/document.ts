@@ -2,7 +2,7 @@ import { OpenApiGeneratorV31, OpenAPIRegistry } from '@asteasolutions/zod-to-ope
 import type { Config } from '../../core/config';
 import { registerAgentOperations } from './agent';
 import { registerArtifactOperations } from './artifacts';
-import { BEARER_AUTH, registerErrorComponents } from './common';
+import { BEARER_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
 import { registerEnvironmentOperations } from './environments';
 import { registerLiveOperations } from './live';
 import { registerFactoryOperations } from './factories';
@@ -37,6 +37,11 @@ function registry(): OpenAPIRegistry {
     type: 'http',
     scheme: 'bearer',
     description: 'An API key (`ark_…`) from `npm run keys -- create` or the first `npm start`.',
+  });
+  registry.registerComponent('securitySchemes', METRICS_TOKEN_AUTH, {
+    type: 'http',
+    scheme: 'bearer',
+    description: "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open when it is unset.",
   });
   registerRunOperations(registry);
   registerAgentOperations(registry);

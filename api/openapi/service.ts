@@ -33,6 +33,24 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
   });
   registerOperation(registry, {
     method: 'get',
+    path: '/metrics',
+    operationId: 'metrics',
+    summary: 'Prometheus metrics of this process (README "Metrics")',
+    description:
+      'Prometheus text format. Open unless the operator sets `METRICS_BEARER_TOKEN`; then it takes `Authorization: Bearer <that token>` (not an API key).',
+    tags: ['Service'],
+    auth: 'metrics-token',
+    responses: [
+      {
+        status: 200,
+        description: 'The metrics.',
+        contentType: 'text/plain; version=0.0.4',
+        schema: z.string(),
+      },
+    ],
+  });
+  registerOperation(registry, {
+    method: 'get',
     path: '/readyz',
     operationId: 'ready',
     summary: 'Readiness: PostgreSQL and Temporal answer',

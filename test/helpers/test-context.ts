@@ -14,6 +14,7 @@ import { createLogger } from '../../core/logger';
 import { createApiKey } from '../../db/api-keys';
 import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
+import { startTracing, type Tracing } from '../../infra/tracing';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
@@ -36,6 +37,8 @@ export interface TestContext {
   client: Client;
   connection: Connection;
   model: ScriptedModelServer;
+  /** On when `env` sets OTEL_EXPORTER_OTLP_ENDPOINT; the API and worker of this context share it. */
+  tracing?: Tracing;
   baseUrl: string;
   api: ReturnType<typeof supertest>;
   /** A fresh team with a personal key; returns the raw key and the creator uid. */
@@ -101,7 +104,8 @@ export async function createTestContext(
   const logger = createLogger(config.logLevel, 'test');
   const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
   if (options.databaseUrl) await runMigrations(dataSource);
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
+  const tracing = startTracing(config, 'agent-runs-test');
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);
   const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
   const server: Server = await listen(app, port, '127.0.0.1');
   const baseUrl = config.publicUrl;
@@ -116,6 +120,7 @@ export async function createTestContext(
     client,
     connection,
     model,
+    tracing,
     baseUrl,
     api: supertest(baseUrl),
     async newTeamKey(kind = 'personal', team = uniqueName('team')) {
@@ -132,6 +137,7 @@ export async function createTestContext(
         logger,
         workflowBundlePath: stack.workflowBundlePath,
         platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
+        tracing,
       });
       workerRun = worker.run();
     },
@@ -149,6 +155,7 @@ export async function createTestContext(
       await model.stop();
       await connection.close();
       await dataSource.destroy();
+      await tracing?.shutdown();
     },
   };
   if (options.worker ?? true) await ctx.startWorker();

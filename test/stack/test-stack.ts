@@ -11,6 +11,7 @@ import { loadConfig } from '../../core/config';
 import { runMigrations } from '../../db/data-source';
 import { openDataSource } from '../../infra/connections';
 import { startDependencies } from '../../infra/runtime';
+import { workflowSources } from '../../worker/workflow-sources';
 import { freePort } from '../helpers/free-port';
 import { CONTINUE_AS_NEW_SETTING, CONTINUE_AS_NEW_SUGGESTED_AT } from './server-settings';
 
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   const dataSource = await openDataSource(deps.databaseUrl, 2);
   await runMigrations(dataSource);
   await dataSource.destroy();
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  const { code } = await bundleWorkflowCode({ ...workflowSources(), logger: quietLogger });
   const workflowBundlePath = path.join(dataDir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, code);
   const info: TestStackInfo = {
