@@ -11,6 +11,7 @@ import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
+import { requestLog } from './middleware/request-log';
 import { preferSpecificRoutes } from './middleware/specific-routes';
 import { createRunService } from './run-service';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
@@ -104,6 +105,7 @@ export function createApp(deps: AppDeps): Koa {
   ];
 
   app.use(requestId());
+  app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
   app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.

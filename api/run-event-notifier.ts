@@ -75,7 +75,7 @@ export function createRunEventNotifier(options: RunEventNotifierOptions): RunEve
       if (current === client) current = undefined;
       client.end().catch(() => undefined);
       if (closed) return;
-      logger.warn('event notifications: connection lost, reconnecting', { error: err, retryInMs: delay });
+      logger.warn('event notifications: connection lost, reconnecting', { error: err, retry_in_ms: delay });
       retryTimer = setTimeout(() => {
         retryTimer = undefined;
         connecting = connect();
