@@ -4,16 +4,18 @@ import type { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DefaultLogger, Runtime, type NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
+import type { DestinationStream } from 'pino';
 import supertest from 'supertest';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
 import { closeServer, listen } from '../../api/server';
 import { loadConfig, type Config } from '../../core/config';
-import { createLogger } from '../../core/logger';
+import { createLogger, loggerOptions } from '../../core/logger';
 import { createApiKey } from '../../db/api-keys';
 import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
+import { installTemporalRuntime } from '../../infra/temporal-runtime';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
@@ -50,21 +52,19 @@ export interface TestContext {
 
 /**
  * Per test file: a worker on its own task queue, the API on a real port, and a scripted
- * model server, all against the run's shared PostgreSQL and Temporal.
+ * model server, all against the run's shared PostgreSQL and Temporal. The service's log (at
+ * LOG_LEVEL, default `error` so test output stays readable) goes to `logDestination` or stderr;
+ * the first context of a file also routes the Temporal SDK's log there.
  */
-let runtimeInstalled = false;
-
-/** Keeps the SDK's own logging to warnings so test output stays readable. */
-function quietTemporalRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
-
 export async function createTestContext(
-  options: { env?: Record<string, string>; worker?: boolean; temporalAddress?: string; databaseUrl?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    temporalAddress?: string;
+    databaseUrl?: string;
+    logDestination?: DestinationStream;
+  } = {},
 ): Promise<TestContext> {
-  quietTemporalRuntime();
   // A test may bring its own Temporal server or PostgreSQL (to stop or freeze it).
   const stack = {
     ...testStack(),
@@ -95,7 +95,11 @@ export async function createTestContext(
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     ...options.env,
   });
-  const logger = createLogger(config.logLevel, 'test');
+  const logger = createLogger(config.logLevel, 'test', {
+    ...loggerOptions(config),
+    destination: options.logDestination,
+  });
+  installTemporalRuntime({ logger });
   const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
   if (options.databaseUrl) await runMigrations(dataSource);
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
