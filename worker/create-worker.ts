@@ -89,7 +89,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
           runId,
           `mcp-network-${randomUUID()}`,
           `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
-        ).catch((err: unknown) => logger.warn('could not record a refused connection', { runId, error: err }));
+        ).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
       },
     },
     (servers) => decryptMcpServers(servers, secretsKey),
