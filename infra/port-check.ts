@@ -55,6 +55,14 @@ export function portProblem(port: number, host: string): Promise<string | null> 
   });
 }
 
+/** A port near `from` that can be listened on and is not among `avoid`, to suggest; undefined when none is. */
+async function freePortNear(from: number, host: string, avoid: number[]): Promise<number | undefined> {
+  for (let port = from + 1; port <= Math.min(from + 50, 65535); port += 1) {
+    if (!avoid.includes(port) && (await portProblem(port, host)) === null) return port;
+  }
+  return undefined;
+}
+
 /** Throws `PortUnavailableError` naming the first port that is taken (or given twice) and its variable. */
 export async function assertPortsFree(ports: PlannedPort[]): Promise<void> {
   for (const [i, p] of ports.entries()) {
@@ -67,8 +75,14 @@ export async function assertPortsFree(ports: PlannedPort[]): Promise<void> {
     const problem = await portProblem(p.port, p.host);
     if (problem === null) continue;
     const why = problem === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${problem})`;
+    const suggestion = await freePortNear(
+      p.port,
+      p.host,
+      ports.map((q) => q.port),
+    );
     throw new PortUnavailableError(
-      `Port ${p.port} for ${p.what} ${why} on ${p.host}: stop what holds it, or set ${p.variable} to a free port (e.g. ${p.variable}=${p.port + 1}).`,
+      `Port ${p.port} for ${p.what} ${why} on ${p.host}: stop what holds it, or set ${p.variable} to a free port` +
+        (suggestion ? ` (e.g. ${p.variable}=${suggestion}).` : '.'),
     );
   }
 }

@@ -4,10 +4,25 @@ import type { Logger } from '../../core/logger';
 /** Probes a load balancer sends every few seconds: logged at debug when they succeed. */
 const PROBE_ROUTES = new Set(['/healthz', '/readyz']);
 
-/** The route template the request matched (`/api/v1/agent/runs/:runId`), null when none did. */
+interface MatchedLayer {
+  path: string | RegExp;
+  methods: string[];
+  paramNames: unknown[];
+}
+
+/**
+ * The route template of the request (`/api/v1/agent/runs/:runId`), also when a middleware
+ * refused it before the route ran (a missing key): the route that ran, else the most specific
+ * route for the path and method, else for the path; null when no route has the path.
+ */
 export function routeTemplate(ctx: Context): string | null {
-  const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-  return route === undefined ? null : String(route);
+  const state = ctx as { matched?: MatchedLayer[]; _matchedRoute?: string | RegExp };
+  const routes = (state.matched ?? []).filter((layer) => layer.methods.length > 0);
+  if (routes.some((layer) => layer.path === state._matchedRoute)) return String(state._matchedRoute);
+  const forMethod = routes.filter((layer) => layer.methods.includes(ctx.method));
+  const candidates = forMethod.length ? forMethod : routes;
+  if (candidates.length === 0) return null;
+  return String(candidates.reduce((a, b) => (b.paramNames.length < a.paramNames.length ? b : a)).path);
 }
 
 /**
