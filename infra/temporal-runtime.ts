@@ -2,6 +2,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import {
   makeTelemetryFilterString,
   Runtime,
+  type ActivityInterceptorsFactory,
   type LogLevel as TemporalLogLevel,
   type LogMetadata,
   type Logger as TemporalLogger,
@@ -37,7 +38,20 @@ const ROUTINE_MESSAGES = [
   'Activity not found on completion',
 ];
 
-function isExpectedFailure(error: unknown): boolean {
+/**
+ * Marks an activity's log lines once its cancellation was requested, so that what it throws
+ * while it unwinds (an aborted HTTP request, a killed command) is logged as the cancellation it
+ * is. Register it on every worker with `installTemporalRuntime`'s logger.
+ */
+export const markCancelledActivityLogs: ActivityInterceptorsFactory = (ctx) => ({
+  outbound: {
+    getLogAttributes: (input, next) =>
+      next(ctx.cancellationSignal.aborted ? { ...input, cancelRequested: true } : input),
+  },
+});
+
+function isExpectedFailure(error: unknown, meta: LogMetadata = {}): boolean {
+  if (meta.cancelRequested === true) return true;
   if (error instanceof CancelledFailure || (error instanceof Error && error.name === 'AbortError')) return true;
   return error instanceof ApplicationFailure && error.type != null && EXPECTED_FAILURE_TYPES.has(error.type);
 }
@@ -51,7 +65,7 @@ function levelOf(level: TemporalLogLevel, message: string, meta: LogMetadata): k
     // Worker state, bundler output, Nexus: chatter. Our own workflow and activity log calls stay.
     return meta.sdkComponent === 'workflow' || meta.sdkComponent === 'activity' ? 'info' : 'debug';
   }
-  if (level === 'WARN') return isExpectedFailure(meta.error) ? 'debug' : 'warn';
+  if (level === 'WARN') return meta.error !== undefined && isExpectedFailure(meta.error, meta) ? 'debug' : 'warn';
   return 'error';
 }
 
@@ -65,6 +79,7 @@ const RENAMED_META: Record<string, string> = {
   activityType: 'activity',
   taskQueue: 'task_queue',
   durationMs: 'duration_ms',
+  cancelRequested: 'cancel_requested',
 };
 
 /** The SDK's metadata in this service's field names, with a run's id where the workflow is a run's. */
@@ -76,12 +91,10 @@ function fieldsOf(meta: LogMetadata): LogFields {
       const runId = runIdOfWorkflowId(value);
       if (runId) fields.run_id = runId;
       else fields.workflow_id = value;
-    } else if (key === 'error' && isExpectedFailure(value)) {
-      // One line: what failed, not where.
-      fields.error = {
-        type: (value as ApplicationFailure).type ?? (value as Error).name,
-        message: (value as Error).message,
-      };
+    } else if (key === 'error' && isExpectedFailure(value, meta)) {
+      // One line: what failed, not where (a string, which the error serializer leaves alone).
+      const type = (value as ApplicationFailure).type ?? (value as Error).constructor?.name ?? 'Error';
+      fields.error = `${type}: ${(value as Error).message}`;
     } else {
       fields[RENAMED_META[key] ?? key] = value;
     }

@@ -19,6 +19,7 @@ import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
 import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
+import { markCancelledActivityLogs } from '../infra/temporal-runtime';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { webhookQueue } from '../workflows/webhook-contract';
 import { startWebhookDispatcher } from './webhook-dispatcher';
@@ -139,7 +140,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     connection,
     namespace: config.temporal.namespace,
     activities,
-    interceptors: { activity: [waitOutDatabaseOutages(dataSource, logger)] },
+    interceptors: { activity: [waitOutDatabaseOutages(dataSource, logger), markCancelledActivityLogs] },
     // Heartbeats carry cancellation to a running activity; send them often so a cancel lands in seconds.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
