@@ -1,7 +1,13 @@
 import os from 'node:os';
 import { ConfigError, loadConfig, type Config } from '../core/config';
 import { createLogger, loggerOptions } from '../core/logger';
-import { modelProviderOf } from '../core/model-providers';
+import {
+  configuredModelProviders,
+  isKnownModelProvider,
+  MODEL_PROVIDER_KEY_VARIABLES,
+  modelProviderOf,
+  type ModelProviderName,
+} from '../core/model-providers';
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
@@ -17,24 +23,19 @@ import { createWorker } from '../worker/create-worker';
 
 const say = (message: string) => process.stdout.write(`${message}\n`);
 
-const PROVIDER_KEYS: Record<string, { variable: string; set: (config: Config) => boolean }> = {
-  openai: { variable: 'OPENAI_API_KEY', set: (config) => config.models.openai.apiKey !== undefined },
-  anthropic: { variable: 'ANTHROPIC_API_KEY', set: (config) => config.models.anthropic.apiKey !== undefined },
-};
-
 /** The banner's word on models: the default one, and a warning when runs cannot reach it. */
 function modelLines(config: Config): string[] {
   const model = config.models.defaultModel;
   const lines = [`Default model:   ${model} (AGENT_DEFAULT_MODEL)`];
-  const configured = Object.values(PROVIDER_KEYS).filter((p) => p.set(config));
-  const needed = PROVIDER_KEYS[modelProviderOf(model)];
+  const configured = configuredModelProviders(config);
+  const provider = modelProviderOf(model);
   if (configured.length === 0) {
-    const variables = Object.values(PROVIDER_KEYS).map((p) => p.variable);
     lines.push(
-      `Warning: no model provider is configured: every run fails until you set ${variables.join(' or ')} and restart.`,
+      `Warning: no model provider is configured: every run fails until you set ${Object.values(MODEL_PROVIDER_KEY_VARIABLES).join(' or ')} and restart.`,
     );
-  } else if (needed && !needed.set(config)) {
-    lines.push(`Warning: ${needed.variable} is not set: runs on the default model ${model} fail.`);
+  } else if (isKnownModelProvider(model) && !(configured as string[]).includes(provider)) {
+    const variable = MODEL_PROVIDER_KEY_VARIABLES[provider as ModelProviderName];
+    lines.push(`Warning: ${variable} is not set: runs on the default model ${model} fail.`);
   }
   return lines;
 }
