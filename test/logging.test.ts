@@ -249,11 +249,9 @@ describe('the logger alone', () => {
     const logger = createLogger('debug', 'unit', { destination: capture, secretValues: [ENCRYPTION_KEY] });
     logger.info('config', { config });
     logger.info('request', { headers: { authorization: 'Bearer abc', cookie: 'sid=1' } });
-    logger
-      .child({ run_id: 'r1' })
-      .warn('deep', {
-        a: { b: { c: { d: { e: { mcp_servers: { kb: { headers: { 'X-Key': MCP_HEADER_TOKEN } } } } } } } },
-      });
+    logger.child({ run_id: 'r1' }).warn('deep', {
+      a: { b: { c: { d: { e: { mcp_servers: { kb: { headers: { 'X-Key': MCP_HEADER_TOKEN } } } } } } } },
+    });
     logger.error('failed', {
       error: new Error(`cannot reach postgres://agent:db-password-4711@db/x with ${ENCRYPTION_KEY}`),
     });
