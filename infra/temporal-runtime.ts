@@ -41,7 +41,7 @@ const ROUTINE_MESSAGES = [
 /**
  * Marks an activity's log lines once its cancellation was requested, so that what it throws
  * while it unwinds (an aborted HTTP request, a killed command) is logged as the cancellation it
- * is. Register it on every worker with `installTemporalRuntime`'s logger.
+ * is. Every worker registers it among its activity interceptors (worker/create-worker.ts).
  */
 export const markCancelledActivityLogs: ActivityInterceptorsFactory = (ctx) => ({
   outbound: {
