@@ -14,6 +14,7 @@ import { DEFAULT_BASE_PROMPT } from '../core/new-run';
 import { listFactoryAgents } from '../db/agent-identities';
 import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
 import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
+import type { Logger } from '../core/logger';
 import type { ActivityDeps } from './deps';
 import { fitConversation } from './model/context-summary';
 import { modelCostUsd } from './model/model-cost';
@@ -190,6 +191,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
       step: number;
     }): Promise<AgentStepOutcome> {
       const ctx = Context.current();
+      const log = logger.child({ run_id: runId, turn, step });
       return withHeartbeat(async () => {
         const workspace = workspaceDir(config.workspace.dir, runId);
         if (!existsSync(workspace)) {
@@ -224,7 +226,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           const last = events[events.length - 1];
           // Nothing new since the last reply (a follow-up already answered by a retried step).
           if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) {
-            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
+            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
             return { done: true };
           }
           // The worker's limits are ceilings too (an operator may have lowered them since).
@@ -242,25 +244,31 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
               ).size
             : events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
           if (stepsSoFar >= maxSteps) {
-            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
+            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
             throw userFailure(
               `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
               'invalid_request',
             );
           }
           if (Number(run!.total_tokens) >= maxTokens) {
-            await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
+            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
             throw userFailure(
               `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
               'invalid_request',
             );
           }
-          assistant = await callModel(runId, turn, step, run!, conversation, ctx.cancellationSignal);
+          assistant = await callModel(log, runId, turn, step, run!, conversation, ctx.cancellationSignal);
+          log.debug('model replied', {
+            model_id: assistant.model_id,
+            total_tokens: assistant.total_tokens,
+            finish_reason: assistant.finish_reason,
+            tool_calls: assistant.tool_calls?.length ?? 0,
+          });
         }
 
         const calls = assistant.tool_calls ?? [];
         if (calls.length === 0) {
-          await recordHandoff(runId, turn, workspace, ctx.cancellationSignal);
+          await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
           return { done: true };
         }
         const processes = runProcesses(sandbox, runId);
@@ -381,6 +389,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
   }
 
   async function callModel(
+    log: Logger,
     runId: string,
     turn: number,
     step: number,
@@ -418,7 +427,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
       ...(mcp?.tools.map((t) => t.spec) ?? []),
     ];
     const messages = await fitConversation(
-      { dataSource, config, logger },
+      { dataSource, config, logger: log },
       {
         runId,
         turn,
@@ -510,7 +519,13 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
    * handoff files (`workspace.patch` for the workspace itself, `<repo>.patch` for a clone). A
    * failure here is logged and noted, never the end of the run.
    */
-  async function recordHandoff(runId: string, turn: number, workspace: string, signal: AbortSignal): Promise<void> {
+  async function recordHandoff(
+    log: Logger,
+    runId: string,
+    turn: number,
+    workspace: string,
+    signal: AbortSignal,
+  ): Promise<void> {
     const processes = runProcesses(sandbox, runId);
     let bases: Record<string, string> = {};
     try {
@@ -535,7 +550,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
     }
     await replaceHandoffAttachments(dataSource, blobs, runId, turn, files);
     if (skipped.length) {
-      logger.warn('handoff patch left out', { runId, turn, skipped });
+      log.warn('handoff patch left out', { skipped });
       await dataSource.transaction((tx) =>
         appendRunEvent(tx, {
           runId,

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Logger } from '../core/logger';
 import { isTerminal, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { observeRunEnded, observeRunQueued } from '../core/metrics';
@@ -22,6 +23,34 @@ export const STATUS_ANSWER_CHARS = 4000;
 
 function cutAnswer(text: string): string {
   return text.length > STATUS_ANSWER_CHARS ? `${text.slice(0, STATUS_ANSWER_CHARS - 1)}…` : text;
+}
+
+/** How much of a FAILED or ERROR run's status message its state line carries. */
+const LOGGED_MESSAGE_CHARS = 200;
+
+/**
+ * The one line a run's state change gets (after its transaction committed): the run, the turn,
+ * the state and, for a failure, its error code and the first line of its message. An expected
+ * failure (no provider, a refused request, a cancel) is this line and nothing more.
+ */
+function logStateChange(
+  logger: Logger,
+  change: { runId: string; turn?: number; state: RunState; statusMessage?: RunStatusMessage },
+): void {
+  const { statusMessage, state } = change;
+  const failed = state === 'FAILED' || state === 'ERROR';
+  const firstLine = statusMessage?.message.split('\n', 1)[0] ?? '';
+  logger.info('run state changed', {
+    run_id: change.runId,
+    turn: change.turn,
+    state,
+    ...(statusMessage?.error_code ? { error_code: statusMessage.error_code } : {}),
+    ...(failed && firstLine
+      ? {
+          message: firstLine.length > LOGGED_MESSAGE_CHARS ? `${firstLine.slice(0, LOGGED_MESSAGE_CHARS)}…` : firstLine,
+        }
+      : {}),
+  });
 }
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
@@ -93,7 +122,8 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * wait, or null when there is nothing to do.
      */
     async startTurn({ runId }: { runId: string }): Promise<{ turn: number | null; idleTimeoutMinutes: number }> {
-      return dataSource.transaction(async (tx) => {
+      const changes: { runId: string; turn: number; state: RunState }[] = [];
+      const started = await dataSource.transaction(async (tx) => {
         // Waits for the API's transaction that created the run or recorded a follow-up.
         await lockRunCreation(tx, runId);
         const run = await lockRun(tx, runId);
@@ -101,9 +131,13 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
           throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
         }
         let turn: number | null = run.turn;
-        if (isTerminal(run.state)) turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
+        if (isTerminal(run.state)) {
+          turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
+          if (turn !== null) changes.push({ runId, turn, state: 'QUEUED' });
+        }
         if (turn !== null) {
           if (await applyTransition(tx, { runId, turn, state: 'INPROGRESS' })) {
+            changes.push({ runId, turn, state: 'INPROGRESS' });
             observeRunQueued(await secondsQueued(tx, runId, turn));
           }
           // A turn started without admission (by workflow code from before it) still counts.
@@ -111,6 +145,8 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         }
         return { turn, idleTimeoutMinutes: run.idleTimeoutMinutes };
       });
+      for (const change of changes) logStateChange(logger, change);
+      return started;
     },
 
     /** A SUCCEEDED run's status message is the agent's answer (cut; whole in the conversation). */
@@ -129,6 +165,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         return applyTransition(tx, { ...input, statusMessage });
       });
       if (applied && isTerminal(input.state)) observeRunEnded(input.state, input.statusMessage?.error_code);
+      if (applied) logStateChange(logger, input);
       return { applied };
     },
 
@@ -137,7 +174,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * continues the run; one sent before waits for the next follow-up).
      */
     async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
-      const result = await dataSource.transaction(async (tx) => {
+      const recorded = await dataSource.transaction(async (tx) => {
         const applied = await applyCancellation(tx, runId);
         // Decided by sequence number: the cancel request recorded the last one it saw.
         const [{ count }] = (await tx.query(
@@ -148,8 +185,9 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         )) as [{ count: number }];
         return { applied, followupAfterCancel: count > 0 };
       });
-      if (result.applied) observeRunEnded('CANCELLED', undefined);
-      return result;
+      if (recorded.applied) observeRunEnded('CANCELLED', undefined);
+      if (recorded.applied) logStateChange(logger, { runId, state: 'CANCELLED' });
+      return recorded;
     },
   };
 }

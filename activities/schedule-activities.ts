@@ -54,7 +54,7 @@ export function createScheduleActivities({ dataSource, config, logger, temporal,
             : `the service could not create it after ${attempt} attempts (database or Temporal unavailable)`;
           const message = `The firing of ${firingTime(firingId)} created no run: ${reason}`;
           await recordSpawnOutcome(dataSource.manager, scheduleId, message).catch((recordErr: unknown) =>
-            logger.warn('could not record a schedule spawn error', { scheduleId, error: recordErr }),
+            logger.warn('could not record a schedule spawn error', { schedule_id: scheduleId, error: recordErr }),
           );
           if (refused) throw ApplicationFailure.nonRetryable(message, ScheduleFailureType.SPAWN_REFUSED);
         }

@@ -12,6 +12,7 @@ import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
+import { requestLog } from './middleware/request-log';
 import { preferSpecificRoutes } from './middleware/specific-routes';
 import { rateLimitRequests } from './middleware/rate-limit';
 import { requestRateLimit } from './rate-limits';
@@ -115,6 +116,7 @@ export function createApp(deps: AppDeps): Koa {
   if (config.tracing) app.use(traceRequests());
   app.use(httpMetrics());
   app.use(requestId());
+  app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
   app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.

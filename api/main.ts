@@ -1,10 +1,11 @@
 import { loadConfig } from '../core/config';
-import { createLogger } from '../core/logger';
+import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { startTracing } from '../infra/tracing';
+import { installTemporalRuntime } from '../infra/temporal-runtime';
 import { createApp } from './app';
 import { startReconciler } from './reconciler';
 import { closeServer, listen } from './server';
@@ -12,7 +13,8 @@ import { closeServer, listen } from './server';
 /** Production entry point: the API alone (scale it behind a load balancer). */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger(config.logLevel, 'api');
+  const logger = createLogger(config.logLevel, 'api', loggerOptions(config));
+  installTemporalRuntime({ logger });
   // Before any connection: without the key, runs with MCP credentials could not be stored.
   const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);

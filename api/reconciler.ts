@@ -65,7 +65,7 @@ export function startReconciler({
     // Its start never reached Temporal and taking the run back failed too: the caller was
     // answered 503, so the run is not theirs to find.
     if (status === 'NOT_FOUND' && (await dataSource.transaction((tx) => withdrawUnstartedRun(tx, runId)))) {
-      logger.warn('removed a run whose workflow never started', { runId });
+      logger.warn('removed a run whose workflow never started', { run_id: runId });
       return true;
     }
     const applied = await dataSource.transaction((tx) =>
@@ -90,7 +90,7 @@ export function startReconciler({
         status === 'CANCELLED' ? 'CANCELLED' : 'ERROR',
         status === 'CANCELLED' ? undefined : 'internal_error',
       );
-    if (applied) logger.warn('reconciled a run whose workflow had closed', { runId, workflowStatus: status });
+    if (applied) logger.warn('reconciled a run whose workflow had closed', { run_id: runId, workflow_status: status });
     return applied;
   };
 

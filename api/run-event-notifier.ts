@@ -75,7 +75,11 @@ export function createRunEventNotifier(options: RunEventNotifierOptions): RunEve
       if (current === client) current = undefined;
       client.end().catch(() => undefined);
       if (closed) return;
-      logger.warn('event notifications: connection lost, reconnecting', { error: err, retryInMs: delay });
+      // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
+      logger.warn('event notifications: connection lost, reconnecting', {
+        error: err instanceof Error ? err.message : err,
+        retry_in_ms: delay,
+      });
       retryTimer = setTimeout(() => {
         retryTimer = undefined;
         connecting = connect();

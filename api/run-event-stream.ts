@@ -172,7 +172,7 @@ function startStream(
     const flowing = res.write(chunk);
     if (!flowing && !stallTimer) {
       stallTimer = setTimeout(() => {
-        logger.info('event stream dropped: the client does not read', { runId: request.runId });
+        logger.info('event stream dropped: the client does not read', { run_id: request.runId });
         res.destroy();
       }, stallMs);
       res.once('drain', () => {
@@ -245,7 +245,7 @@ function startStream(
   const done = loop()
     .catch((err: unknown) => {
       // The client reconnects with Last-Event-ID after `retry`, to this instance or another.
-      logger.warn('event stream failed', { runId: request.runId, error: err });
+      logger.warn('event stream failed', { run_id: request.runId, error: err });
     })
     .finally(() => {
       unsubscribe();

@@ -1,12 +1,20 @@
 import os from 'node:os';
-import { loadConfig } from '../core/config';
-import { createLogger } from '../core/logger';
+import { ConfigError, loadConfig, type Config } from '../core/config';
+import { createLogger, loggerOptions } from '../core/logger';
+import {
+  configuredModelProviders,
+  isKnownModelProvider,
+  MODEL_PROVIDER_KEY_VARIABLES,
+  modelProviderOf,
+  type ModelProviderName,
+} from '../core/model-providers';
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
 import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
+import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
@@ -16,14 +24,37 @@ import { createWorker } from '../worker/create-worker';
 
 const say = (message: string) => process.stdout.write(`${message}\n`);
 
+/** The banner's word on models: the default one, and a warning when runs cannot reach it. */
+function modelLines(config: Config): string[] {
+  const model = config.models.defaultModel;
+  const lines = [`Default model:   ${model} (AGENT_DEFAULT_MODEL)`];
+  const configured = configuredModelProviders(config);
+  const provider = modelProviderOf(model);
+  if (configured.length === 0) {
+    lines.push(
+      `Warning: no model provider is configured: every run fails until you set ${Object.values(MODEL_PROVIDER_KEY_VARIABLES).join(' or ')} and restart.`,
+    );
+  } else if (isKnownModelProvider(model) && !(configured as string[]).includes(provider)) {
+    const variable = MODEL_PROVIDER_KEY_VARIABLES[provider as ModelProviderName];
+    lines.push(`Warning: ${variable} is not set: runs on the default model ${model} fail.`);
+  }
+  return lines;
+}
+
 /** `npm start`: everything on one machine, embedded where nothing external is configured. */
 async function main(): Promise<void> {
   const started = Date.now();
   const config = loadConfig();
-  const logger = createLogger(config.logLevel, 'start');
+  // Readable lines on a terminal, JSON lines when the output goes to a file or a collector.
+  const logOptions = loggerOptions(config, process.stderr.isTTY ? 'pretty' : 'json');
+  const logger = createLogger(config.logLevel, 'start', logOptions);
+  const workerLogger = createLogger(config.logLevel, 'worker', logOptions);
+  const apiLogger = createLogger(config.logLevel, 'api', logOptions);
+  // Before anything starts: a taken port is one line naming its variable, not a failure halfway.
+  await assertPortsFree(plannedPorts(config));
   // The SDK's own metrics, on a loopback exporter that the API's /metrics serves with the rest.
   const temporalMetrics = await freeLoopbackAddress();
-  installTemporalRuntime({ logger: createLogger(config.logLevel, 'worker'), prometheusBindAddress: temporalMetrics });
+  installTemporalRuntime({ logger: workerLogger, prometheusBindAddress: temporalMetrics });
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
@@ -39,7 +70,7 @@ async function main(): Promise<void> {
     config,
     dataSource,
     connection: workerConnection,
-    logger: createLogger(config.logLevel, 'worker'),
+    logger: workerLogger,
     platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
     secretsKey,
     tracing,
@@ -51,7 +82,7 @@ async function main(): Promise<void> {
     dataSource,
     temporalClient: client,
     temporalConnection: connection,
-    logger: createLogger(config.logLevel, 'api'),
+    logger: apiLogger,
     isWorkerRunning: () => worker.getState() === 'RUNNING',
     secretsKey,
     extraMetrics: [temporalMetricsSource(temporalMetrics)],
@@ -60,7 +91,7 @@ async function main(): Promise<void> {
   const reconciler = startReconciler({
     dataSource,
     temporal: client,
-    logger: createLogger(config.logLevel, 'api'),
+    logger: apiLogger,
     intervalSeconds: config.reconcileIntervalSeconds,
   });
 
@@ -70,6 +101,7 @@ async function main(): Promise<void> {
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);
   if (config.tracing) say(`Traces to:       ${config.tracing.tracesUrl}`);
   say(`Data directory:  ${config.dataDir}`);
+  for (const line of modelLines(config)) say(line);
   say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
   if (count === 0) {
     const key = await createApiKey(dataSource, {
@@ -110,6 +142,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`Start failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // What the operator must change says everything in its message; anything else needs its stack.
+  const known = err instanceof PortUnavailableError || err instanceof ConfigError;
+  const text = err instanceof Error ? (known ? err.message : (err.stack ?? err.message)) : String(err);
+  process.stderr.write(`Start failed: ${text}\n`);
   process.exit(1);
 });

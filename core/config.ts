@@ -17,6 +17,7 @@ const envSchema = z.object({
   PUBLIC_URL: optionalString.pipe(z.url().optional()),
   AGENT_RUNS_DATA_DIR: z.string().default('./.data'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
 
   DATABASE_URL: optionalString,
   EMBEDDED_POSTGRES_PORT: intFrom(54329, 1, 65535),
@@ -109,6 +110,8 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Unset: each entry point's default (`npm start`: pretty on a terminal; otherwise JSON lines). */
+  logFormat?: 'json' | 'pretty';
   database: { url?: string; embeddedPort: number; queryTimeoutMs: number };
   temporal: {
     address?: string;
@@ -336,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     dataDir: path.resolve(e.AGENT_RUNS_DATA_DIR),
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     database: {
       url: e.DATABASE_URL,
       embeddedPort: e.EMBEDDED_POSTGRES_PORT,

@@ -20,6 +20,7 @@ import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
 import { renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
+import { markCancelledActivityLogs } from '../infra/temporal-runtime';
 import { workflowTracingSinks, type Tracing } from '../infra/tracing';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
 import { webhookQueue } from '../workflows/webhook-contract';
@@ -94,7 +95,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
           runId,
           `mcp-network-${randomUUID()}`,
           `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
-        ).catch((err: unknown) => logger.warn('could not record a refused connection', { runId, error: err }));
+        ).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
       },
     },
     (servers) => decryptMcpServers(servers, secretsKey),
@@ -150,7 +151,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     namespace: config.temporal.namespace,
     activities,
     interceptors: {
-      activity: [...(tracing?.activityInterceptors() ?? []), waitOutDatabaseOutages(dataSource, logger)],
+      activity: [
+        ...(tracing?.activityInterceptors() ?? []),
+        waitOutDatabaseOutages(dataSource, logger),
+        markCancelledActivityLogs,
+      ],
       // Used only when there is no prebuilt bundle: a bundle has them built in.
       ...(bundlePath ? {} : { workflowModules: workflowSources().workflowInterceptorModules }),
     },

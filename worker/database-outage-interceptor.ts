@@ -3,6 +3,7 @@ import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { isDependencyDown } from '../core/dependency-errors';
 import type { Logger } from '../core/logger';
+import { runIdOfWorkflowId } from '../workflows/run-contract';
 
 const PROBE_INTERVAL_MS = 1000;
 
@@ -36,16 +37,10 @@ export function waitOutDatabaseOutages(dataSource: DataSource, logger: Logger): 
               clearInterval(beat);
             }
             const since = Date.now();
-            logger.warn('PostgreSQL is unreachable; the activity waits for it', {
-              activity: ctx.info.activityType,
-              workflowId: ctx.info.workflowExecution?.workflowId,
-            });
+            const about = { activity: ctx.info.activityType, ...runOf(ctx.info.workflowExecution?.workflowId) };
+            logger.warn('PostgreSQL is unreachable; the activity waits for it', about);
             await waitFor(ctx, databaseAnswers);
-            logger.info('PostgreSQL is back; the activity runs again', {
-              activity: ctx.info.activityType,
-              workflowId: ctx.info.workflowExecution?.workflowId,
-              waitedMs: Date.now() - since,
-            });
+            logger.info('PostgreSQL is back; the activity runs again', { ...about, waited_ms: Date.now() - since });
           }
         }
       },
@@ -63,6 +58,13 @@ async function waitFor(ctx: Context, answers: () => Promise<boolean>): Promise<v
   } finally {
     clearInterval(beat);
   }
+}
+
+/** `{ run_id }` when the activity is a run's, else `{ workflow_id }`. */
+function runOf(workflowId: string | undefined): Record<string, string> {
+  if (workflowId === undefined) return {};
+  const runId = runIdOfWorkflowId(workflowId);
+  return runId ? { run_id: runId } : { workflow_id: workflowId };
 }
 
 function causedByOutage(err: unknown): boolean {

@@ -1,5 +1,5 @@
 import { loadConfig } from '../core/config';
-import { createLogger } from '../core/logger';
+import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
@@ -10,7 +10,7 @@ import { startWorkerMetricsServer } from './metrics-server';
 /** Production entry point: one worker process (run as many as the load needs). */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger(config.logLevel, 'worker');
+  const logger = createLogger(config.logLevel, 'worker', loggerOptions(config));
   // The SDK's own metrics go to a loopback exporter that the worker's /metrics serves along with its own.
   const temporalMetrics = config.metrics.workerPort ? await freeLoopbackAddress() : undefined;
   installTemporalRuntime({ logger, prometheusBindAddress: temporalMetrics });
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     tracing,
   });
   logger.info('worker polling', {
-    taskQueue: config.temporal.taskQueue,
+    task_queue: config.temporal.taskQueue,
     namespace: config.temporal.namespace,
     metrics: metricsServer ? `http://${config.host}:${config.metrics.workerPort}/metrics` : 'off',
   });

@@ -59,7 +59,8 @@ export function startWebhookDispatcher(deps: DeliveryStarterDeps): WebhookDispat
     const lost = (err?: Error) => {
       if (client !== pg) return;
       client = undefined;
-      if (!stopped) logger.warn('lost the webhook notification connection; reconnecting', { error: err });
+      // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
+      if (!stopped) logger.warn('lost the webhook notification connection; reconnecting', { error: err?.message });
       void pg.end().catch(() => undefined);
       reconnectLater();
     };

@@ -9,8 +9,15 @@ import type { RunState } from '../core/run-state';
 
 export const RUN_WORKFLOW_TYPE = 'agentRunWorkflow';
 
+const RUN_WORKFLOW_ID_PREFIX = 'agent-run-';
+
 export function runWorkflowId(runId: string): string {
-  return `agent-run-${runId}`;
+  return `${RUN_WORKFLOW_ID_PREFIX}${runId}`;
+}
+
+/** The run a workflow id of `runWorkflowId` names; undefined for any other workflow. */
+export function runIdOfWorkflowId(workflowId: string): string | undefined {
+  return workflowId.startsWith(RUN_WORKFLOW_ID_PREFIX) ? workflowId.slice(RUN_WORKFLOW_ID_PREFIX.length) : undefined;
 }
 
 /** Knobs the API passes to every execution; kept small because it lands in history. */

@@ -56,7 +56,7 @@ export async function fitConversation(
     c.messages.slice(from - skipped, to - skipped),
     c.contextTokens,
   );
-  const context = { runId: c.runId, turn: c.turn, step: c.step, from, to };
+  const context = { run_id: c.runId, turn: c.turn, step: c.step, from, to };
   let reply;
   try {
     reply = await c.provider.complete({ model: c.model, ...request, tools: [], signal: c.signal });

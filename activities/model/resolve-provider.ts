@@ -1,5 +1,5 @@
 import type { Config } from '../../core/config';
-import type { ModelProviderName } from '../../core/model-providers';
+import { MODEL_PROVIDER_KEY_VARIABLES, type ModelProviderName } from '../../core/model-providers';
 import { observeModelCall } from '../../core/metrics';
 import { createAnthropicProvider } from './anthropic-provider';
 import { modelCostUsd } from './model-cost';
@@ -8,9 +8,13 @@ import { tracedProvider } from './traced-provider';
 import { ProviderNotConfiguredError, type ModelProvider, type ModelReply } from './types';
 
 const PROVIDERS = {
-  openai: { variable: 'OPENAI_API_KEY', settings: (c: Config) => c.models.openai, create: createOpenAiProvider },
+  openai: {
+    variable: MODEL_PROVIDER_KEY_VARIABLES.openai,
+    settings: (c: Config) => c.models.openai,
+    create: createOpenAiProvider,
+  },
   anthropic: {
-    variable: 'ANTHROPIC_API_KEY',
+    variable: MODEL_PROVIDER_KEY_VARIABLES.anthropic,
     settings: (c: Config) => c.models.anthropic,
     create: createAnthropicProvider,
   },

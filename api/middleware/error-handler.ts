@@ -1,7 +1,8 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { ERROR_CODES, type ErrorCode } from '../../core/error-codes';
 import type { Logger } from '../../core/logger';
 import { ApiError } from '../api-error';
+import { routeTemplate } from './request-log';
 import { isDependencyDown } from '../../core/dependency-errors';
 
 export interface ProblemDocument {
@@ -46,11 +47,11 @@ export function errorHandler(options: { errorReferenceBaseUrl: string; logger: L
       }
       // Set by the routers' allowedMethods together with `Allow`, which stays on the response.
       if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) {
-        throw toApiError({ status: ctx.status }, ctx.method, ctx.path, options.logger, String(ctx.state.requestId));
+        throw toApiError({ status: ctx.status }, ctx.method, ctx.path, options.logger, logFieldsOf(ctx));
       }
     } catch (err) {
       const requestId = String(ctx.state.requestId ?? '');
-      const apiError = toApiError(err, ctx.method, ctx.path, options.logger, requestId);
+      const apiError = toApiError(err, ctx.method, ctx.path, options.logger, logFieldsOf(ctx));
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
       // Tells the official clients whether retrying can help, instead of guessing from the status.
@@ -61,7 +62,18 @@ export function errorHandler(options: { errorReferenceBaseUrl: string; logger: L
   };
 }
 
-function toApiError(err: unknown, method: string, path: string, logger: Logger, requestId: string): ApiError {
+/** What a log line may say of the request: never its path (ids in it can be capabilities) or query. */
+function logFieldsOf(ctx: Context): { request_id: string; method: string; route: string | null } {
+  return { request_id: String(ctx.state.requestId ?? ''), method: ctx.method, route: routeTemplate(ctx) };
+}
+
+function toApiError(
+  err: unknown,
+  method: string,
+  path: string,
+  logger: Logger,
+  request: ReturnType<typeof logFieldsOf>,
+): ApiError {
   if (err instanceof ApiError) return err;
   const status = (err as { status?: number }).status;
   // The routers answer 501 for a method they do not know at all (TRACE, CONNECT, ...); for the
@@ -70,16 +82,16 @@ function toApiError(err: unknown, method: string, path: string, logger: Logger, 
     return new ApiError('operation_not_supported', `${method} is not supported on ${path}.`, { status: 405 });
   }
   if (isDependencyDown(err)) {
-    logger.warn('dependency unavailable', { requestId, method, path, error: err });
+    logger.warn('dependency unavailable', { ...request, error: err });
     return new ApiError(
       'resource_unavailable',
       'A dependency of the service (database or Temporal) is unavailable; retry later.',
       { headers: { 'Retry-After': '5' } },
     );
   }
-  logger.error('unhandled error', { requestId, method, path, error: err });
+  logger.error('unhandled error', { ...request, error: err });
   return new ApiError(
     'internal_error',
-    `An unexpected error occurred; quote request id ${requestId} when reporting it.`,
+    `An unexpected error occurred; quote request id ${request.request_id} when reporting it.`,
   );
 }

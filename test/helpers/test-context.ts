@@ -4,17 +4,19 @@ import type { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DefaultLogger, Runtime, type NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
+import type { DestinationStream } from 'pino';
 import supertest from 'supertest';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
 import { closeServer, listen } from '../../api/server';
 import { loadConfig, type Config } from '../../core/config';
-import { createLogger } from '../../core/logger';
+import { createLogger, loggerOptions } from '../../core/logger';
 import { createApiKey } from '../../db/api-keys';
 import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
 import { startTracing, type Tracing } from '../../infra/tracing';
+import { installTemporalRuntime } from '../../infra/temporal-runtime';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
@@ -53,22 +55,19 @@ export interface TestContext {
 
 /**
  * Per test file: a worker on its own task queue, the API on a real port, and a scripted
- * model server, all against the run's shared PostgreSQL and Temporal.
+ * model server, all against the run's shared PostgreSQL and Temporal. The service's log (at
+ * LOG_LEVEL, default `error` so test output stays readable) goes to `logDestination` or stderr;
+ * the first context of a file also routes the Temporal SDK's log there.
  */
-let runtimeInstalled = false;
-
-/** Keeps the SDK's own logging to warnings so test output stays readable. */
-function quietTemporalRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  // A test file may have installed its own (to export the SDK's metrics); then that one stays.
-  if (Runtime._instance === undefined) Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
-
 export async function createTestContext(
-  options: { env?: Record<string, string>; worker?: boolean; temporalAddress?: string; databaseUrl?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    temporalAddress?: string;
+    databaseUrl?: string;
+    logDestination?: DestinationStream;
+  } = {},
 ): Promise<TestContext> {
-  quietTemporalRuntime();
   // A test may bring its own Temporal server or PostgreSQL (to stop or freeze it).
   const stack = {
     ...testStack(),
@@ -101,7 +100,11 @@ export async function createTestContext(
     RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
     ...options.env,
   });
-  const logger = createLogger(config.logLevel, 'test');
+  const logger = createLogger(config.logLevel, 'test', {
+    ...loggerOptions(config),
+    destination: options.logDestination,
+  });
+  installTemporalRuntime({ logger });
   const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
   if (options.databaseUrl) await runMigrations(dataSource);
   const tracing = startTracing(config, 'agent-runs-test');
