@@ -169,8 +169,11 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
-      let counted = false;
       let created: RunCreatedOrigin | undefined;
+      // Counted before the transaction: the counter takes a connection of the same pool, which a
+      // burst of transactions waiting on it would exhaust. Given back below when no run is made
+      // after all (a bad reference, an idempotent replay).
+      const counted = await countTeamRun(principal.teamId);
       try {
         const response = await recordThenCall(
           (fire) =>
@@ -209,8 +212,6 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
                 conversationId: await resolveConversation(tx, principal, body.conversation_id),
                 parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration),
               });
-              // Last of the checks, so that only a run about to be recorded counts (a replay never gets here).
-              counted = await countTeamRun(principal.teamId);
               // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
               await lockRunCreation(tx, runId);
               fire(() =>
@@ -237,6 +238,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
           (tx) => withdrawUnstartedRun(tx, runId),
         );
         if (created) observeRunCreated(created);
+        else if (counted) await runsPerHour?.giveBack(principal.teamId);
         return response;
       } catch (err) {
         // No run was made after all: it does not count.

@@ -3,11 +3,18 @@ import type { RunStatusMessage } from '../core/run-types';
 import { isTerminal } from '../core/run-state';
 import { lockRun, lockRunCreation, reopenRun } from './run-store';
 
+/** How long a queued run that has not asked for a slot yet keeps its place ahead of later runs. */
+export const ADMISSION_GRACE_SECONDS = 30;
+
 /**
  * A run that waits for a slot: QUEUED, not admitted for its turn, and not the child of an
- * unfinished run (such a child is admitted under its parent's slot, at once). `r` is the run.
+ * unfinished run (such a child is admitted under its parent's slot, at once); and its workflow
+ * asked for one, or may still be about to (it was queued within the grace period). A QUEUED run
+ * that no workflow works on (its start was lost; the reconciler settles it) would otherwise hold
+ * every later run of its team back. `r` is the run.
  */
 const WAITS_FOR_SLOT = `r.state = 'QUEUED' AND r.admitted_turn IS DISTINCT FROM r.turn
+  AND (r.admission_asked_turn = r.turn OR r.queued_at > clock_timestamp() - interval '${ADMISSION_GRACE_SECONDS} seconds')
   AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS'))`;
 
 /** A run that holds one of its team's slots: admitted for its turn on its own slot and unfinished. */
@@ -51,6 +58,10 @@ export async function admitRunTurn(
     if (locked.pendingFollowups === 0) return { admitted: true, teamId };
     await reopenRun(manager, runId, locked.turn);
   }
+  await manager.query(
+    `UPDATE runs SET admission_asked_turn = turn WHERE run_id = $1 AND admission_asked_turn IS DISTINCT FROM turn`,
+    [runId],
+  );
   const [run] = (await manager.query(
     `SELECT r.state, r.admitted_turn = r.turn AS admitted,
             EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS')) AS under_parent

@@ -1,6 +1,6 @@
-import { admitRunTurn, runsToAdmitNext } from '../db/team-admission';
+import { ADMISSION_GRACE_SECONDS, admitRunTurn, runsToAdmitNext } from '../db/team-admission';
 import { applyTransition } from '../db/run-store';
-import { runWorkflowId } from '../workflows/run-contract';
+import { admissionSignal, runWorkflowId } from '../workflows/run-contract';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
@@ -232,4 +232,26 @@ test('admission is in queue order even when a later run looks first; a child of 
     }
     await idle.close();
   }
+});
+
+test('a QUEUED run that no workflow works on holds the team back only for the grace period', async () => {
+  const { key } = await ctx.newTeamKey();
+  // A run whose workflow is gone before it ever asked for a slot (its start was lost).
+  await ctx.stopWorker();
+  const lost = await createRun(ctx, key, { prompt: 'lost start' });
+  await ctx.client.workflow.getHandle(runWorkflowId(lost)).terminate('test: the start was lost');
+  await ctx.startWorker();
+
+  // Within the grace period it keeps its place: a later run waits behind it.
+  const next = await createRun(ctx, key, { prompt: 'next in line' });
+  expect(message(await waitingForSlot(ctx, key, next))).toContain('1 run(s) queued before this one');
+
+  // Past it, the later run goes ahead (woken here by its periodic look, brought forward by a signal).
+  await ctx.dataSource.query(`UPDATE runs SET queued_at = queued_at - make_interval(secs => $2) WHERE run_id = $1`, [
+    lost,
+    ADMISSION_GRACE_SECONDS + 1,
+  ]);
+  await ctx.client.workflow.getHandle(runWorkflowId(next)).signal(admissionSignal);
+  await waitForState(ctx, key, next, ['SUCCEEDED']);
+  expect((await getRun(ctx, key, lost)).state).toBe('QUEUED');
 });

@@ -10,6 +10,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   TEAM_MAX_CONCURRENT_RUNS. A run is admitted for a turn when `admitted_turn = turn`; it then
  *   counts against its team's quota while unfinished if `holds_slot` (a child admitted under its
  *   unfinished parent does not). Waiting runs are admitted in `(queued_at, run_id)` order.
+ * - `runs.admission_asked_turn`: the turn for which the run's workflow last asked for a slot. A
+ *   run that never asked (no workflow works on it) stops holding the others back after a grace
+ *   period (db/team-admission.ts).
  *
  * Runs unfinished at migration time were admitted by the code before it: they hold their slots.
  * Every existing row gets the migration's time as `queued_at` (a fast default, no table
@@ -27,6 +30,7 @@ export class RateLimitsAndQuotas1763900000000 implements MigrationInterface {
     await q.query(`CREATE INDEX IF NOT EXISTS rate_limits_expire ON rate_limits (expire)`);
     await q.query(`ALTER TABLE runs ADD COLUMN IF NOT EXISTS admitted_turn integer`);
     await q.query(`ALTER TABLE runs ADD COLUMN IF NOT EXISTS holds_slot boolean NOT NULL DEFAULT false`);
+    await q.query(`ALTER TABLE runs ADD COLUMN IF NOT EXISTS admission_asked_turn integer`);
     await q.query(`ALTER TABLE runs ADD COLUMN IF NOT EXISTS queued_at timestamptz NOT NULL DEFAULT now()`);
     await q.query(`ALTER TABLE runs ALTER COLUMN queued_at SET DEFAULT clock_timestamp()`);
     await q.query(
@@ -43,6 +47,7 @@ export class RateLimitsAndQuotas1763900000000 implements MigrationInterface {
   public async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP INDEX CONCURRENTLY IF EXISTS runs_team_admission`);
     await q.query(`ALTER TABLE runs DROP COLUMN IF EXISTS queued_at`);
+    await q.query(`ALTER TABLE runs DROP COLUMN IF EXISTS admission_asked_turn`);
     await q.query(`ALTER TABLE runs DROP COLUMN IF EXISTS holds_slot`);
     await q.query(`ALTER TABLE runs DROP COLUMN IF EXISTS admitted_turn`);
     await q.query(`DROP TABLE IF EXISTS rate_limits`);
