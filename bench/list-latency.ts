@@ -21,6 +21,7 @@ import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { freePort } from '../test/helpers/free-port';
+import { benchLimits } from './bench-limits';
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-list-'));
   chmodSync(dataDir, 0o755);
   const config = loadConfig({
+    ...benchLimits(),
     AGENT_RUNS_DATA_DIR: dataDir,
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),

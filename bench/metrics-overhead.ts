@@ -21,6 +21,7 @@ import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { freePort } from '../test/helpers/free-port';
+import { benchLimits } from './bench-limits';
 
 const ROUND = 20;
 const percentile = (values: number[], p: number) => {
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
   chmodSync(dataDir, 0o755);
   const config = loadConfig({
+    ...benchLimits(),
     AGENT_RUNS_DATA_DIR: dataDir,
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),

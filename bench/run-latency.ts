@@ -29,6 +29,7 @@ import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { freePort } from '../test/helpers/free-port';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
+import { benchLimits } from './bench-limits';
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
   const config = loadConfig({
+    ...benchLimits(),
     AGENT_RUNS_DATA_DIR: dataDir,
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),

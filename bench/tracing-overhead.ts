@@ -22,6 +22,7 @@ import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { startTracing } from '../infra/tracing';
 import { freePort } from '../test/helpers/free-port';
+import { benchLimits } from './bench-limits';
 
 const ROUND = 20;
 const percentile = (values: number[], p: number) => {
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
   chmodSync(dataDir, 0o755);
   const off = loadConfig({
+    ...benchLimits(),
     AGENT_RUNS_DATA_DIR: dataDir,
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),
