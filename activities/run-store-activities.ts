@@ -78,14 +78,14 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * queued), or records on the run that it waits for a slot. Once admitted, wakes the next
      * waiting runs if slots are still free (they may have looked before this older run did).
      */
-    async admitRun({ runId }: { runId: string }): Promise<{ admitted: boolean }> {
+    async admitRun({ runId }: { runId: string }): Promise<{ admitted: boolean; recheckSeconds?: number }> {
       const admission = await dataSource.transaction((tx) => admitRunTurn(tx, runId, maxConcurrent));
       if (!admission) {
         throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
       }
       if (!admission.admitted) {
-        logger.debug('run waits for a slot of its team', { runId, teamId: admission.teamId });
-        return { admitted: false };
+        logger.debug('run waits for a slot of its team', { run_id: runId });
+        return { admitted: false, ...(admission.recheckSeconds ? { recheckSeconds: admission.recheckSeconds } : {}) };
       }
       await wakeTeam(admission.teamId);
       return { admitted: true };

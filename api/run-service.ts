@@ -19,7 +19,7 @@ import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
 import { listFactoryAgents } from '../db/agent-identities';
-import { deleteIdempotencyRecord, storeIdempotencyResponse } from '../db/idempotency-records';
+import { deleteIdempotencyRecord, findIdempotencyRecord, storeIdempotencyResponse } from '../db/idempotency-records';
 import { findFactory } from '../db/factories';
 import { countChildren, runDepth } from '../db/run-lineage';
 import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
@@ -94,6 +94,11 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     });
   }
 
+  /** The response a finished request with this key and body gave, if there is one. */
+  const storedResponseOf = async (claim: IdempotencyClaim): Promise<StoredResponse | undefined> => {
+    const record = await findIdempotencyRecord(dataSource.manager, claim);
+    return record?.response && record.requestHash === claim.hash ? record.response : undefined;
+  };
   const claimFor = (principal: RunPrincipal, scope: string, key: string | undefined, body: unknown) =>
     key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;
 
@@ -172,8 +177,15 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
       let created: RunCreatedOrigin | undefined;
       // Counted before the transaction: the counter takes a connection of the same pool, which a
       // burst of transactions waiting on it would exhaust. Given back below when no run is made
-      // after all (a bad reference, an idempotent replay).
-      const counted = await countTeamRun(principal.teamId);
+      // after all (a bad reference, an idempotent replay); a replay is answered even at the limit.
+      let counted: boolean;
+      try {
+        counted = await countTeamRun(principal.teamId);
+      } catch (err) {
+        const replay = claim && (await storedResponseOf(claim));
+        if (replay) return replay;
+        throw err;
+      }
       try {
         const response = await recordThenCall(
           (fire) =>

@@ -38,14 +38,15 @@ export async function claimIdempotencyRecord(
   return inserted.length > 0;
 }
 
+/** The record of a key within its TTL. */
 export async function findIdempotencyRecord(
   tx: EntityManager,
   ref: IdempotencyKeyRef,
 ): Promise<IdempotencyRecord | null> {
   const [row] = (await tx.query(
     `SELECT request_hash, response_status, response_body, response_headers FROM idempotency_records
-      WHERE principal_uid = $1 AND scope = $2 AND key = $3`,
-    [ref.principalUid, ref.scope, ref.key],
+      WHERE principal_uid = $1 AND scope = $2 AND key = $3 AND created_at >= now() - make_interval(hours => $4)`,
+    [ref.principalUid, ref.scope, ref.key, IDEMPOTENCY_TTL_HOURS],
   )) as {
     request_hash: string;
     response_status: number | null;

@@ -4,7 +4,7 @@ import { isTerminal } from '../core/run-state';
 import { lockRun, lockRunCreation, reopenRun } from './run-store';
 
 /** How long a queued run that has not asked for a slot yet keeps its place ahead of later runs. */
-export const ADMISSION_GRACE_SECONDS = 30;
+export const ADMISSION_GRACE_SECONDS = 10;
 
 /**
  * A run that waits for a slot: QUEUED, not admitted for its turn, and not the child of an
@@ -16,6 +16,9 @@ export const ADMISSION_GRACE_SECONDS = 30;
 const WAITS_FOR_SLOT = `r.state = 'QUEUED' AND r.admitted_turn IS DISTINCT FROM r.turn
   AND (r.admission_asked_turn = r.turn OR r.queued_at > clock_timestamp() - interval '${ADMISSION_GRACE_SECONDS} seconds')
   AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS'))`;
+
+/** Queued before the run `$2` (in admission order). */
+const BEFORE_THE_RUN = `(r.queued_at, r.run_id) < (SELECT queued_at, run_id FROM runs WHERE run_id = $2)`;
 
 /** A run that holds one of its team's slots: admitted for its turn on its own slot and unfinished. */
 const HOLDS_SLOT = `r.state IN ('QUEUED', 'INPROGRESS') AND r.admitted_turn = r.turn AND r.holds_slot`;
@@ -30,7 +33,17 @@ async function markAdmitted(manager: EntityManager, runId: string, holdsSlot: bo
 }
 
 export type Admission =
-  { admitted: true; teamId: string } | { admitted: false; teamId: string; statusMessage: RunStatusMessage };
+  | { admitted: true; teamId: string }
+  | {
+      admitted: false;
+      teamId: string;
+      statusMessage: RunStatusMessage;
+      /**
+       * When only runs that have not asked yet are ahead and a slot is free: seconds until their
+       * grace ends, when the run should look again (nobody signals that moment).
+       */
+      recheckSeconds?: number;
+    };
 
 /**
  * Admits the run's current turn if its team has fewer than `maxConcurrent` runs holding a slot
@@ -82,12 +95,14 @@ export async function admitRunTurn(
   }
   const [counts] = (await manager.query(
     `SELECT count(*) FILTER (WHERE ${HOLDS_SLOT})::int AS holders,
-            count(*) FILTER (WHERE ${WAITS_FOR_SLOT}
-              AND (r.queued_at, r.run_id) < (SELECT queued_at, run_id FROM runs WHERE run_id = $2))::int AS ahead
+            count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})::int AS ahead,
+            count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN} AND r.admission_asked_turn IS DISTINCT FROM r.turn)::int AS unasked,
+            ceil(extract(epoch FROM max(r.queued_at) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})
+              + interval '${ADMISSION_GRACE_SECONDS} seconds' - clock_timestamp()))::int AS grace_left
        FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS')`,
     [teamId, runId],
-  )) as { holders: number; ahead: number }[];
-  const { holders, ahead } = counts!;
+  )) as { holders: number; ahead: number; unasked: number; grace_left: number | null }[];
+  const { holders, ahead, unasked, grace_left: graceLeft } = counts!;
   if (holders < maxConcurrent && ahead === 0) {
     await markAdmitted(manager, runId, true);
     return { admitted: true, teamId };
@@ -103,7 +118,13 @@ export async function admitRunTurn(
       WHERE run_id = $1 AND state = 'QUEUED' AND status_message IS DISTINCT FROM $2::jsonb`,
     [runId, JSON.stringify(statusMessage)],
   );
-  return { admitted: false, teamId, statusMessage };
+  const onlyUnaskedAhead = holders < maxConcurrent && ahead === unasked;
+  return {
+    admitted: false,
+    teamId,
+    statusMessage,
+    ...(onlyUnaskedAhead ? { recheckSeconds: Math.max(1, (graceLeft ?? 0) + 1) } : {}),
+  };
 }
 
 /**

@@ -146,8 +146,12 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     if (!admission) return;
     for (;;) {
       slotMayHaveFreed = false;
-      if ((await store.admitRun({ runId })).admitted) return;
-      await condition(() => slotMayHaveFreed, ADMISSION_RECHECK);
+      const admission = await store.admitRun({ runId });
+      if (admission.admitted) return;
+      await condition(
+        () => slotMayHaveFreed,
+        admission.recheckSeconds ? admission.recheckSeconds * 1000 : ADMISSION_RECHECK,
+      );
       await continueAsNewIfSuggested();
     }
   }
