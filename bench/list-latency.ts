@@ -6,27 +6,13 @@
  * run, 200 requests each, and prints p50/p99 per request.
  * Usage: npm run bench:list -- [rows=1000000] [requests=200]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { encodeCursor, parseListRunsQuery } from '../api/list-runs-query';
 import { closeServer, listen } from '../api/server';
-import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { createApiKey } from '../db/api-keys';
-import { runMigrations } from '../db/data-source';
-import { connectTemporalClient, openDataSource } from '../infra/connections';
-import { startDependencies } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
-import { freePort } from '../test/helpers/free-port';
-import { benchLimits } from './bench-limits';
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
+import { connectTemporalClient } from '../infra/connections';
+import { percentile, startBenchStack } from './bench-stack';
 
 const WORDS = [
   'parser',
@@ -108,23 +94,10 @@ async function seed(
 async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 1_000_000);
   const requests = Number(process.argv[3] ?? 200);
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-list-'));
-  chmodSync(dataDir, 0o755);
-  const config = loadConfig({
-    ...benchLimits(),
-    AGENT_RUNS_DATA_DIR: dataDir,
-    EMBEDDED_POSTGRES_PORT: String(await freePort()),
-    TEMPORAL_DEV_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    LOG_LEVEL: 'error',
-  });
+  const stack = await startBenchStack({ name: 'list', poolSize: 10 });
+  const { config, secretsKey, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const secretsKey = resolveSecretsKey(config, { create: true });
-  const deps = await startDependencies(config, () => undefined, { temporalUi: false });
-  const dataSource = await openDataSource(deps.databaseUrl, 10);
-  await runMigrations(dataSource);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
   const app = createApp({
     config,
     dataSource,
@@ -258,9 +231,7 @@ async function main(): Promise<void> {
 
   await closeServer(server);
   await connection.close();
-  await dataSource.destroy();
-  await deps.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stack.stop();
 }
 
 void main().catch((err: unknown) => {

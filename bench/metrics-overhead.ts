@@ -5,51 +5,23 @@
  * request's instrumentation costs alone, and what a scrape of `/metrics` takes.
  * Usage: npm run bench:metrics -- [requests=400] [concurrency=1]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
-import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { observeHttpRequest, observeRunCreated, renderMetrics } from '../core/metrics';
 import { createApiKey } from '../db/api-keys';
-import { runMigrations } from '../db/data-source';
-import { connectTemporalClient, openDataSource } from '../infra/connections';
-import { startDependencies } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
-import { freePort } from '../test/helpers/free-port';
-import { benchLimits } from './bench-limits';
+import { connectTemporalClient } from '../infra/connections';
+import { percentile, startBenchStack } from './bench-stack';
 
 const ROUND = 20;
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
-
 async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 400);
   const concurrency = Number(process.argv[3] ?? 1);
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
-  chmodSync(dataDir, 0o755);
-  const config = loadConfig({
-    ...benchLimits(),
-    AGENT_RUNS_DATA_DIR: dataDir,
-    EMBEDDED_POSTGRES_PORT: String(await freePort()),
-    TEMPORAL_DEV_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    OPENAI_API_KEY: 'bench',
-    LOG_LEVEL: 'error',
-  });
+  const stack = await startBenchStack({ name: 'metrics', env: { OPENAI_API_KEY: 'bench' } });
+  const { config, secretsKey, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const secretsKey = resolveSecretsKey(config, { create: true });
-  const deps = await startDependencies(config, () => undefined, { temporalUi: false });
-  const dataSource = await openDataSource(deps.databaseUrl, 20);
-  await runMigrations(dataSource);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
   const logger = createLogger('error', 'bench');
   const build = () =>
     createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger, secretsKey });
@@ -116,9 +88,7 @@ async function main(): Promise<void> {
 
   for (const s of servers) await closeServer(s);
   await connection.close();
-  await dataSource.destroy();
-  await deps.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stack.stop();
 }
 
 main().catch((err: unknown) => {

@@ -10,31 +10,18 @@
  * `compare` requests of each kind, in rounds of 20).
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { runWorkflowOptions } from '../core/run-workflow-options';
 import { closeServer, listen } from '../api/server';
-import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { createApiKey } from '../db/api-keys';
-import { runMigrations } from '../db/data-source';
-import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
-import { startDependencies } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
 import { startTracing } from '../infra/tracing';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
-import { freePort } from '../test/helpers/free-port';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
-import { benchLimits } from './bench-limits';
+import { percentile, startBenchStack } from './bench-stack';
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
 const summary = (name: string, values: number[]) =>
   `${name.padEnd(28)} p50 ${percentile(values, 50).toFixed(1).padStart(6)} ms   p95 ${percentile(values, 95)
     .toFixed(0)
@@ -47,42 +34,32 @@ async function main(): Promise<void> {
   const concurrency = Number(process.argv[3] ?? 10);
   const steps = Number(process.argv[4] ?? 1);
   const compare = Number(process.argv[5] ?? 200);
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
-  chmodSync(dataDir, 0o755);
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
-  const config = loadConfig({
-    ...benchLimits(),
-    AGENT_RUNS_DATA_DIR: dataDir,
-    EMBEDDED_POSTGRES_PORT: String(await freePort()),
-    TEMPORAL_DEV_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    OPENAI_API_KEY: 'bench',
-    OPENAI_BASE_URL: modelUrl,
-    AGENT_DEFAULT_MODEL: 'openai/bench',
-    AGENT_IDLE_TIMEOUT_MINUTES: '0',
-    LOG_LEVEL: 'error',
-    // Tracing as the environment sets it (OTEL_EXPORTER_OTLP_ENDPOINT, …), to measure what it costs.
-    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
+  const bootStart = Date.now();
+  // The secrets key is made in the bench's own data dir, where the worker finds it too.
+  const stack = await startBenchStack({
+    env: {
+      OPENAI_API_KEY: 'bench',
+      OPENAI_BASE_URL: modelUrl,
+      AGENT_DEFAULT_MODEL: 'openai/bench',
+      AGENT_IDLE_TIMEOUT_MINUTES: '0',
+      // Tracing as the environment sets it (OTEL_EXPORTER_OTLP_ENDPOINT, …), to measure what it costs.
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
+    } as Record<string, string>,
   });
+  const { config, secretsKey, dataSource } = stack;
   const tracing = startTracing(config, 'agent-runs-bench');
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  // In the bench's own data dir, where the worker finds it too.
-  const secretsKey = resolveSecretsKey(config, { create: true });
-  const bootStart = Date.now();
-  const deps = await startDependencies(config, () => undefined, { temporalUi: false });
-  const dataSource = await openDataSource(deps.databaseUrl, 20);
-  await runMigrations(dataSource);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, tracing);
-  const workerConnection = await connectWorkerConnection(deps.temporalAddress);
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);
+  const workerConnection = await connectWorkerConnection(stack.temporalAddress);
   const logger = createLogger('error', 'bench');
   const worker = await createWorker({
     config,
     dataSource,
     connection: workerConnection,
     logger,
-    platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
+    platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
     secretsKey,
     tracing,
   });
@@ -200,10 +177,8 @@ async function main(): Promise<void> {
   await tracing?.shutdown();
   await workerConnection.close();
   await connection.close();
-  await dataSource.destroy();
   await model.stop();
-  await deps.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stack.stop();
 }
 
 const ROUND = 20;

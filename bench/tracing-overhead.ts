@@ -5,35 +5,21 @@
  * the create path is measured. Prints p50/p95 and this process's CPU time per request of each.
  * Usage: npx tsx bench/tracing-overhead.ts [requests=400] [concurrency=1]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
-import { loadConfig, type Config } from '../core/config';
+import { type Config } from '../core/config';
 import { createLogger } from '../core/logger';
 import { createApiKey } from '../db/api-keys';
-import { runMigrations } from '../db/data-source';
-import { connectTemporalClient, openDataSource } from '../infra/connections';
-import { startDependencies } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { connectTemporalClient } from '../infra/connections';
 import { startTracing } from '../infra/tracing';
-import { freePort } from '../test/helpers/free-port';
-import { benchLimits } from './bench-limits';
+import { percentile, startBenchStack } from './bench-stack';
 
 const ROUND = 20;
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
-
 async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 400);
   const concurrency = Number(process.argv[3] ?? 1);
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   let spans = 0;
   const sink = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -48,25 +34,12 @@ async function main(): Promise<void> {
     });
   });
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-'));
-  chmodSync(dataDir, 0o755);
-  const off = loadConfig({
-    ...benchLimits(),
-    AGENT_RUNS_DATA_DIR: dataDir,
-    EMBEDDED_POSTGRES_PORT: String(await freePort()),
-    TEMPORAL_DEV_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    OPENAI_API_KEY: 'bench',
-    LOG_LEVEL: 'error',
-  });
+  const stack = await startBenchStack({ name: 'tracing', env: { OPENAI_API_KEY: 'bench' } });
+  const { config: off, secretsKey, dataSource } = stack;
   const on: Config = {
     ...off,
     tracing: { tracesUrl: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`, headers: {} },
   };
-  const secretsKey = resolveSecretsKey(off, { create: true });
-  const deps = await startDependencies(off, () => undefined, { temporalUi: false });
-  const dataSource = await openDataSource(deps.databaseUrl, 20);
-  await runMigrations(dataSource);
   const tracing = startTracing(on, 'agent-runs-bench');
   const logger = createLogger('error', 'bench');
   const apis = await Promise.all(
@@ -74,7 +47,7 @@ async function main(): Promise<void> {
       { config: off, tracing: undefined },
       { config: on, tracing },
     ].map(async ({ config, tracing: t }) => {
-      const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, t);
+      const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, t);
       const app = createApp({
         config,
         dataSource,
@@ -137,10 +110,8 @@ async function main(): Promise<void> {
     await closeServer(api.server);
     await api.connection.close();
   }
-  await dataSource.destroy();
-  await deps.stop();
+  await stack.stop();
   sink.close();
-  rmSync(dataDir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

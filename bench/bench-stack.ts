@@ -1,0 +1,67 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { DataSource } from 'typeorm';
+import { loadConfig, type Config } from '../core/config';
+import { runMigrations } from '../db/data-source';
+import { openDataSource } from '../infra/connections';
+import { startDependencies } from '../infra/runtime';
+import { resolveSecretsKey } from '../infra/secrets-key';
+import { freePort } from '../test/helpers/free-port';
+import { benchLimits } from './bench-limits';
+
+/** The value below which `p` % of `values` lie. */
+export const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+};
+
+export interface BenchStack {
+  config: Config;
+  secretsKey: Buffer;
+  databaseUrl: string;
+  temporalAddress: string;
+  /** Migrated. */
+  dataSource: DataSource;
+  /** Closes the DataSource, stops PostgreSQL and Temporal, and removes the data directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A private embedded stack for one benchmark: PostgreSQL and a Temporal dev server on free ports,
+ * in a fresh data directory, with the limits off (bench-limits.ts) and `env` on top.
+ */
+export async function startBenchStack(
+  options: { env?: Record<string, string>; poolSize?: number; name?: string } = {},
+): Promise<BenchStack> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `agent-runs-bench-${options.name ?? 'run'}-`));
+  // The embedded PostgreSQL runs as another user when the benchmark runs as root.
+  chmodSync(dataDir, 0o755);
+  const config = loadConfig({
+    ...benchLimits(),
+    AGENT_RUNS_DATA_DIR: dataDir,
+    EMBEDDED_POSTGRES_PORT: String(await freePort()),
+    TEMPORAL_DEV_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    LOG_LEVEL: 'error',
+    ...options.env,
+  });
+  const secretsKey = resolveSecretsKey(config, { create: true });
+  const deps = await startDependencies(config, () => undefined, { temporalUi: false });
+  const dataSource = await openDataSource(deps.databaseUrl, options.poolSize ?? 20);
+  await runMigrations(dataSource);
+  return {
+    config,
+    secretsKey,
+    databaseUrl: deps.databaseUrl,
+    temporalAddress: deps.temporalAddress,
+    dataSource,
+    async stop() {
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await deps.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
