@@ -5,7 +5,6 @@
  * the create path is measured. Prints p50/p95 and this process's CPU time per request of each.
  * Usage: npx tsx bench/tracing-overhead.ts [requests=400] [concurrency=1]
  */
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
@@ -15,24 +14,13 @@ import { createApiKey } from '../db/api-keys';
 import { connectTemporalClient } from '../infra/connections';
 import { startTracing } from '../infra/tracing';
 import { percentile, startBenchStack } from './bench-stack';
+import { createOtlpSink } from './otlp-sink';
 
 const ROUND = 20;
 async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 400);
   const concurrency = Number(process.argv[3] ?? 1);
-  let spans = 0;
-  const sink = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      spans += (
-        Buffer.concat(chunks)
-          .toString('utf8')
-          .match(/"spanId"/g) ?? []
-      ).length;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
+  const { server: sink, counts } = createOtlpSink();
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   const stack = await startBenchStack({ name: 'tracing', env: { OPENAI_API_KEY: 'bench' } });
   const { config: off, secretsKey, dataSource } = stack;
@@ -103,7 +91,7 @@ async function main(): Promise<void> {
   out(line('tracing on', traced));
   out(
     `difference       p50 ${(percentile(traced.latencies, 50) - percentile(plain.latencies, 50)).toFixed(1)} ms, ` +
-      `CPU ${((traced.cpuMs - plain.cpuMs) / total).toFixed(2)} ms/request; ${spans} spans exported`,
+      `CPU ${((traced.cpuMs - plain.cpuMs) / total).toFixed(2)} ms/request; ${counts.spans} spans exported`,
   );
 
   for (const api of apis) {
