@@ -138,9 +138,18 @@ test(`${SCHEMATHESIS} finds no failure in any operation`, async () => {
       .split('\n')
       .filter((line) => /^=+ .* =+$/.test(line))
       .pop() ?? '(no summary)';
-  process.stdout.write(`schemathesis: ${summary}\n`);
+  process.stdout.write(`schemathesis: ${summary}\n${warningsOf(output)}`);
   if (failed) throw new Error(`schemathesis found failures:\n${output}`);
   expect(output).toMatch(/Selected: (\d+)\/\1/);
   expect(output).not.toMatch(/Failures:/);
   expect(summary).toMatch(/in [\d.]+s/);
 }, 900_000);
+
+/** schemathesis's WARNINGS section (operations it could not exercise fully), for the log. */
+function warningsOf(output: string): string {
+  const lines = output.split('\n');
+  const start = lines.findIndex((line) => /^=+ WARNINGS =+$/.test(line));
+  if (start < 0) return '';
+  const end = lines.findIndex((line, i) => i > start && /^=+ .* =+$/.test(line));
+  return `${lines.slice(start, end < 0 ? undefined : end).join('\n')}\n`;
+}
