@@ -14,13 +14,19 @@ import { DEFAULT_BASE_PROMPT } from '../core/new-run';
 import { listFactoryAgents } from '../db/agent-identities';
 import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
 import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
+import {
+  offersFactoryFileTool,
+  runValidateFactoryFile,
+  VALIDATE_FACTORY_FILE_SPEC,
+  VALIDATE_FACTORY_FILE_TOOL,
+} from './tools/factory-file-tool';
 import type { Logger } from '../core/logger';
 import type { ActivityDeps } from './deps';
 import { fitConversation } from './model/context-summary';
 import { modelCostUsd } from './model/model-cost';
 import { resolveProvider } from './model/resolve-provider';
 import { ProviderNotConfiguredError, ProviderRejectedError, type AgentMessage, type ToolCall } from './model/types';
-import { findBundledSkill } from './skills/bundled-skills';
+import { findBundledSkill, isSkillSpecAllowed } from './skills/bundled-skills';
 import {
   BUILTIN_TOOL_NAMES,
   BUILTIN_TOOLS,
@@ -44,6 +50,7 @@ interface StepRun {
   advertised_skills: (AdvertisedSkillRow & Record<string, unknown>)[] | null;
   factory_uid: string | null;
   executor_uid: string | null;
+  agent_skill: { bundled_skill_id?: string } | null;
 }
 interface AdvertisedSkillRow {
   name: string;
@@ -78,7 +85,13 @@ function capDiff(diff: string, limit: number): string {
  * Built-in tools a retried step runs again rather than calling them interrupted: those that only
  * read, and `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs.
  */
-const REPEATABLE_TOOLS = new Set(['read_file', 'list_directory', 'read_skill', 'upload_artifact']);
+const REPEATABLE_TOOLS = new Set([
+  'read_file',
+  'list_directory',
+  'read_skill',
+  'upload_artifact',
+  VALIDATE_FACTORY_FILE_TOOL,
+]);
 
 function hasSideEffects(tool: string): boolean {
   return !REPEATABLE_TOOLS.has(tool);
@@ -212,7 +225,7 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           if (!recorded) await deliverFollowups(tx, runId, turn);
         });
         const [run] = (await dataSource.query(
-          `SELECT config, team_id, total_tokens, advertised_skills, factory_uid, executor_uid FROM runs WHERE run_id = $1`,
+          `SELECT config, team_id, total_tokens, advertised_skills, factory_uid, executor_uid, agent_skill FROM runs WHERE run_id = $1`,
           [runId],
         )) as StepRun[];
         // A summary is written before its step's reply and never takes in the last exchange: this
@@ -315,6 +328,20 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             // work: running it again blindly could push twice or migrate twice.
             outcome = { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
             observeToolCallNotRun(BUILTIN_TOOL_NAMES.has(call.name) ? call.name : 'mcp', 'interrupted');
+          } else if (
+            call.name === VALIDATE_FACTORY_FILE_TOOL &&
+            (await offersFactoryFileTool(dataSource.manager, runId, run!.agent_skill))
+          ) {
+            outcome = await observeToolCall(call.name, () =>
+              runValidateFactoryFile(call.arguments, {
+                files,
+                workspacePath: processes.workspacePath,
+                repositories: workspaceRepositories(workspace),
+                allowedSkill: (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+                outputLimitBytes: config.agent.toolOutputLimitBytes,
+                signal: ctx.cancellationSignal,
+              }),
+            );
           } else if (BUILTIN_TOOL_NAMES.has(call.name)) {
             if (sideEffects) await recordStarted(runId, turn, step, index, call);
             const tool = () =>
@@ -425,6 +452,9 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
       ...BUILTIN_TOOLS,
       ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
       ...(mcp?.tools.map((t) => t.spec) ?? []),
+      ...((await offersFactoryFileTool(dataSource.manager, runId, run.agent_skill))
+        ? [VALIDATE_FACTORY_FILE_SPEC]
+        : []),
     ];
     const messages = await fitConversation(
       { dataSource, config, logger: log },

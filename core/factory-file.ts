@@ -349,3 +349,21 @@ export function disallowedSkills(factory: FactoryFile, allowed: (spec: string) =
   }
   return problems;
 }
+
+export type FactoryFileCheck = { valid: true; factory: FactoryFile } | { valid: false; errors: FactoryFileProblem[] };
+
+/**
+ * The whole check a FACTORY.md gets, the same wherever it is made (discovery, the validation
+ * endpoint, the agent's `validate_factory_file` tool): the format, then the agents' skills
+ * against what this service may load.
+ */
+export function checkFactoryFile(
+  content: string,
+  filePath: string | undefined,
+  allowedSkill: (spec: string) => boolean,
+): FactoryFileCheck {
+  const parsed = parseFactoryFile(content, filePath);
+  if (!parsed.ok) return { valid: false, errors: parsed.errors };
+  const errors = disallowedSkills(parsed.factory, allowedSkill);
+  return errors.length ? { valid: false, errors } : { valid: true, factory: parsed.factory };
+}

@@ -246,3 +246,13 @@ export async function runIdleWindow(
   )) as { state: RunState; left_ms: number | null }[];
   return row ? { state: row.state, leftMs: row.left_ms } : null;
 }
+
+/** Whether a run's agent loaded the bundled skill `skillId` with read_skill (a `skill_load` entry). */
+export async function hasLoadedBundledSkill(manager: EntityManager, runId: string, skillId: string): Promise<boolean> {
+  const rows = (await manager.query(
+    `SELECT 1 FROM run_events
+      WHERE run_id = $1 AND kind = 'skill_load' AND payload->'input'->>'bundled_skill_id' = $2 LIMIT 1`,
+    [runId, skillId],
+  )) as unknown[];
+  return rows.length > 0;
+}

@@ -1,4 +1,5 @@
 import {
+  checkFactoryFile,
   disallowedSkills,
   MAX_FACTORY_FILE_BYTES,
   parseFactoryFile,
@@ -216,4 +217,19 @@ test('disallowedSkills names each skill whose owner the operator has not allowed
     { path: 'agents[1].skills[0]', message: expect.stringContaining('GIT_ALLOWED_OWNERS does not include acme') },
   ]);
   expect(disallowedSkills(parsed.factory, () => true)).toEqual([]);
+});
+
+test('checkFactoryFile: the format first, then the skills; a valid file comes back parsed', () => {
+  const parsed = parseFactoryFile(VALID, PATH);
+  if (!parsed.ok) throw new Error('expected a factory');
+  expect(checkFactoryFile(VALID, PATH, () => true)).toEqual({ valid: true, factory: parsed.factory });
+  expect(checkFactoryFile(VALID, PATH, (spec) => !spec.startsWith('acme/tools:lint'))).toEqual({
+    valid: false,
+    errors: [{ path: 'agents[1].skills[0]', message: expect.stringContaining('GIT_ALLOWED_OWNERS') }],
+  });
+  // A file with format errors reports those; its skills are not judged yet.
+  expect(checkFactoryFile(VALID, '.agents/factories/other/FACTORY.md', () => false)).toEqual({
+    valid: false,
+    errors: [{ path: 'name', message: expect.stringContaining('must equal the directory') }],
+  });
 });

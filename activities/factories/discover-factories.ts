@@ -1,10 +1,9 @@
 import type { DataSource } from 'typeorm';
 import {
-  disallowedSkills,
+  checkFactoryFile,
   FACTORIES_DIR,
   FACTORY_FILE_NAME,
   MAX_FACTORY_FILE_BYTES,
-  parseFactoryFile,
   type FactoryFileProblem,
 } from '../../core/factory-file';
 import type { Environment } from '../../db/environments';
@@ -45,10 +44,9 @@ export async function discoverFactoryFiles(
       skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
       continue;
     }
-    const parsed = parseFactoryFile(entry.content, entry.path);
-    const errors = parsed.ok ? disallowedSkills(parsed.factory, allowedSkill) : parsed.errors;
-    if (parsed.ok && !errors.length) found.push({ repository, path: entry.path, factory: parsed.factory });
-    else skipped.push({ repository, path: entry.path, errors });
+    const checked = checkFactoryFile(entry.content, entry.path, allowedSkill);
+    if (checked.valid) found.push({ repository, path: entry.path, factory: checked.factory });
+    else skipped.push({ repository, path: entry.path, errors: checked.errors });
   }
   return { found, skipped };
 }

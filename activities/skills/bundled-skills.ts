@@ -8,6 +8,8 @@ export const BUNDLED_SKILL_OWNER = 'agent-runs';
 export const BUNDLED_SKILL_REPO = 'bundled';
 /** Offered only to the agents of a factory. */
 export const FACTORY_MCP_SKILL = 'factory-mcp';
+/** Teaches `validate_factory_file`, which a run's agent has once this skill is in play. */
+export const FACTORY_FILES_SKILL = 'factory-files';
 
 const candidates = [
   path.resolve(__dirname, '..', '..', 'bundled-skills'),

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isSkillSpecAllowed } from '../../activities/skills/bundled-skills';
 import type { Config } from '../../core/config';
-import { disallowedSkills, parseFactoryFile } from '../../core/factory-file';
+import { checkFactoryFile } from '../../core/factory-file';
 import { findEnvironment } from '../../db/environments';
 import {
   createFactory,
@@ -57,11 +57,9 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
   router.post('/agent/factories/validate', (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(factoryValidateBodySchema, ctx.state.body);
-    const parsed = parseFactoryFile(body.content, body.path);
-    const errors = parsed.ok
-      ? disallowedSkills(parsed.factory, (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec))
-      : parsed.errors;
-    ctx.body = parsed.ok && !errors.length ? { valid: true, factory: parsed.factory } : { valid: false, errors };
+    ctx.body = checkFactoryFile(body.content, body.path, (spec) =>
+      isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+    );
   });
 
   router.post('/agent/factories', async (ctx) => {
