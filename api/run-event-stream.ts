@@ -221,6 +221,7 @@ function startStream(
       woken = false;
       // Read before the entries: once a terminal state shows here, its entry is among those read next.
       const status = await runIdleWindow(manager, request.runId);
+      // A run's entries commit in id order (migration 1763920000000): none can still appear below lastId.
       for (let more = true; more && !closed;) {
         const page = await loadRunEventsAfter(manager, request.runId, lastId.toString(), PAGE);
         const data = page.events.length ? await request.present(page.events) : [];

@@ -20,6 +20,7 @@ import { Webhooks1763880000000 } from './migrations/1763880000000-webhooks';
 import { ListIndexes1763890000000 } from './migrations/1763890000000-list-indexes';
 import { RateLimitsAndQuotas1763900000000 } from './migrations/1763900000000-rate-limits-and-quotas';
 import { ResourceListIndexes1763910000000 } from './migrations/1763910000000-resource-list-indexes';
+import { RunEventOrder1763920000000 } from './migrations/1763920000000-run-event-order';
 import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-load-index';
 
 export const ENTITIES = [
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   ListIndexes1763890000000,
   RateLimitsAndQuotas1763900000000,
   ResourceListIndexes1763910000000,
+  RunEventOrder1763920000000,
   SkillLoadIndex1763921800000,
 ];
 

@@ -156,6 +156,20 @@ test('run --wait exits 3 with the status message when the run fails', async () =
   );
 });
 
+test('run --wait exits 4 with the status message when the run ends ERROR (a provider outage)', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('cli-error');
+  // Past the model retries (test context: 3 attempts) a 503 is a platform failure: ERROR, not FAILED.
+  ctx.model.script(marker, () => ({ status: 503, error: `provider down ${marker}` }));
+  const result = await cli(['run', `Nobody answers ${marker}`, '--wait', '--idle-timeout', '0'], as(key));
+  expect(result.code).toBe(4);
+  const runId = result.stdout.trim();
+  expect(runId).toMatch(UUID);
+  expect(result.stderr).toMatch(new RegExp(`Run ${runId} ERROR: \\[resource_unavailable\\] .*provider down ${marker}`));
+  expect((await getRun(ctx, key, runId)).state).toBe('ERROR');
+  expect(ctx.model.calls(marker)).toHaveLength(ctx.config.models.retry.maxAttempts);
+});
+
 test('--json prints one JSON document and nothing else on stdout', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('cli-json');

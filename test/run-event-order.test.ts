@@ -1,0 +1,190 @@
+import type { EntityManager, QueryRunner } from 'typeorm';
+import { newSessionId, newUuidV7 } from '../core/ids';
+import { appendNoticeToCurrentTurn, appendRunEvent } from '../db/run-events';
+import { applyTransition } from '../db/run-store';
+import { addRunUsage } from '../db/run-usage';
+import { auth, createRun, waitForState } from './helpers/runs';
+import { openStream, type ReceivedEvent } from './helpers/sse-client';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+/**
+ * Transactions that write entries of one run at the same time commit them in id order
+ * (migration 1763920000000), so that an event stream, which reads on after the highest id it
+ * has sent, never skips an entry that commits after one with a higher id.
+ */
+let ctx: TestContext;
+let key: string;
+let template: string;
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ({ key } = await ctx.newTeamKey());
+  const marker = uniqueName('order');
+  ctx.model.script(marker, () => ({ text: 'done' }));
+  template = await createRun(ctx, key, { prompt: `Template ${marker}`, config: { idle_timeout_minutes: 0 } });
+  await waitForState(ctx, key, template, ['SUCCEEDED']);
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+/** A copy of the template run, INPROGRESS in turn 1, that no workflow works on: only the test writes its entries. */
+async function quietRun(): Promise<string> {
+  const runId = newUuidV7();
+  await ctx.dataSource.query(
+    `INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || $2::jsonb)).* FROM runs r WHERE run_id = $1`,
+    [
+      template,
+      JSON.stringify({
+        run_id: runId,
+        session_id: newSessionId(),
+        state: 'INPROGRESS',
+        turn: 1,
+        ended_at: null,
+        status_message: null,
+      }),
+    ],
+  );
+  return runId;
+}
+
+async function notice(manager: EntityManager, runId: string, message: string): Promise<void> {
+  await appendRunEvent(manager, {
+    runId,
+    eventKey: `notice-${message}`,
+    kind: 'notice',
+    turn: 1,
+    payload: { message },
+  });
+}
+
+async function entries(runId: string): Promise<{ id: string; kind: string; message: string | null }[]> {
+  return (await ctx.dataSource.query(
+    `SELECT id, kind, COALESCE(payload->>'message', payload->>'state') AS message FROM run_events WHERE run_id = $1 ORDER BY id`,
+    [runId],
+  )) as { id: string; kind: string; message: string | null }[];
+}
+
+/** A connection of its own, to hold a transaction open, and its backend's pid. */
+async function connection(): Promise<{ runner: QueryRunner; pid: number }> {
+  const runner = ctx.dataSource.createQueryRunner();
+  await runner.connect();
+  const [{ pid }] = (await runner.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  return { runner, pid };
+}
+
+async function release(runner: QueryRunner): Promise<void> {
+  if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+  await runner.release();
+}
+
+async function waitsForALock(pid: number): Promise<boolean> {
+  const [row] = (await ctx.dataSource.query(`SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1`, [pid])) as {
+    wait_event_type: string | null;
+  }[];
+  return row?.wait_event_type === 'Lock';
+}
+
+const eventsUrl = (runId: string) => `${ctx.baseUrl}/api/v1/agent/runs/${runId}/events`;
+const isEnd = (e: ReceivedEvent) => e.event === 'end';
+
+test("a notice written while a step's transaction is open reaches a live and a resumed stream after the step's entry, each once", async () => {
+  const runId = await quietRun();
+  await notice(ctx.dataSource.manager, runId, 'before');
+  const live = await openStream(eventsUrl(runId), auth(key));
+  await live.waitForEvent((e) => e.event === 'notice');
+
+  const step = await connection();
+  const worker = await connection();
+  let seenBeforeTheStepCommitted: string[];
+  try {
+    // A step's transaction has written its entry and not committed yet...
+    await step.runner.startTransaction();
+    await notice(step.runner.manager, runId, 'step');
+    // ...when the worker records a refused MCP connection (worker/create-worker.ts), committed at once.
+    let noticeCommitted = false;
+    const refusal = appendNoticeToCurrentTurn(worker.runner.manager, runId, 'notice-refused', 'refused').then(() => {
+      noticeCommitted = true;
+    });
+    await waitFor(
+      async () => noticeCommitted || (await waitsForALock(worker.pid)),
+      Boolean,
+      "the worker's notice to commit or to wait for the step",
+    );
+    // Had it committed first, with the higher id, the stream would have sent it, and read on after it.
+    if (noticeCommitted) await live.waitForEvent((e) => e.data.includes('"refused"'));
+    seenBeforeTheStepCommitted = live.ids();
+    await step.runner.commitTransaction();
+    await refusal;
+  } finally {
+    await release(step.runner);
+    await release(worker.runner);
+  }
+  await ctx.dataSource.transaction((tx) => applyTransition(tx, { runId, turn: 1, state: 'SUCCEEDED' }));
+  await live.waitForEvent(isEnd);
+
+  const all = await entries(runId);
+  // Ids in commit order: the step's entry before the notice that waited for it.
+  expect(all.map((e) => e.message)).toEqual(['before', 'step', 'refused', 'SUCCEEDED']);
+  const ids = all.map((e) => e.id);
+  expect(live.ids()).toEqual(ids);
+  // A client cut off at that moment resumes with Last-Event-ID and misses nothing.
+  const resumed = await openStream(eventsUrl(runId), {
+    ...auth(key),
+    'Last-Event-ID': seenBeforeTheStepCommitted.at(-1)!,
+  });
+  await resumed.waitForEvent(isEnd);
+  expect([...seenBeforeTheStepCommitted, ...resumed.ids()]).toEqual(ids);
+});
+
+test("a model call's entry and then its usage, and a state change that updates the run first, both commit (no deadlock)", async () => {
+  const runId = await quietRun();
+  const [{ tokens }] = (await ctx.dataSource.query(`SELECT total_tokens::int AS tokens FROM runs WHERE run_id = $1`, [
+    runId,
+  ])) as [{ tokens: number }];
+  const step = await connection();
+  const reconciler = await connection();
+  let change: Promise<boolean> | undefined;
+  try {
+    // As activities/agent-step-activities.ts records a model call: its entry, then its usage on the run.
+    await step.runner.startTransaction();
+    await notice(step.runner.manager, runId, 'reply');
+    // As the reconciler records how the run ended: the run's row, then its state entry.
+    await reconciler.runner.startTransaction();
+    let changed = false;
+    change = applyTransition(reconciler.runner.manager, {
+      runId,
+      turn: 1,
+      state: 'ERROR',
+      statusMessage: { message: 'The workflow was terminated.', retryable: false },
+    })
+      .then(async (applied) => {
+        await reconciler.runner.commitTransaction();
+        return applied;
+      })
+      .finally(() => (changed = true));
+    await waitFor(
+      async () => changed || (await waitsForALock(reconciler.pid)),
+      Boolean,
+      'the state change to be written or to wait for the step',
+    );
+    await addRunUsage(step.runner.manager, runId, 42, null);
+    await step.runner.commitTransaction();
+    expect(await change).toBe(true);
+  } finally {
+    await release(step.runner);
+    await change?.catch(() => undefined);
+    await release(reconciler.runner);
+  }
+  expect((await entries(runId)).map((e) => e.message)).toEqual(['reply', 'ERROR']);
+  const [run] = (await ctx.dataSource.query(`SELECT state, total_tokens::int AS tokens FROM runs WHERE run_id = $1`, [
+    runId,
+  ])) as { state: string; tokens: number }[];
+  expect(run).toEqual({ state: 'ERROR', tokens: tokens + 42 });
+});
+
+test('the rows of one insert take their ids in order: a new run’s prompt, then its QUEUED state', async () => {
+  const rows = (await ctx.dataSource.query(`SELECT event_key FROM run_events WHERE run_id = $1 ORDER BY id LIMIT 2`, [
+    template,
+  ])) as { event_key: string }[];
+  expect(rows.map((r) => r.event_key)).toEqual(['prompt', 'state-t1-QUEUED']);
+});
