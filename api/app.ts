@@ -118,7 +118,11 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
-  app.use(jsonBody({ attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run'] }));
+  app.use(
+    jsonBody({
+      attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],
+    }),
+  );
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods()).use(preferSpecificRoutes());

@@ -3,7 +3,7 @@ import { runWorkflowId } from '../workflows/run-contract';
 import { createFactory, dispatch, history, listRuns, toolResult } from './helpers/factories';
 import { hostPidsRunning } from './helpers/host-processes';
 import { recordReplayFixture } from './helpers/replay-fixtures';
-import { auth, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
+import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 let ctx: TestContext;
@@ -223,6 +223,92 @@ test('cancelling a foreman while its child runs `sleep 600`: both CANCELLED with
   expect((parentRun.status_message as { message: string }).message).toContain(uid);
   expect((childRun.status_message as { message: string }).message).toContain(`ancestor run ${parentId}`);
   await recordReplayFixture(ctx, parentId, 'factory-foreman-cancelled');
+});
+
+test('a grandchild: ancestor_run_id lists every descendant of a run and only those; cancelling the root ends all three', async () => {
+  const { key } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }, { type: 'IMPLEMENT' }, { type: 'REVIEW' }]);
+  const foreman = uniqueName('foreman-tree');
+  const middle = uniqueName('middle');
+  const bottom = uniqueName('bottom');
+  // In this order: a request that quotes a lower level's marker belongs to the upper level.
+  ctx.model.script(foreman, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [{ name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Delegate ${middle}` } }],
+        }
+      : { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] },
+  );
+  ctx.model.script(middle, (_req, call) =>
+    call === 1
+      ? { text: '', toolCalls: [{ name: 'dispatch_agent', arguments: { agent: 'REVIEW', prompt: `Sleep ${bottom}` } }] }
+      : { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] },
+  );
+  ctx.model.script(bottom, () => ({
+    text: '',
+    toolCalls: [{ name: 'run_command', arguments: { command: `exec -a ${bottom} sleep 600` } }],
+  }));
+  // Runs outside the tree: a plain run of the team, and another tree's root.
+  const plain = uniqueName('plain-tree');
+  ctx.model.script(plain, () => ({ text: 'hi' }));
+  const unrelated = await createRun(ctx, key, { prompt: `hello ${plain}` });
+  const otherRoot = uniqueName('other-root');
+  ctx.model.script(otherRoot, () => ({ text: 'nothing to delegate' }));
+  const otherRootId = (await dispatch(ctx, key, factory.uid, { prompt: `Alone ${otherRoot}` })).body.run_id as string;
+
+  const rootId = (await dispatch(ctx, key, factory.uid, { prompt: `Three levels ${foreman}` })).body.run_id as string;
+  await waitFor(
+    async () => hostPidsRunning(bottom).length,
+    (n) => n === 1,
+    'the grandchild to start sleep 600',
+    60_000,
+  );
+  await ctx.model.waitForCalls(foreman, 2);
+  await ctx.model.waitForCalls(middle, 2);
+  await waitForState(ctx, key, unrelated, ['SUCCEEDED']);
+  await waitForState(ctx, key, otherRootId, ['SUCCEEDED']);
+
+  const belowRoot = await listRuns(ctx, key, `ancestor_run_id=${rootId}&sort_by=created_at&sort_order=asc`);
+  expect(belowRoot).toHaveLength(2);
+  const [child, grandchild] = belowRoot as [RunBody, RunBody];
+  expect(child.parent_run_id).toBe(rootId);
+  expect((child.executor as { uid: string }).uid).toBe(factory.agents.IMPLEMENT);
+  expect(grandchild.parent_run_id).toBe(child.run_id);
+  expect((grandchild.executor as { uid: string }).uid).toBe(factory.agents.REVIEW);
+  expect(grandchild).toMatchObject({ source: 'ORCHESTRATION', factory_uid: factory.uid, state: 'INPROGRESS' });
+  expect((await listRuns(ctx, key, `ancestor_run_id=${child.run_id}`)).map((r) => r.run_id)).toEqual([
+    grandchild.run_id,
+  ]);
+  expect(await listRuns(ctx, key, `ancestor_run_id=${grandchild.run_id}`)).toEqual([]);
+  expect(await listRuns(ctx, key, `ancestor_run_id=${otherRootId}`)).toEqual([]);
+  // With another filter, and paged one at a time: still exactly the descendants.
+  expect((await listRuns(ctx, key, `ancestor_run_id=${rootId}&state=INPROGRESS`)).map((r) => r.run_id).sort()).toEqual(
+    [child.run_id, grandchild.run_id].sort(),
+  );
+  const firstPage = await ctx.api.get(`/api/v1/agent/runs?ancestor_run_id=${rootId}&limit=1`).set(auth(key));
+  const secondPage = await ctx.api
+    .get(`/api/v1/agent/runs?ancestor_run_id=${rootId}&limit=1&cursor=${firstPage.body.page_info.next_cursor}`)
+    .set(auth(key));
+  expect([...firstPage.body.runs, ...secondPage.body.runs].map((r: RunBody) => r.run_id).sort()).toEqual(
+    [child.run_id, grandchild.run_id].sort(),
+  );
+  expect(secondPage.body.page_info.has_next_page).toBe(false);
+
+  expect((await ctx.api.post(`/api/v1/agent/runs/${rootId}/cancel`).set(auth(key))).status).toBe(200);
+  const ended = await Promise.all(
+    [grandchild.run_id, child.run_id, rootId].map((id) => waitForState(ctx, key, id, ['CANCELLED'], undefined, 15_000)),
+  );
+  await waitFor(
+    async () => hostPidsRunning(bottom).length,
+    (n) => n === 0,
+    'the grandchild sleep to be killed',
+    10_000,
+  );
+  expect((ended[0]!.status_message as { message: string }).message).toContain(rootId);
+  // Nothing outside the tree was touched.
+  expect((await getRun(ctx, key, unrelated)).state).toBe('SUCCEEDED');
+  expect((await getRun(ctx, key, otherRootId)).state).toBe('SUCCEEDED');
 });
 
 test('dispatching: another team, a missing factory and a factory without a foreman are refused and change nothing', async () => {

@@ -3,13 +3,14 @@ import { listAgentIdentities } from '../db/agent-identities';
 import { listTeamSkills } from '../db/environment-skills';
 import { listEnvironments } from '../db/environments';
 import { listFactories } from '../db/factories';
+import { listRuns } from '../db/run-queries';
 import { listSchedules } from '../db/schedules';
 import { listWebhooks } from '../db/webhooks';
 import { maintenanceScheduleId } from '../workflows/maintenance-contract';
 import { createEnvironment } from './helpers/environments';
 import { createFactory } from './helpers/factories';
 import { recordWorkflowReplayFixture } from './helpers/replay-fixtures';
-import { auth } from './helpers/runs';
+import { auth, createRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 let ctx: TestContext;
@@ -177,8 +178,24 @@ test('factories, schedules and webhooks page too', async () => {
   }
 });
 
-/** The plans of every resource list query, as PostgreSQL makes them with sequential scans priced out. */
-async function plansOf(read: (manager: EntityManager) => Promise<unknown>): Promise<string[]> {
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+
+/** Every node of an EXPLAIN (FORMAT JSON) plan. */
+function planNodes(explained: unknown): PlanNode[] {
+  const nodes: PlanNode[] = [];
+  const visit = (node: PlanNode) => {
+    nodes.push(node);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  for (const entry of explained as { Plan: PlanNode }[]) visit(entry.Plan);
+  return nodes;
+}
+
+/** The plans of every resource list query, as PostgreSQL makes them (by default with sequential scans priced out). */
+async function plansOf(
+  read: (manager: EntityManager) => Promise<unknown>,
+  { seqScansPricedOut = true } = {},
+): Promise<string[]> {
   const queries: { sql: string; params: unknown[] }[] = [];
   const recording = {
     query: (sql: string, params: unknown[] = []) => {
@@ -189,7 +206,7 @@ async function plansOf(read: (manager: EntityManager) => Promise<unknown>): Prom
   await read(recording);
   expect(queries.length).toBeGreaterThan(0);
   return ctx.dataSource.transaction(async (tx) => {
-    await tx.query('SET LOCAL enable_seqscan = off');
+    if (seqScansPricedOut) await tx.query('SET LOCAL enable_seqscan = off');
     const plans: string[] = [];
     for (const { sql, params } of queries) {
       const [row] = (await tx.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': unknown }[];
@@ -227,6 +244,80 @@ test('every resource list reads an index in its sort order: no sequential scan, 
       if (what !== 'skills') expect({ what, sort: plan.includes('"Sort"') }).toEqual({ what, sort: false });
     }
   }
+});
+
+test('the ancestor_run_id list reads run_lineage by its key, and runs by theirs: no sequential scan', async () => {
+  // A team with many runs, one of which has three descendants: what the planner must not walk
+  // is the team's runs, looking each up in the lineage.
+  const { key, team } = await ctx.newTeamKey();
+  const [{ id: teamId }] = (await ctx.dataSource.query(`SELECT id FROM teams WHERE name = $1`, [team])) as [
+    { id: string },
+  ];
+  const ancestor = await createRun(ctx, key, { prompt: 'the root' });
+  await waitForState(ctx, key, ancestor, ['SUCCEEDED']);
+  const copies = (await ctx.dataSource.query(
+    `INSERT INTO runs
+     SELECT (jsonb_populate_record(r, jsonb_build_object(
+       'run_id', gen_random_uuid(), 'session_id', gen_random_uuid()::text,
+       'created_at', r.created_at - n * interval '1 minute', 'updated_at', r.updated_at - n * interval '1 minute'))).*
+       FROM runs r, generate_series(1, 5000) n WHERE r.run_id = $1
+     RETURNING run_id`,
+    [ancestor],
+  )) as { run_id: string }[];
+  const ids = copies.map((c) => c.run_id);
+  await ctx.dataSource.query(
+    `INSERT INTO run_lineage (ancestor_run_id, run_id, depth) VALUES ($1, $2, 1), ($1, $3, 1), ($1, $4, 2)`,
+    [ancestor, ids[0], ids[1], ids[2]],
+  );
+  // The other runs are parents of one child each: a lineage table of thousands of rows.
+  await ctx.dataSource.query(
+    `INSERT INTO run_lineage (ancestor_run_id, run_id, depth)
+     SELECT parent, child, 1 FROM unnest($1::uuid[], $2::uuid[]) AS t(parent, child)`,
+    [ids.slice(4).filter((_, i) => i % 2 === 0), ids.slice(4).filter((_, i) => i % 2 === 1)],
+  );
+  await ctx.dataSource.query('ANALYZE runs, run_lineage');
+  const listed = await listRuns(ctx.dataSource.manager, {
+    teamId,
+    filters: { ancestorRunId: ancestor },
+    sortBy: 'created_at',
+    sortOrder: 'asc',
+    limit: 10,
+  });
+  expect(listed.runs.map((r) => r.runId).sort()).toEqual(ids.slice(0, 3).sort());
+  for (const [sortBy, sortOrder] of [
+    ['updated_at', 'desc'],
+    ['created_at', 'asc'],
+    ['title', 'asc'],
+  ] as const) {
+    const read = (m: EntityManager) =>
+      listRuns(m, { teamId, filters: { ancestorRunId: ancestor }, sortBy, sortOrder, limit: 10 });
+    // Planned as it is in use: the tables are large enough for the planner's own choice to tell.
+    const [plan, ...more] = await plansOf(read, { seqScansPricedOut: false });
+    expect(more).toEqual([]);
+    const nodes = planNodes(JSON.parse(plan!) as unknown);
+    const scans = nodes.filter((n) => typeof n['Relation Name'] === 'string');
+    expect({
+      sortBy,
+      seqScans: scans.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']),
+    }).toEqual({ sortBy, seqScans: [] });
+    // run_lineage is read through its primary key by the ancestor (an index or bitmap index scan), not in full.
+    const lineage = nodes.filter((n) => String(n['Index Name']).startsWith('run_lineage'));
+    expect(lineage.length).toBeGreaterThan(0);
+    for (const scan of lineage) {
+      expect({ sortBy, index: scan['Index Name'], cond: scan['Index Cond'] }).toEqual({
+        sortBy,
+        index: 'run_lineage_pkey',
+        cond: expect.stringMatching(/^\(?ancestor_run_id = /),
+      });
+    }
+    // ... and runs by the run ids found there: never a walk through the team's runs.
+    expect({ sortBy, runs: scans.filter((n) => n['Relation Name'] === 'runs').map((n) => n['Index Name']) }).toEqual({
+      sortBy,
+      runs: ['runs_pkey', 'runs_pkey'],
+    });
+  }
+  // The copies are no one's runs: gone again, so that no later test of this database meets them.
+  await ctx.dataSource.query(`DELETE FROM runs WHERE run_id = ANY($1::uuid[])`, [ids]);
 });
 
 test('the maintenance Schedule prunes idempotency records past 24 hours and keeps the others', async () => {

@@ -6,14 +6,25 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_BODY_WITH_ATTACHMENTS_BYTES = 16 * 1024 * 1024;
 
 /**
+ * Whether `path` is the route `pattern`, where a `:name` segment stands for exactly one non-empty
+ * segment (`/agent/factories/:uid/runs`), as the router matches it.
+ */
+export function matchesRoute(pattern: string, path: string): boolean {
+  const want = pattern.split('/');
+  const got = path.split('/');
+  return want.length === got.length && want.every((w, i) => (w.startsWith(':') ? got[i] !== '' : w === got[i]));
+}
+
+/**
  * Reads a JSON object body into `ctx.state.body` (undefined when there is no body). Too large
- * is 413, another media type 415, anything but a JSON object 400. On `attachmentPaths`, a body
- * that carries `attachments` may exceed MAX_BODY_BYTES, up to MAX_BODY_WITH_ATTACHMENTS_BYTES.
+ * is 413, another media type 415, anything but a JSON object 400. On `attachmentPaths` (route
+ * patterns, see matchesRoute), a body that carries `attachments` may exceed MAX_BODY_BYTES, up
+ * to MAX_BODY_WITH_ATTACHMENTS_BYTES.
  */
 export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
-    const withAttachments = options.attachmentPaths?.includes(ctx.path) ?? false;
+    const withAttachments = options.attachmentPaths?.some((pattern) => matchesRoute(pattern, ctx.path)) ?? false;
     const limit = withAttachments ? MAX_BODY_WITH_ATTACHMENTS_BYTES : MAX_BODY_BYTES;
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limit) throw tooLarge(limit);

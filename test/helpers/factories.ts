@@ -20,6 +20,8 @@ export async function createFactory(
   if (created.status !== 201) throw new Error(`factory not created: ${created.status} ${JSON.stringify(created.body)}`);
   const uid = (created.body as { uid: string }).uid;
   if (instructions) {
+    // Instructions come only from a FACTORY.md (the API's factory body has no such field, as the
+    // wire contract fixes it); test/factory-dispatch.test.ts covers that path end to end.
     await c.dataSource.query(`UPDATE factories SET instructions = $2 WHERE uid = $1`, [uid, instructions]);
   }
   const byType: Record<string, string> = {};
