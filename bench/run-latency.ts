@@ -4,7 +4,9 @@
  * Reports create latency, QUEUED → INPROGRESS latency, end-to-end time, throughput, history
  * size and the process's memory. Then, with the worker stopped (so that only the create path is
  * measured), `POST /agent/runs` side by side with a bare `workflow.start` of the same workflow
- * on the same Temporal server, in alternating rounds, and their throughput ratio.
+ * on the same Temporal server and with that start behind a bare `node:http` server (the floor of
+ * any HTTP API on this machine), in rounds that take turns, with their latencies, throughput
+ * ratios and where the CPU went.
  * Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1] [compare=200]
  * (a run of N steps makes N model calls, each but the last asking for one write_file tool call;
  * `compare` requests of each kind, in rounds of 20).
@@ -21,6 +23,9 @@ import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 import { percentile, startBenchStack } from './bench-stack';
+import { startHttpFloor } from './http-floor';
+import { startHttpLoadThread } from './http-load-thread';
+import { cpuSince, descendantCpuMs } from './process-tree-cpu';
 
 const summary = (name: string, values: number[]) =>
   `${name.padEnd(28)} p50 ${percentile(values, 50).toFixed(1).padStart(6)} ms   p95 ${percentile(values, 95)
@@ -139,40 +144,78 @@ async function main(): Promise<void> {
 
   worker.shutdown();
   await workerRun;
-  const { api, bare } = await createVersusBareStart({
-    total: compare,
-    concurrency,
-    create: async () => {
-      const res = await fetch(`${base}/agent/runs`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'x' }) });
-      if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
+  // The same start the API makes (search attributes, memo), for a run that does not exist.
+  const startBare = async () => {
+    const run = {
+      runId: randomUUID(),
+      name: null,
+      modelId: config.models.defaultModel,
+      creatorUid: 'bench',
+      source: 'API' as const,
+      environmentId: null,
+      title: 'x',
+    };
+    await client.workflow.start(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED'));
+    return run.runId;
+  };
+  const floor = await startHttpFloor(startBare);
+  const load = startHttpLoadThread();
+  const post = (url: string, init: { headers: Record<string, string>; body: string }) => (count: number) =>
+    load.run({ url, init: { method: 'POST', ...init }, expectStatus: 201, count, concurrency });
+  const measured = await compareInRounds(compare, {
+    bare: async (count) => {
+      const latencies: number[] = [];
+      let left = count;
+      await Promise.all(
+        Array.from({ length: Math.min(concurrency, count) }, async () => {
+          while (left > 0) {
+            left -= 1;
+            const t0 = performance.now();
+            await startBare();
+            latencies.push(performance.now() - t0);
+          }
+        }),
+      );
+      return latencies;
     },
-    bareStart: async () => {
-      // The same start the API makes (search attributes, memo), for a run that does not exist.
-      const run = {
-        runId: randomUUID(),
-        name: null,
-        modelId: config.models.defaultModel,
-        creatorUid: 'bench',
-        source: 'API' as const,
-        environmentId: null,
-        title: 'x',
-      };
-      await client.workflow.start(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED'));
-    },
+    floor: post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' }),
+    api: post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) }),
   });
-  log(`\n${compare} of each, ${concurrency} at a time, alternating rounds of ${ROUND} (worker stopped):`);
-  log(summary('bare workflow.start', bare.latencies));
-  log(summary('POST /agent/runs', api.latencies));
-  log(`throughput                   bare ${bare.perSecond.toFixed(1)}/s, API ${api.perSecond.toFixed(1)}/s`);
+  const { bare, floor: http, api } = measured;
   log(
-    `CPU of this process          bare ${bare.cpuMsPerRequest.toFixed(2)} ms/request, API ${api.cpuMsPerRequest.toFixed(2)} ms/request`,
+    `\n${compare} of each, ${concurrency} at a time, in rounds of ${ROUND} taking turns (worker stopped; HTTP clients on a thread of their own):`,
+  );
+  log(summary('bare workflow.start', bare.latencies));
+  log(summary('HTTP floor (node:http)', http.latencies));
+  log(summary('POST /agent/runs', api.latencies));
+  log(
+    `throughput                   bare ${bare.perSecond.toFixed(1)}/s, floor ${http.perSecond.toFixed(1)}/s, API ${api.perSecond.toFixed(1)}/s`,
   );
   log(
-    `API / bare                   throughput ${(api.perSecond / bare.perSecond).toFixed(2)}x, p50 ${
-      percentile(api.latencies, 50) - percentile(bare.latencies, 50) >= 0 ? '+' : ''
-    }${(percentile(api.latencies, 50) - percentile(bare.latencies, 50)).toFixed(1)} ms`,
+    `CPU of this process          bare ${bare.cpuMsPerRequest.toFixed(2)}, floor ${http.cpuMsPerRequest.toFixed(2)}, API ${api.cpuMsPerRequest.toFixed(2)} ms/request (with the client thread)`,
+  );
+  const stackCpu = (v: Variant) =>
+    [...v.stackCpuMsPerRequest]
+      .filter(([, ms]) => ms > 0.05)
+      .map(([command, ms]) => `${command} ${ms.toFixed(2)}`)
+      .join(', ') || 'none';
+  log(`CPU of the stack (ms/request) bare: ${stackCpu(bare)}; floor: ${stackCpu(http)}; API: ${stackCpu(api)}`);
+  const delta = (a: Variant, b: Variant) => {
+    const d = percentile(a.latencies, 50) - percentile(b.latencies, 50);
+    return `${d >= 0 ? '+' : ''}${d.toFixed(1)} ms`;
+  };
+  log(
+    `API / bare                   throughput ${(api.perSecond / bare.perSecond).toFixed(2)}x, p50 ${delta(api, bare)}`,
+  );
+  log(
+    `API / HTTP floor             throughput ${(api.perSecond / http.perSecond).toFixed(2)}x, p50 ${delta(api, http)}`,
+  );
+  log(
+    `HTTP floor / bare            throughput ${(http.perSecond / bare.perSecond).toFixed(2)}x, p50 ${delta(http, bare)}`,
   );
 
+  await load.stop();
+  await floor.stop();
   await closeServer(server);
   await tracing?.shutdown();
   await workerConnection.close();
@@ -186,56 +229,58 @@ const ROUND = 20;
 interface Variant {
   latencies: number[];
   perSecond: number;
-  /** CPU time of this process (client, API, Temporal client) per request. */
+  /** CPU time of this process (API, Temporal client, the client thread) per request. */
   cpuMsPerRequest: number;
+  /** CPU time of the stack's processes (PostgreSQL, Temporal server) per request, by command. */
+  stackCpuMsPerRequest: Map<string, number>;
 }
 
-/** Both kinds of request in alternating rounds, so that drift of the machine hits both alike. */
-async function createVersusBareStart(options: {
-  total: number;
-  concurrency: number;
-  create: () => Promise<void>;
-  bareStart: () => Promise<void>;
-}): Promise<{ api: Variant; bare: Variant }> {
-  const measure = {
-    api: { latencies: [] as number[], ms: 0, cpuMs: 0 },
-    bare: { latencies: [] as number[], ms: 0, cpuMs: 0 },
-  };
-  const round = async (variant: 'api' | 'bare', count: number) => {
-    const call = variant === 'api' ? options.create : options.bareStart;
-    let left = count;
+/**
+ * `total` requests of each variant, in rounds of ROUND that take turns (the order rotating), so
+ * that drift of the machine hits every variant alike. A variant runs `count` requests and
+ * resolves with their latencies.
+ */
+async function compareInRounds<Name extends string>(
+  total: number,
+  variants: Record<Name, (count: number) => Promise<number[]>>,
+): Promise<Record<Name, Variant>> {
+  const names = Object.keys(variants) as Name[];
+  const fresh = () => ({ latencies: [] as number[], ms: 0, cpuMs: 0, stackCpuMs: new Map<string, number>() });
+  let measure = Object.fromEntries(names.map((n) => [n, fresh()])) as Record<Name, ReturnType<typeof fresh>>;
+  const round = async (name: Name, count: number) => {
     const started = performance.now();
     const cpu = process.cpuUsage();
-    await Promise.all(
-      Array.from({ length: Math.min(options.concurrency, count) }, async () => {
-        while (left > 0) {
-          left -= 1;
-          const t0 = performance.now();
-          await call();
-          measure[variant].latencies.push(performance.now() - t0);
-        }
-      }),
-    );
-    measure[variant].ms += performance.now() - started;
+    const stackCpu = descendantCpuMs();
+    const latencies = await variants[name](count);
+    const m = measure[name];
+    m.ms += performance.now() - started;
+    m.latencies.push(...latencies);
     const used = process.cpuUsage(cpu);
-    measure[variant].cpuMs += (used.user + used.system) / 1000;
+    m.cpuMs += (used.user + used.system) / 1000;
+    for (const [command, ms] of cpuSince(stackCpu, descendantCpuMs())) {
+      m.stackCpuMs.set(command, (m.stackCpuMs.get(command) ?? 0) + ms);
+    }
   };
-  await round('bare', ROUND); // warm-up, not counted
-  await round('api', ROUND);
-  measure.api = { latencies: [], ms: 0, cpuMs: 0 };
-  measure.bare = { latencies: [], ms: 0, cpuMs: 0 };
-  for (let done = 0; done < options.total; done += ROUND) {
-    const count = Math.min(ROUND, options.total - done);
-    const first = (done / ROUND) % 2 === 0 ? 'api' : 'bare';
-    await round(first, count);
-    await round(first === 'api' ? 'bare' : 'api', count);
+  for (const name of names) await round(name, ROUND); // warm-up, not counted
+  measure = Object.fromEntries(names.map((n) => [n, fresh()])) as typeof measure;
+  for (let done = 0, turn = 0; done < total; done += ROUND, turn += 1) {
+    const count = Math.min(ROUND, total - done);
+    for (let i = 0; i < names.length; i += 1) await round(names[(turn + i) % names.length]!, count);
   }
-  const result = (v: 'api' | 'bare') => ({
-    latencies: measure[v].latencies,
-    perSecond: (measure[v].latencies.length / measure[v].ms) * 1000,
-    cpuMsPerRequest: measure[v].cpuMs / measure[v].latencies.length,
-  });
-  return { api: result('api'), bare: result('bare') };
+  return Object.fromEntries(
+    names.map((n) => {
+      const m = measure[n];
+      return [
+        n,
+        {
+          latencies: m.latencies,
+          perSecond: (m.latencies.length / m.ms) * 1000,
+          cpuMsPerRequest: m.cpuMs / m.latencies.length,
+          stackCpuMsPerRequest: new Map([...m.stackCpuMs].map(([c, ms]) => [c, ms / m.latencies.length])),
+        },
+      ];
+    }),
+  ) as Record<Name, Variant>;
 }
 
 main().catch((err: unknown) => {
