@@ -17,6 +17,27 @@ export const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 };
 
+/** Runs `call` `count` times, `concurrency` at a time; resolves with each call's latency (ms). */
+export async function timedConcurrently(
+  count: number,
+  concurrency: number,
+  call: () => Promise<unknown>,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  let left = count;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (left > 0) {
+        left -= 1;
+        const t0 = performance.now();
+        await call();
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  return latencies;
+}
+
 export interface BenchStack {
   config: Config;
   secretsKey: Buffer;

@@ -5,6 +5,7 @@
  * serves `LoadRequest`s.
  */
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { timedConcurrently } from './bench-stack';
 
 interface LoadRequest {
   url: string;
@@ -48,22 +49,13 @@ export function startHttpLoadThread(): HttpLoadThread {
 }
 
 async function serve(request: LoadRequest): Promise<LoadReply> {
-  const latencies: number[] = [];
-  let left = request.count;
   try {
-    await Promise.all(
-      Array.from({ length: Math.min(request.concurrency, request.count) }, async () => {
-        while (left > 0) {
-          left -= 1;
-          const t0 = performance.now();
-          const res = await fetch(request.url, request.init);
-          // A client reads the answer; an unread body would also keep undici from reusing the connection.
-          const body = await res.text();
-          if (res.status !== request.expectStatus) throw new Error(`answered ${res.status}: ${body}`);
-          latencies.push(performance.now() - t0);
-        }
-      }),
-    );
+    const latencies = await timedConcurrently(request.count, request.concurrency, async () => {
+      const res = await fetch(request.url, request.init);
+      // A client reads the answer; an unread body would also keep undici from reusing the connection.
+      const body = await res.text();
+      if (res.status !== request.expectStatus) throw new Error(`answered ${res.status}: ${body}`);
+    });
     return { latencies };
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };

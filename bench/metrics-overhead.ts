@@ -12,7 +12,7 @@ import { createLogger } from '../core/logger';
 import { observeHttpRequest, observeRunCreated, renderMetrics } from '../core/metrics';
 import { createApiKey } from '../db/api-keys';
 import { connectTemporalClient } from '../infra/connections';
-import { percentile, startBenchStack } from './bench-stack';
+import { percentile, startBenchStack, timedConcurrently } from './bench-stack';
 
 const ROUND = 20;
 async function main(): Promise<void> {
@@ -36,22 +36,16 @@ async function main(): Promise<void> {
 
   const latencies = { on: [] as number[], off: [] as number[] };
   const round = async (variant: 'on' | 'off', count: number, record = true) => {
-    let left = count;
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, count) }, async () => {
-        while (left > 0) {
-          left -= 1;
-          const t0 = performance.now();
-          const res = await fetch(variant === 'on' ? on! : off!, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({ prompt: 'x' }),
-          });
-          if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
-          if (record) latencies[variant].push(performance.now() - t0);
-        }
-      }),
-    );
+    const measured = await timedConcurrently(count, concurrency, async () => {
+      const res = await fetch(variant === 'on' ? on! : off!, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ prompt: 'x' }),
+      });
+      if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    });
+    if (record) latencies[variant].push(...measured);
   };
   await round('on', ROUND, false); // warm-up
   await round('off', ROUND, false);

@@ -22,7 +22,7 @@ import { startTracing } from '../infra/tracing';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
-import { percentile, startBenchStack } from './bench-stack';
+import { percentile, startBenchStack, timedConcurrently } from './bench-stack';
 import { startHttpFloor } from './http-floor';
 import { startHttpLoadThread } from './http-load-thread';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
@@ -163,21 +163,7 @@ async function main(): Promise<void> {
   const post = (url: string, init: { headers: Record<string, string>; body: string }) => (count: number) =>
     load.run({ url, init: { method: 'POST', ...init }, expectStatus: 201, count, concurrency });
   const measured = await compareInRounds(compare, {
-    bare: async (count) => {
-      const latencies: number[] = [];
-      let left = count;
-      await Promise.all(
-        Array.from({ length: Math.min(concurrency, count) }, async () => {
-          while (left > 0) {
-            left -= 1;
-            const t0 = performance.now();
-            await startBare();
-            latencies.push(performance.now() - t0);
-          }
-        }),
-      );
-      return latencies;
-    },
+    bare: (count) => timedConcurrently(count, concurrency, startBare),
     floor: post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' }),
     api: post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) }),
   });

@@ -1,6 +1,6 @@
 import { startReconciler } from '../api/reconciler';
 import { createLogger } from '../core/logger';
-import { newSessionId, newUuidV7 } from '../core/ids';
+import { insertRunCopy } from './helpers/run-copies';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
@@ -77,23 +77,7 @@ test('a run whose workflow never started (its create was answered 503) is remove
   const template = await createRun(ctx, key, { prompt: `Template ${marker}` });
   await waitForState(ctx, key, template, ['SUCCEEDED']);
   // Rows as a failed create and a lost workflow leave them: copies of a real run, without a workflow.
-  const copy = async (overrides: Record<string, unknown>) => {
-    const runId = newUuidV7();
-    await ctx.dataSource.query(
-      `INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || $2::jsonb)).* FROM runs r WHERE run_id = $1`,
-      [
-        template,
-        JSON.stringify({
-          run_id: runId,
-          session_id: newSessionId(),
-          ended_at: null,
-          status_message: null,
-          ...overrides,
-        }),
-      ],
-    );
-    return runId;
-  };
+  const copy = (overrides: Record<string, unknown>) => insertRunCopy(ctx.dataSource, template, overrides);
   const neverStarted = await copy({ state: 'QUEUED', turn: 1, started_at: null });
   const lost = await copy({ state: 'INPROGRESS', turn: 1 });
   await ctx.dataSource.query(

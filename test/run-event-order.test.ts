@@ -1,5 +1,5 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
-import { newSessionId, newUuidV7 } from '../core/ids';
+import { insertRunCopy } from './helpers/run-copies';
 import { appendNoticeToCurrentTurn, appendRunEvent } from '../db/run-events';
 import { applyTransition } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
@@ -29,22 +29,7 @@ afterAll(async () => {
 
 /** A copy of the template run, INPROGRESS in turn 1, that no workflow works on: only the test writes its entries. */
 async function quietRun(): Promise<string> {
-  const runId = newUuidV7();
-  await ctx.dataSource.query(
-    `INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || $2::jsonb)).* FROM runs r WHERE run_id = $1`,
-    [
-      template,
-      JSON.stringify({
-        run_id: runId,
-        session_id: newSessionId(),
-        state: 'INPROGRESS',
-        turn: 1,
-        ended_at: null,
-        status_message: null,
-      }),
-    ],
-  );
-  return runId;
+  return insertRunCopy(ctx.dataSource, template, { state: 'INPROGRESS', turn: 1 });
 }
 
 async function notice(manager: EntityManager, runId: string, message: string): Promise<void> {
