@@ -8,6 +8,7 @@ import { locateTemporalCli } from '../infra/temporal-cli';
 import { startTemporalDevServer, type RunningDevServer } from '../infra/temporal-dev-server';
 import { freePort } from './helpers/free-port';
 import { auth, createRun, waitForState } from './helpers/runs';
+import { WebhookReceiver } from './helpers/webhook-receiver';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
 const run = promisify(execFile);
@@ -29,6 +30,9 @@ let ctx: TestContext;
 let schemathesis: string;
 let workDir: string;
 let temporal: RunningDevServer | undefined;
+/** What the fuzzer's webhooks subscribe (hooks.py): the one private address the stack may reach. */
+const receiver = new WebhookReceiver();
+let webhookUrl: string;
 beforeAll(async () => {
   schemathesis = await ensureSchemathesis();
   workDir = mkdtempSync(path.join(os.tmpdir(), 'schemathesis-'));
@@ -42,10 +46,12 @@ beforeAll(async () => {
     ui: false,
     logFile: path.join(workDir, 'temporal.log'),
   });
+  webhookUrl = await receiver.start();
   ctx = await createTestContext({
     temporalAddress: temporal.address,
     env: {
       GIT_BASE_URL: `file://${workDir}/no-repositories`,
+      OUTBOUND_ALLOWED_PRIVATE_HOSTS: new URL(webhookUrl).host,
       // Every-minute schedules the fuzzer creates keep the dev server's scheduler busy at each
       // minute; describing them then takes longer than the default 5 s of a production cluster.
       TEMPORAL_RPC_TIMEOUT_SECONDS: '20',
@@ -55,6 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await ctx?.close();
   await temporal?.stop();
+  await receiver.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });
 
@@ -119,6 +126,7 @@ test(`${SCHEMATHESIS} finds no failure in any operation`, async () => {
           ...process.env,
           PYTHONPATH: path.join(__dirname, 'schemathesis'),
           SCHEMATHESIS_HOOKS: 'hooks',
+          SCHEMATHESIS_WEBHOOK_URL: webhookUrl,
         },
         timeout: 900_000,
         maxBuffer: 64 * 1024 * 1024,

@@ -7,7 +7,7 @@ import {
   webhookItemSchema,
   webhookListSchema,
 } from '../schemas/webhook-schemas';
-import { locationHeader, registerOperation } from './common';
+import { linksTo, locationHeader, registerOperation } from './common';
 import { runIdParams } from './runs';
 import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
 
@@ -108,6 +108,7 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
         description: 'The webhook, with its signing secret.',
         schema: createdWebhookSchema,
         headers: locationHeader,
+        links: linksTo('/id', 'id', ['getWebhook', 'deleteWebhook', 'listWebhookDeliveries']),
       },
     ],
     errors: [400, 409],

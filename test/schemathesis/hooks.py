@@ -8,11 +8,14 @@ document's descriptions; negative cases, and every check, are left as they are.
 
 import base64
 import json
+import os
 
 import schemathesis
 
 CURSOR_OPERATIONS = ("GET /api/v1/agent/runs", "GET /api/v1/agent/conversations/{conversationId}")
 ENVIRONMENT_BODIES = ("POST /api/v1/agent/environments", "PUT /api/v1/agent/environments/{uid}")
+# A receiver on loopback that the test stack's OUTBOUND_ALLOWED_PRIVATE_HOSTS lets webhooks reach.
+WEBHOOK_URL = os.environ.get("SCHEMATHESIS_WEBHOOK_URL")
 
 
 def _issued_cursor(value) -> bool:
@@ -60,6 +63,11 @@ def map_case(context, case):
         config = body.get("config")
         if isinstance(config, dict) and isinstance(config.get("github_repos"), list):
             config["github_repos"] = _unique_repositories(config["github_repos"])
+
+    # A webhook URL must resolve to a public address or a host the operator allows: no made-up
+    # host does, so valid cases subscribe the test's receiver (links then reach the webhook by id).
+    if body is not None and label == "POST /api/v1/agent/webhooks" and WEBHOOK_URL and "url" in body:
+        body["url"] = WEBHOOK_URL
 
     # Metadata values are at most 256 bytes of UTF-8 (the schema can only count characters).
     metadata = body.get("metadata") if body is not None else None
