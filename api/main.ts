@@ -19,7 +19,10 @@ async function main(): Promise<void> {
   const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);
   const tracing = startTracing(config, 'agent-runs-api');
-  const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
+  const dataSource = await openDataSource(endpoints.databaseUrl, {
+    queryTimeoutMs: config.database.queryTimeoutMs,
+    logger,
+  });
   const { connection, client } = await connectTemporalClient(
     endpoints.temporalAddress,
     config.temporal.namespace,

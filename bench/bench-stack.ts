@@ -71,7 +71,7 @@ export async function startBenchStack(
   });
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, () => undefined, { temporalUi: false });
-  const dataSource = await openDataSource(deps.databaseUrl, options.poolSize ?? 20);
+  const dataSource = await openDataSource(deps.databaseUrl, { poolSize: options.poolSize ?? 20 });
   await runMigrations(dataSource);
   return {
     config,

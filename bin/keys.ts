@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<void> {
 
   const config = loadConfig();
   await withDatabase(config, async (url) => {
-    const dataSource = await openDataSource(url, 2);
+    const dataSource = await openDataSource(url, { poolSize: 2 });
     try {
       await runMigrations(dataSource);
       if (command === 'create') {

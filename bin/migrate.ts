@@ -7,7 +7,7 @@ import { withDatabase } from '../infra/runtime';
 async function main(): Promise<void> {
   const config = loadConfig();
   await withDatabase(config, async (url) => {
-    const dataSource = await openDataSource(url, 2);
+    const dataSource = await openDataSource(url, { poolSize: 2 });
     try {
       const applied = await runMigrations(dataSource);
       process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Database schema is up to date.\n');

@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
   const tracing = startTracing(config, 'agent-runs');
-  const dataSource = await openDataSource(deps.databaseUrl, undefined, config.database.queryTimeoutMs);
+  const dataSource = await openDataSource(deps.databaseUrl, { queryTimeoutMs: config.database.queryTimeoutMs, logger });
   const applied = await runMigrations(dataSource);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
   const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, tracing);

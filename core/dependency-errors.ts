@@ -23,11 +23,23 @@ const TRANSIENT_GRPC_CODES = new Set([
 ]);
 
 /**
+ * New database work refused without trying: PostgreSQL stopped answering and has not answered a
+ * probe since (db/database-gate.ts).
+ */
+export class DatabaseUnreachableError extends Error {
+  constructor() {
+    super('PostgreSQL is unreachable; new database work is refused until it answers a probe again');
+    this.name = 'DatabaseUnreachableError';
+  }
+}
+
+/**
  * True when an error means PostgreSQL or Temporal cannot be reached, not that the request is
  * bad. A Temporal error such as INVALID_ARGUMENT (a missing search attribute) is a bug or a
  * misconfiguration, which retrying cannot fix: it is not an outage.
  */
 export function isDependencyDown(err: unknown): boolean {
+  if (err instanceof DatabaseUnreachableError) return true;
   if (err instanceof ServiceError) {
     const code = (err.cause as { code?: unknown } | undefined)?.code;
     return typeof code !== 'number' || TRANSIENT_GRPC_CODES.has(code);

@@ -6,7 +6,7 @@
  * Never imported by workflow code.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunState } from './run-state';
 
 export const metricsRegistry = new Registry();
@@ -124,6 +124,19 @@ export const rateLimitRejections = new Counter({
   name: 'agent_runs_rate_limit_rejections_total',
   help: 'Requests and runs refused by a limit: request_rate (RATE_LIMIT_REQUESTS_PER_MINUTE), runs_per_hour (TEAM_MAX_RUNS_PER_HOUR).',
   labelNames: ['limit'] as const,
+  registers: [metricsRegistry],
+});
+
+export const databaseReachable = new Gauge({
+  name: 'agent_runs_database_reachable',
+  help: 'Whether PostgreSQL answers this process (1) or failed a probe after a query or connection failed (0): new database work is then refused at once.',
+  registers: [metricsRegistry],
+});
+databaseReachable.set(1);
+
+export const databaseRefusals = new Counter({
+  name: 'agent_runs_database_refusals_total',
+  help: 'Database work (a connection from the pool) refused at once, or let go while waiting, because PostgreSQL was unreachable.',
   registers: [metricsRegistry],
 });
 

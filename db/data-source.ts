@@ -1,4 +1,7 @@
-import { DataSource } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import type { Logger } from '../core/logger';
+import { createDatabaseGate, type DatabaseGate, type DatabaseState } from './database-gate';
+import { guardedPg } from './guarded-pg';
 import { ApiKeyEntity } from './entities/api-key';
 import { FollowupEntity } from './entities/followup';
 import { IdempotencyRecordEntity } from './entities/idempotency-record';
@@ -52,26 +55,58 @@ export const MIGRATIONS = [
   SkillLoadIndex1763921800000,
 ];
 
+/** How long a probe of an unreachable database may take to connect, and then to answer. */
+const PROBE_TIMEOUT_MS = 2000;
+
+/** A DataSource whose pool answers to a DatabaseGate (db/database-gate.ts). */
+class GatedDataSource extends DataSource {
+  constructor(
+    options: DataSourceOptions,
+    readonly gate: DatabaseGate,
+  ) {
+    super(options);
+  }
+
+  override async destroy(): Promise<void> {
+    this.gate.stop();
+    await super.destroy();
+  }
+}
+
 /** Builds (does not open) the DataSource; schema changes only through MIGRATIONS. */
 export function createDataSource(
   databaseUrl: string,
-  options: { poolSize?: number; queryTimeoutMs?: number } = {},
+  options: { poolSize?: number; queryTimeoutMs?: number; logger?: Logger } = {},
 ): DataSource {
-  return new DataSource({
-    type: 'postgres',
-    url: databaseUrl,
-    entities: ENTITIES,
-    migrations: MIGRATIONS,
-    synchronize: false,
-    migrationsRun: false,
-    migrationsTransactionMode: 'each',
-    // A frozen or unreachable database fails a query in bounded time instead of holding it open.
-    extra: {
-      max: options.poolSize ?? 10,
-      connectionTimeoutMillis: 5000,
-      ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
-    },
+  const gate = createDatabaseGate({
+    databaseUrl,
+    probeTimeoutMs: Math.min(options.queryTimeoutMs ?? PROBE_TIMEOUT_MS, PROBE_TIMEOUT_MS),
+    logger: options.logger,
   });
+  return new GatedDataSource(
+    {
+      type: 'postgres',
+      url: databaseUrl,
+      driver: guardedPg(gate),
+      entities: ENTITIES,
+      migrations: MIGRATIONS,
+      synchronize: false,
+      migrationsRun: false,
+      migrationsTransactionMode: 'each',
+      // A frozen or unreachable database fails a query in bounded time instead of holding it open.
+      extra: {
+        max: options.poolSize ?? 10,
+        connectionTimeoutMillis: 5000,
+        ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
+      },
+    },
+    gate,
+  );
+}
+
+/** Whether PostgreSQL answers the DataSource's process, as its gate last found. */
+export function databaseStateOf(dataSource: DataSource): DatabaseState {
+  return dataSource instanceof GatedDataSource ? dataSource.gate.state : 'reachable';
 }
 
 /** Applies pending migrations; safe to run concurrently from several processes. */

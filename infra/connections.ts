@@ -2,14 +2,14 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../db/data-source';
+import type { Logger } from '../core/logger';
 import type { Tracing } from './tracing';
 
 export async function openDataSource(
   databaseUrl: string,
-  poolSize?: number,
-  queryTimeoutMs?: number,
+  options: { poolSize?: number; queryTimeoutMs?: number; logger?: Logger } = {},
 ): Promise<DataSource> {
-  return createDataSource(databaseUrl, { poolSize, queryTimeoutMs }).initialize();
+  return createDataSource(databaseUrl, options).initialize();
 }
 
 export async function connectTemporalClient(

@@ -24,7 +24,10 @@ async function main(): Promise<void> {
     : undefined;
   const endpoints = resolveEndpoints(config);
   const tracing = startTracing(config, 'agent-runs-worker');
-  const dataSource = await openDataSource(endpoints.databaseUrl, undefined, config.database.queryTimeoutMs);
+  const dataSource = await openDataSource(endpoints.databaseUrl, {
+    queryTimeoutMs: config.database.queryTimeoutMs,
+    logger,
+  });
   const connection = await connectWorkerConnection(endpoints.temporalAddress);
   const worker = await createWorker({
     config,

@@ -3,7 +3,7 @@ import { ERROR_CODES, type ErrorCode } from '../../core/error-codes';
 import type { Logger } from '../../core/logger';
 import { ApiError } from '../api-error';
 import { routeTemplate } from './request-log';
-import { isDependencyDown } from '../../core/dependency-errors';
+import { DatabaseUnreachableError, isDependencyDown } from '../../core/dependency-errors';
 
 export interface ProblemDocument {
   type: string;
@@ -80,6 +80,12 @@ function toApiError(
   // resource it is as unsupported as any other method it lacks (RFC 9110: 405 with `Allow`).
   if (status === 405 || status === 501) {
     return new ApiError('operation_not_supported', `${method} is not supported on ${path}.`, { status: 405 });
+  }
+  if (err instanceof DatabaseUnreachableError) {
+    // Logged once by the gate when PostgreSQL turned unreachable, not once per refused request.
+    return new ApiError('resource_unavailable', 'PostgreSQL is unreachable; retry later.', {
+      headers: { 'Retry-After': '5' },
+    });
   }
   if (isDependencyDown(err)) {
     logger.warn('dependency unavailable', { ...request, error: err });

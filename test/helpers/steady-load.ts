@@ -12,6 +12,7 @@ export interface LoadResult {
   answeredAt: number;
   retryAfter?: string;
   errorCode?: string;
+  detail?: string;
   runId?: string;
 }
 
@@ -41,6 +42,7 @@ export function startSteadyLoad(
         answeredAt: Date.now(),
         retryAfter: res.headers['retry-after'] as string | undefined,
         errorCode: (res.body as { error_code?: string } | undefined)?.error_code,
+        detail: (res.body as { detail?: string } | undefined)?.detail,
         runId: kind === 'create' && res.status === 201 ? (res.body as { run_id: string }).run_id : undefined,
       });
     } catch {

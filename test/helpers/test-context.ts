@@ -105,7 +105,11 @@ export async function createTestContext(
     destination: options.logDestination,
   });
   installTemporalRuntime({ logger });
-  const dataSource = await openDataSource(stack.databaseUrl, 10, config.database.queryTimeoutMs);
+  const dataSource = await openDataSource(stack.databaseUrl, {
+    poolSize: 10,
+    queryTimeoutMs: config.database.queryTimeoutMs,
+    logger,
+  });
   if (options.databaseUrl) await runMigrations(dataSource);
   const tracing = startTracing(config, 'agent-runs-test');
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     // Low enough that a test run of a few dozen steps continues as new, as day-long runs do.
     temporalDynamicConfig: { [CONTINUE_AS_NEW_SETTING]: CONTINUE_AS_NEW_SUGGESTED_AT },
   });
-  const dataSource = await openDataSource(deps.databaseUrl, 2);
+  const dataSource = await openDataSource(deps.databaseUrl, { poolSize: 2 });
   await runMigrations(dataSource);
   await dataSource.destroy();
   const { code } = await bundleWorkflowCode({ ...workflowSources(), logger: quietLogger });

@@ -1,0 +1,101 @@
+import type { DataSource } from 'typeorm';
+import { DatabaseUnreachableError, isDependencyDown } from '../core/dependency-errors';
+import { metricsRegistry } from '../core/metrics';
+import { createDataSource, databaseStateOf } from '../db/data-source';
+import { freeze } from './helpers/freeze';
+import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres';
+import { waitFor } from './helpers/test-context';
+
+/**
+ * The pool under an unresponsive PostgreSQL (db/guarded-pg.ts, db/database-gate.ts), against a
+ * PostgreSQL of the file's own, frozen with SIGSTOP as a hung host would be.
+ */
+let postgres: PrivatePostgres;
+const open: DataSource[] = [];
+
+beforeAll(async () => {
+  postgres = await startPrivatePostgres();
+}, 90_000);
+afterAll(async () => {
+  await Promise.all(open.map((ds) => ds.destroy().catch(() => undefined)));
+  await postgres?.stop();
+});
+
+async function dataSource(options: { poolSize: number; queryTimeoutMs: number }): Promise<DataSource> {
+  const ds = await createDataSource(postgres.url, options).initialize();
+  open.push(ds);
+  return ds;
+}
+
+const reachable = (ds: DataSource) =>
+  waitFor(
+    async () => databaseStateOf(ds),
+    (s) => s === 'reachable',
+    'the gate to find PostgreSQL again',
+  );
+
+const refusals = async () =>
+  (await metricsRegistry.getSingleMetric('agent_runs_database_refusals_total')!.get()).values[0]?.value ?? 0;
+
+test('a transaction cut by a frozen database is never committed by the next borrower of its connection', async () => {
+  const ds = await dataSource({ poolSize: 1, queryTimeoutMs: 1000 });
+  await ds.query('CREATE TABLE cut_short (x int)');
+  let thaw = () => undefined as void;
+  const failed = await ds
+    .transaction(async (tx) => {
+      await tx.query('INSERT INTO cut_short VALUES (1)');
+      thaw = freeze(postgres.postmasterPid());
+      await tx.query('INSERT INTO cut_short VALUES (2)');
+    })
+    .then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+  thaw();
+  expect(String(failed)).toMatch(/Query read timeout/);
+  expect(isDependencyDown(failed)).toBe(true);
+
+  // Pooled again as TypeORM releases it, the connection would still be inside the cut transaction
+  // (its ROLLBACK timed out unsent), and this COMMIT would commit rows 1 and 2 with row 3.
+  await reachable(ds);
+  await ds.transaction((tx) => tx.query('INSERT INTO cut_short VALUES (3)'));
+  const other = await dataSource({ poolSize: 1, queryTimeoutMs: 5000 });
+  expect(await other.query('SELECT x FROM cut_short ORDER BY x')).toEqual([{ x: 3 }]);
+});
+
+test('a query that outlives its timeout costs its connection, not the gate', async () => {
+  const ds = await dataSource({ poolSize: 1, queryTimeoutMs: 1000 });
+  const [{ pid }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  await expect(ds.query('SELECT pg_sleep(3)')).rejects.toThrow(/Query read timeout/);
+  // The probe answers: a slow query is no outage, and nothing is refused.
+  expect(databaseStateOf(ds)).toBe('checking');
+  await reachable(ds);
+  const [{ pid: next }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  expect(next).not.toBe(pid);
+});
+
+test('while PostgreSQL is frozen, new work is refused at once and waiting work let go; a probe lets it in again', async () => {
+  const ds = await dataSource({ poolSize: 2, queryTimeoutMs: 1000 });
+  await ds.query('SELECT 1');
+  const refusedBefore = await refusals();
+  const thaw = freeze(postgres.postmasterPid());
+  try {
+    // Two queries hold the pool's two connections; a third waits for one (up to 5 s).
+    const held = [ds.query('SELECT 1'), ds.query('SELECT 2')].map((q) => q.catch((err: unknown) => err));
+    const waiting = ds.query('SELECT 3').catch((err: unknown) => err);
+    expect(String(await held[0])).toMatch(/Query read timeout/);
+    // Let go once the probe failed, not when the pool's own 5 s wait ran out.
+    expect(await waiting).toBeInstanceOf(DatabaseUnreachableError);
+    expect(databaseStateOf(ds)).toBe('unreachable');
+    const refused = await ds.query('SELECT 4').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(DatabaseUnreachableError);
+    expect(isDependencyDown(refused)).toBe(true);
+    expect(await refusals()).toBeGreaterThanOrEqual(refusedBefore + 2);
+    const gauge = await metricsRegistry.getSingleMetric('agent_runs_database_reachable')!.get();
+    expect(gauge.values[0]?.value).toBe(0);
+  } finally {
+    thaw();
+  }
+  await reachable(ds);
+  expect(await ds.query('SELECT 5 AS n')).toEqual([{ n: 5 }]);
+});
