@@ -1,5 +1,8 @@
 import { ServiceError } from '@temporalio/client';
 
+/** PostgreSQL's `query_canceled`: a statement ran past `statement_timeout` (an overloaded database). */
+const STATEMENT_TIMEOUT = '57014';
+
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -9,6 +12,7 @@ const CONNECTION_CODES = new Set([
   '57P01',
   '57P03',
   '53300',
+  STATEMENT_TIMEOUT,
 ]);
 
 /** gRPC status codes that mean Temporal is unreachable or overloaded, not that the call was wrong. */
@@ -31,6 +35,11 @@ export class DatabaseUnreachableError extends Error {
     super('PostgreSQL is unreachable; new database work is refused until it answers a probe again');
     this.name = 'DatabaseUnreachableError';
   }
+}
+
+/** A statement the server itself cancelled for running too long: the connection is still good. */
+export function isStatementTimeout(err: unknown): boolean {
+  return (err as { code?: unknown }).code === STATEMENT_TIMEOUT;
 }
 
 /**

@@ -97,11 +97,20 @@ export function createDataSource(
       extra: {
         max: options.poolSize ?? 10,
         connectionTimeoutMillis: 5000,
-        ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
+        ...(options.queryTimeoutMs ? queryTimeouts(options.queryTimeoutMs) : {}),
       },
     },
     gate,
   );
+}
+
+/**
+ * The server cancels a slow statement a little before the client gives up on it (the statement's
+ * locks go with it and the connection stays good); the client's own read timeout then only fires
+ * when the server does not answer at all, and that connection is closed (db/guarded-pg.ts).
+ */
+function queryTimeouts(queryTimeoutMs: number): { query_timeout: number; statement_timeout: number } {
+  return { query_timeout: queryTimeoutMs, statement_timeout: queryTimeoutMs - Math.min(1000, queryTimeoutMs / 4) };
 }
 
 /** Whether PostgreSQL answers the DataSource's process, as its gate last found. */

@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger';
 import { databaseReachable } from '../core/metrics';
 
 const PROBE_INTERVAL_MS = 1000;
+const TOO_MANY_CONNECTIONS = '53300';
 
 export type DatabaseState = 'reachable' | 'checking' | 'unreachable';
 
@@ -49,12 +50,13 @@ export function createDatabaseGate(options: {
     try {
       await client.connect();
       await client.query('SELECT 1');
-      await client.end();
+      // Not awaited: a server that froze just now would never acknowledge the goodbye.
+      client.end().catch(() => undefined);
       return true;
-    } catch {
-      // A frozen server never acknowledges a goodbye: drop the socket instead of waiting.
+    } catch (err) {
       (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-      return false;
+      // "Too many clients": the server answers, it is only full, and the pool's own connections work.
+      return (err as { code?: unknown }).code === TOO_MANY_CONNECTIONS;
     }
   };
 
@@ -70,11 +72,13 @@ export function createDatabaseGate(options: {
 
   const probeUntilReachable = () => {
     timer = setTimeout(() => {
-      void probe().then((answers) => {
-        if (stopped) return;
-        if (answers) becomeReachable();
-        else probeUntilReachable();
-      });
+      void probe()
+        .catch(() => false)
+        .then((answers) => {
+          if (stopped) return;
+          if (answers) becomeReachable();
+          else probeUntilReachable();
+        });
     }, PROBE_INTERVAL_MS);
     timer.unref();
   };
@@ -86,7 +90,13 @@ export function createDatabaseGate(options: {
     options.logger?.warn('PostgreSQL is unreachable; database work is refused until a probe answers', {
       probe_interval_ms: PROBE_INTERVAL_MS,
     });
-    for (const listener of [...listeners]) listener();
+    for (const listener of [...listeners]) {
+      try {
+        listener();
+      } catch (err) {
+        options.logger?.error('a database waiter failed when let go', { error: err });
+      }
+    }
     probeUntilReachable();
   };
 
@@ -100,11 +110,13 @@ export function createDatabaseGate(options: {
     noteFailure(err) {
       if (stopped || state !== 'reachable' || !isDependencyDown(err)) return;
       state = 'checking';
-      void probe().then((answers) => {
-        if (stopped) return;
-        if (answers) becomeReachable();
-        else becomeUnreachable();
-      });
+      void probe()
+        .catch(() => false)
+        .then((answers) => {
+          if (stopped) return;
+          if (answers) becomeReachable();
+          else becomeUnreachable();
+        });
     },
     onUnreachable(listener) {
       listeners.add(listener);
@@ -114,6 +126,7 @@ export function createDatabaseGate(options: {
       stopped = true;
       clearTimeout(timer);
       listeners.clear();
+      if (state === 'unreachable') databaseReachable.set(1);
     },
   };
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DatabaseUnreachableError, isDependencyDown } from '../core/dependency-errors';
+import { DatabaseUnreachableError, isDependencyDown, isStatementTimeout } from '../core/dependency-errors';
 import { databaseRefusals } from '../core/metrics';
 import type { DatabaseGate } from './database-gate';
 
@@ -35,7 +35,8 @@ export function guardedPg(gate: DatabaseGate): typeof pg {
       const result = query(...args);
       if (result instanceof Promise) {
         result.catch((err: unknown) => {
-          if (!isDependencyDown(err)) return;
+          // The server answered a statement timeout: the connection is good and the server up.
+          if (!isDependencyDown(err) || isStatementTimeout(err)) return;
           lostTheServer.add(client);
           gate.noteFailure(err);
         });

@@ -40,6 +40,7 @@ const refusals = async () =>
 test('a transaction cut by a frozen database is never committed by the next borrower of its connection', async () => {
   const ds = await dataSource({ poolSize: 1, queryTimeoutMs: 1000 });
   await ds.query('CREATE TABLE cut_short (x int)');
+  const [{ pid }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
   let thaw = () => undefined as void;
   const failed = await ds
     .transaction(async (tx) => {
@@ -58,20 +59,51 @@ test('a transaction cut by a frozen database is never committed by the next borr
   // Pooled again as TypeORM releases it, the connection would still be inside the cut transaction
   // (its ROLLBACK timed out unsent), and this COMMIT would commit rows 1 and 2 with row 3.
   await reachable(ds);
+  const [{ pid: next }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  expect(next).not.toBe(pid); // the connection that lost the server was closed, not pooled again
   await ds.transaction((tx) => tx.query('INSERT INTO cut_short VALUES (3)'));
   const other = await dataSource({ poolSize: 1, queryTimeoutMs: 5000 });
   expect(await other.query('SELECT x FROM cut_short ORDER BY x')).toEqual([{ x: 3 }]);
 });
 
-test('a query that outlives its timeout costs its connection, not the gate', async () => {
+test('a statement that runs too long is cancelled by the server: its connection stays, nothing is refused', async () => {
   const ds = await dataSource({ poolSize: 1, queryTimeoutMs: 1000 });
   const [{ pid }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
-  await expect(ds.query('SELECT pg_sleep(3)')).rejects.toThrow(/Query read timeout/);
-  // The probe answers: a slow query is no outage, and nothing is refused.
+  const slow = await ds.query('SELECT pg_sleep(3)').catch((err: unknown) => err);
+  expect(slow).toMatchObject({ code: '57014' }); // statement_timeout, before the client's read timeout
+  expect(isDependencyDown(slow)).toBe(true); // an overloaded database: 503, retry later
+  expect(databaseStateOf(ds)).toBe('reachable');
+  const [{ pid: next }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  expect(next).toBe(pid);
+});
+
+test('a full server is not a down one: a probe told "too many clients" keeps the gate open', async () => {
+  const admin = await dataSource({ poolSize: 1, queryTimeoutMs: 5000 });
+  await admin.query(`CREATE ROLE one_connection LOGIN PASSWORD 'one' CONNECTION LIMIT 1`);
+  await admin.query(`GRANT ALL ON SCHEMA public TO one_connection`);
+  const url = new URL(postgres.url);
+  url.username = 'one_connection';
+  url.password = 'one';
+  const ds = await createDataSource(url.toString(), { poolSize: 1, queryTimeoutMs: 5000 }).initialize();
+  open.push(ds);
+  // The pool's one connection is the role's one: a second query waits 5 s for it, and the
+  // probe its failure starts is refused by the server for the same reason.
+  let finish!: () => void;
+  let holding!: () => void;
+  const connectionHeld = new Promise<void>((resolve) => (holding = resolve));
+  const held = ds.transaction(async (tx) => {
+    await tx.query('SELECT 1');
+    holding();
+    await new Promise<void>((resolve) => (finish = resolve));
+  });
+  await connectionHeld;
+  const waited = await ds.query('SELECT 2').catch((err: unknown) => err);
+  expect(String(waited)).toMatch(/timeout exceeded when trying to connect/);
   expect(databaseStateOf(ds)).toBe('checking');
   await reachable(ds);
-  const [{ pid: next }] = (await ds.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
-  expect(next).not.toBe(pid);
+  finish();
+  await held;
+  expect(await ds.query('SELECT 3 AS n')).toEqual([{ n: 3 }]);
 });
 
 test('while PostgreSQL is frozen, new work is refused at once and waiting work let go; a probe lets it in again', async () => {

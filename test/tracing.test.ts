@@ -291,8 +291,10 @@ test('the reconciler’s background checks are not traced', async () => {
     intervalSeconds: 3600,
     quietSeconds: 0,
   });
-  // The pass describes the in-progress run's workflow; a request's describe of it is traced.
-  expect(await reconciler.runOnce()).toEqual([]);
+  // The pass describes the in-progress run's workflow (and leaves it be); a request's describe of
+  // it is traced. The pass sweeps the whole shared database: it may settle runs other test files
+  // left without a workflow, so only this run is asserted on.
+  expect(await reconciler.runOnce()).not.toContain(runId);
   await reconciler.stop();
   await ctx.client.workflow.getHandle(runWorkflowId(runId)).describe();
   hold.release({ text: 'done' });
