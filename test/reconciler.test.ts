@@ -1,6 +1,7 @@
 import { startReconciler } from '../api/reconciler';
 import { createLogger } from '../core/logger';
 import { insertRunCopy } from './helpers/run-copies';
+import { backdateRuns } from './helpers/quiet-runs';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
@@ -14,16 +15,21 @@ afterAll(async () => {
   await ctx?.close();
 });
 
+/** This file's runs look quiet for an hour (backdateRuns); those of files running beside it do not. */
+const QUIET_HOURS = 1;
+
 function reconciler() {
-  // Every run counts as quiet here, so one pass decides at once; its own timer never fires in a test.
+  // One pass decides at once; its own timer never fires in a test.
   return startReconciler({
     dataSource: ctx.dataSource,
     temporal: ctx.client,
     logger: createLogger('error', 'test'),
     intervalSeconds: 3600,
-    quietSeconds: 0,
+    quietSeconds: (QUIET_HOURS * 3600) / 2,
   });
 }
+
+const makeQuiet = (...runIds: string[]) => backdateRuns(ctx.dataSource, runIds, QUIET_HOURS);
 
 test('a run whose workflow an operator terminated is recorded ERROR saying so, and a follow-up starts it again', async () => {
   const { key } = await ctx.newTeamKey();
@@ -34,6 +40,7 @@ test('a run whose workflow an operator terminated is recorded ERROR saying so, a
   await ctx.model.waitForCalls(marker, 1);
   await ctx.client.workflow.getHandle(runWorkflowId(runId)).terminate('operator cleaning up');
   expect((await getRun(ctx, key, runId)).state).toBe('INPROGRESS');
+  await makeQuiet(runId);
 
   const r = reconciler();
   try {
@@ -60,6 +67,7 @@ test('a live run is not touched by the reconciler', async () => {
   ctx.model.script(marker, () => ({ hold: held.promise }));
   const runId = await createRun(ctx, key, { prompt: `Alive ${marker}` });
   await ctx.model.waitForCalls(marker, 1);
+  await makeQuiet(runId);
   const r = reconciler();
   try {
     expect(await r.runOnce()).not.toContain(runId);
@@ -80,6 +88,7 @@ test('a run whose workflow never started (its create was answered 503) is remove
   const copy = (overrides: Record<string, unknown>) => insertRunCopy(ctx.dataSource, template, overrides);
   const neverStarted = await copy({ state: 'QUEUED', turn: 1, started_at: null });
   const lost = await copy({ state: 'INPROGRESS', turn: 1 });
+  await makeQuiet(neverStarted, lost);
   await ctx.dataSource.query(
     `INSERT INTO idempotency_records (principal_uid, scope, key, request_hash, response_status, response_body, response_headers)
      VALUES ($1, 'create-run', $2, 'h', 201, $3::jsonb, '{}'::jsonb)`,
