@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DatabaseUnreachableError, isDependencyDown } from '../core/dependency-errors';
+import { isDependencyDown } from '../core/dependency-errors';
 import type { Logger } from '../core/logger';
 import { databaseReachable } from '../core/metrics';
 
@@ -18,8 +18,6 @@ export type DatabaseState = 'reachable' | 'checking' | 'unreachable';
  */
 export interface DatabaseGate {
   readonly state: DatabaseState;
-  /** Throws DatabaseUnreachableError while the database is unreachable. */
-  assertReachable(): void;
   /** Tells the gate of a failed query or connection; only outages count. */
   noteFailure(err: unknown): void;
   /** Calls `listener` when the database turns unreachable; returns the unsubscribe. */
@@ -70,16 +68,18 @@ export function createDatabaseGate(options: {
     state = 'reachable';
   };
 
+  const probeThen = (ifNoAnswer: () => void) => {
+    void probe()
+      .catch(() => false)
+      .then((answers) => {
+        if (stopped) return;
+        if (answers) becomeReachable();
+        else ifNoAnswer();
+      });
+  };
+
   const probeUntilReachable = () => {
-    timer = setTimeout(() => {
-      void probe()
-        .catch(() => false)
-        .then((answers) => {
-          if (stopped) return;
-          if (answers) becomeReachable();
-          else probeUntilReachable();
-        });
-    }, PROBE_INTERVAL_MS);
+    timer = setTimeout(() => probeThen(probeUntilReachable), PROBE_INTERVAL_MS);
     timer.unref();
   };
 
@@ -104,19 +104,10 @@ export function createDatabaseGate(options: {
     get state() {
       return state;
     },
-    assertReachable() {
-      if (state === 'unreachable') throw new DatabaseUnreachableError();
-    },
     noteFailure(err) {
       if (stopped || state !== 'reachable' || !isDependencyDown(err)) return;
       state = 'checking';
-      void probe()
-        .catch(() => false)
-        .then((answers) => {
-          if (stopped) return;
-          if (answers) becomeReachable();
-          else becomeUnreachable();
-        });
+      probeThen(becomeUnreachable);
     },
     onUnreachable(listener) {
       listeners.add(listener);

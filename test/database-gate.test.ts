@@ -130,4 +130,22 @@ test('while PostgreSQL is frozen, new work is refused at once and waiting work l
   }
   await reachable(ds);
   expect(await ds.query('SELECT 5 AS n')).toEqual([{ n: 5 }]);
+  // No connection slot was lost on the way: the pool's two can be held at once again.
+  await holdAllConnections(ds, 2);
 });
+
+/** Holds `count` connections of the pool at the same time (a lost slot makes one wait until its 5 s run out). */
+async function holdAllConnections(ds: DataSource, count: number): Promise<void> {
+  let arrived = 0;
+  let allHere!: () => void;
+  const everyone = new Promise<void>((resolve) => (allHere = resolve));
+  await Promise.all(
+    Array.from({ length: count }, () =>
+      ds.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        if ((arrived += 1) === count) allHere();
+        await everyone;
+      }),
+    ),
+  );
+}

@@ -90,6 +90,9 @@ export async function createTestContext(
     MODEL_RETRY_MAX_ATTEMPTS: '3',
     ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '5',
     LOG_LEVEL: 'error',
+    // The shared Temporal dev server, on two cores beside two test files and a workflow bundling,
+    // can stall past the 5 s default (a schedule list answered 503 once); tests of the deadline set their own.
+    TEMPORAL_RPC_TIMEOUT_SECONDS: '15',
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')),
