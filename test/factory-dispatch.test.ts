@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { MAX_ATTACHMENT_BYTES } from '../core/attachments';
 import { MAX_BODY_BYTES, MAX_BODY_WITH_ATTACHMENTS_BYTES } from '../api/middleware/json-body';
 import { createEnvironment } from './helpers/environments';
-import { dispatch, listRuns, toolResult } from './helpers/factories';
+import { delegatingForeman, dispatch, listRuns, toolResult } from './helpers/factories';
 import { createGitHost } from './helpers/git-fixtures';
 import { auth, createRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
@@ -141,21 +141,18 @@ test("dispatch: the foreman's run gets the factory's environment and the foreman
   const foreman = uniqueName('yard-foreman');
   const implementer = uniqueName('yard-implementer');
   const reviewer = uniqueName('yard-reviewer');
-  ctx.model.script(foreman, (_req, call) => {
-    if (call === 1) {
-      return {
-        text: '',
-        toolCalls: [
-          { name: 'run_command', arguments: { command: 'cat */README.md' } },
-          { name: 'mcp__calc__add', arguments: { a: 2, b: 3 } },
-          { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Read ${implementer}` } },
-          { name: 'dispatch_agent', arguments: { agent: 'REVIEW', prompt: `Read ${reviewer}` } },
-        ],
-      };
-    }
-    if (call === 2) return { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] };
-    return { text: 'The yard is read.' };
-  });
+  ctx.model.script(
+    foreman,
+    delegatingForeman(
+      [
+        { name: 'run_command', arguments: { command: 'cat */README.md' } },
+        { name: 'mcp__calc__add', arguments: { a: 2, b: 3 } },
+        { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Read ${implementer}` } },
+        { name: 'dispatch_agent', arguments: { agent: 'REVIEW', prompt: `Read ${reviewer}` } },
+      ],
+      'The yard is read.',
+    ),
+  );
   readsReadmes(implementer);
   readsReadmes(reviewer);
 
@@ -278,20 +275,17 @@ test('a FILE factory found in a repository: dispatched to, its foreman resolved 
 
   const foreman = uniqueName('plant-lead');
   const gardener = uniqueName('plant-gardener');
-  ctx.model.script(foreman, (_req, call) => {
-    if (call === 1) {
-      return {
-        text: '',
-        toolCalls: [
-          { name: 'run_command', arguments: { command: 'cat */README.md' } },
-          // A file agent is found by its short name.
-          { name: 'dispatch_agent', arguments: { agent: 'gardener', prompt: `Water ${gardener}` } },
-        ],
-      };
-    }
-    if (call === 2) return { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] };
-    return { text: 'The plant is tended.' };
-  });
+  ctx.model.script(
+    foreman,
+    delegatingForeman(
+      [
+        { name: 'run_command', arguments: { command: 'cat */README.md' } },
+        // A file agent is found by its short name.
+        { name: 'dispatch_agent', arguments: { agent: 'gardener', prompt: `Water ${gardener}` } },
+      ],
+      'The plant is tended.',
+    ),
+  );
   ctx.model.script(gardener, () => ({ text: 'Watered.' }));
 
   const res = await dispatch(ctx, key, factory.uid, { prompt: `Tend the plant ${foreman}`, title: 'Tend' });

@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { runWorkflowId } from '../workflows/run-contract';
-import { createFactory, dispatch, history, listRuns, toolResult } from './helpers/factories';
+import { createFactory, delegatingForeman, dispatch, history, listRuns, toolResult } from './helpers/factories';
 import { hostPidsRunning } from './helpers/host-processes';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
@@ -32,19 +32,17 @@ test('a foreman dispatches two agents and waits for both; one fails, and the for
   const implementer = uniqueName('implementer');
   const verifier = uniqueName('verifier');
   // The foreman's script first: a request that quotes a child's marker still belongs to it.
-  ctx.model.script(foreman, (_req, call) => {
-    if (call === 1) {
-      return {
-        text: 'Splitting the work.',
-        toolCalls: [
-          { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Write the parser ${implementer}` } },
-          { name: 'dispatch_agent', arguments: { agent: 'verify', prompt: `Check the parser ${verifier}` } },
-        ],
-      };
-    }
-    if (call === 2) return { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] };
-    return { text: 'The parser is written; verification failed.' };
-  });
+  ctx.model.script(
+    foreman,
+    delegatingForeman(
+      [
+        { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `Write the parser ${implementer}` } },
+        { name: 'dispatch_agent', arguments: { agent: 'verify', prompt: `Check the parser ${verifier}` } },
+      ],
+      'The parser is written; verification failed.',
+      'Splitting the work.',
+    ),
+  );
   ctx.model.script(implementer, () => ({ text: 'Parser written in parser.ts.' }));
   ctx.model.script(verifier, () => ({ status: 400, error: 'this verifier cannot work today' }));
 

@@ -1,6 +1,6 @@
 import { type temporal } from '@temporalio/proto';
 import { runWorkflowId } from '../../workflows/run-contract';
-import type { ChatRequest } from './scripted-model';
+import type { ChatRequest, Script, ScriptedToolCall } from './scripted-model';
 import { auth, type RunBody } from './runs';
 import { uniqueName, type TestContext } from './test-context';
 
@@ -77,4 +77,16 @@ export function markerText(event: temporal.api.history.v1.IHistoryEvent): string
     .flatMap((p) => p.payloads ?? [])
     .map((p) => Buffer.from(p.data ?? []).toString('utf8'))
     .join(' ');
+}
+
+/**
+ * A foreman's script: its first step calls `firstStep` (dispatches, and whatever else), its second
+ * waits for the children, and every later one answers `answer`.
+ */
+export function delegatingForeman(firstStep: ScriptedToolCall[], answer: string, firstText = ''): Script {
+  return (_req, call) => {
+    if (call === 1) return { text: firstText, toolCalls: firstStep };
+    if (call === 2) return { text: '', toolCalls: [{ name: 'wait_for_runs', arguments: {} }] };
+    return { text: answer };
+  };
 }
