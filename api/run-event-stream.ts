@@ -221,6 +221,7 @@ function startStream(
       woken = false;
       // Read before the entries: once a terminal state shows here, its entry is among those read next.
       const status = await runIdleWindow(manager, request.runId);
+      let delivered = false;
       // A run's entries commit in id order (migration 1763920000000): none can still appear below lastId.
       for (let more = true; more && !closed;) {
         const page = await loadRunEventsAfter(manager, request.runId, lastId.toString(), PAGE);
@@ -229,10 +230,14 @@ function startStream(
           if (closed) return;
           await send(`id: ${event.id}\nevent: ${event.kind}\ndata: ${JSON.stringify(data[i])}\n\n`);
           lastId = BigInt(event.id);
+          delivered = true;
         }
         more = page.more;
       }
       if (!status || closed) return;
+      // What was just sent may have committed after `status` was read (a terminal state among it,
+      // whose wake-up is now behind lastId): decide only on a status read after everything sent.
+      if (delivered) continue;
       const ended = isTerminal(status.state);
       if (ended && (status.leftMs ?? 0) <= 0) {
         await send(`event: end\ndata: ${JSON.stringify({ run_id: request.runId, state: status.state })}\n\n`);

@@ -1,10 +1,16 @@
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
 import type { EntityManager, QueryRunner } from 'typeorm';
+import type { RunEventNotifier, Wake } from '../api/run-event-notifier';
+import { createRunEventStreams, eventData } from '../api/run-event-stream';
+import { closeServer, listen } from '../api/server';
+import { createLogger } from '../core/logger';
 import { insertRunCopy } from './helpers/run-copies';
 import { appendNoticeToCurrentTurn, appendRunEvent } from '../db/run-events';
 import { applyTransition } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { auth, createRun, waitForState } from './helpers/runs';
-import { openStream, type ReceivedEvent } from './helpers/sse-client';
+import { openStream, type ReceivedEvent, type SseStream } from './helpers/sse-client';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 /**
@@ -172,4 +178,85 @@ test('the rows of one insert take their ids in order: a new run’s prompt, then
     template,
   ])) as { event_key: string }[];
   expect(rows.map((r) => r.event_key)).toEqual(['prompt', 'state-t1-QUEUED']);
+});
+
+/** Whether a page read of run entries (db/run-events.ts loadRunEventsAfter) waits for the lock `pid` holds. */
+async function pageReadWaitsFor(pid: number): Promise<boolean> {
+  const rows = (await ctx.dataSource.query(
+    `SELECT 1 FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%FROM run_events WHERE%'`,
+    [pid],
+  )) as unknown[];
+  return rows.length > 0;
+}
+
+/**
+ * The event streams of an API process whose notifications the test delivers when it chooses:
+ * a NOTIFY reaches the API's listening connection independently of the reads, so it may be
+ * handled before or after the page read that returns its entry.
+ */
+async function streamsWithHeldNotifications() {
+  const wakes = new Map<string, Set<Wake>>();
+  const notifier: RunEventNotifier = {
+    subscribe(runId, wake) {
+      if (!wakes.has(runId)) wakes.set(runId, new Set());
+      wakes.get(runId)!.add(wake);
+      return () => wakes.get(runId)!.delete(wake);
+    },
+    close: async () => undefined,
+  };
+  const streams = createRunEventStreams({
+    dataSource: ctx.dataSource,
+    notifier,
+    heartbeatSeconds: 15,
+    logger: createLogger('error', 'test'),
+  });
+  const app = new Koa();
+  app.use((koa) =>
+    streams.serve(koa, {
+      runId: koa.path.slice(1),
+      afterId: '0',
+      present: async (events) => events.map((e) => eventData(koa.path.slice(1), e)),
+    }),
+  );
+  const server = await listen(app, 0, '127.0.0.1');
+  return {
+    url: (runId: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/${runId}`,
+    announce: (runId: string, id: string) => [...(wakes.get(runId) ?? [])].forEach((wake) => wake(BigInt(id))),
+    close: async () => {
+      await streams.close();
+      await closeServer(server);
+    },
+  };
+}
+
+test('a terminal state that commits after a stream read the run, and is announced after the stream sent it, ends the stream', async () => {
+  const api = await streamsWithHeldNotifications();
+  const runId = await quietRun();
+  const writer = await connection();
+  try {
+    let live: SseStream;
+    try {
+      await writer.runner.startTransaction();
+      // The stream reads the run's state (INPROGRESS), then waits here for its page of entries...
+      await writer.runner.query('LOCK TABLE run_events IN ACCESS EXCLUSIVE MODE');
+      live = await openStream(api.url(runId));
+      await waitFor(() => pageReadWaitsFor(writer.pid), Boolean, "the stream's page read to wait for the lock");
+      // ...while the run ends: the page then holds the terminal entry.
+      await applyTransition(writer.runner.manager, { runId, turn: 1, state: 'SUCCEEDED' });
+      await writer.runner.commitTransaction();
+    } finally {
+      await release(writer.runner);
+    }
+    const terminal = await live.waitForEvent((e) => e.event === 'state');
+    // Its notification is handled only now, behind what the stream has sent.
+    api.announce(runId, terminal.id!);
+    const end = await live.waitForEvent(isEnd, 10_000);
+    expect(JSON.parse(end.data)).toEqual({ run_id: runId, state: 'SUCCEEDED' });
+    expect(live.events.filter((e) => e.event === 'state').map((e) => JSON.parse(e.data).payload.state)).toEqual([
+      'SUCCEEDED',
+    ]);
+  } finally {
+    await api.close();
+  }
 });
