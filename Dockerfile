@@ -7,8 +7,9 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # package.json's `allowScripts` is read by npm 11; the npm 10 of Node 20 ignores it and runs
-# the install scripts as usual.
-RUN npm ci || npm install
+# the install scripts as usual. The lock file holds every platform's optional packages, so
+# `npm ci` takes it with either npm (CI checks that: bin/check-lockfile.sh).
+RUN npm ci
 COPY . .
 # tsc to dist/, then dist/workflow-bundle.js, which production workers load.
 RUN npm run build
@@ -23,7 +24,7 @@ ENV NODE_ENV=production \
     PORT=8080
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN (npm ci --omit=dev || npm install --omit=dev) && npm cache clean --force
+RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The API serves docs/errors.md as the error reference; workers offer the bundled skills.
 COPY docs ./docs
