@@ -84,3 +84,35 @@ export function decryptMcpServers<T extends McpServers>(servers: T, key: Buffer)
 export function redactMcpServers<T extends McpServers>(servers: T): T {
   return mapSecretValues(servers, () => REDACTED);
 }
+
+/**
+ * MCP servers as they are stored after an update: each `env` and `headers` value encrypted, but
+ * one given as REDACTED keeps the value `stored` has at the same server and key. Returns the path
+ * of the first mask with nothing stored behind it instead.
+ */
+export function encryptMcpServersKeepingRedacted(
+  servers: Record<string, McpServerConfig>,
+  stored: Record<string, McpServerConfig>,
+  key: Buffer,
+): { servers: Record<string, McpServerConfig> } | { unknownMask: string } {
+  let unknownMask: string | undefined;
+  const result = Object.fromEntries(
+    Object.entries(servers).map(([name, server]) => {
+      const mapped: McpServerConfig = { ...server };
+      for (const field of ['env', 'headers'] as const) {
+        const values = server[field];
+        if (!values) continue;
+        mapped[field] = Object.fromEntries(
+          Object.entries(values).map(([k, value]) => {
+            if (value !== REDACTED) return [k, encryptSecret(value, key)];
+            const kept = stored[name]?.[field]?.[k];
+            if (kept === undefined) unknownMask ??= `${name}.${field}.${k}`;
+            return [k, kept ?? ''];
+          }),
+        );
+      }
+      return [name, mapped];
+    }),
+  );
+  return unknownMask === undefined ? { servers: result } : { unknownMask };
+}

@@ -1,4 +1,7 @@
 import { createApiKey } from '../db/api-keys';
+import type { McpServerConfig } from '../core/run-types';
+import { decryptMcpServers } from '../core/secrets';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { PLAN_MODE_NOTE } from '../activities/agent-step-activities';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
@@ -53,7 +56,14 @@ test('create, list, get, update and delete an identity; another team sees none o
     .set(auth(key))
     .send({ name: 'senior-reviewer', agent_type: 'REVIEW' });
   expect(updated.status).toBe(200);
-  expect(updated.body).toMatchObject({ name: 'senior-reviewer', description: null, base_model: null });
+  // A partial update: what is not sent keeps its value.
+  expect(updated.body).toMatchObject({
+    name: 'senior-reviewer',
+    description: 'Reviews pull requests',
+    prompt: 'You review code.',
+    base_model: 'openai/gpt-4o',
+    mcp_servers: created.mcp_servers,
+  });
 
   // Another team: nothing to see, change or delete.
   expect((await ctx.api.get(PATH).set(auth(other.key))).body.agents).toEqual([]);
@@ -194,4 +204,68 @@ test('create-request fields of the clients: plan mode is honoured; what cannot b
     expect({ status: res.status, code: res.body.error_code }).toEqual({ status, code });
     expect(res.body.detail).toContain(`\`${field}\``);
   }
+});
+
+test('an update changes only the fields sent: null keeps, an empty value clears, a masked credential keeps the stored one', async () => {
+  const { key } = await ctx.newTeamKey();
+  const created = await newIdentity(key, {
+    name: uniqueName('partial'),
+    description: 'first',
+    prompt: 'You fix things.',
+    base_model: 'openai/gpt-4o',
+    skills: ['acme/tools:lint'],
+    worker_host: 'host-a',
+    mcp_servers: { docs: { url: 'https://mcp.example.com/sse', headers: { Authorization: 'Bearer kept-token' } } },
+  });
+  const put = (body: Record<string, unknown>) => ctx.api.put(`${PATH}/${created.uid}`).set(auth(key)).send(body);
+  const storedAuthorization = async () => {
+    const [row] = (await ctx.dataSource.query(`SELECT mcp_servers FROM agent_identities WHERE uid = $1`, [
+      created.uid,
+    ])) as { mcp_servers: Record<string, McpServerConfig> | null }[];
+    return (
+      row!.mcp_servers &&
+      decryptMcpServers(row!.mcp_servers, resolveSecretsKey(ctx.config)).docs?.headers?.Authorization
+    );
+  };
+
+  let res = await put({ description: 'second' });
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({
+    name: created.name,
+    description: 'second',
+    prompt: 'You fix things.',
+    base_model: 'openai/gpt-4o',
+    skills: ['acme/tools:lint'],
+    worker_host: 'host-a',
+  });
+  res = await put({ description: null, prompt: '', base_model: '', worker_host: '', skills: [] });
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({
+    description: 'second',
+    prompt: null,
+    base_model: null,
+    worker_host: null,
+    skills: [],
+  });
+
+  // What a GET shows, sent back: the mask keeps the stored credential.
+  const shown = (await ctx.api.get(`${PATH}/${created.uid}`).set(auth(key))).body as { mcp_servers: unknown };
+  expect(shown.mcp_servers).toEqual({
+    docs: { url: 'https://mcp.example.com/sse', headers: { Authorization: '***' } },
+  });
+  expect((await put({ mcp_servers: shown.mcp_servers })).status).toBe(200);
+  expect(await storedAuthorization()).toBe('Bearer kept-token');
+  // A mask where nothing is stored is refused, and changes nothing.
+  res = await put({
+    description: 'third',
+    mcp_servers: { other: { url: 'https://x.example.com', headers: { T: '***' } } },
+  });
+  expect(res.status).toBe(400);
+  expect(res.body.detail).toContain('`mcp_servers.other.headers.T`');
+  expect((await ctx.api.get(`${PATH}/${created.uid}`).set(auth(key))).body.description).toBe('second');
+  // An empty object clears the servers.
+  expect((await put({ mcp_servers: {} })).body.mcp_servers).toBeNull();
+  expect(await storedAuthorization()).toBeNull();
+  // A name cannot be cleared.
+  expect((await put({ name: '' })).status).toBe(400);
 });

@@ -1,30 +1,30 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
-import type { McpServerConfig } from '../../core/run-types';
-import { encryptMcpServers } from '../../core/secrets';
 import {
   createAgentIdentity,
+  defaultIdentityFields,
   deleteAgentIdentity,
   findAgentIdentity,
   identityNameTaken,
   IDENTITY_ORDER,
   listAgentIdentities,
   updateAgentIdentity,
-  type AgentIdentityFields,
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
 import { findFactory } from '../../db/factories';
 import { ApiError, notFound } from '../api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
+import { applyIdentityUpdate } from '../agent-identity-update';
 import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
 import {
   agentIdentityBodySchema,
+  agentIdentityUpdateSchema,
   identityListQuerySchema,
-  type AgentIdentityBody,
+  type AgentIdentityUpdate,
 } from '../schemas/agent-identity-schemas';
 import { rejectUnsupported } from '../unsupported-fields';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
@@ -42,8 +42,8 @@ export function createAgentIdentitiesRouter({
   const router = new Router();
   router.param('uid', storablePathId('agent'));
 
-  /** The body as stored: checked against the team and this service, MCP credentials encrypted. */
-  const fieldsOf = async (body: AgentIdentityBody, teamId: string, uid = ''): Promise<AgentIdentityFields> => {
+  /** Refuses what this service cannot honour and checks the fields given against the team. */
+  const checkBody = async (body: AgentIdentityUpdate, teamId: string, uid = ''): Promise<void> => {
     rejectUnsupported([
       {
         path: 'harness.type',
@@ -80,7 +80,7 @@ export function createAgentIdentitiesRouter({
         why: 'give credentials to MCP servers in `mcp_servers` (stored encrypted).',
       },
     ]);
-    if (await identityNameTaken(dataSource.manager, teamId, body.name, uid)) {
+    if (body.name !== undefined && (await identityNameTaken(dataSource.manager, teamId, body.name, uid))) {
       throw new ApiError('conflict', `Your team already has an agent named "${body.name}"; choose another name.`, {
         retryable: false,
       });
@@ -91,28 +91,14 @@ export function createAgentIdentitiesRouter({
     for (const [index, skill] of (body.skills ?? []).entries()) {
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);
     }
-    return {
-      name: body.name,
-      description: body.description ?? null,
-      prompt: body.prompt ?? null,
-      agentType: body.agent_type ?? 'CUSTOM',
-      factoryUid: body.factory_uid ?? null,
-      environmentId: body.environment_id ?? null,
-      baseModel: body.base_model ?? null,
-      mcpServers: body.mcp_servers
-        ? encryptMcpServers(body.mcp_servers as Record<string, McpServerConfig>, secretsKey)
-        : null,
-      skills: body.skills ?? [],
-      workerHost: body.worker_host || null,
-      onBehalfOfEnabled: body.on_behalf_of_enabled ?? false,
-    };
   };
 
   router.post('/agent/identities', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(agentIdentityBodySchema, ctx.state.body);
     const { teamId } = principalOf(ctx.state);
-    const fields = await fieldsOf(body, teamId);
+    await checkBody(body, teamId);
+    const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKey);
     const identity = await dataSource.transaction(async (tx) => {
       await assertFactoryMembership(tx, { teamId, factoryUid: fields.factoryUid, agentType: fields.agentType });
       return createAgentIdentity(tx, teamId, fields);
@@ -151,8 +137,9 @@ export function createAgentIdentitiesRouter({
     const existing = await findAgentIdentity(dataSource.manager, uid, teamId);
     if (!existing) throw notFound(`No agent ${uid}.`);
     await assertNotFileAgent(dataSource.manager, existing, 'changed');
-    const body = validate(agentIdentityBodySchema, ctx.state.body);
-    const fields = await fieldsOf(body, teamId, uid);
+    const body = validate(agentIdentityUpdateSchema, ctx.state.body);
+    await checkBody(body, teamId, uid);
+    const fields = applyIdentityUpdate(existing, body, secretsKey);
     const identity = await dataSource.transaction(async (tx) => {
       await assertFactoryMembership(tx, {
         teamId,

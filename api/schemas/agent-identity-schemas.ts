@@ -44,6 +44,26 @@ export const agentIdentityBodySchema = z
 
 export type AgentIdentityBody = z.infer<typeof agentIdentityBodySchema>;
 
+/** An empty string, which in an update clears the field. */
+const clears = z.literal('');
+
+/**
+ * `PUT /agent/identities/{uid}`: a partial update, as both official clients send it. A field
+ * not sent, or sent as `null`, keeps its value; an empty string (an empty list for `skills`, an
+ * empty object for `mcp_servers`) clears it.
+ */
+export const agentIdentityUpdateSchema = agentIdentityBodySchema
+  .partial()
+  .extend({
+    name: nonBlankText(200).optional(),
+    environment_id: z.union([clears, agentConfigSchema.shape.environment_id.unwrap()]).nullish(),
+    base_model: z.union([clears, agentConfigSchema.shape.model_id.unwrap()]).nullish(),
+    factory_uid: z.union([clears, z.string().min(1).max(128)]).nullish(),
+  })
+  .openapi('AgentIdentityUpdateRequest');
+
+export type AgentIdentityUpdate = z.infer<typeof agentIdentityUpdateSchema>;
+
 /** `GET /agent/identities`. */
 export const identityListQuerySchema = z.strictObject({
   factory_uid: z

@@ -100,6 +100,14 @@ step("identities.get", client.agent.agent.get(identity.uid))
 step("identities.list", client.agent.agent.list())
 updated = step("identities.update", client.agent.agent.update(identity.uid, name="contract-identity-2"))
 assert updated.name == "contract-identity-2", updated
+assert updated.description == "made by the contract test", updated
+# What the client sends for a partial update: only the fields given; the rest keep their values.
+updated = step("identities.update", client.agent.agent.update(identity.uid, description="changed by the client"))
+assert (updated.name, updated.description, updated.agent_type) == (
+    "contract-identity-2",
+    "changed by the client",
+    "CUSTOM",
+), updated
 as_identity = step(
     "agent.run",
     client.agent.run(prompt=f"As identity {MARKER}", agent_identity_uid=identity.uid, config={"idle_timeout_minutes": 0}),

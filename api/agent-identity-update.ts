@@ -1,0 +1,51 @@
+import type { AgentIdentityFields } from '../db/agent-identities';
+import type { McpServerConfig } from '../core/run-types';
+import { encryptMcpServersKeepingRedacted } from '../core/secrets';
+import { invalid } from './api-error';
+import type { AgentIdentityUpdate } from './schemas/agent-identity-schemas';
+
+/** A field as an update gives it: absent or null keeps the value, an empty string clears it. */
+function text(given: string | null | undefined, current: string | null): string | null {
+  if (given === undefined || given === null) return current;
+  return given === '' ? null : given;
+}
+
+/**
+ * The fields of an identity after `update` (a create is an update of the defaults): what is not
+ * sent keeps its value. MCP credentials are encrypted; one sent back as the mask a response shows
+ * (`"***"`) keeps the stored value, so that a GET's answer can be PUT back unchanged.
+ */
+export function applyIdentityUpdate(
+  current: AgentIdentityFields,
+  update: AgentIdentityUpdate,
+  secretsKey: Buffer,
+): AgentIdentityFields {
+  let mcpServers = current.mcpServers;
+  if (update.mcp_servers !== undefined && update.mcp_servers !== null) {
+    const given = update.mcp_servers as Record<string, McpServerConfig>;
+    if (Object.keys(given).length === 0) mcpServers = null;
+    else {
+      const stored = (current.mcpServers ?? {}) as Record<string, McpServerConfig>;
+      const result = encryptMcpServersKeepingRedacted(given, stored, secretsKey);
+      if ('unknownMask' in result) {
+        throw invalid(
+          `\`mcp_servers.${result.unknownMask}\` is "***", the mask responses show, but no value is stored there to keep; send the real value.`,
+        );
+      }
+      mcpServers = result.servers;
+    }
+  }
+  return {
+    name: update.name ?? current.name,
+    description: text(update.description, current.description),
+    prompt: text(update.prompt, current.prompt),
+    agentType: update.agent_type ?? current.agentType,
+    factoryUid: text(update.factory_uid, current.factoryUid),
+    environmentId: text(update.environment_id, current.environmentId),
+    baseModel: text(update.base_model, current.baseModel),
+    mcpServers,
+    skills: update.skills ?? current.skills,
+    workerHost: text(update.worker_host, current.workerHost),
+    onBehalfOfEnabled: update.on_behalf_of_enabled ?? current.onBehalfOfEnabled,
+  };
+}
