@@ -60,5 +60,15 @@ export async function claimIdempotencyKey(tx: EntityManager, claim: IdempotencyC
       { retryable: false },
     );
   }
-  return existing.response;
+  return asReplay(existing.response);
 }
+
+/**
+ * The stored response of a request replayed with its Idempotency-Key, marked as such: its body
+ * is the first answer's (a run's state then, not now), which `Idempotent-Replayed: true` says.
+ */
+export function asReplay(response: StoredResponse): StoredResponse {
+  return { ...response, headers: { ...response.headers, [REPLAYED_HEADER]: 'true' } };
+}
+
+export const REPLAYED_HEADER = 'Idempotent-Replayed';

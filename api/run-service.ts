@@ -30,7 +30,7 @@ import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-execut
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import { assertSkillOwnerAllowed } from './git-owners';
 import { runWorkflowOptions } from '../core/run-workflow-options';
-import { claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
+import { asReplay, claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
 import { teamRunsPerHourLimit } from './rate-limits';
 import { idempotencyView } from './run-secrets';
 import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from './schemas/run-schemas';
@@ -97,7 +97,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
   /** The response a finished request with this key and body gave, if there is one. */
   const storedResponseOf = async (claim: IdempotencyClaim): Promise<StoredResponse | undefined> => {
     const record = await findIdempotencyRecord(dataSource.manager, claim);
-    return record?.response && record.requestHash === claim.hash ? record.response : undefined;
+    return record?.response && record.requestHash === claim.hash ? asReplay(record.response) : undefined;
   };
   const claimFor = (principal: RunPrincipal, scope: string, key: string | undefined, body: unknown) =>
     key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;

@@ -75,6 +75,9 @@ describe('Idempotency-Key on create', () => {
     expect(second.status).toBe(201);
     expect(second.body).toEqual(first.body);
     expect(second.headers.location).toBe(`/api/v1/agent/runs/${runId}`);
+    // A replay says it is one: its body is the first answer, not the run's state now.
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect(second.headers['idempotent-replayed']).toBe('true');
     expect(await runsOfTeam(owner)).toEqual([runId]);
 
     // After the run has ended, a retry still replays the first response and starts nothing.
@@ -82,6 +85,7 @@ describe('Idempotency-Key on create', () => {
     const late = await create(owner.key, body, key);
     expect(late.status).toBe(201);
     expect(late.body).toEqual({ run_id: runId, task_id: runId, state: 'QUEUED' });
+    expect(late.headers['idempotent-replayed']).toBe('true');
     // The older path is the same endpoint: the same key replays there too.
     const viaAlias = await create(owner.key, body, key, '/api/v1/agent/run');
     expect(viaAlias.status).toBe(201);
@@ -256,6 +260,7 @@ describe('Idempotency-Key on follow-ups', () => {
     expect(first.body).toEqual({ run_id: runId, state: 'QUEUED' });
     const second = await followup(owner.key, runId, { message: 'Now add tests', mode: 'normal' }, key);
     expect({ status: second.status, body: second.body as unknown }).toEqual({ status: 200, body: first.body });
+    expect([first.headers['idempotent-replayed'], second.headers['idempotent-replayed']]).toEqual([undefined, 'true']);
     expect(await followupsOf(runId)).toEqual([{ message: 'Now add tests', mode: 'normal' }]);
 
     const other = await followup(owner.key, runId, { message: 'Something else' }, key);
