@@ -33,6 +33,11 @@ test('cancelling a QUEUED run: 200 with the run id, again while under way, then 
     await queued.startWorker();
     const run = await waitForState(queued, key, runId, ['CANCELLED']);
     expect((run.status_message as { message: string }).message).toContain(uid);
+    // As the README says: who cancelled, and no error_code (a cancel is no error).
+    expect(run.status_message).toEqual({
+      message: expect.stringMatching(new RegExp(`^Run cancelled by .*\\(${uid}\\)\\.$`)),
+      retryable: false,
+    });
     expect(queued.model.calls(marker)).toHaveLength(0);
     expect(run.is_run_type_cancellable).toBe(false);
   } finally {
