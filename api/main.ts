@@ -1,4 +1,5 @@
 import { loadConfig } from '../core/config';
+import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
@@ -12,6 +13,7 @@ import { closeServer, listen } from './server';
 
 /** Production entry point: the API alone (scale it behind a load balancer). */
 async function main(): Promise<void> {
+  watchShutdownSignals();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api', loggerOptions(config));
   installTemporalRuntime({ logger });

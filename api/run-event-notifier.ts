@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { isShuttingDown } from '../core/shutdown-signal';
 import type { Logger } from '../core/logger';
 import { RUN_EVENTS_CHANNEL } from '../db/run-events';
 
@@ -75,13 +76,17 @@ export function createRunEventNotifier(options: RunEventNotifierOptions): RunEve
       if (current === client) current = undefined;
       client.end().catch(() => undefined);
       if (closed) return;
-      // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
-      logger.warn('event notifications: connection lost, reconnecting', {
-        error: err instanceof Error ? err.message : err,
-        retry_in_ms: delay,
-      });
+      const retryInMs = delay;
       retryTimer = setTimeout(() => {
         retryTimer = undefined;
+        // Said when reconnecting, not when lost: a process shutting down (its PostgreSQL with it)
+        // has closed this notifier by then and says nothing.
+        if (closed || isShuttingDown()) return;
+        // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
+        logger.warn('event notifications: connection lost, reconnecting', {
+          error: err instanceof Error ? err.message : err,
+          retried_after_ms: retryInMs,
+        });
         connecting = connect();
       }, delay);
       delay = Math.min(delay * 2, retry.max);

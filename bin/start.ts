@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { watchShutdownSignals } from '../core/shutdown-signal';
 import { ConfigError, loadConfig, type Config } from '../core/config';
 import { createLogger, loggerOptions } from '../core/logger';
 import {
@@ -14,6 +15,8 @@ import { closeServer, listen } from '../api/server';
 import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
+import { DataDirInUseError, lockDataDir } from '../infra/data-dir-lock';
+import { leaveSignalsToCaller } from '../infra/embedded-postgres';
 import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
@@ -43,6 +46,7 @@ function modelLines(config: Config): string[] {
 
 /** `npm start`: everything on one machine, embedded where nothing external is configured. */
 async function main(): Promise<void> {
+  watchShutdownSignals();
   const started = Date.now();
   const config = loadConfig();
   // Readable lines on a terminal, JSON lines when the output goes to a file or a collector.
@@ -50,6 +54,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'start', logOptions);
   const workerLogger = createLogger(config.logLevel, 'worker', logOptions);
   const apiLogger = createLogger(config.logLevel, 'api', logOptions);
+  // First of all: a second instance on the same data directory is told so, and nothing starts.
+  const unlockDataDir = await lockDataDir(config.dataDir, (err) =>
+    logger.error('lost the lock of the data directory', { error: err.message }),
+  );
   // Before anything starts: a taken port is one line naming its variable, not a failure halfway.
   await assertPortsFree(plannedPorts(config));
   // The SDK's own metrics, on a loopback exporter that the API's /metrics serves with the rest.
@@ -128,10 +136,13 @@ async function main(): Promise<void> {
     await dataSource.destroy();
     await tracing?.shutdown();
     await deps.stop();
+    await unlockDataDir();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown());
   process.on('SIGINT', () => void shutdown());
+  // From here this process stops the embedded PostgreSQL itself, after the API and the worker.
+  leaveSignalsToCaller();
   workerDone.then(
     () => void shutdown(),
     (err: unknown) => {
@@ -143,7 +154,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   // What the operator must change says everything in its message; anything else needs its stack.
-  const known = err instanceof PortUnavailableError || err instanceof ConfigError;
+  const known = err instanceof PortUnavailableError || err instanceof ConfigError || err instanceof DataDirInUseError;
   const text = err instanceof Error ? (known ? err.message : (err.stack ?? err.message)) : String(err);
   process.stderr.write(`Start failed: ${text}\n`);
   process.exit(1);

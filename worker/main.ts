@@ -1,4 +1,5 @@
 import { loadConfig } from '../core/config';
+import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
 import { resolveEndpoints } from '../infra/runtime';
@@ -9,6 +10,7 @@ import { startWorkerMetricsServer } from './metrics-server';
 
 /** Production entry point: one worker process (run as many as the load needs). */
 async function main(): Promise<void> {
+  watchShutdownSignals();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker', loggerOptions(config));
   // The SDK's own metrics go to a loopback exporter that the worker's /metrics serves along with its own.

@@ -1,4 +1,5 @@
 import { Client as PgClient } from 'pg';
+import { isShuttingDown } from '../core/shutdown-signal';
 import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { startUnstartedDeliveries, type DeliveryStarterDeps } from '../activities/webhooks/start-deliveries';
 import { WEBHOOK_DELIVERIES_CHANNEL } from '../db/webhook-deliveries';
@@ -44,10 +45,15 @@ export function startWebhookDispatcher(deps: DeliveryStarterDeps): WebhookDispat
     });
   };
 
-  const reconnectLater = () => {
+  const reconnectLater = (err?: Error) => {
     if (stopped || reconnectTimer) return;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
+      // Said when reconnecting, not when lost: a worker shutting down (its PostgreSQL with it)
+      // has stopped the dispatcher by then and says nothing.
+      if (stopped || isShuttingDown()) return;
+      // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
+      logger.warn('lost the webhook notification connection; reconnecting', { error: err?.message });
       void connect();
     }, reconnectDelay);
     reconnectDelay = Math.min(reconnectDelay * 2, RECONNECT_MAX_MS);
@@ -59,10 +65,8 @@ export function startWebhookDispatcher(deps: DeliveryStarterDeps): WebhookDispat
     const lost = (err?: Error) => {
       if (client !== pg) return;
       client = undefined;
-      // One line: a dropped connection's stack says nothing (PostgreSQL restarting, a network blip).
-      if (!stopped) logger.warn('lost the webhook notification connection; reconnecting', { error: err?.message });
       void pg.end().catch(() => undefined);
-      reconnectLater();
+      reconnectLater(err);
     };
     pg.on('error', lost);
     pg.on('end', () => lost());

@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from './helpers/free-port';
+
+/**
+ * `npm start` as a newcomer meets it: the whole service from an empty data directory, a second
+ * start on the same directory refused at once, and Ctrl-C (SIGINT to the whole process group,
+ * the embedded PostgreSQL included) ending it without alarming warnings.
+ */
+const ROOT = path.resolve(__dirname, '..');
+let dataDir: string;
+beforeAll(() => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-start-'));
+  // PostgreSQL runs as the `postgres` user when the tests run as root: it must reach its data dir.
+  chmodSync(dataDir, 0o755);
+});
+afterAll(() => {
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+async function start(env: Record<string, string>): Promise<Started> {
+  // A process group of its own, as a terminal gives `npm start`: Ctrl-C signals all of it.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, AGENT_RUNS_DATA_DIR: dataDir, LOG_FORMAT: 'json', ...env },
+  });
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => text, exited };
+}
+
+async function until(started: Started, pattern: RegExp, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let done = false;
+  void started.exited.then(() => (done = true));
+  while (!pattern.test(started.output())) {
+    if (done || Date.now() > deadline) throw new Error(`no ${what}; output:\n${started.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function ports(): Promise<Record<string, string>> {
+  return {
+    PORT: String(await freePort()),
+    EMBEDDED_POSTGRES_PORT: String(await freePort()),
+    TEMPORAL_DEV_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    WORKER_METRICS_PORT: '0',
+  };
+}
+
+test('npm start: ready from an empty directory, a second instance refused at once, Ctrl-C quiet', async () => {
+  const env = await ports();
+  const first = await start(env);
+  try {
+    await until(first, /Ready in/, 'ready line');
+    expect(first.output()).toMatch(/First start: created a personal API key/);
+    const landing = await fetch(`http://127.0.0.1:${env.PORT}/`);
+    expect(landing.status).toBe(200);
+    expect(await landing.text()).toContain(`href="http://localhost:${env.TEMPORAL_UI_PORT}"`);
+
+    // Other ports, the same directory: refused before anything starts, naming the holder.
+    const secondStarted = Date.now();
+    const second = await start(await ports());
+    expect(await second.exited).toBe(1);
+    expect(Date.now() - secondStarted).toBeLessThan(15_000);
+    expect(second.output()).toContain(`is using AGENT_RUNS_DATA_DIR=${dataDir}`);
+    expect(second.output()).toContain(`pid ${first.child.pid}`);
+    expect(second.output()).not.toMatch(/port/i);
+
+    // Ctrl-C: SIGINT to the process group.
+    const before = first.output().length;
+    process.kill(-first.child.pid!, 'SIGINT');
+    expect(await first.exited).toBe(0);
+    const shutdown = first.output().slice(before);
+    expect(shutdown).toContain('Shutting down...');
+    expect(shutdown).not.toMatch(/"level":"(warn|error)"/);
+  } finally {
+    if (first.child.exitCode === null) process.kill(-first.child.pid!, 'SIGKILL');
+  }
+
+  // The lock went with it: the directory starts again (and the key exists already).
+  const again = await start(await ports());
+  try {
+    await until(again, /Ready in/, 'ready line on the second start');
+    expect(again.output()).not.toMatch(/First start/);
+    process.kill(-again.child.pid!, 'SIGINT');
+    expect(await again.exited).toBe(0);
+  } finally {
+    if (again.child.exitCode === null) process.kill(-again.child.pid!, 'SIGKILL');
+  }
+});
