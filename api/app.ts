@@ -27,6 +27,7 @@ import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
+import { createLandingRouter } from './routes/landing-routes';
 import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
 import { openApiLimits } from './openapi/document';
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps): Koa {
     createRedirectRouter({ dataSource }),
     createDownloadRouter({ dataSource, blobs, signingKey }),
     createErrorReferenceRouter(),
+    createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createOpenApiRouter(openApiLimits(config)),
     createMetricsRouter({ bearerToken: config.metrics.bearerToken, extraMetrics: deps.extraMetrics }),
   ];

@@ -28,6 +28,7 @@ const envSchema = z.object({
   TEMPORAL_CLI_PATH: optionalString,
   TEMPORAL_DEV_PORT: intFrom(7233, 1, 65535),
   TEMPORAL_UI_PORT: intFrom(8233, 1, 65535),
+  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   TEMPORAL_RPC_TIMEOUT_SECONDS: intFrom(5, 1, 300),
   DATABASE_QUERY_TIMEOUT_SECONDS: intFrom(10, 1, 3600),
 
@@ -120,6 +121,8 @@ export interface Config {
     cliPath?: string;
     devPort: number;
     uiPort: number;
+    /** Where operators open the Temporal UI: TEMPORAL_UI_URL, else the embedded server's. */
+    uiUrl?: string;
     /** Deadline of each call the API makes to Temporal; past it the request answers 503. */
     rpcTimeoutMs: number;
   };
@@ -352,6 +355,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cliPath: e.TEMPORAL_CLI_PATH,
       devPort: e.TEMPORAL_DEV_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      uiUrl: (
+        e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS === undefined ? `http://localhost:${e.TEMPORAL_UI_PORT}` : undefined)
+      )?.replace(/\/+$/, ''),
       rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_SECONDS * 1000,
     },
     models: {

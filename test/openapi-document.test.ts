@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import supertest from 'supertest';
 import { chromium, type Browser } from 'playwright-core';
 import { createApp } from '../api/app';
 import { openApiDocument, openApiLimits } from '../api/openapi/document';
@@ -102,6 +103,29 @@ test('GET /api/v1/openapi.json needs no key and states the operator limits', asy
     .send({ prompt: 'x', config: { max_steps: 43 } });
   expect(tooMany.status).toBe(400);
   expect((await ctx.api.get('/api/v1/openapi.json?x=1')).status).toBe(400);
+});
+
+test('GET / is a landing page that links the API reference, the OpenAPI document, the Temporal UI and health', async () => {
+  const landing = await ctx.api.get('/').set('Accept', 'text/html');
+  expect(landing.status).toBe(200);
+  expect(landing.headers['content-type']).toMatch(/^text\/html/);
+  for (const href of ['/docs', '/api/v1/openapi.json', '/healthz', '/readyz', '/metrics']) {
+    expect(landing.text).toContain(`href="${href}"`);
+  }
+  // The test stack's Temporal is not embedded by this process: no UI link unless TEMPORAL_UI_URL says where.
+  expect(landing.text).not.toContain('Temporal UI');
+  const json = await ctx.api.get('/').set('Accept', 'application/json');
+  expect(json.body).toMatchObject({ service: 'agent-runs', links: { 'API reference': '/docs' } });
+
+  const withUi = createApp({
+    config: { ...ctx.config, temporal: { ...ctx.config.temporal, uiUrl: 'http://temporal-ui.example:8233' } },
+    dataSource: ctx.dataSource,
+    temporalClient: ctx.client,
+    temporalConnection: ctx.connection,
+    logger: createLogger('error', 'test'),
+  });
+  const linked = await supertest(withUi.callback()).get('/');
+  expect(linked.text).toContain('<a href="http://temporal-ui.example:8233">Temporal UI</a>');
 });
 
 test('/docs is served from this origin with its own CSP, and its files from the package', async () => {

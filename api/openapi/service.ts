@@ -79,6 +79,16 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
   });
   registerOperation(registry, {
     method: 'get',
+    path: '/',
+    operationId: 'getLandingPage',
+    summary: 'The landing page: links to the API reference, the Temporal UI and the health endpoints',
+    description: 'HTML for a browser; `{service, links}` as JSON to a client that asks for `application/json`.',
+    tags: ['Service'],
+    auth: false,
+    responses: [html('A page of links.')],
+  });
+  registerOperation(registry, {
+    method: 'get',
     path: '/docs',
     operationId: 'getApiReference',
     summary: 'The API reference page',
