@@ -50,7 +50,12 @@ export function resolveEndpoints(config: Config): Endpoints {
 export async function startDependencies(
   config: Config,
   say: (message: string) => void,
-  options: { temporalUi?: boolean; temporalDynamicConfig?: Record<string, string | number | boolean> } = {},
+  options: {
+    temporalUi?: boolean;
+    temporalDynamicConfig?: Record<string, string | number | boolean>;
+    /** Keep the dev server's workflows in memory instead of the data dir's SQLite file (tests). */
+    temporalInMemory?: boolean;
+  } = {},
 ): Promise<RunningDependencies> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
@@ -82,7 +87,7 @@ export async function startDependencies(
         uiPort: config.temporal.uiPort,
         ui: options.temporalUi ?? true,
         dynamicConfig: options.temporalDynamicConfig,
-        dbFile: path.join(config.dataDir, 'temporal.db'),
+        dbFile: options.temporalInMemory ? undefined : path.join(config.dataDir, 'temporal.db'),
         logFile: path.join(config.dataDir, 'temporal.log'),
       });
       stops.push(server.stop);

@@ -37,6 +37,8 @@ async function main(): Promise<void> {
   });
   const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), {
     temporalUi: false,
+    // No test restarts this server; an in-memory store spares it a file's writes.
+    temporalInMemory: true,
     // Low enough that a test run of a few dozen steps continues as new, as day-long runs do.
     temporalDynamicConfig: { [CONTINUE_AS_NEW_SETTING]: CONTINUE_AS_NEW_SUGGESTED_AT },
   });
