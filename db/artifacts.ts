@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { storableText } from './storable';
 import { newUuidV7 } from '../core/ids';
 import type { BlobStore } from './blob-store';
 
@@ -70,11 +71,11 @@ export async function recordFileArtifact(
         newUuidV7(),
         input.runId,
         input.toolCallKey,
-        input.filepath,
-        input.filename,
+        storableText(input.filepath),
+        storableText(input.filename),
         input.mimeType,
-        input.description ?? null,
-        input.title ?? null,
+        input.description === undefined ? null : storableText(input.description),
+        input.title === undefined ? null : storableText(input.title),
         input.bytes.length,
         blobId,
       ],

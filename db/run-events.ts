@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { RunEventKind, RunEventPayloads } from '../core/run-events';
 import type { RunState } from '../core/run-state';
+import { storableJson } from './storable';
 
 /** The channel on which a trigger announces each new transcript entry, as `<run_id>:<id>` (at commit). */
 export const RUN_EVENTS_CHANNEL = 'run_events';
@@ -14,7 +15,7 @@ export async function appendRunEvent<K extends RunEventKind>(
     `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
      VALUES ($1, $2, $3, $4, $5::jsonb)
      ON CONFLICT (run_id, event_key) DO NOTHING RETURNING id`,
-    [event.runId, event.eventKey, event.kind, event.turn, JSON.stringify(event.payload)],
+    [event.runId, event.eventKey, event.kind, event.turn, storableJson(event.payload)],
   )) as unknown[];
   return rows.length > 0;
 }
@@ -30,7 +31,7 @@ export async function appendNoticeToCurrentTurn(
     `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
      SELECT run_id, $2, 'notice', turn, $3::jsonb FROM runs WHERE run_id = $1
      ON CONFLICT (run_id, event_key) DO NOTHING`,
-    [runId, eventKey, JSON.stringify({ message })],
+    [runId, eventKey, storableJson({ message })],
   );
 }
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { storableJson } from './storable';
 import type { RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { appendRunEvent } from './run-events';
@@ -71,7 +72,7 @@ export async function applyTransition(
             ended_at = CASE WHEN ${RANK('$3::text')} = 2 THEN clock_timestamp() ELSE ended_at END
       WHERE run_id = $1 AND turn = $2 AND ${RANK('state')} < ${RANK('$3::text')}
       RETURNING run_id`,
-    [input.runId, input.turn, input.state, input.statusMessage ? JSON.stringify(input.statusMessage) : null],
+    [input.runId, input.turn, input.state, input.statusMessage ? storableJson(input.statusMessage) : null],
   )) as [unknown[], number];
   const applied = result[1] > 0;
   if (applied) {
@@ -132,6 +133,20 @@ export async function deliverFollowups(manager: EntityManager, runId: string, tu
     ]);
   }
   return followups.length;
+}
+
+/**
+ * Whether follow-ups were sent after the run's cancel request and wait undelivered (they continue
+ * the run). Decided by sequence number: the cancel request recorded the last one it saw.
+ */
+export async function followupsSentAfterCancel(manager: EntityManager, runId: string): Promise<boolean> {
+  const [{ count }] = (await manager.query(
+    `SELECT count(*)::int AS count FROM followups f JOIN runs r ON r.run_id = f.run_id
+      WHERE f.run_id = $1 AND f.delivered_at IS NULL
+        AND f.seq > COALESCE(r.cancel_followup_seq, 2147483647)`,
+    [runId],
+  )) as [{ count: number }];
+  return count > 0;
 }
 
 /** Records who asked to cancel, and the last follow-up sent before the request. Caller holds the row lock. */
