@@ -19,17 +19,24 @@ export function unstorableProblem(value: string): string | undefined {
   return undefined;
 }
 
-function findUnstorableString(value: unknown, path: string[]): { path: string[]; problem: string } | undefined {
-  if (typeof value === 'string') {
-    const problem = unstorableProblem(value);
-    return problem ? { path, problem } : undefined;
-  }
-  if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, child] of Object.entries(value)) {
-    const keyProblem = unstorableProblem(key);
-    if (keyProblem) return { path, problem: `has a key that ${keyProblem}` };
-    const found = findUnstorableString(child, [...path, key]);
-    if (found) return found;
+/** The first string (or key) PostgreSQL cannot store; iterative, whatever the depth. */
+function findUnstorableString(root: unknown, rootPath: string[]): { path: string[]; problem: string } | undefined {
+  const stack: { value: unknown; path: string[] }[] = [{ value: root, path: rootPath }];
+  while (stack.length) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = unstorableProblem(value);
+      if (problem) return { path, problem };
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    const entries = Object.entries(value);
+    for (const [key] of entries) {
+      const keyProblem = unstorableProblem(key);
+      if (keyProblem) return { path, problem: `has a key that ${keyProblem}` };
+    }
+    // Pushed in reverse: the first field is looked at first, as a reader would.
+    for (const [key, child] of entries.reverse()) stack.push({ value: child, path: [...path, key] });
   }
   return undefined;
 }

@@ -274,6 +274,16 @@ describe('request bodies', () => {
     }
   });
 
+  test('20,000 levels of nesting are a 400 naming the depth limit, not a retryable 500', async () => {
+    for (const path of ['/api/v1/agent/runs', '/api/v1/agent/identities']) {
+      const deep = `{"prompt":"x","metadata":{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`;
+      const res = await unchanged(() =>
+        ctx.api.post(path).set(auth(main.key)).set('Content-Type', 'application/json').send(deep),
+      );
+      expectProblem(res, 400, 'invalid_request', /deeper than 64 levels/);
+    }
+  });
+
   test('a body over 1 MiB is 413, and a body of exactly 1 MiB is read', async () => {
     const overhead = JSON.stringify({ prompt: '' }).length;
     const over = JSON.stringify({ prompt: 'a'.repeat(1024 * 1024 - overhead + 1) });

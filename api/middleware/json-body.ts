@@ -2,6 +2,8 @@ import type { Middleware } from 'koa';
 import { ApiError, invalid } from '../api-error';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** How deep a body's arrays and objects may nest; no request of the contract needs a tenth of it. */
+export const MAX_JSON_DEPTH = 64;
 /** A body with `attachments` (base64 files, see run-schemas.ts) may be this large in all. */
 export const MAX_BODY_WITH_ATTACHMENTS_BYTES = 16 * 1024 * 1024;
 
@@ -43,9 +45,14 @@ export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}):
         },
       );
     }
+    const text = raw.toString('utf8');
+    // Before anything walks it: a parser or a validator would recurse once per level.
+    if (nestingDepthExceeds(text, MAX_JSON_DEPTH)) {
+      throw invalid(`The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
+    }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(raw.toString('utf8'));
+      parsed = JSON.parse(text);
     } catch (err) {
       throw invalid(`The body is not valid JSON: ${(err as Error).message}`);
     }
@@ -78,4 +85,22 @@ async function readBody(stream: NodeJS.ReadableStream, limit: number): Promise<B
     chunks.push(buf);
   }
   return Buffer.concat(chunks);
+}
+
+/** Whether JSON text opens more than `max` arrays and objects inside each other (strings skipped). */
+export function nestingDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
