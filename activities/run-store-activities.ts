@@ -7,6 +7,7 @@ import { observeRunEnded, observeRunQueued } from '../core/metrics';
 import {
   applyCancellation,
   applyTransition,
+  followupsSentAfterCancel,
   lockRun,
   lockRunCreation,
   reopenRun,
@@ -78,17 +79,26 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * queued), or records on the run that it waits for a slot. Once admitted, wakes the next
      * waiting runs if slots are still free (they may have looked before this older run did).
      */
-    async admitRun({ runId }: { runId: string }): Promise<{ admitted: boolean; recheckSeconds?: number }> {
+    async admitRun({
+      runId,
+    }: {
+      runId: string;
+    }): Promise<{ admitted: boolean; turn: number; recheckSeconds?: number }> {
       const admission = await dataSource.transaction((tx) => admitRunTurn(tx, runId, maxConcurrent));
       if (!admission) {
         throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
       }
+      const { turn } = admission;
       if (!admission.admitted) {
         logger.debug('run waits for a slot of its team', { run_id: runId });
-        return { admitted: false, ...(admission.recheckSeconds ? { recheckSeconds: admission.recheckSeconds } : {}) };
+        return {
+          admitted: false,
+          turn,
+          ...(admission.recheckSeconds ? { recheckSeconds: admission.recheckSeconds } : {}),
+        };
       }
       await wakeTeam(admission.teamId);
-      return { admitted: true };
+      return { admitted: true, turn };
     },
 
     /** A turn of the run ended (or it was cancelled): the team's oldest waiting runs look again for a slot. */
@@ -173,20 +183,26 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * Records CANCELLED and says whether a follow-up was sent after the cancel request (it
      * continues the run; one sent before waits for the next follow-up).
      */
-    async recordCancelled({ runId }: { runId: string }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
+    async recordCancelled({
+      runId,
+      turn,
+    }: {
+      runId: string;
+      /** The turn the execution was on when it was cancelled (absent in histories from before it was named). */
+      turn?: number;
+    }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
       const recorded = await dataSource.transaction(async (tx) => {
-        const applied = await applyCancellation(tx, runId);
-        // Decided by sequence number: the cancel request recorded the last one it saw.
-        const [{ count }] = (await tx.query(
-          `SELECT count(*)::int AS count FROM followups f JOIN runs r ON r.run_id = f.run_id
-            WHERE f.run_id = $1 AND f.delivered_at IS NULL
-              AND f.seq > COALESCE(r.cancel_followup_seq, 2147483647)`,
-          [runId],
-        )) as [{ count: number }];
-        return { applied, followupAfterCancel: count > 0 };
+        if (turn !== undefined) {
+          const locked = await lockRun(tx, runId);
+          // A follow-up sent after the cancel has reopened the run in a later turn (this is a
+          // retried recording, or the turn ended before it): that turn is not cancelled, it continues.
+          if (locked && locked.turn > turn) return { applied: false, followupAfterCancel: true };
+        }
+        const applied = await applyCancellation(tx, runId, turn);
+        return { applied, followupAfterCancel: await followupsSentAfterCancel(tx, runId) };
       });
       if (recorded.applied) observeRunEnded('CANCELLED', undefined);
-      if (recorded.applied) logStateChange(logger, { runId, state: 'CANCELLED' });
+      if (recorded.applied) logStateChange(logger, { runId, turn, state: 'CANCELLED' });
       return recorded;
     },
   };

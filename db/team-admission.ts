@@ -33,10 +33,12 @@ async function markAdmitted(manager: EntityManager, runId: string, holdsSlot: bo
 }
 
 export type Admission =
-  | { admitted: true; teamId: string }
+  | { admitted: true; teamId: string; turn: number }
   | {
       admitted: false;
       teamId: string;
+      /** The turn the decision is about (a reopened one when follow-ups waited). */
+      turn: number;
       statusMessage: RunStatusMessage;
       /**
        * When only runs that have not asked yet are ahead and a slot is free: seconds until their
@@ -66,10 +68,11 @@ export async function admitRunTurn(
   const teamId = found.team_id;
   await lockTeamAdmission(manager, teamId);
   const locked = (await lockRun(manager, runId))!;
+  let turn = locked.turn;
   if (isTerminal(locked.state)) {
     // Nothing to run: `startTurn` finds no turn and the execution goes idle.
-    if (locked.pendingFollowups === 0) return { admitted: true, teamId };
-    await reopenRun(manager, runId, locked.turn);
+    if (locked.pendingFollowups === 0) return { admitted: true, teamId, turn };
+    turn = await reopenRun(manager, runId, locked.turn);
   }
   await manager.query(
     `UPDATE runs SET admission_asked_turn = turn WHERE run_id = $1 AND admission_asked_turn IS DISTINCT FROM turn`,
@@ -81,17 +84,17 @@ export async function admitRunTurn(
        FROM runs r WHERE r.run_id = $1`,
     [runId],
   )) as { state: string; admitted: boolean | null; under_parent: boolean }[];
-  if (run!.admitted) return { admitted: true, teamId };
+  if (run!.admitted) return { admitted: true, teamId, turn };
   // Already running (its turn began before admission existed): it holds a slot as it is.
   if (run!.state === 'INPROGRESS' || maxConcurrent === 0) {
     await markAdmitted(manager, runId, true);
-    return { admitted: true, teamId };
+    return { admitted: true, teamId, turn };
   }
   // A factory's child runs while its parent holds the slot: it never waits for its own parent's
   // slot to free (which would deadlock a foreman waiting for its children).
   if (run!.under_parent) {
     await markAdmitted(manager, runId, false);
-    return { admitted: true, teamId };
+    return { admitted: true, teamId, turn };
   }
   const [counts] = (await manager.query(
     `SELECT count(*) FILTER (WHERE ${HOLDS_SLOT})::int AS holders,
@@ -105,7 +108,7 @@ export async function admitRunTurn(
   const { holders, ahead, unasked, grace_left: graceLeft } = counts!;
   if (holders < maxConcurrent && ahead === 0) {
     await markAdmitted(manager, runId, true);
-    return { admitted: true, teamId };
+    return { admitted: true, teamId, turn };
   }
   const statusMessage: RunStatusMessage = {
     message: `Waiting for a slot: ${holders} of this team's runs are in progress and TEAM_MAX_CONCURRENT_RUNS allows ${maxConcurrent} at once${
@@ -122,6 +125,7 @@ export async function admitRunTurn(
   return {
     admitted: false,
     teamId,
+    turn,
     statusMessage,
     ...(onlyUnaskedAhead ? { recheckSeconds: Math.max(1, (graceLeft ?? 0) + 1) } : {}),
   };

@@ -1,4 +1,8 @@
-import { lockRun } from '../db/run-store';
+import type { ActivityDeps } from '../activities/deps';
+import { createRunStoreActivities } from '../activities/run-store-activities';
+import { createLogger } from '../core/logger';
+import { lockRun, recordCancelRequest } from '../db/run-store';
+import { insertRunCopy } from './helpers/run-copies';
 import { recordFollowup, withdrawFollowup } from '../db/followups';
 import { withdrawUnstartedRun } from '../db/run-creation';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
@@ -55,4 +59,33 @@ test('a run its workflow has started is not withdrawn', async () => {
   const runId = await endedRun(key);
   expect(await ctx.dataSource.transaction((tx) => withdrawUnstartedRun(tx, runId))).toBe(false);
   expect((await ctx.api.get(`/api/v1/agent/runs/${runId}`).set(auth(key))).status).toBe(200);
+});
+
+test('a cancel recorded again after a follow-up reopened the run leaves the new turn and its follow-up alone', async () => {
+  const { key } = await ctx.newTeamKey();
+  const runId = await insertRunCopy(ctx.dataSource, await endedRun(key), { state: 'INPROGRESS', turn: 1 });
+  const store = createRunStoreActivities({
+    dataSource: ctx.dataSource,
+    config: ctx.config,
+    temporal: ctx.client,
+    logger: createLogger('error', 'test'),
+  } as ActivityDeps);
+  await ctx.dataSource.transaction(async (tx) => {
+    await lockRun(tx, runId);
+    await recordCancelRequest(tx, runId, 'tester (usr_tester)');
+  });
+  // The workflow records the cancel of the turn it was on...
+  expect(await store.recordCancelled({ runId, turn: 1 })).toEqual({ applied: true, followupAfterCancel: false });
+  // ...a follow-up sent after the cancel reopens the run in turn 2 (POST /followups)...
+  await record(runId);
+  // ...and the recording runs again: Temporal retries a local activity whose result it lost.
+  expect(await store.recordCancelled({ runId, turn: 1 })).toEqual({ applied: false, followupAfterCancel: true });
+  const [run] = (await ctx.dataSource.query(`SELECT state, turn FROM runs WHERE run_id = $1`, [runId])) as {
+    state: string;
+    turn: number;
+  }[];
+  expect(run).toEqual({ state: 'QUEUED', turn: 2 });
+  expect(
+    await ctx.dataSource.query(`SELECT seq FROM followups WHERE run_id = $1 AND delivered_at IS NULL`, [runId]),
+  ).toEqual([{ seq: 1 }]);
 });

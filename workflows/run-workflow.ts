@@ -73,6 +73,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   const admission = patched(TEAM_ADMISSION_PATCH);
   const leaseSeconds = settings.workerLeaseSeconds ?? DEFAULT_LEASE_SECONDS;
   let slotMayHaveFreed = false;
+  /** The turn this execution last admitted or started: a cancel is recorded against it, and only it. */
+  let knownTurn: number | undefined;
   setHandler(followupSignal, () => {
     followupPending = true;
   });
@@ -147,6 +149,8 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
     for (;;) {
       slotMayHaveFreed = false;
       const admission = await store.admitRun({ runId });
+      // Absent from results recorded before it was returned.
+      if (admission.turn !== undefined) knownTurn = admission.turn;
       if (admission.admitted) return;
       await condition(
         () => slotMayHaveFreed,
@@ -288,6 +292,7 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
   try {
     await admitted();
     let { turn, idleTimeoutMinutes } = await store.startTurn({ runId });
+    if (turn !== null) knownTurn = turn;
     let firstStep = input.resume && input.resume.turn === turn ? input.resume.step : 0;
     for (;;) {
       if (turn !== null) {
@@ -304,13 +309,14 @@ export async function agentRunWorkflow(input: RunWorkflowInput): Promise<void> {
       followupPending = false;
       await admitted();
       ({ turn, idleTimeoutMinutes } = await store.startTurn({ runId }));
+      if (turn !== null) knownTurn = turn;
     }
   } catch (err) {
     if (isCancellation(err)) {
       // Signals from before the cancellation are answered by the database check below.
       followupPending = false;
       const { followupAfterCancel } = await CancellationScope.nonCancellable(async () => {
-        const recorded = await store.recordCancelled({ runId });
+        const recorded = await store.recordCancelled(knownTurn === undefined ? { runId } : { runId, turn: knownTurn });
         if (recorded.applied) setState('CANCELLED');
         // A run cancelled while waiting held no slot: waking the team then changes nothing.
         if (recorded.applied) await slotFreed();
