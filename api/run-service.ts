@@ -134,11 +134,10 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     const live = await liveWorkerIds(tx, workspaceQueueFor(config.temporal.taskQueue, ''));
     if (live.includes(workerHost)) return;
     // A valid request the service cannot take in its present state: a conflict, not a malformed request.
+    // Which workers do run is the operator's to know, not every team's: none are named.
     throw new ApiError(
       'conflict',
-      `\`config.worker_host\`: no worker "${workerHost}" is running; ${
-        live.length ? `running workers (WORKER_ID): ${live.join(', ')}` : 'no worker is running'
-      }. Omit it (or send "warp") to run on any worker.`,
+      `\`config.worker_host\`: no worker "${workerHost}" is running. Omit it (or send "warp") to run on any worker.`,
       { retryable: false },
     );
   }
@@ -336,7 +335,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
      * a cancellation that did reach Temporal must still name who asked for it.
      */
     async cancelRun(principal: AuthenticatedPrincipal, runId: string): Promise<void> {
-      await dataSource.transaction(async (tx) => {
+      const turn = await dataSource.transaction(async (tx) => {
         const { locked } = await lockTeamRun(tx, principal, runId);
         if (isTerminal(locked.state)) {
           // 400, as the wire contract fixes it for `operation_not_supported`.
@@ -346,13 +345,17 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
           );
         }
         await recordCancelRequest(tx, runId, `${principal.displayName} (${principal.uid})`);
+        return locked.turn;
       });
       try {
         await withinDeadline(() => temporal.workflow.getHandle(runWorkflowId(runId)).cancel());
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         // No workflow is running for this run (an operator terminated it): record the end here.
-        if (await dataSource.transaction((tx) => applyCancellation(tx, runId))) observeRunEnded('CANCELLED', undefined);
+        // Only the turn the request was about: a follow-up may have reopened the run since.
+        if (await dataSource.transaction((tx) => applyCancellation(tx, runId, turn))) {
+          observeRunEnded('CANCELLED', undefined);
+        }
       }
     },
   };

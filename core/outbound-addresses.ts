@@ -121,7 +121,28 @@ export interface Endpoint {
 }
 
 export type AddressVerdict =
-  { allowed: true; address: string; family: 4 | 6 } | { allowed: false; reason: string; kind: RefusalKind };
+  | { allowed: true; address: string; family: 4 | 6 }
+  | {
+      allowed: false;
+      /**
+       * What a team is told (an API answer, a delivery log, a run's transcript): the same words
+       * whether the address is private, the platform's own or does not resolve, so that nobody
+       * maps the platform's network or its DNS through refusals.
+       */
+      reason: string;
+      /** Why, for the operator's log only. */
+      detail: string;
+      kind: RefusalKind;
+    };
+
+/** The one refusal a team is told, for `host:port`. */
+export function refusedAddress(host: string, port: number): string {
+  return `${host}:${port} is not a public address this service may connect to`;
+}
+
+function refusal(host: string, port: number, kind: RefusalKind, detail: string): AddressVerdict {
+  return { allowed: false, reason: refusedAddress(host, port), detail, kind };
+}
 
 export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
 
@@ -208,21 +229,18 @@ export class OutboundAddressRules {
   checkAddress(host: string, address: string, port: number): AddressVerdict {
     const ip = normalise(address);
     const family = isIP(ip) as 4 | 6;
-    if (!family) return { allowed: false, reason: `${address} is not an IP address`, kind: 'other' };
+    if (!family) return refusal(host, port, 'other', `${address} is not an IP address`);
     if (this.platform.some((p) => p.address === ip && p.port === port)) {
-      return {
-        allowed: false,
-        reason: `${host}:${port} is one of the platform's own services`,
-        kind: 'platform_endpoint',
-      };
+      return refusal(host, port, 'platform_endpoint', `${host}:${port} is one of the platform's own services`);
     }
     if (isPublicAddress(ip)) return { allowed: true, address: ip, family };
     if (this.isAllowedPrivate(host.toLowerCase(), ip, port)) return { allowed: true, address: ip, family };
-    return {
-      allowed: false,
-      reason: `${host}${host === ip ? '' : ` (${ip})`} is a loopback, private or link-local address`,
-      kind: 'private_address',
-    };
+    return refusal(
+      host,
+      port,
+      'private_address',
+      `${host}${host === ip ? '' : ` (${ip})`} is a loopback, private or link-local address`,
+    );
   }
 
   /** Resolves `host` and returns the first address a connection may use, or why none may be used. */
@@ -233,19 +251,20 @@ export class OutboundAddressRules {
     try {
       addresses = await this.lookup(bare);
     } catch (err) {
-      return {
-        allowed: false,
-        reason: `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-        kind: 'unresolvable',
-      };
+      return refusal(
+        bare,
+        port,
+        'unresolvable',
+        `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
-    let refusal: AddressVerdict | undefined;
+    let refused: AddressVerdict | undefined;
     for (const { address } of addresses) {
       const verdict = this.checkAddress(bare, address, port);
       if (verdict.allowed) return verdict;
-      refusal ??= verdict;
+      refused ??= verdict;
     }
-    return refusal ?? { allowed: false, reason: `${bare} has no addresses`, kind: 'unresolvable' };
+    return refused ?? refusal(bare, port, 'unresolvable', `${bare} has no addresses`);
   }
 
   private isAllowedPrivate(host: string, ip: string, port: number): boolean {

@@ -58,14 +58,14 @@ test('names are resolved by the rules, and a name that resolves to a private add
   expect(await rules.resolve('public.example.com', 80)).toMatchObject({ allowed: true });
   expect(await rules.resolve('nowhere.example.com', 80)).toMatchObject({
     allowed: false,
-    reason: expect.stringContaining('ENOTFOUND'),
+    detail: expect.stringContaining('ENOTFOUND'),
   });
   expect(await rules.resolve('10.9.3.4', 80)).toMatchObject({ allowed: true });
   expect(await rules.resolve('10.8.3.4', 80)).toMatchObject({ allowed: false });
   // An operator's entry never opens the platform's own services.
   expect(await rules.resolve('127.0.0.1', 7000)).toMatchObject({
     allowed: false,
-    reason: expect.stringContaining("platform's own"),
+    detail: expect.stringContaining("platform's own"),
   });
   expect(await rules.resolve('[::ffff:127.0.0.1]', 7000)).toMatchObject({ allowed: false });
   expect(await rules.resolve('db.internal', 5432)).toMatchObject({ allowed: false });
@@ -75,7 +75,7 @@ test('names are resolved by the rules, and a name that resolves to a private add
   for (const spelling of ['10.0.0.5', '::ffff:a00:5', '0:0:0:0:0:ffff:a00:5', '0::ffff:a00:5', '0:0::ffff:10.0.0.5']) {
     expect([spelling, await cidr.resolve(spelling, 5432)]).toEqual([
       spelling,
-      expect.objectContaining({ allowed: false, reason: expect.stringContaining("platform's own") }),
+      expect.objectContaining({ allowed: false, detail: expect.stringContaining("platform's own") }),
     ]);
   }
   expect(await cidr.resolve('[0:0:0:0:0:ffff:a00:6]', 5432)).toEqual({ allowed: true, address: '10.0.0.6', family: 4 });

@@ -159,7 +159,9 @@ test('PostgreSQL, Temporal and the host loopback are unreachable, directly and t
   for (const p of [pgPort, temporalPort, apiPort]) expect(direct.output).toContain(`closed ${p}`);
   for (const r of [pg, temporal, metadata, mapped]) {
     expect(r.output).toContain('403 Forbidden');
-    expect(r.output).toMatch(/loopback, private or link-local|platform's own/);
+    // One refusal for private addresses and the platform's own services alike.
+    expect(r.output).toMatch(/is not a public address this service may connect to/);
+    expect(r.output).not.toMatch(/loopback|platform/);
     expect(r.network_refusals?.length).toBe(1);
   }
   // Every refusal is in the transcript the user reads, and what the model was told.
@@ -211,7 +213,8 @@ test('network policy per environment: none, an allow-list, and an operator-allow
   expect(ipLiteral.output).toContain("127.0.0.1 is not in this environment's allowed domains");
   expect(notListed.output).toContain("evil.example.com is not in this environment's allowed domains");
   // A listed name is still refused when it resolves to loopback: the proxy resolves names itself.
-  expect(listedButLoopback.output).toMatch(/localhost \((127\.0\.0\.1|::1)\) is a loopback, private or link-local/);
+  expect(listedButLoopback.output).toContain('localhost:5432 is not a public address this service may connect to');
+  expect(listedButLoopback.output).not.toMatch(/127\.0\.0\.1|::1/);
 
   const bad = await ctx.api
     .post('/api/v1/agent/environments')
@@ -334,7 +337,7 @@ test('an MCP server URL on a private or loopback address is refused at connect t
       });
       const run = await waitForState(ctx, key, runId, ['FAILED'], undefined, 60_000);
       expect((run.status_message as { message: string }).message).toMatch(
-        /refused: .*(loopback, private or link-local|platform's own)/,
+        /refused: .*is not a public address this service may connect to/,
       );
     }
   } finally {

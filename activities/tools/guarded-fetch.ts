@@ -21,7 +21,7 @@ export function guardedFetch(rules: OutboundAddressRules): typeof globalThis.fet
         (verdict) => {
           if (!verdict.allowed) {
             observeRefusal(verdict.kind, 'worker');
-            callback(new OutboundRefusedError(`connection to ${host}:${port} refused: ${verdict.reason}`), null);
+            callback(new OutboundRefusedError(`connection refused: ${verdict.reason}`), null);
             return;
           }
           connect(
