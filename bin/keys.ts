@@ -1,15 +1,23 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config';
-import { createApiKey, listApiKeys, revokeApiKey, UnknownAgentError } from '../db/api-keys';
+import { createApiKey, listApiKeys, revokeApiKey, setApiKeyRole, UnknownAgentError } from '../db/api-keys';
+import { KEY_ROLES, type KeyRole } from '../db/entities/api-key';
+
+const isKeyRole = (value: string): value is KeyRole => (KEY_ROLES as readonly string[]).includes(value);
 import { runMigrations } from '../db/data-source';
 import { openDataSource } from '../infra/connections';
 import { withDatabase } from '../infra/runtime';
 
 const USAGE = `Usage:
-  npm run keys -- create --kind personal|agent --name NAME --team TEAM
-  npm run keys -- create --kind agent --agent AGENT_UID
+  npm run keys -- create --kind personal|agent --name NAME --team TEAM [--role member|admin]
+  npm run keys -- create --kind agent --agent AGENT_UID [--role member|admin]
   npm run keys -- list
-  npm run keys -- revoke <key id or prefix>`;
+  npm run keys -- set-role <key id or prefix> member|admin
+  npm run keys -- revoke <key id or prefix>
+
+A member key runs agents and manages environments, schedules, factories and identities; an
+admin key also changes identities' permissions (on_behalf_of_enabled), deletes identities
+(revoking their keys) and manages webhooks. Keys are members unless --role admin.`;
 
 class UsageError extends Error {}
 
@@ -25,6 +33,7 @@ async function main(argv: string[]): Promise<void> {
         name: { type: 'string' },
         team: { type: 'string' },
         agent: { type: 'string' },
+        role: { type: 'string' },
       },
       allowPositionals: true,
     });
@@ -33,7 +42,10 @@ async function main(argv: string[]): Promise<void> {
     throw new UsageError(`${(err as Error).message}\n${USAGE}`);
   }
   const { values, positionals } = parsed;
-  if (command !== 'create' && command !== 'list' && command !== 'revoke') throw new UsageError(USAGE);
+  if (!['create', 'list', 'revoke', 'set-role'].includes(command ?? '')) throw new UsageError(USAGE);
+  if (values.role !== undefined && !isKeyRole(values.role))
+    throw new UsageError(`--role must be member or admin.\n${USAGE}`);
+  if (command === 'set-role' && (positionals.length !== 2 || !isKeyRole(positionals[1]!))) throw new UsageError(USAGE);
   if (command === 'create') {
     if (values.kind !== 'personal' && values.kind !== 'agent')
       throw new UsageError(`--kind must be personal or agent.\n${USAGE}`);
@@ -55,17 +67,17 @@ async function main(argv: string[]): Promise<void> {
     try {
       await runMigrations(dataSource);
       if (command === 'create') {
-        const key = await createApiKey(
-          dataSource,
-          values.agent !== undefined
-            ? { kind: 'agent', agentUid: values.agent.trim() }
-            : { kind: values.kind as 'personal' | 'agent', name: values.name!.trim(), team: values.team!.trim() },
-        ).catch((err: unknown) => {
+        const key = await createApiKey(dataSource, {
+          ...(values.agent !== undefined
+            ? { kind: 'agent' as const, agentUid: values.agent.trim() }
+            : { kind: values.kind as 'personal' | 'agent', name: values.name!.trim(), team: values.team!.trim() }),
+          role: values.role as KeyRole | undefined,
+        }).catch((err: unknown) => {
           throw err instanceof UnknownAgentError ? new UsageError(err.message) : err;
         });
         const who = values.agent !== undefined ? `agent ${values.agent}` : `"${values.name}" in team "${values.team}"`;
         process.stdout.write(
-          `Created ${values.kind} key ${key.id} (prefix ${key.prefix}) for ${who}.\n` +
+          `Created ${values.kind} ${key.role} key ${key.id} (prefix ${key.prefix}) for ${who}.\n` +
             `${values.kind === 'agent' ? 'Agent' : 'Creator'} uid: ${key.principalUid}. The key is shown once; store it now:\n${key.rawKey}\n`,
         );
       } else if (command === 'list') {
@@ -73,9 +85,14 @@ async function main(argv: string[]): Promise<void> {
         if (keys.length === 0) process.stdout.write('No keys.\n');
         for (const k of keys) {
           process.stdout.write(
-            `${k.id}  ${k.prefix}  ${k.kind.padEnd(8)}  team=${k.team}  name=${k.name}  creator=${k.principalUid}  created=${k.createdAt.toISOString()}${k.revokedAt ? `  REVOKED ${k.revokedAt.toISOString()}` : ''}\n`,
+            `${k.id}  ${k.prefix}  ${k.kind.padEnd(8)}  ${k.role.padEnd(6)}  team=${k.team}  name=${k.name}  creator=${k.principalUid}  created=${k.createdAt.toISOString()}${k.revokedAt ? `  REVOKED ${k.revokedAt.toISOString()}` : ''}\n`,
           );
         }
+      } else if (command === 'set-role') {
+        if (!(await setApiKeyRole(dataSource, positionals[0]!, positionals[1] as KeyRole))) {
+          throw new UsageError(`No active key ${positionals[0]}.`);
+        }
+        process.stdout.write(`Key ${positionals[0]} is now ${positionals[1]}.\n`);
       } else {
         const revoked = await revokeApiKey(dataSource, positionals[0]!);
         if (!revoked) throw new UsageError(`No active key with id or prefix ${positionals[0]}.`);

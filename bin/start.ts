@@ -116,9 +116,12 @@ async function main(): Promise<void> {
       kind: 'personal',
       name: os.userInfo().username || 'admin',
       team: 'default',
+      role: 'admin',
     });
     say('');
-    say('First start: created a personal API key for team "default" (shown once; more with `npm run keys -- create`):');
+    say(
+      'First start: created a personal admin API key for team "default" (shown once; more with `npm run keys -- create`):',
+    );
     say(key.rawKey);
   }
 

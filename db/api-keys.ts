@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
 import { createAgentIdentity, defaultIdentityFields } from './agent-identities';
-import type { ApiKey, ApiKeyKind } from './entities/api-key';
+import type { ApiKey, ApiKeyKind, KeyRole } from './entities/api-key';
 import type { PrincipalType } from './entities/principal';
 
 const KEY_PREFIX = 'ark';
@@ -13,6 +13,7 @@ export interface AuthenticatedPrincipal {
   displayName: string;
   teamId: string;
   keyId: string;
+  role: KeyRole;
 }
 
 export interface CreatedKey {
@@ -21,6 +22,7 @@ export interface CreatedKey {
   prefix: string;
   principalUid: string;
   teamId: string;
+  role: KeyRole;
 }
 
 export function hashKey(rawKey: string): string {
@@ -45,8 +47,9 @@ export function looksLikeKey(value: string): boolean {
  */
 export async function createApiKey(
   dataSource: DataSource,
-  input: { kind: ApiKeyKind; name: string; team: string } | { kind: 'agent'; agentUid: string },
+  input: ({ kind: ApiKeyKind; name: string; team: string } | { kind: 'agent'; agentUid: string }) & { role?: KeyRole },
 ): Promise<CreatedKey> {
+  const role = input.role ?? 'member';
   return dataSource.transaction(async (tx) => {
     let principal: { uid: string; teamId: string; name: string };
     if ('agentUid' in input) {
@@ -69,11 +72,11 @@ export async function createApiKey(
     const { rawKey, prefix } = generateRawKey();
     const id = newUuidV7();
     await tx.query(
-      `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, principal.uid, principal.teamId, input.kind, principal.name, prefix, hashKey(rawKey)],
+      `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash, role)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [id, principal.uid, principal.teamId, input.kind, principal.name, prefix, hashKey(rawKey), role],
     );
-    return { id, rawKey, prefix, principalUid: principal.uid, teamId: principal.teamId };
+    return { id, rawKey, prefix, principalUid: principal.uid, teamId: principal.teamId, role };
   });
 }
 
@@ -108,13 +111,14 @@ export interface ListedKey {
   prefix: string;
   team: string;
   principalUid: string;
+  role: KeyRole;
   createdAt: Date;
   revokedAt: Date | null;
 }
 
 export async function listApiKeys(dataSource: DataSource): Promise<ListedKey[]> {
   const rows = (await dataSource.query(
-    `SELECT k.id, k.kind, k.name, k.prefix, t.name AS team, k.principal_uid, k.created_at, k.revoked_at
+    `SELECT k.id, k.kind, k.name, k.prefix, k.role, t.name AS team, k.principal_uid, k.created_at, k.revoked_at
        FROM api_keys k JOIN teams t ON t.id = k.team_id ORDER BY k.created_at`,
   )) as (Omit<ApiKey, 'principalUid' | 'createdAt' | 'revokedAt'> & {
     team: string;
@@ -129,9 +133,20 @@ export async function listApiKeys(dataSource: DataSource): Promise<ListedKey[]> 
     prefix: r.prefix,
     team: r.team,
     principalUid: r.principal_uid,
+    role: r.role,
     createdAt: r.created_at,
     revokedAt: r.revoked_at,
   }));
+}
+
+/** Gives an active key (by id or public prefix) a role; returns false when no active key matched. */
+export async function setApiKeyRole(dataSource: DataSource, idOrPrefix: string, role: KeyRole): Promise<boolean> {
+  const column = /^[0-9a-f-]{36}$/.test(idOrPrefix) ? 'id::text' : 'prefix';
+  const result = (await dataSource.query(
+    `UPDATE api_keys SET role = $2 WHERE ${column} = $1 AND revoked_at IS NULL RETURNING id`,
+    [idOrPrefix, role],
+  )) as [unknown[], number];
+  return result[1] > 0;
 }
 
 /** Revokes by key id or public prefix; returns false when no active key matched. */
@@ -147,12 +162,19 @@ export async function revokeApiKey(dataSource: DataSource, idOrPrefix: string): 
 export async function authenticateKey(dataSource: DataSource, rawKey: string): Promise<AuthenticatedPrincipal | null> {
   if (!looksLikeKey(rawKey)) return null;
   const rows = (await dataSource.query(
-    `SELECT k.id AS key_id, p.uid, p.type, p.display_name, p.team_id
+    `SELECT k.id AS key_id, k.role, p.uid, p.type, p.display_name, p.team_id
        FROM api_keys k JOIN principals p ON p.uid = k.principal_uid
       WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`,
     [hashKey(rawKey)],
-  )) as { key_id: string; uid: string; type: PrincipalType; display_name: string; team_id: string }[];
+  )) as { key_id: string; role: KeyRole; uid: string; type: PrincipalType; display_name: string; team_id: string }[];
   const row = rows[0];
   if (!row) return null;
-  return { uid: row.uid, type: row.type, displayName: row.display_name, teamId: row.team_id, keyId: row.key_id };
+  return {
+    uid: row.uid,
+    type: row.type,
+    displayName: row.display_name,
+    teamId: row.team_id,
+    keyId: row.key_id,
+    role: row.role,
+  };
 }

@@ -25,6 +25,7 @@ import { RateLimitsAndQuotas1763900000000 } from './migrations/1763900000000-rat
 import { ResourceListIndexes1763910000000 } from './migrations/1763910000000-resource-list-indexes';
 import { RunEventOrder1763920000000 } from './migrations/1763920000000-run-event-order';
 import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-load-index';
+import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
 
 export const ENTITIES = [
   TeamEntity,
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   ResourceListIndexes1763910000000,
   RunEventOrder1763920000000,
   SkillLoadIndex1763921800000,
+  KeyRoles1763930000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

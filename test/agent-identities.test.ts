@@ -24,8 +24,8 @@ async function newIdentity(key: string, body: Record<string, unknown>) {
 }
 
 test('create, list, get, update and delete an identity; another team sees none of it', async () => {
-  const { key } = await ctx.newTeamKey();
-  const other = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  const other = await ctx.newTeamKey('personal', undefined, 'admin');
   const created = await newIdentity(key, {
     name: 'reviewer',
     description: 'Reviews pull requests',
@@ -103,7 +103,7 @@ test('fields the clients send that this service cannot honour are 400 feature_no
 });
 
 test('a run with agent_identity_uid executes as the identity: its defaults fill the config, its name is the executor', async () => {
-  const person = await ctx.newTeamKey();
+  const person = await ctx.newTeamKey('personal', undefined, 'admin');
   const marker = uniqueName('as-identity');
   ctx.model.script(marker, () => ({ text: `answer for ${marker}` }));
   const identity = await newIdentity(person.key, {
@@ -139,7 +139,7 @@ test('a run with agent_identity_uid executes as the identity: its defaults fill 
 
 test('on_behalf_of: only an agent key whose agent allows it, only for a member of the team', async () => {
   const team = uniqueName('obo-team');
-  const person = await ctx.newTeamKey('personal', team);
+  const person = await ctx.newTeamKey('personal', team, 'admin');
   const agent = await ctx.newTeamKey('agent', team);
   const marker = uniqueName('obo');
   ctx.model.script(marker, () => ({ text: 'ok' }));
@@ -268,4 +268,62 @@ test('an update changes only the fields sent: null keeps, an empty value clears,
   expect(await storedAuthorization()).toBeNull();
   // A name cannot be cleared.
   expect((await put({ name: '' })).status).toBe(400);
+});
+
+test('roles: a member key cannot grant an agent on_behalf_of, delete agents or manage webhooks; an admin key can', async () => {
+  const team = uniqueName('roles-team');
+  const admin = await ctx.newTeamKey('personal', team, 'admin');
+  const member = await ctx.newTeamKey('personal', team);
+  const agent = await ctx.newTeamKey('agent', team);
+  const expectRefused = (res: { status: number; body: { error_code?: string; detail?: string } }) => {
+    expect(res.status).toBe(403);
+    expect(res.body.error_code).toBe('not_authorized');
+    expect(res.body.detail).toContain('admin key');
+  };
+  const identityOf = async (uid: string) =>
+    (await ctx.api.get(`${PATH}/${uid}`).set(auth(admin.key))).body as { on_behalf_of_enabled: boolean };
+
+  // The attack: an agent key grants itself on_behalf_of on its own identity.
+  expectRefused(await ctx.api.put(`${PATH}/${agent.uid}`).set(auth(agent.key)).send({ on_behalf_of_enabled: true }));
+  expectRefused(await ctx.api.put(`${PATH}/${agent.uid}`).set(auth(member.key)).send({ on_behalf_of_enabled: true }));
+  expect((await identityOf(agent.uid)).on_behalf_of_enabled).toBe(false);
+  const onBehalf = { prompt: 'x', on_behalf_of: member.uid };
+  expect((await ctx.api.post('/api/v1/agent/runs').set(auth(agent.key)).send(onBehalf)).status).toBe(403);
+  // Nor a new agent made with it.
+  const named = uniqueName('obo-agent');
+  expectRefused(await ctx.api.post(PATH).set(auth(member.key)).send({ name: named, on_behalf_of_enabled: true }));
+  expect(
+    ((await ctx.api.get(PATH).set(auth(admin.key))).body.agents as { name: string }[]).map((a) => a.name),
+  ).not.toContain(named);
+  // Other changes, and sending the value it already has, are a member's to make.
+  expect(
+    (
+      await ctx.api
+        .put(`${PATH}/${agent.uid}`)
+        .set(auth(agent.key))
+        .send({ description: 'mine', on_behalf_of_enabled: false })
+    ).status,
+  ).toBe(200);
+
+  // Deleting an agent revokes its keys: an admin's to do.
+  expectRefused(await ctx.api.delete(`${PATH}/${agent.uid}`).set(auth(member.key)));
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(agent.key))).status).toBe(200);
+
+  // Webhooks: members may look, only admins subscribe and delete.
+  const hook = { url: 'https://93.184.216.34/agent-runs' }; // a public address, checked without DNS
+  expectRefused(await ctx.api.post('/api/v1/agent/webhooks').set(auth(member.key)).send(hook));
+  const created = await ctx.api.post('/api/v1/agent/webhooks').set(auth(admin.key)).send(hook);
+  expect(created.status).toBe(201);
+  expect((await ctx.api.get('/api/v1/agent/webhooks').set(auth(member.key))).status).toBe(200);
+  expectRefused(await ctx.api.delete(`/api/v1/agent/webhooks/${created.body.id as string}`).set(auth(member.key)));
+
+  // The admin can do each of these.
+  expect(
+    (await ctx.api.put(`${PATH}/${agent.uid}`).set(auth(admin.key)).send({ on_behalf_of_enabled: true })).status,
+  ).toBe(200);
+  expect(
+    (await ctx.api.delete(`/api/v1/agent/webhooks/${created.body.id as string}`).set(auth(admin.key))).status,
+  ).toBe(204);
+  expect((await ctx.api.delete(`${PATH}/${agent.uid}`).set(auth(admin.key))).status).toBe(204);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(agent.key))).status).toBe(401);
 });

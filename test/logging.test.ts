@@ -97,7 +97,7 @@ afterAll(async () => {
 const stateLines = (runId: string) => logs.entries().filter((e) => e.msg === 'run state changed' && e.run_id === runId);
 
 test('a full run at LOG_LEVEL=debug: requests and state changes are logged, and no secret given to the service is', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const hook = await ctx.api
     .post('/api/v1/agent/webhooks')
     .set(auth(key))

@@ -56,7 +56,7 @@ const delta = (before: Exposition, after: Exposition, name: string, labels: Reco
   sampleValue(after, name, labels) - sampleValue(before, name, labels);
 
 test('a run with tool calls moves the counters by what it did', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const hooks = await ctx.api
     .post('/api/v1/agent/webhooks')
     .set(auth(key))

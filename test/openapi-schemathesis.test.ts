@@ -74,7 +74,7 @@ async function deleteSchedules(key: string): Promise<void> {
 }
 
 test(`${SCHEMATHESIS} finds no failure in any operation`, async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   // Executed runs for the lists and the conversation the fuzzer reads: a plain answer, and one
   // that wrote a file and uploaded it as an artifact.
   const marker = uniqueName('st-work');

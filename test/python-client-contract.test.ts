@@ -48,7 +48,7 @@ const ENDPOINTS = [
 ];
 
 test(`${PYTHON_CLIENT} drives every endpoint with strict response validation`, async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const marker = uniqueName('py-contract');
   const workMarker = uniqueName('py-work');
   const held = gate<{ text: string }>();

@@ -151,7 +151,7 @@ test("agent identities page oldest first, filter by factory_uid as the official 
 });
 
 test('factories, schedules and webhooks page too', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   for (let i = 0; i < 3; i++) {
     await createFactory(ctx, key, []);
     const schedule = await ctx.api

@@ -146,7 +146,7 @@ async function recordLatencies(
 }
 
 test('a webhook is created with a Standard Webhooks secret shown once, kept encrypted, and listed without it', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const res = await ctx.api.post('/api/v1/agent/webhooks').set(auth(key)).send({ url: 'http://127.0.0.1:9/hooks' });
   expect(res.status).toBe(201);
   const created = res.body as CreatedWebhook;
@@ -182,7 +182,7 @@ test('a webhook is created with a Standard Webhooks secret shown once, kept encr
 });
 
 test('a team has at most 20 webhooks; the 21st is 409 and records nothing', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const created = await Promise.all(
     Array.from({ length: 21 }, (_, i) =>
       ctx.api
@@ -200,7 +200,7 @@ test('a team has at most 20 webhooks; the 21st is 409 and records nothing', asyn
 });
 
 test('every state change of a run, follow-ups included, reaches the receiver signed per Standard Webhooks, with the run as it was', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const { receiver, url } = await startReceiver();
   const hook = await createWebhook(ctx, key, { url });
 
@@ -269,7 +269,7 @@ test('every state change of a run, follow-ups included, reaches the receiver sig
 });
 
 test('a tampered body and a stale timestamp are rejected by the standardwebhooks library', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const { receiver, url } = await startReceiver();
   const hook = await createWebhook(ctx, key, { url });
   await succeededRun(ctx, key);
@@ -296,7 +296,7 @@ test('a tampered body and a stale timestamp are rejected by the standardwebhooks
 });
 
 test('a receiver that fails the first times (500s, then a dropped connection) ends up with every event exactly once by webhook-id', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const failures: ('drop' | number)[] = [500, 500, 503, 'drop'];
   const { receiver, url } = await startReceiver((_request, index) => failures[index] ?? 200);
   const hook = await createWebhook(ctx, key, { url });
@@ -338,8 +338,8 @@ test('a receiver that fails the first times (500s, then a dropped connection) en
 });
 
 test('the delivery log pages newest first, and another team gets 404 and none of its events', async () => {
-  const owner = await ctx.newTeamKey();
-  const stranger = await ctx.newTeamKey();
+  const owner = await ctx.newTeamKey('personal', undefined, 'admin');
+  const stranger = await ctx.newTeamKey('personal', undefined, 'admin');
   const { receiver, url } = await startReceiver();
   const hook = await createWebhook(ctx, owner.key, { url });
   const ownRun = await succeededRun(ctx, owner.key);
@@ -402,7 +402,7 @@ test('the delivery log pages newest first, and another team gets 404 and none of
 test('bad webhooks are 400 and change nothing: private addresses without the allow-list, the platform itself, other schemes, unknown types', async () => {
   const strict = await createTestContext({ worker: false });
   try {
-    const { key } = await strict.newTeamKey();
+    const { key } = await strict.newTeamKey('personal', undefined, 'admin');
     const post = (c: TestContext, body: object) => c.api.post('/api/v1/agent/webhooks').set(auth(key)).send(body);
     for (const url of [
       'http://127.0.0.1:8080/hook',
@@ -414,16 +414,32 @@ test('bad webhooks are 400 and change nothing: private addresses without the all
     ]) {
       const res = await post(strict, { url });
       expect(res.status).toBe(400);
-      expect(res.body.detail).toMatch(/loopback, private or link-local.*OUTBOUND_ALLOWED_PRIVATE_HOSTS/);
+      expect(res.body.detail).toMatch(
+        /is not a public address this service may connect to.*OUTBOUND_ALLOWED_PRIVATE_HOSTS/,
+      );
+      // Nothing of what the name resolved to, or of why, is told.
+      expect(res.body.detail).not.toMatch(/loopback|private|link-local|resolve|\(\d/);
     }
+    // A name that does not resolve is refused in the same words: no DNS answer shows through.
+    const unresolvable = await post(strict, { url: 'http://no-such-host.invalid:8080/hook' });
+    expect(unresolvable.body.detail).toBe(
+      (await post(strict, { url: 'http://10.1.2.3:8080/hook' })).body.detail.replace(
+        '10.1.2.3',
+        'no-such-host.invalid',
+      ),
+    );
     // Allowed private hosts never include the platform's own services (here the API itself).
-    const { key: allowedKey } = await ctx.newTeamKey();
+    const { key: allowedKey } = await ctx.newTeamKey('personal', undefined, 'admin');
     const own = await ctx.api
       .post('/api/v1/agent/webhooks')
       .set(auth(allowedKey))
       .send({ url: `${ctx.baseUrl}/x` });
     expect(own.status).toBe(400);
-    expect(own.body.detail).toMatch(/platform's own/);
+    // The platform's own services are refused exactly like any other address that is not public.
+    const ownUrl = new URL(ctx.baseUrl);
+    const other = await post(strict, { url: `http://${ownUrl.hostname}:1/x` });
+    expect(own.body.detail).not.toMatch(/platform/);
+    expect(own.body.detail.replace(`:${ownUrl.port}`, ':1')).toBe(other.body.detail);
 
     const cases: [object, RegExp][] = [
       [{ url: 'ftp://example.com/hook' }, /http or https/],
@@ -453,7 +469,7 @@ test('bad webhooks are 400 and change nothing: private addresses without the all
 });
 
 test('deleting a webhook stops its deliveries: retries in flight end, later changes record none', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const { receiver, url } = await startReceiver(() => 500);
   const hook = await createWebhook(ctx, key, { url });
   const run = await succeededRun(ctx, key);
@@ -491,7 +507,7 @@ test('deleting a webhook stops its deliveries: retries in flight end, later chan
 });
 
 test('the sweep (a Temporal Schedule of the service) starts a delivery whose workflow was never started', async () => {
-  const { key } = await ctx.newTeamKey();
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const { receiver, url } = await startReceiver();
   const hook = await createWebhook(ctx, key, { url });
   const run = await succeededRun(ctx, key);
@@ -540,7 +556,7 @@ test('a delivery that gets no 2xx for the retry window is given up, and a redire
   try {
     const { receiver: elsewhere, url: elsewhereUrl } = await startReceiver();
     const { receiver, url } = await startReceiver(() => ({ status: 307, redirect: elsewhereUrl }));
-    const { key } = await short.newTeamKey();
+    const { key } = await short.newTeamKey('personal', undefined, 'admin');
     const hook = await createWebhook(short, key, { url });
     await succeededRun(short, key);
     const log = await waitFor(

@@ -18,7 +18,7 @@ import { toAgentIdentityItem } from '../agent-identity-item';
 import { applyIdentityUpdate } from '../agent-identity-update';
 import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
 import { assertSkillOwnerAllowed } from '../git-owners';
-import { principalOf } from '../middleware/auth';
+import { principalOf, requireAdmin } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
 import {
   agentIdentityBodySchema,
@@ -97,6 +97,8 @@ export function createAgentIdentitiesRouter({
     rejectQueryParameters(ctx.query);
     const body = validate(agentIdentityBodySchema, ctx.state.body);
     const { teamId } = principalOf(ctx.state);
+    if (body.on_behalf_of_enabled)
+      requireAdmin(ctx.state, 'let an agent act on behalf of members (`on_behalf_of_enabled`)');
     await checkBody(body, teamId);
     const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKey);
     const identity = await dataSource.transaction(async (tx) => {
@@ -138,6 +140,10 @@ export function createAgentIdentitiesRouter({
     if (!existing) throw notFound(`No agent ${uid}.`);
     await assertNotFileAgent(dataSource.manager, existing, 'changed');
     const body = validate(agentIdentityUpdateSchema, ctx.state.body);
+    const onBehalfOf = body.on_behalf_of_enabled;
+    if (onBehalfOf !== undefined && onBehalfOf !== null && onBehalfOf !== existing.onBehalfOfEnabled) {
+      requireAdmin(ctx.state, 'change whether an agent acts on behalf of members (`on_behalf_of_enabled`)');
+    }
     await checkBody(body, teamId, uid);
     const fields = applyIdentityUpdate(existing, body, secretsKey);
     const identity = await dataSource.transaction(async (tx) => {
@@ -154,6 +160,7 @@ export function createAgentIdentitiesRouter({
   });
 
   router.delete('/agent/identities/:uid', async (ctx) => {
+    requireAdmin(ctx.state, 'delete agents (which revokes their keys)');
     rejectQueryParameters(ctx.query);
     const uid = ctx.params.uid!;
     const { teamId } = principalOf(ctx.state);

@@ -15,7 +15,7 @@ import {
   WEBHOOK_ORDER,
 } from '../../db/webhooks';
 import { ApiError, invalid, notFound } from '../api-error';
-import { principalOf } from '../middleware/auth';
+import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
 import {
   cursorNotIssued,
@@ -61,6 +61,7 @@ export function createWebhooksRouter({
   };
 
   router.post('/agent/webhooks', async (ctx) => {
+    requireAdmin(ctx.state, 'subscribe webhooks');
     rejectQueryParameters(ctx.query);
     const body = validate(createWebhookSchema, ctx.state.body);
     const url = await checkWebhookUrl(body.url, await addressRules());
@@ -103,6 +104,7 @@ export function createWebhooksRouter({
   });
 
   router.delete('/agent/webhooks/:id', async (ctx) => {
+    requireAdmin(ctx.state, 'delete webhooks');
     rejectQueryParameters(ctx.query);
     const id = ctx.params.id!;
     if (!isUuid(id) || !(await deleteWebhook(dataSource.manager, id, principalOf(ctx.state).teamId))) {

@@ -2,6 +2,9 @@ import { EntitySchema } from 'typeorm';
 
 export type ApiKeyKind = 'personal' | 'agent';
 
+export const KEY_ROLES = ['member', 'admin'] as const;
+export type KeyRole = (typeof KEY_ROLES)[number];
+
 export interface ApiKey {
   id: string;
   principalUid: string;
@@ -10,6 +13,7 @@ export interface ApiKey {
   name: string;
   prefix: string;
   secretHash: string;
+  role: KeyRole;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -25,6 +29,7 @@ export const ApiKeyEntity = new EntitySchema<ApiKey>({
     name: { type: 'text' },
     prefix: { type: 'text' },
     secretHash: { name: 'secret_hash', type: 'text', unique: true },
+    role: { type: 'text', default: 'member' },
     createdAt: { name: 'created_at', type: 'timestamptz', precision: 3, createDate: true },
     revokedAt: { name: 'revoked_at', type: 'timestamptz', precision: 3, nullable: true },
   },

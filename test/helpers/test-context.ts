@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { KeyRole } from '../../db/entities/api-key';
 import { randomBytes } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
@@ -43,10 +44,11 @@ export interface TestContext {
   tracing?: Tracing;
   baseUrl: string;
   api: ReturnType<typeof supertest>;
-  /** A fresh team with a personal key; returns the raw key and the creator uid. */
+  /** A fresh team with a personal key (a member key unless `role` says admin); returns the raw key and the creator uid. */
   newTeamKey(
     kind?: 'personal' | 'agent',
     team?: string,
+    role?: KeyRole,
   ): Promise<{ key: string; uid: string; team: string; id: string }>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
@@ -101,6 +103,7 @@ export async function createTestContext(
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     // Tests poll every 50 ms with one key; test/rate-limits.test.ts sets its own limit.
     RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
+    RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test', {
@@ -133,9 +136,9 @@ export async function createTestContext(
     tracing,
     baseUrl,
     api: supertest(baseUrl),
-    async newTeamKey(kind = 'personal', team = uniqueName('team')) {
+    async newTeamKey(kind = 'personal', team = uniqueName('team'), role: KeyRole = 'member') {
       const name = uniqueName(kind === 'personal' ? 'user' : 'agent');
-      const created = await createApiKey(dataSource, { kind, name, team });
+      const created = await createApiKey(dataSource, { kind, name, team, role });
       return { key: created.rawKey, uid: created.principalUid, team, id: created.id };
     },
     async startWorker() {
