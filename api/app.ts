@@ -10,6 +10,7 @@ import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
+import { createClientAddressLimit, limitOpenRoutes } from './middleware/client-address-limit';
 import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
@@ -59,8 +60,12 @@ export function createApp(deps: AppDeps): Koa {
   const { config, dataSource, logger } = deps;
   const secretsKey = deps.secretsKey ?? resolveSecretsKey(config);
   const app = new Koa();
-  app.proxy = true;
+  // The client's address (rate limits, logs) from X-Forwarded-For only through trusted proxies:
+  // a client that sends the header itself must not choose its own address.
+  app.proxy = config.trustProxyHops > 0;
+  app.maxIpsCount = config.trustProxyHops;
   app.silent = true;
+  const anonymousLimit = createClientAddressLimit(config.quotas.unauthenticatedPerMinute);
 
   const blobs = postgresBlobStore;
   const signingKey = downloadSigningKey(secretsKey);
@@ -79,11 +84,19 @@ export function createApp(deps: AppDeps): Koa {
     notifier: createRunEventNotifier({ databaseUrl: databaseUrlOf(dataSource), logger }),
     heartbeatSeconds: config.sseHeartbeatSeconds,
     logger,
+    caps: config.sseCaps,
   });
   onServerClose(app, () => streams.close());
   const api = new Router({ prefix: '/api/v1' });
-  api.use(authenticate(dataSource));
+  // Who asks comes first: a body is read only for an authenticated, admitted request, with the
+  // limit of the route it is for.
+  api.use(authenticate(dataSource, anonymousLimit));
   api.use(rateLimitRequests(requestRateLimit(config, dataSource, logger)));
+  api.use(
+    jsonBody({
+      attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],
+    }),
+  );
   const runs = createRunsRouter({ config, dataSource, runService, secretsKey, downloads });
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),
@@ -120,11 +133,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
-  app.use(
-    jsonBody({
-      attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],
-    }),
-  );
+  app.use(limitOpenRoutes(anonymousLimit, '/api/v1'));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods()).use(preferSpecificRoutes());

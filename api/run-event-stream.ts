@@ -1,7 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import type { DataSource } from 'typeorm';
+import type { StreamCaps } from '../core/config';
 import type { Logger } from '../core/logger';
+import { eventStreamsOpen, eventStreamsRefused } from '../core/metrics';
 import type { RunEventKind } from '../core/run-events';
 import { isTerminal } from '../core/run-state';
 import { loadRunEventsAfter, runIdleWindow, type StoredRunEvent } from '../db/run-events';
@@ -101,11 +103,56 @@ export interface RunEventStreamsOptions {
   notifier: RunEventNotifier;
   heartbeatSeconds: number;
   logger: Logger;
+  /** How many streams may be open at once; past a cap a new one is 429. Unlimited when absent. */
+  caps?: StreamCaps;
 }
+
+/** How long a client refused at a cap is asked to wait. */
+const CAPPED_RETRY_SECONDS = 5;
+
+/** Counts open streams in all, per client address and per run; says which cap a new one would pass. */
+function streamCounter(caps: StreamCaps | undefined) {
+  const byClient = new Map<string, number>();
+  const byRun = new Map<string, number>();
+  let total = 0;
+  const bump = (map: Map<string, number>, key: string, by: number) => {
+    const next = (map.get(key) ?? 0) + by;
+    if (next > 0) map.set(key, next);
+    else map.delete(key);
+  };
+  return {
+    /** The cap that refuses a new stream, or undefined after counting it in. */
+    open(client: string, runId: string): keyof StreamCaps | undefined {
+      if (caps) {
+        if ((byClient.get(client) ?? 0) >= caps.perClient) return 'perClient';
+        if ((byRun.get(runId) ?? 0) >= caps.perRun) return 'perRun';
+        if (total >= caps.total) return 'total';
+      }
+      bump(byClient, client, 1);
+      bump(byRun, runId, 1);
+      total++;
+      eventStreamsOpen.inc();
+      return undefined;
+    },
+    close(client: string, runId: string): void {
+      bump(byClient, client, -1);
+      bump(byRun, runId, -1);
+      total--;
+      eventStreamsOpen.dec();
+    },
+  };
+}
+
+const CAP_NAMES = {
+  perClient: { metric: 'client', variable: 'SSE_MAX_STREAMS_PER_CLIENT', what: 'from your address' },
+  perRun: { metric: 'run', variable: 'SSE_MAX_STREAMS_PER_RUN', what: 'of this run' },
+  total: { metric: 'total', variable: 'SSE_MAX_STREAMS', what: 'in all' },
+} as const;
 
 /** The event streams of one API process. */
 export function createRunEventStreams(options: RunEventStreamsOptions): RunEventStreams {
   const open = new Map<ServerResponse, { stop(): void; done: Promise<void> }>();
+  const counter = streamCounter(options.caps);
   let closing = false;
 
   return {
@@ -121,13 +168,27 @@ export function createRunEventStreams(options: RunEventStreamsOptions): RunEvent
         ctx.set(STREAM_HEADERS);
         return;
       }
-      ctx.respond = false;
-      const stream = startStream(ctx.res, request, options);
-      open.set(ctx.res, stream);
+      const capped = counter.open(ctx.ip, request.runId);
+      if (capped) {
+        const cap = CAP_NAMES[capped];
+        eventStreamsRefused.inc({ cap: cap.metric });
+        throw new ApiError(
+          'rate_limited',
+          `Too many event streams open ${cap.what} (${cap.variable}); close one, or retry in ${CAPPED_RETRY_SECONDS} seconds.`,
+          { headers: { 'Retry-After': String(CAPPED_RETRY_SECONDS) } },
+        );
+      }
       try {
-        await stream.done;
+        ctx.respond = false;
+        const stream = startStream(ctx.res, request, options);
+        open.set(ctx.res, stream);
+        try {
+          await stream.done;
+        } finally {
+          open.delete(ctx.res);
+        }
       } finally {
-        open.delete(ctx.res);
+        counter.close(ctx.ip, request.runId);
       }
     },
     async close() {

@@ -87,12 +87,17 @@ const envSchema = z.object({
   RECONCILE_INTERVAL_SECONDS: intFrom(20, 1, 3600),
   DOWNLOAD_URL_TTL_SECONDS: intFrom(3600, 1, 7 * 24 * 3600),
   SSE_HEARTBEAT_SECONDS: intFrom(15, 1, 3600),
+  SSE_MAX_STREAMS: intFrom(1000, 1, 1_000_000),
+  SSE_MAX_STREAMS_PER_CLIENT: intFrom(20, 1, 1_000_000),
+  SSE_MAX_STREAMS_PER_RUN: intFrom(100, 1, 1_000_000),
   WEBHOOK_TIMEOUT_SECONDS: intFrom(10, 1, 300),
   WEBHOOK_RETRY_INITIAL_INTERVAL_MS: intFrom(1000, 1, 3_600_000),
   WEBHOOK_RETRY_MAX_INTERVAL_MS: intFrom(3_600_000, 1, 86_400_000),
   WEBHOOK_RETRY_WINDOW_SECONDS: intFrom(86_400, 1, 30 * 86_400),
   WEBHOOK_LOG_RETENTION_DAYS: intFrom(30, 1, 3650),
   RATE_LIMIT_REQUESTS_PER_MINUTE: intFrom(600, 0, 1_000_000),
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: intFrom(300, 0, 1_000_000),
+  TRUST_PROXY_HOPS: intFrom(0, 0, 10),
   TEAM_MAX_RUNS_PER_HOUR: intFrom(1000, 0, 10_000_000),
   TEAM_MAX_CONCURRENT_RUNS: intFrom(100, 0, 1_000_000),
   METRICS_BEARER_TOKEN: optionalString,
@@ -108,6 +113,8 @@ const envSchema = z.object({
 export interface Config {
   port: number;
   host: string;
+  /** Reverse proxies in front of the API whose X-Forwarded-For is trusted for the client's address (0: none). */
+  trustProxyHops: number;
   publicUrl: string;
   dataDir: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -178,6 +185,8 @@ export interface Config {
   downloadUrlTtlSeconds: number;
   /** Seconds between the comments an event stream sends to keep proxies from closing it. */
   sseHeartbeatSeconds: number;
+  /** Event streams one API process serves at once: in all, to one client address, of one run. */
+  sseCaps: StreamCaps;
   /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
   secretsEncryptionKey?: string;
   /** Delivery of webhooks (workers): each POST's timeout, the retries' backoff and how long they go on. */
@@ -191,6 +200,8 @@ export interface Config {
   quotas: {
     /** Requests one API key may make per minute. */
     requestsPerMinute: number;
+    /** Requests without a valid key one client address may make per minute (per API process). */
+    unauthenticatedPerMinute: number;
     /** Runs one team may create per hour (API, factory dispatches, schedule firings). */
     teamMaxRunsPerHour: number;
     /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
@@ -204,6 +215,12 @@ export interface Config {
   };
   /** OpenTelemetry tracing; undefined (off) unless an OTLP endpoint is set. */
   tracing?: TracingConfig;
+}
+
+export interface StreamCaps {
+  total: number;
+  perClient: number;
+  perRun: number;
 }
 
 export interface TracingConfig {
@@ -339,6 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: e.PORT,
     host: e.HOST,
+    trustProxyHops: e.TRUST_PROXY_HOPS,
     publicUrl,
     dataDir: path.resolve(e.AGENT_RUNS_DATA_DIR),
     logLevel: e.LOG_LEVEL,
@@ -430,6 +448,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
     sseHeartbeatSeconds: e.SSE_HEARTBEAT_SECONDS,
+    sseCaps: { total: e.SSE_MAX_STREAMS, perClient: e.SSE_MAX_STREAMS_PER_CLIENT, perRun: e.SSE_MAX_STREAMS_PER_RUN },
     webhooks: {
       timeoutSeconds: e.WEBHOOK_TIMEOUT_SECONDS,
       retry: {
@@ -441,6 +460,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     quotas: {
       requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
+      unauthenticatedPerMinute: e.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
       teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
       teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,
     },

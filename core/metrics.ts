@@ -122,8 +122,21 @@ export const webhookDeliveriesGivenUp = new Counter({
 
 export const rateLimitRejections = new Counter({
   name: 'agent_runs_rate_limit_rejections_total',
-  help: 'Requests and runs refused by a limit: request_rate (RATE_LIMIT_REQUESTS_PER_MINUTE), runs_per_hour (TEAM_MAX_RUNS_PER_HOUR).',
+  help: 'Requests and runs refused by a limit: request_rate (RATE_LIMIT_REQUESTS_PER_MINUTE), runs_per_hour (TEAM_MAX_RUNS_PER_HOUR), client_address (RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE).',
   labelNames: ['limit'] as const,
+  registers: [metricsRegistry],
+});
+
+export const eventStreamsOpen = new Gauge({
+  name: 'agent_runs_event_streams_open',
+  help: 'Event streams (SSE) this API process is serving now.',
+  registers: [metricsRegistry],
+});
+
+export const eventStreamsRefused = new Counter({
+  name: 'agent_runs_event_streams_refused_total',
+  help: 'Event streams refused with 429 at a cap: client (SSE_MAX_STREAMS_PER_CLIENT), run (SSE_MAX_STREAMS_PER_RUN), total (SSE_MAX_STREAMS).',
+  labelNames: ['cap'] as const,
   registers: [metricsRegistry],
 });
 

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Response } from 'supertest';
@@ -379,6 +380,33 @@ describe('the keys CLI', () => {
     expect(again.stderr).toContain(row!.id);
   });
 
+  test('roles: keys are members unless created admin; list shows the role; set-role changes it and the API obeys', async () => {
+    const team = uniqueName('cli-roles');
+    const member = await keysCli('create', '--kind', 'personal', '--name', 'Bo', '--team', team);
+    const admin = await keysCli('create', '--kind', 'personal', '--name', 'Al', '--team', team, '--role', 'admin');
+    expect([member.code, admin.code]).toEqual([0, 0]);
+    expect(member.stdout).toContain('Created personal member key');
+    expect(admin.stdout).toContain('Created personal admin key');
+    const [memberKey, adminKey] = [lastLine(member.stdout), lastLine(admin.stdout)];
+    const prefixOf = (key: string) => key.split('_').slice(0, 2).join('_');
+    const lineOf = async (key: string) =>
+      (await keysCli('list')).stdout.split('\n').find((l) => l.includes(`${prefixOf(key)} `));
+    expect(await lineOf(memberKey)).toMatch(/\smember\s/);
+    expect(await lineOf(adminKey)).toMatch(/\sadmin\s/);
+
+    const hook = { url: 'https://93.184.216.34/agent-runs' };
+    const subscribe = (key: string) => ctx.api.post('/api/v1/agent/webhooks').set(auth(key)).send(hook);
+    expect((await subscribe(memberKey)).status).toBe(403);
+    expect((await subscribe(adminKey)).status).toBe(201);
+    expect((await keysCli('set-role', prefixOf(memberKey), 'admin')).code).toBe(0);
+    expect(await lineOf(memberKey)).toMatch(/\sadmin\s/);
+    expect((await subscribe(memberKey)).status).toBe(201);
+
+    const bad = await keysCli('create', '--kind', 'personal', '--name', 'Cy', '--team', team, '--role', 'owner');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--role must be member or admin');
+  });
+
   test('a personal key from the CLI attributes runs to a user', async () => {
     const created = await keysCli('create', '--kind', 'personal', '--name', 'Ada', '--team', uniqueName('cli-team'));
     expect(created.code).toBe(0);
@@ -429,5 +457,89 @@ describe('the keys CLI', () => {
       )) as [{ keys: number; teams: number }];
       expect({ keys, teams }).toEqual({ keys: 0, teams: 0 });
     });
+  });
+});
+
+describe('unauthenticated traffic', () => {
+  /**
+   * Sends the headers of a 16 MiB body and only its first KiB, then waits for the answer: a
+   * server that reads bodies before it authenticates would wait for the rest and never answer.
+   */
+  function partialBody(
+    url: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: string; ms: number }> {
+    const started = Date.now();
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Length': String(16 * 1024 * 1024), ...headers },
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => {
+          resolve({ status: res.statusCode!, body, ms: Date.now() - started });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.write(`{"prompt":"x","attachments":[{"file_name":"a","data":"${'A'.repeat(1000)}`);
+    });
+  }
+
+  test('no body is read before the key is checked, nor on a route that takes none', async () => {
+    const noKey = await partialBody(`${ctx.baseUrl}/api/v1/agent/runs`);
+    expect(noKey.status).toBe(401);
+    expect(JSON.parse(noKey.body)).toMatchObject({ error_code: 'authentication_required' });
+    const badKey = await partialBody(`${ctx.baseUrl}/api/v1/agent/runs`, { Authorization: 'Bearer ark_x_y' });
+    expect(badKey.status).toBe(401);
+    const answers: [string, number][] = [];
+    for (const path of ['/healthz', '/api/v1/no-such-route', '/sessions/nothing']) {
+      answers.push([path, (await partialBody(`${ctx.baseUrl}${path}`)).status]);
+    }
+    expect(answers).toEqual([
+      ['/healthz', 405],
+      ['/api/v1/no-such-route', 404],
+      ['/sessions/nothing', 405],
+    ]);
+  });
+
+  test('requests without a valid key are limited per client address; keys and health checks are not', async () => {
+    const limited = await createTestContext({ worker: false, env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '5' } });
+    try {
+      const { key } = await limited.newTeamKey();
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        statuses.push((await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope')).status);
+      }
+      // The open pages count too.
+      statuses.push((await limited.api.get('/sessions/unknown-session')).status);
+      const refused = await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope');
+      expect(statuses).toEqual([401, 401, 401, 401, 404]);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error_code: 'rate_limited', retryable: true });
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect((await limited.api.get('/sessions/unknown-session')).status).toBe(429);
+      // A valid key from the same address works, and health checks are never limited.
+      expect((await limited.api.get('/api/v1/agent/runs').set(auth(key))).status).toBe(200);
+      expect((await limited.api.get('/healthz')).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('a client cannot pick its own address with X-Forwarded-For unless a proxy is trusted', async () => {
+    const limited = await createTestContext({ worker: false, env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '2' } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await limited.api.get('/api/v1/agent/runs').set('X-Forwarded-For', `198.51.100.${i}`);
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([401, 401, 429]);
+    } finally {
+      await limited.close();
+    }
   });
 });

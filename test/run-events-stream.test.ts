@@ -400,3 +400,60 @@ async function extraApi(): Promise<{ server: Server; close: () => Promise<void> 
 }
 
 const urlOf = (server: Server) => `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+
+test('streams are capped per client address, per run and in all: past a cap 429 with Retry-After, counted in metrics', async () => {
+  const capped = await createTestContext({
+    worker: false,
+    env: {
+      ...ENV,
+      TRUST_PROXY_HOPS: '1',
+      SSE_MAX_STREAMS_PER_CLIENT: '2',
+      SSE_MAX_STREAMS_PER_RUN: '3',
+      SSE_MAX_STREAMS: '4',
+    },
+  });
+  const opened: SseStream[] = [];
+  try {
+    const { key } = await a.newTeamKey();
+    const [first, second] = await Promise.all([
+      createRun(a, key, { prompt: `Cap one ${uniqueName('cap')}` }),
+      createRun(a, key, { prompt: `Cap two ${uniqueName('cap')}` }),
+    ]);
+    const open = async (runId: string, client: string) => {
+      const stream = await openStream(eventsUrl(capped, runId), { ...auth(key), 'X-Forwarded-For': client });
+      if (stream.status === 200) opened.push(stream);
+      return stream;
+    };
+    const refusals = async () => (await capped.api.get('/metrics')).text;
+    expect((await open(first, '198.51.100.1')).status).toBe(200);
+    expect((await open(first, '198.51.100.1')).status).toBe(200);
+    const perClient = await open(first, '198.51.100.1');
+    expect(perClient.status).toBe(429);
+    expect(JSON.parse(perClient.body)).toMatchObject({ error_code: 'rate_limited' });
+    expect(JSON.parse(perClient.body).detail).toContain('SSE_MAX_STREAMS_PER_CLIENT');
+    expect(perClient.headers['retry-after']).toBe('5');
+
+    expect((await open(first, '198.51.100.2')).status).toBe(200);
+    const perRun = await open(first, '198.51.100.3');
+    expect([perRun.status, JSON.parse(perRun.body).detail]).toEqual([
+      429,
+      expect.stringContaining('SSE_MAX_STREAMS_PER_RUN'),
+    ]);
+
+    expect((await open(second, '198.51.100.3')).status).toBe(200);
+    const total = await open(second, '198.51.100.4');
+    expect([total.status, JSON.parse(total.body).detail]).toEqual([429, expect.stringContaining('(SSE_MAX_STREAMS)')]);
+    expect(await refusals()).toMatch(/agent_runs_event_streams_refused_total\{cap="total"\} [1-9]/);
+
+    // A stream that ends gives its place back.
+    opened.shift()!.close();
+    await waitFor(
+      async () => (await open(second, '198.51.100.4')).status,
+      (s) => s === 200,
+      'a freed place',
+    );
+  } finally {
+    for (const stream of opened) stream.close();
+    await capped.close();
+  }
+});

@@ -1,0 +1,56 @@
+import type { Context, Middleware } from 'koa';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { rateLimitRejections } from '../../core/metrics';
+import { ApiError } from '../api-error';
+
+/**
+ * Requests without a valid API key, counted per client address in this process (a fixed window
+ * of a minute; rate-limiter-flexible's memory store): the open pages and failed authentications.
+ * Kept in memory on purpose: counting them in PostgreSQL would cost the database a write for
+ * every request an attacker sends. Each API instance allows its own share.
+ */
+export interface ClientAddressLimit {
+  /** Counts one request of `address`; throws 429 `rate_limited` past the limit. */
+  take(address: string): Promise<void>;
+  /** Whether `address` is past the limit already (counts nothing). */
+  exhausted(address: string): Promise<boolean>;
+}
+
+export function createClientAddressLimit(perMinute: number): ClientAddressLimit | undefined {
+  if (perMinute <= 0) return undefined;
+  const limiter = new RateLimiterMemory({ points: perMinute, duration: 60 });
+  const refuse = (res: RateLimiterRes) => {
+    rateLimitRejections.inc({ limit: 'client_address' });
+    const retryAfter = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+    return new ApiError(
+      'rate_limited',
+      `Too many requests without a valid API key from your address (RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE is ${perMinute}); retry in ${retryAfter} seconds.`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
+  };
+  return {
+    async take(address) {
+      try {
+        await limiter.consume(address);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw refuse(err);
+        throw err;
+      }
+    },
+    async exhausted(address) {
+      const res = await limiter.get(address);
+      return res !== null && res.remainingPoints <= 0;
+    },
+  };
+}
+
+/** Paths a load balancer or Prometheus polls: never limited by address. */
+const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Counts every request to the routes that need no key (the API's own count failed authentications). */
+export function limitOpenRoutes(limit: ClientAddressLimit | undefined, apiPrefix: string): Middleware {
+  return async (ctx: Context, next) => {
+    if (limit && !UNLIMITED.has(ctx.path) && !ctx.path.startsWith(`${apiPrefix}/`)) await limit.take(ctx.ip);
+    await next();
+  };
+}
