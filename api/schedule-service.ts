@@ -7,6 +7,7 @@ import {
 } from '@temporalio/client';
 import pLimit from 'p-limit';
 import type { DataSource } from 'typeorm';
+import { assertTeamHasRoom } from './team-caps';
 import type { KeysetPage } from '../db/keyset-page';
 import type { Config } from '../core/config';
 import { isUuid, newUuidV7 } from '../core/ids';
@@ -252,11 +253,9 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       const definition = await definitionOf(principal, body);
       const scheduleId = newUuidV7();
       // Recorded first, so that a firing always finds its row.
-      const schedule = await insertSchedule(dataSource.manager, {
-        ...definition,
-        scheduleId,
-        teamId: principal.teamId,
-        creator: actorOf(principal),
+      const schedule = await dataSource.transaction(async (tx) => {
+        await assertTeamHasRoom(tx, 'schedules', principal.teamId, config.quotas.teamMaxSchedules);
+        return insertSchedule(tx, { ...definition, scheduleId, teamId: principal.teamId, creator: actorOf(principal) });
       });
       const enabled = body.enabled ?? true;
       try {

@@ -13,9 +13,6 @@ export const DEFAULT_WEBHOOK_EVENT_TYPES: WebhookEventType[] = ['run.state_chang
 export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'failed', 'succeeded', 'given_up'] as const;
 export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
 
-/** Most webhooks one team may have. */
-export const MAX_WEBHOOKS_PER_TEAM = 20;
-
 /** A Standard Webhooks signing secret: `whsec_` and the base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;

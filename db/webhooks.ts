@@ -32,24 +32,14 @@ function toWebhook(row: Record<string, unknown>): Webhook {
  * Inserts a webhook unless the team already has `limit` of them (counted under a per-team lock,
  * so concurrent creates cannot pass it together); null when it has.
  */
-export async function insertWebhook(
-  manager: EntityManager,
-  webhook: Omit<Webhook, 'createdAt'>,
-  limit: number,
-): Promise<Webhook | null> {
-  return manager.transaction(async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, [webhook.teamId]);
-    const [{ count }] = (await tx.query(`SELECT count(*)::int AS count FROM webhooks WHERE team_id = $1`, [
-      webhook.teamId,
-    ])) as [{ count: number }];
-    if (count >= limit) return null;
-    const [row] = (await tx.query(
-      `INSERT INTO webhooks (id, team_id, url, event_types, secret, task_queue)
-       VALUES ($1, $2, $3, $4::text[], $5, $6) RETURNING ${COLUMNS}`,
-      [webhook.id, webhook.teamId, webhook.url, webhook.eventTypes, webhook.encryptedSecret, webhook.taskQueue],
-    )) as Record<string, unknown>[];
-    return toWebhook(row!);
-  });
+/** Inserts a webhook; the caller checks the team's cap in the same transaction (api/team-caps.ts). */
+export async function insertWebhook(manager: EntityManager, webhook: Omit<Webhook, 'createdAt'>): Promise<Webhook> {
+  const [row] = (await manager.query(
+    `INSERT INTO webhooks (id, team_id, url, event_types, secret, task_queue)
+     VALUES ($1, $2, $3, $4::text[], $5, $6) RETURNING ${COLUMNS}`,
+    [webhook.id, webhook.teamId, webhook.url, webhook.eventTypes, webhook.encryptedSecret, webhook.taskQueue],
+  )) as Record<string, unknown>[];
+  return toWebhook(row!);
 }
 
 /** A team's webhooks, oldest first. */

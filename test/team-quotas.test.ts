@@ -255,3 +255,55 @@ test('a QUEUED run that no workflow works on holds the team back only for the gr
   expect(waited).toBeLessThan(ADMISSION_GRACE_SECONDS + 5);
   expect((await getRun(ctx, key, lost)).state).toBe('QUEUED');
 });
+
+test('a team has at most TEAM_MAX_* schedules, agents, environments and webhooks: past the cap 409, nothing recorded', async () => {
+  const capped = await createTestContext({
+    worker: false,
+    env: {
+      TEAM_MAX_SCHEDULES: '2',
+      TEAM_MAX_AGENTS: '2',
+      TEAM_MAX_ENVIRONMENTS: '2',
+      TEAM_MAX_WEBHOOKS: '1',
+      OUTBOUND_ALLOWED_PRIVATE_HOSTS: '127.0.0.1',
+    },
+  });
+  try {
+    const { key } = await capped.newTeamKey('personal', undefined, 'admin');
+    const other = await capped.newTeamKey('personal', undefined, 'admin');
+    const cases: [string, string, (i: number) => object, number, string][] = [
+      [
+        '/api/v1/agent/schedules',
+        'schedules',
+        (i) => ({ name: `s${i}`, cron_schedule: '0 9 * * *', prompt: 'x', enabled: false }),
+        2,
+        'TEAM_MAX_SCHEDULES',
+      ],
+      ['/api/v1/agent/identities', 'agents', (i) => ({ name: `a${i}` }), 2, 'TEAM_MAX_AGENTS'],
+      [
+        '/api/v1/agent/environments',
+        'environments',
+        (i) => ({ config: { name: `e${i}` } }),
+        2,
+        'TEAM_MAX_ENVIRONMENTS',
+      ],
+      ['/api/v1/agent/webhooks', 'webhooks', (i) => ({ url: `http://127.0.0.1:9/h${i}` }), 1, 'TEAM_MAX_WEBHOOKS'],
+    ];
+    for (const [path, listed, body, cap, variable] of cases) {
+      // All at once: the cap holds against a race.
+      const answers = await Promise.all(
+        Array.from({ length: cap + 3 }, (_, i) => capped.api.post(path).set(auth(key)).send(body(i))),
+      );
+      expect([path, answers.filter((r) => r.status === 201).length]).toEqual([path, cap]);
+      const refused = answers.filter((r) => r.status !== 201);
+      expect(refused.map((r) => r.status)).toEqual([409, 409, 409]);
+      expect(refused[0]!.body).toMatchObject({ error_code: 'conflict', retryable: false });
+      expect(refused[0]!.body.detail).toContain(`(${variable})`);
+      const list = await capped.api.get(path).set(auth(key));
+      expect((list.body as Record<string, unknown[]>)[listed]).toHaveLength(cap);
+      // Another team has a cap of its own.
+      expect((await capped.api.post(path).set(auth(other.key)).send(body(99))).status).toBe(201);
+    }
+  } finally {
+    await capped.close();
+  }
+});

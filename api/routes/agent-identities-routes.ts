@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { assertTeamHasRoom } from '../team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import {
@@ -102,6 +103,7 @@ export function createAgentIdentitiesRouter({
     await checkBody(body, teamId);
     const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKey);
     const identity = await dataSource.transaction(async (tx) => {
+      await assertTeamHasRoom(tx, 'agent_identities', teamId, config.quotas.teamMaxAgents);
       await assertFactoryMembership(tx, { teamId, factoryUid: fields.factoryUid, agentType: fields.agentType });
       return createAgentIdentity(tx, teamId, fields);
     });

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { assertTeamHasRoom } from '../team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
@@ -62,7 +63,11 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
     rejectQueryParameters(ctx.query);
     const body = validate(environmentBodySchema, ctx.state.body);
     checkOwners(body.config);
-    const env = await insertEnvironment(dataSource.manager, principalOf(ctx.state), body.config);
+    const principal = principalOf(ctx.state);
+    const env = await dataSource.transaction(async (tx) => {
+      await assertTeamHasRoom(tx, 'environments', principal.teamId, config.quotas.teamMaxEnvironments);
+      return insertEnvironment(tx, principal, body.config);
+    });
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/environments/${env.uid}`);
     ctx.body = toEnvironmentItem(env);

@@ -1,11 +1,12 @@
 import Router from '@koa/router';
+import { assertTeamHasRoom } from '../team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
 import { OutboundAddressRules } from '../../core/outbound-addresses';
 import { platformEndpoints } from '../../core/platform-endpoints';
 import { encryptSecret } from '../../core/secrets';
-import { DEFAULT_WEBHOOK_EVENT_TYPES, MAX_WEBHOOKS_PER_TEAM, newWebhookSecret } from '../../core/webhooks';
+import { DEFAULT_WEBHOOK_EVENT_TYPES, newWebhookSecret } from '../../core/webhooks';
 import {
   deleteWebhook,
   findWebhook,
@@ -14,7 +15,7 @@ import {
   listWebhooks,
   WEBHOOK_ORDER,
 } from '../../db/webhooks';
-import { ApiError, invalid, notFound } from '../api-error';
+import { invalid, notFound } from '../api-error';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
 import {
@@ -67,25 +68,17 @@ export function createWebhooksRouter({
     const url = await checkWebhookUrl(body.url, await addressRules());
     const { teamId } = principalOf(ctx.state);
     const secret = newWebhookSecret();
-    const webhook = await insertWebhook(
-      dataSource.manager,
-      {
+    const webhook = await dataSource.transaction(async (tx) => {
+      await assertTeamHasRoom(tx, 'webhooks', teamId, config.quotas.teamMaxWebhooks);
+      return insertWebhook(tx, {
         id: newUuidV7(),
         teamId,
         url,
         eventTypes: [...new Set(body.event_types ?? DEFAULT_WEBHOOK_EVENT_TYPES)],
         encryptedSecret: encryptSecret(secret, secretsKey),
         taskQueue: config.temporal.taskQueue,
-      },
-      MAX_WEBHOOKS_PER_TEAM,
-    );
-    if (!webhook) {
-      throw new ApiError(
-        'conflict',
-        `Your team has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one before adding another.`,
-        { retryable: false },
-      );
-    }
+      });
+    });
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/webhooks/${webhook.id}`);
     ctx.body = { ...toWebhookItem(webhook), secret };
