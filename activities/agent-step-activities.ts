@@ -35,6 +35,7 @@ import {
   type ToolOutcome,
 } from './tools/builtin-tools';
 import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
+import { RunDiskLimitError, runDiskQuota } from './sandbox/run-disk';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
 import { capText } from './tools/output-capture';
@@ -285,6 +286,9 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           return { done: true };
         }
         const processes = runProcesses(sandbox, runId);
+        const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes);
+        /** A limit of the run that a tool call reached: recorded as the call's result, then the run fails. */
+        let limitReached: RunDiskLimitError | undefined;
         const files = workspaceFiles(processes);
         const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
           environmentId: run!.config.environment_id,
@@ -355,8 +359,16 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
                 skills: advertised,
                 recordArtifact: (artifact) =>
                   recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
+                disk,
+                memoryLimitMb: config.sandbox.limits.memoryMb,
               });
-            outcome = await observeToolCall(call.name, tool);
+            try {
+              outcome = await observeToolCall(call.name, tool);
+            } catch (err) {
+              if (!(err instanceof RunDiskLimitError)) throw err;
+              limitReached = err;
+              outcome = { output: err.message, isError: true };
+            }
           } else if (mcp) {
             await recordStarted(runId, turn, step, index, call);
             const result = await observeToolCall('mcp', () =>
@@ -395,7 +407,12 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
             }
           });
         }
+        if (limitReached) throw userFailure(limitReached.message, 'budget_exceeded');
         if (orchestration.length) return { done: false, orchestration };
+        // MCP servers and commands left running in the background write too.
+        await disk.check().catch((err: unknown) => {
+          throw err instanceof RunDiskLimitError ? userFailure(err.message, 'budget_exceeded') : err;
+        });
         await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
         return { done: false };
       });

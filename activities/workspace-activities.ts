@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { exceeded as diskExceeded, runDiskQuota } from './sandbox/run-disk';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -112,6 +113,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
   ) {
     const commands = env.config.setup_commands ?? [];
     const policy = runNetworkPolicy(config, env);
+    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes);
     for (const [index, command] of commands.entries()) {
       const result = await runProcesses(sandbox, runId).runCommand({
         command,
@@ -119,7 +121,15 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         timeoutMs: config.workspace.setupCommandTimeoutSeconds * 1000,
         signal,
         keepBytes: 256 * 1024,
+        disk,
       });
+      if (result.diskLimitExceeded !== undefined) {
+        const err = diskExceeded(result.diskLimitExceeded, disk.maxBytes);
+        throw userFailure(
+          `Setup command ${index + 1} of environment ${env.uid} (\`${command}\`): ${err.message}`,
+          'budget_exceeded',
+        );
+      }
       if (result.cancelled) throw new Error('setup cancelled');
       const output = scrubSecret(result.output, auth.token) + networkRefusalNotes(result.refusals);
       await dataSource.transaction((tx) =>

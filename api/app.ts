@@ -49,6 +49,8 @@ export interface AppDeps {
   temporalConnection: Connection;
   logger: Logger;
   isWorkerRunning?: () => boolean;
+  /** How the worker of this process limits its runs (shown by /readyz). */
+  workerRunLimits?: () => string;
   /** More Prometheus text for `GET /metrics`: the Temporal SDK's, where this process runs a worker. */
   extraMetrics?: (() => Promise<string>)[];
   /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
@@ -118,6 +120,7 @@ export function createApp(deps: AppDeps): Koa {
       temporalConnection: deps.temporalConnection,
       namespace: config.temporal.namespace,
       isWorkerRunning: deps.isWorkerRunning,
+      workerRunLimits: deps.workerRunLimits,
     }),
     createSessionRouter({ dataSource, secretsKey, streams }),
     createRedirectRouter({ dataSource }),

@@ -92,6 +92,7 @@ async function main(): Promise<void> {
     temporalConnection: connection,
     logger: apiLogger,
     isWorkerRunning: () => worker.getState() === 'RUNNING',
+    workerRunLimits: () => worker.runLimits,
     secretsKey,
     extraMetrics: [temporalMetricsSource(temporalMetrics)],
   });
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);
   if (config.tracing) say(`Traces to:       ${config.tracing.tracesUrl}`);
   say(`Data directory:  ${config.dataDir}`);
+  say(`Run limits:      ${worker.runLimits}`);
   for (const line of modelLines(config)) say(line);
   say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
   if (count === 0) {

@@ -70,6 +70,14 @@ const envSchema = z.object({
   AGENT_SANDBOX_MAX_FILE_SIZE_MB: intFrom(2048, 1, 1_048_576),
   AGENT_SANDBOX_CPU_SECONDS: intFrom(3600, 1, 1_000_000),
   AGENT_SANDBOX_MAX_OPEN_FILES: intFrom(4096, 64, 1_048_576),
+  AGENT_SANDBOX_CPUS: z.coerce.number().min(0).max(1024).default(0),
+  AGENT_RUN_LIMITS: z.enum(['enforce', 'off']).default('enforce'),
+  AGENT_WORKSPACE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(10 * 1024 ** 3),
   AGENT_NETWORK_DEFAULT: z.string().default('open'),
   AGENT_NETWORK_ALLOWED_PRIVATE_HOSTS: optionalString,
   OUTBOUND_ALLOWED_PRIVATE_HOSTS: optionalString,
@@ -100,6 +108,10 @@ const envSchema = z.object({
   TRUST_PROXY_HOPS: intFrom(0, 0, 10),
   TEAM_MAX_RUNS_PER_HOUR: intFrom(1000, 0, 10_000_000),
   TEAM_MAX_CONCURRENT_RUNS: intFrom(100, 0, 1_000_000),
+  TEAM_MAX_SCHEDULES: intFrom(100, 0, 1_000_000),
+  TEAM_MAX_WEBHOOKS: intFrom(20, 0, 1_000_000),
+  TEAM_MAX_AGENTS: intFrom(500, 0, 1_000_000),
+  TEAM_MAX_ENVIRONMENTS: intFrom(200, 0, 1_000_000),
   METRICS_BEARER_TOKEN: optionalString,
   WORKER_METRICS_PORT: intFrom(9464, 0, 65535),
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
@@ -206,6 +218,11 @@ export interface Config {
     teamMaxRunsPerHour: number;
     /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
     teamMaxConcurrentRuns: number;
+    /** How many of each resource one team may have (0: no cap); past it a create is 409. */
+    teamMaxSchedules: number;
+    teamMaxWebhooks: number;
+    teamMaxAgents: number;
+    teamMaxEnvironments: number;
   };
   metrics: {
     /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`. */
@@ -240,6 +257,16 @@ export interface SandboxConfig {
   /** Extra host paths mounted read-only into every sandbox (toolchains outside /usr). */
   readonlyPaths: string[];
   limits: { memoryMb: number; maxProcesses: number; maxFileSizeMb: number; cpuSeconds: number; maxOpenFiles: number };
+  /**
+   * `enforce`: every run's processes share one cgroup with AGENT_SANDBOX_MEMORY_MB,
+   * AGENT_SANDBOX_MAX_PROCESSES and a CPU share; a worker that cannot make one refuses to start.
+   * `off`: the per-process limits alone (the operator's explicit choice, logged loudly).
+   */
+  runLimits: 'enforce' | 'off';
+  /** CPUs one run may use at most (0: an equal share with the other runs, no cap). */
+  cpus: number;
+  /** Bytes a run's files (workspace, home, tmp) may take on disk; 0: no limit. */
+  workspaceMaxBytes: number;
 }
 
 /** Prices of well-known models (USD per million tokens); MODEL_PRICES adds to or overrides them. */
@@ -438,6 +465,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         cpuSeconds: e.AGENT_SANDBOX_CPU_SECONDS,
         maxOpenFiles: e.AGENT_SANDBOX_MAX_OPEN_FILES,
       },
+      runLimits: e.AGENT_RUN_LIMITS,
+      cpus: e.AGENT_SANDBOX_CPUS,
+      workspaceMaxBytes: e.AGENT_WORKSPACE_MAX_BYTES,
     },
     network: {
       defaultPolicy: parseNetworkPolicy(e.AGENT_NETWORK_DEFAULT),
@@ -463,6 +493,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       unauthenticatedPerMinute: e.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
       teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
       teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,
+      teamMaxSchedules: e.TEAM_MAX_SCHEDULES,
+      teamMaxWebhooks: e.TEAM_MAX_WEBHOOKS,
+      teamMaxAgents: e.TEAM_MAX_AGENTS,
+      teamMaxEnvironments: e.TEAM_MAX_ENVIRONMENTS,
     },
     metrics: { bearerToken: e.METRICS_BEARER_TOKEN, workerPort: e.WORKER_METRICS_PORT },
     worker: {

@@ -8,6 +8,7 @@ export const ERROR_CODES = {
   conflict: { status: 409, retryable: true, title: 'Conflict' },
   rate_limited: { status: 429, retryable: true, title: 'Rate limited' },
   environment_setup_failed: { status: 400, retryable: false, title: 'Environment setup failed' },
+  budget_exceeded: { status: 400, retryable: false, title: 'Budget exceeded' },
   feature_not_available: { status: 400, retryable: false, title: 'Feature not available' },
   resource_unavailable: { status: 503, retryable: true, title: 'Resource unavailable' },
   internal_error: { status: 500, retryable: true, title: 'Internal error' },

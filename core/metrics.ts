@@ -140,6 +140,12 @@ export const eventStreamsRefused = new Counter({
   registers: [metricsRegistry],
 });
 
+export const runLimitsEnforced = new Gauge({
+  name: 'agent_runs_worker_run_limits_enforced',
+  help: "Whether this worker limits each run's processes together in a cgroup (1), or only one by one (0, AGENT_RUN_LIMITS=off).",
+  registers: [metricsRegistry],
+});
+
 export const databaseReachable = new Gauge({
   name: 'agent_runs_database_reachable',
   help: 'Whether PostgreSQL answers this process (1) or failed a probe after a query or connection failed (0): new database work is then refused at once.',

@@ -252,6 +252,61 @@ test('a fork bomb, a memory hog and a huge file end that command with a clear er
   expect(hostPidsRunning('bomb')).toHaveLength(0);
 });
 
+test("a run's processes share one cgroup: memory is limited for the run as a whole, and an OOM kill says so", async () => {
+  const { key } = await ctx.newTeamKey();
+  // Three processes of 150 MiB each: under a per-process limit of 256 MiB all three would live.
+  const hog = (n: number) =>
+    `node -e "const b = Buffer.alloc(150 << 20, 1); setTimeout(() => console.log('alive-${n}', b.length), 3000)" &`;
+  const { results } = await runCommands(key, [`${hog(1)} ${hog(2)} ${hog(3)} wait; echo waited`, 'echo after-the-oom']);
+  const [hogs, after] = results as [ToolResult, ToolResult];
+  // Lines a live hog printed (a killed one's command line, which bash echoes, holds the word too).
+  expect((hogs.output.match(/^alive-\d \d+$/gm) ?? []).length).toBeLessThan(3);
+  expect(hogs.output).toContain(
+    "The kernel killed a process of this command: the run's processes together reached their memory limit of 256 MiB (AGENT_SANDBOX_MEMORY_MB).",
+  );
+  expect(after.output).toContain('after-the-oom');
+});
+
+test('a run whose files grow past AGENT_WORKSPACE_MAX_BYTES fails with budget_exceeded', async () => {
+  const limited = await createTestContext({
+    env: { AGENT_WORKSPACE_MAX_BYTES: String(24 * 1024 * 1024), AGENT_SANDBOX_MAX_FILE_SIZE_MB: '8' },
+  });
+  try {
+    const { key } = await limited.newTeamKey();
+    const marker = uniqueName('disk');
+    // Each file is under the per-file limit; together they are not.
+    limited.model.script(marker, (_req, call) =>
+      call === 1
+        ? {
+            text: '',
+            toolCalls: [
+              {
+                name: 'run_command',
+                arguments: { command: 'for i in 1 2 3 4 5; do head -c 7M /dev/urandom > f$i; done; echo wrote' },
+              },
+            ],
+          }
+        : { text: 'should not be asked again' },
+    );
+    const runId = await createRun(limited, key, { prompt: `Fill ${marker}`, config: { idle_timeout_minutes: 0 } });
+    const run = await waitForState(limited, key, runId, ['FAILED', 'SUCCEEDED', 'ERROR'], undefined, 60_000);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message).toMatchObject({
+      error_code: 'budget_exceeded',
+      retryable: false,
+      message: expect.stringContaining('more than its limit of 24.0 MiB (AGENT_WORKSPACE_MAX_BYTES)'),
+    });
+    expect(limited.model.calls(marker)).toHaveLength(1);
+    const call = (await transcript(limited, runId)).find((e) => e.kind === 'tool_call');
+    expect(call?.payload).toMatchObject({
+      is_error: true,
+      output: expect.stringContaining('AGENT_WORKSPACE_MAX_BYTES'),
+    });
+  } finally {
+    await limited.close();
+  }
+});
+
 test('ordinary work keeps working: files, git, diffs, a local server, the file tools', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('ordinary');

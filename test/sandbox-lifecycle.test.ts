@@ -27,6 +27,27 @@ test('with AGENT_SANDBOX=bwrap and no bubblewrap, the worker refuses to start an
   expect((err as Error).message).toContain('AGENT_SANDBOX=none');
 });
 
+test('a worker that cannot limit its runs together refuses to start, unless the operator opts out; /readyz would say which', async () => {
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-nocgroups-'));
+  const noCgroups = { selfCgroup: async () => '0::/\n', mountinfo: async () => '', pid: process.pid };
+  const config = loadConfig({ ...process.env, AGENT_RUNS_WORKSPACE_DIR: workspace });
+  const err = await createSandbox(config, new OutboundAddressRules([]), logger, noCgroups).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(SandboxUnavailableError);
+  expect((err as Error).message).toContain("cannot limit its runs' memory, processes and CPU");
+  expect((err as Error).message).toContain('AGENT_RUN_LIMITS=off');
+
+  const warnings: string[] = [];
+  const watching = createLogger('warn', 'test', { destination: { write: (line: string) => warnings.push(line) } });
+  const optedOut = loadConfig({ ...process.env, AGENT_RUNS_WORKSPACE_DIR: workspace, AGENT_RUN_LIMITS: 'off' });
+  const unlimited = await createSandbox(optedOut, new OutboundAddressRules([]), watching, noCgroups);
+  expect(unlimited.runLimits).toBeUndefined();
+  expect(warnings.join('\n')).toContain('AGENT_RUN_LIMITS=off');
+
+  // On this machine the worker does limit its runs, in cgroups it made and checked.
+  const { sandbox } = await createTestSandbox();
+  expect(sandbox.runLimits).toMatch(/^cgroup v[12] \(memory \d+ MiB, \d+ processes/);
+});
+
 test('a worker that starts kills the sandboxes a previous one left running on its workspaces', async () => {
   const { sandbox, config } = await createTestSandbox();
   const marker = uniqueName('leftover');

@@ -12,7 +12,7 @@ import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
-import { observeStep } from '../core/metrics';
+import { observeStep, runLimitsEnforced } from '../core/metrics';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
@@ -55,6 +55,8 @@ export interface CreateWorkerOptions {
 export interface RunWorker {
   /** The task queue only workers sharing this host's workspace directory poll. */
   workspaceQueue: string;
+  /** How this worker limits each run's processes together, or that it does not (AGENT_RUN_LIMITS=off). */
+  runLimits: string;
   run(): Promise<void>;
   shutdown(): void;
   getState(): State;
@@ -204,8 +206,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
       leaseSeconds: config.worker.leaseSeconds,
     });
   await renewLease();
+  runLimitsEnforced.set(sandbox.runLimits ? 1 : 0);
   return {
     workspaceQueue,
+    runLimits: sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only',
     async run() {
       const timer = setInterval(
         () =>

@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     task_queue: config.temporal.taskQueue,
     namespace: config.temporal.namespace,
     metrics: metricsServer ? `http://${config.host}:${config.metrics.workerPort}/metrics` : 'off',
+    run_limits: worker.runLimits,
   });
   // The Temporal runtime drains the worker on SIGINT/SIGTERM; run() resolves once it has.
   await worker.run();

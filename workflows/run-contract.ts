@@ -130,5 +130,10 @@ export const RunFailureType = {
 
 export interface UserFailureDetails {
   errorCode:
-    'feature_not_available' | 'invalid_request' | 'environment_setup_failed' | 'resource_not_found' | 'not_authorized';
+    | 'feature_not_available'
+    | 'invalid_request'
+    | 'environment_setup_failed'
+    | 'resource_not_found'
+    | 'not_authorized'
+    | 'budget_exceeded';
 }

@@ -75,6 +75,10 @@ export class BwrapSandbox implements Sandbox {
     return SANDBOX_WORKSPACE;
   }
 
+  runPaths(runId: string): string[] {
+    return [workspaceDir(this.options.workspaceRoot, runId), this.runDir(runId)];
+  }
+
   private runDir(runId: string): string {
     return path.join(this.stateRoot, runId);
   }

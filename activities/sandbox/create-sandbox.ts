@@ -7,6 +7,8 @@ import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
+import { LimitedSandbox } from './limited-sandbox';
+import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
 import { ExecError, runProcesses } from './sandboxed-process';
 import { Unsandboxed } from './unsandboxed';
@@ -42,7 +44,42 @@ function findOnPath(name: string): string | undefined {
  * The worker's sandbox, checked before the worker takes any task: with `bwrap`, bubblewrap must
  * be installed and able to build a sandbox here, else the worker refuses to start and says why.
  */
-export async function createSandbox(config: Config, rules: OutboundAddressRules, logger: Logger): Promise<Sandbox> {
+export async function createSandbox(
+  config: Config,
+  rules: OutboundAddressRules,
+  logger: Logger,
+  cgroupHost: CgroupHost = REAL_HOST,
+): Promise<Sandbox> {
+  return withRunLimits(await createIsolation(config, rules, logger), config, logger, cgroupHost);
+}
+
+/**
+ * Puts every run's processes in a cgroup of their own (memory, processes, CPU for the run as a
+ * whole). A worker that cannot refuses to start, unless AGENT_RUN_LIMITS=off says to go on with
+ * per-process limits only: a run could then take the host's memory and processes.
+ */
+async function withRunLimits(sandbox: Sandbox, config: Config, logger: Logger, host: CgroupHost): Promise<Sandbox> {
+  const { limits } = config.sandbox;
+  if (config.sandbox.runLimits === 'off') {
+    logger.warn(
+      "AGENT_RUN_LIMITS=off: a run's processes are limited one by one, not together; one run can take the host's memory, processes and CPU. Never run shared deployments like this.",
+    );
+    return sandbox;
+  }
+  const found = await detectRunCgroups(
+    { memoryMb: limits.memoryMb, maxProcesses: limits.maxProcesses, cpus: config.sandbox.cpus },
+    host,
+  );
+  if ('unavailable' in found) {
+    throw new SandboxUnavailableError(
+      `This worker cannot limit its runs' memory, processes and CPU: ${found.unavailable}. Run it as root (or with a delegated cgroup v2 subtree) on a host with the memory, pids and cpu controllers; in Docker, give the worker \`cgroup: private\` and a writable /sys/fs/cgroup (see docker-compose.yml). To run without run limits anyway (one trusted user), set AGENT_RUN_LIMITS=off.`,
+    );
+  }
+  logger.info('run limits enforced', { run_limits: found.cgroups.description });
+  return new LimitedSandbox(sandbox, found.cgroups);
+}
+
+async function createIsolation(config: Config, rules: OutboundAddressRules, logger: Logger): Promise<Sandbox> {
   const root = config.workspace.dir;
   await mkdir(root, { recursive: true });
   if (config.sandbox.kind === 'none') {

@@ -39,6 +39,8 @@ export interface PreparedProcess {
  */
 export interface Sandbox {
   readonly kind: 'bwrap' | 'none';
+  /** How the run's processes are limited together (cgroups); undefined: one by one only (AGENT_RUN_LIMITS=off). */
+  readonly runLimits?: string;
   /** The workspace's path as the run's processes see it. */
   workspacePath(runId: string): string;
   /** Makes the run's workspace and private state (home, tmp, ownership); idempotent. */
@@ -49,6 +51,10 @@ export interface Sandbox {
    * no new one starts meanwhile, so nothing the run controls can race the deletion.
    */
   destroyRun(runId: string): Promise<void>;
+  /** The host directories the run's processes write (its workspace, and its private home and tmp). */
+  runPaths(runId: string): string[];
+  /** How many of the run's processes the kernel killed for want of memory (where run limits are enforced). */
+  oomKills?(runId: string): Promise<number>;
 }
 
 /** Where programs are looked for inside a sandbox (plus the bin directories of read-only extras). */
@@ -77,7 +83,7 @@ export function limitHint(exitCode: number | null, output: string): string | und
   if (exitCode === 153) return 'The command hit the sandbox file size limit (AGENT_SANDBOX_MAX_FILE_SIZE_MB).';
   if (exitCode === 152) return 'The command hit the sandbox CPU time limit (AGENT_SANDBOX_CPU_SECONDS).';
   if (/fork: (retry: )?Resource temporarily unavailable|Cannot fork|EAGAIN.*spawn/i.test(output))
-    return 'The command hit the sandbox process limit (AGENT_SANDBOX_MAX_PROCESSES).';
+    return "The command hit the run's process limit (AGENT_SANDBOX_MAX_PROCESSES), which counts all of the run's processes together.";
   if (/Cannot allocate memory|MemoryError|out of memory|std::bad_alloc/i.test(output))
     return 'The command may have hit the sandbox memory limit (AGENT_SANDBOX_MEMORY_MB).';
   return undefined;

@@ -2,12 +2,20 @@ import { spawn } from 'node:child_process';
 import type { NetworkPolicy } from '../../core/network-policy';
 import { runProcess, type ProcessResult } from './run-process';
 import type { NetworkRefusal } from './egress-proxy';
+import type { RunDiskQuota } from './run-disk';
 import type { Sandbox, SandboxNetwork } from './sandbox';
 
 export interface SandboxedCommandResult extends ProcessResult {
   /** Connections the egress proxy refused while the command ran. */
   refusals: NetworkRefusal[];
+  /** The kernel killed a process of the run for want of memory while the command ran (the run's limit). */
+  oomKilled: boolean;
+  /** The command was killed because the run's files grew past its disk limit (bytes used then). */
+  diskLimitExceeded?: number;
 }
+
+/** How often a running command's run is measured against its disk limit. */
+const DISK_POLL_MS = 3000;
 
 export interface ExecOptions {
   /** Directory relative to the workspace root. */
@@ -48,6 +56,8 @@ export interface RunProcesses {
     keepBytes: number;
     signal?: AbortSignal;
     onRefusal?: (refusal: NetworkRefusal) => void;
+    /** Measured while the command runs: past it, the command is killed. */
+    disk?: RunDiskQuota;
   }): Promise<SandboxedCommandResult>;
   /** Runs a program to completion and returns its standard output; rejects with ExecError. */
   exec(argv: [string, ...string[]], options?: ExecOptions): Promise<string>;
@@ -57,7 +67,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
   return {
     workspacePath: sandbox.workspacePath(runId),
 
-    async runCommand({ command, cwd, policy, timeoutMs, keepBytes, signal, onRefusal }) {
+    async runCommand({ command, cwd, policy, timeoutMs, keepBytes, signal, onRefusal, disk }) {
       const refusals: NetworkRefusal[] = [];
       const network: SandboxNetwork = {
         kind: 'proxy',
@@ -68,6 +78,27 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         },
       };
       const prepared = await sandbox.prepare({ runId, argv: ['/bin/bash', '-c', command], cwd, network });
+      const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
+      const overDisk = new AbortController();
+      let diskUsed: number | undefined;
+      let measuring = false;
+      const diskTimer =
+        disk && disk.maxBytes > 0
+          ? setInterval(() => {
+              if (measuring) return;
+              measuring = true;
+              void disk
+                .usage()
+                .then((used) => {
+                  if (used !== undefined && used > disk.maxBytes && !overDisk.signal.aborted) {
+                    diskUsed = used;
+                    overDisk.abort();
+                  }
+                })
+                .catch(() => undefined)
+                .finally(() => (measuring = false));
+            }, DISK_POLL_MS)
+          : undefined;
       try {
         const result = await runProcess({
           file: prepared.file,
@@ -75,11 +106,20 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
           cwd: prepared.cwd,
           env: prepared.env,
           timeoutMs,
-          signal,
+          signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
           keepBytes,
         });
-        return { ...result, refusals };
+        const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
+        return {
+          ...result,
+          // A command killed for the run's disk limit was not cancelled by anyone.
+          cancelled: result.cancelled && !(diskUsed !== undefined && !signal?.aborted),
+          refusals,
+          oomKilled,
+          ...(diskUsed !== undefined ? { diskLimitExceeded: diskUsed } : {}),
+        };
       } finally {
+        clearInterval(diskTimer);
         await prepared.release();
       }
     },

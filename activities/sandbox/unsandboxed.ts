@@ -16,6 +16,10 @@ export class Unsandboxed implements Sandbox {
     return workspaceDir(this.workspaceRoot, runId);
   }
 
+  runPaths(runId: string): string[] {
+    return [this.workspacePath(runId)];
+  }
+
   async prepareRun(runId: string): Promise<void> {
     await mkdir(this.workspacePath(runId), { recursive: true });
   }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { exceeded as diskExceeded, RunDiskLimitError, type RunDiskQuota } from '../sandbox/run-disk';
 import type { NetworkPolicy } from '../../core/network-policy';
 import type { ArtifactFile } from '../../db/artifacts';
 import type { ToolSpec } from '../model/types';
@@ -44,6 +45,10 @@ export interface ToolContext {
   skills: AdvertisedSkill[];
   /** Records a `FILE` artifact of this tool call (once, however often the call is retried). */
   recordArtifact?: (artifact: ArtifactUpload) => Promise<{ artifactUid: string }>;
+  /** The run's disk limit: watched while a command runs, checked after a tool writes. */
+  disk?: RunDiskQuota;
+  /** The run's memory limit in MiB, for the note an OOM kill gets. */
+  memoryLimitMb?: number;
 }
 
 /** A file `upload_artifact` read from the workspace. */
@@ -190,10 +195,14 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
       case 'write_file': {
         const file = stringArg(args, 'path');
         const bytes = await ctx.files.write(file, stringArg(args, 'content'));
+        await ctx.disk?.check();
         return { output: `Wrote ${bytes} bytes to ${relativeName(ctx, file)}.`, isError: false };
       }
-      case 'edit_file':
-        return await editFile(args, ctx);
+      case 'edit_file': {
+        const outcome = await editFile(args, ctx);
+        await ctx.disk?.check();
+        return outcome;
+      }
       case 'list_directory': {
         const entries = (await ctx.files.list(stringArg(args, 'path', false)))
           .filter((e) => e.name !== '.git')
@@ -220,7 +229,8 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
         return { output: `Unknown tool ${name}.`, isError: true };
     }
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
+    // A limit of the run ends it; the model is not asked to work around it.
+    if (ctx.signal.aborted || err instanceof RunDiskLimitError) throw err;
     const message = err instanceof Error ? err.message : String(err);
     return { output: `${name} failed: ${message}`, isError: true };
   }
@@ -241,13 +251,20 @@ async function runCommand(args: Record<string, unknown>, ctx: ToolContext): Prom
     timeoutMs: timeoutSeconds * 1000,
     signal: ctx.signal,
     keepBytes: Math.max(ctx.outputLimitBytes, 1024 * 1024),
+    disk: ctx.disk,
   });
+  if (result.diskLimitExceeded !== undefined) throw diskExceeded(result.diskLimitExceeded, ctx.disk!.maxBytes);
   if (result.cancelled) throw new Error('command cancelled');
+  await ctx.disk?.check();
   const status = result.timedOut
     ? `Timed out after ${timeoutSeconds}s; the command and its children were killed.`
     : `Exit code ${result.exitCode ?? `signal ${result.signal}`} in ${result.durationMs} ms.`;
   const failed = result.timedOut || result.exitCode !== 0;
-  const hint = failed ? limitHint(result.exitCode, result.output) : undefined;
+  const hint = result.oomKilled
+    ? `The kernel killed a process of this command: the run's processes together reached their memory limit of ${ctx.memoryLimitMb ?? '?'} MiB (AGENT_SANDBOX_MEMORY_MB).`
+    : failed
+      ? limitHint(result.exitCode, result.output)
+      : undefined;
   const notes = networkRefusalNotes(result.refusals) + (hint ? `\n[sandbox] ${hint}` : '');
   return {
     output: `${status}\n${capText(result.output, ctx.outputLimitBytes)}${notes}`,

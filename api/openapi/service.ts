@@ -17,6 +17,10 @@ const readinessSchema = z
     checks: z.record(z.string(), z.enum(['ok', 'unavailable'])).openapi({
       description: '`database`, `temporal`, and `worker` where this process runs one.',
     }),
+    run_limits: z.string().optional().openapi({
+      description:
+        "Where this process runs a worker: how it limits each run's processes together (a cgroup per run), or that it does not (AGENT_RUN_LIMITS=off).",
+    }),
   })
   .openapi('Readiness');
 

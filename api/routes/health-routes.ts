@@ -8,6 +8,8 @@ export interface HealthDeps {
   namespace: string;
   /** Present where this process also runs the worker (the all-in-one `npm start`). */
   isWorkerRunning?: () => boolean;
+  /** How that worker limits each run's processes together (or that it does not). */
+  workerRunLimits?: () => string;
 }
 
 /** 'ok' or 'unavailable', within a few seconds; what went wrong inside stays out of the answer. */
@@ -46,7 +48,11 @@ export function createHealthRouter(deps: HealthDeps): Router {
     if (deps.isWorkerRunning) checks.worker = deps.isWorkerRunning() ? 'ok' : 'unavailable';
     const ready = Object.values(checks).every((c) => c === 'ok');
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'not ready', checks };
+    ctx.body = {
+      status: ready ? 'ready' : 'not ready',
+      checks,
+      ...(deps.workerRunLimits ? { run_limits: deps.workerRunLimits() } : {}),
+    };
   });
   return router;
 }
