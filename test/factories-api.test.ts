@@ -349,7 +349,8 @@ test('validate: a valid FACTORY.md comes back parsed; an invalid one with every 
 });
 
 test('discovery: a FACTORY.md in an environment repository becomes a FILE factory, follows the file and leaves with it', async () => {
-  const { key } = await ctx.newTeamKey();
+  // An admin key: what the file alone may change is refused even to an admin.
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   const other = await ctx.newTeamKey();
   const envId = await createEnvironment(ctx, key, { name: 'shop', github_repos: [{ owner: 'acme', repo: 'shop' }] });
   const firstRun = await runInEnvironment(key, envId);

@@ -419,5 +419,9 @@ test('kill -9 of the whole `npm start` group mid-run, then a restart on the same
 
   const ready = await api.get('/readyz');
   expect(ready.status).toBe(200);
-  expect(ready.body).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok', worker: 'ok' } });
+  expect(ready.body).toEqual({
+    status: 'ready',
+    checks: { database: 'ok', temporal: 'ok', worker: 'ok' },
+    run_limits: expect.stringMatching(/^cgroup v[12] \(memory 4096 MiB, 512 processes/),
+  });
 });

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 import { freePort } from './helpers/free-port';
 
 /**
@@ -66,7 +67,17 @@ test('npm start: ready from an empty directory, a second instance refused at onc
   const first = await start(env);
   try {
     await until(first, /Ready in/, 'ready line');
-    expect(first.output()).toMatch(/First start: created a personal API key/);
+    expect(first.output()).toMatch(/First start: created a personal admin API key/);
+    // The database URL it prints is one another process on this machine can use.
+    const printed = /^Database: +DATABASE_URL=(.+)$/m.exec(first.output())![1]!;
+    const url = printed.replace(/\$\(cat ([^)]+)\)/, (_m, file: string) => readFileSync(file, 'utf8').trim());
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    expect((await client.query('SELECT count(*)::int AS keys FROM api_keys')).rows).toEqual([{ keys: 1 }]);
+    await client.end();
+    expect(first.output()).toMatch(
+      new RegExp(`^Temporal: +TEMPORAL_ADDRESS=127\\.0\\.0\\.1:${env.TEMPORAL_DEV_PORT}$`, 'm'),
+    );
     const landing = await fetch(`http://127.0.0.1:${env.PORT}/`);
     expect(landing.status).toBe(200);
     expect(await landing.text()).toContain(`href="http://localhost:${env.TEMPORAL_UI_PORT}"`);

@@ -66,7 +66,14 @@ describe('a busy worker', () => {
   beforeAll(async () => {
     ctx = await createTestContext({
       // Before leases, a step that waited 2 s for a slot counted as a dead worker.
-      env: { WORKER_MAX_CONCURRENT_RUNS: '200', WORKSPACE_SCHEDULE_TO_START_SECONDS: '2', WORKER_LEASE_SECONDS: '5' },
+      env: {
+        WORKER_MAX_CONCURRENT_RUNS: '200',
+        WORKSPACE_SCHEDULE_TO_START_SECONDS: '2',
+        WORKER_LEASE_SECONDS: '5',
+        // The production default and more: on a loaded 2-core machine a heartbeat of a busy step
+        // can be late by seconds, and a step retried for that calls its model twice.
+        ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '30',
+      },
     });
   });
   afterAll(async () => {
