@@ -409,11 +409,17 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
         }
         if (limitReached) throw userFailure(limitReached.message, 'budget_exceeded');
         if (orchestration.length) return { done: false, orchestration };
-        // MCP servers and commands left running in the background write too.
-        await disk.check().catch((err: unknown) => {
-          throw err instanceof RunDiskLimitError ? userFailure(err.message, 'budget_exceeded') : err;
-        });
-        await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
+        // MCP servers write too (built-in tools that write check after themselves; the others only read).
+        if (calls.some((c) => !BUILTIN_TOOL_NAMES.has(c.name) && !isOrchestrationTool(c.name))) {
+          await disk.check().catch((err: unknown) => {
+            throw err instanceof RunDiskLimitError ? userFailure(err.message, 'budget_exceeded') : err;
+          });
+        }
+        // Only a step that ran something that can change files has a diff to look for: git in the
+        // sandbox is the dearest part of a step that only read.
+        if (calls.some((c) => hasSideEffects(c.name) && !isOrchestrationTool(c.name))) {
+          await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
+        }
         return { done: false };
       });
     },
