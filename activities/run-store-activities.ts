@@ -13,6 +13,7 @@ import {
   reopenRun,
   secondsQueued,
 } from '../db/run-store';
+import { markWorkflowStarted } from '../db/run-creation';
 import { leaseStatus } from '../db/worker-leases';
 import { lastAgentMessage } from '../db/agent-answers';
 import { admitRunTurn, admitStartedTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
@@ -140,6 +141,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
         if (!run) {
           throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
         }
+        await markWorkflowStarted(tx, runId);
         let turn: number | null = run.turn;
         if (isTerminal(run.state)) {
           turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;

@@ -32,6 +32,8 @@ export interface RunItem {
   parent_run_id?: string;
   /** The factory whose agent executes the run. */
   factory_uid?: string;
+  /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
+  worker_id?: string;
   is_run_type_cancellable: boolean;
 }
 
@@ -96,5 +98,6 @@ export function toRunItem(
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   if (run.factoryUid) item.factory_uid = run.factoryUid;
   if (run.schedule) item.schedule = run.schedule;
+  if (run.workerId) item.worker_id = run.workerId;
   return item;
 }

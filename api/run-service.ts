@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
 import type { Config } from '../core/config';
@@ -15,7 +15,7 @@ import { recordRunAttachments, type FileContent } from '../db/attachments';
 import type { BlobStore } from '../db/blob-store';
 import { findEnvironment } from '../db/environments';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
-import { recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
+import { isAwaitingWorkflowStart, markWorkflowStarted, recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
 import { liveWorkerIds } from '../db/worker-leases';
 import { findRun } from '../db/run-queries';
 import { listFactoryAgents } from '../db/agent-identities';
@@ -142,6 +142,21 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     );
   }
 
+  /** Starts the workflow of a run recorded without one (its create was cut off), once; a no-op otherwise. */
+  async function ensureWorkflowStarted(runId: string): Promise<void> {
+    if (!(await isAwaitingWorkflowStart(dataSource.manager, runId))) return;
+    const run = await findRun(dataSource.manager, runId);
+    if (!run) return;
+    try {
+      await withinDeadline(() =>
+        temporal.workflow.start<typeof agentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    await markWorkflowStarted(dataSource.manager, runId);
+  }
+
   async function lockTeamRun(tx: EntityManager, principal: AuthenticatedPrincipal, runId: string) {
     if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
     const run = await findRun(tx, runId, principal.teamId);
@@ -231,14 +246,20 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
                   runWorkflowOptions(config, run, 'QUEUED'),
                 ),
               );
-              await recordNewRun(tx, run, {
-                mode: body.mode ?? 'normal',
-                attachments: attachments.map((a) => ({
-                  path: `${ATTACHMENTS_DIR}/${a.fileName}`,
-                  mime_type: a.mimeType,
-                  size_bytes: a.bytes.length,
-                })),
-              });
+              await recordNewRun(
+                tx,
+                run,
+                {
+                  mode: body.mode ?? 'normal',
+                  attachments: attachments.map((a) => ({
+                    path: `${ATTACHMENTS_DIR}/${a.fileName}`,
+                    mime_type: a.mimeType,
+                    size_bytes: a.bytes.length,
+                  })),
+                },
+                // Listed once its workflow is known to exist: a create cut off before its start never is.
+                false,
+              );
               await recordRunAttachments(tx, blobs, runId, attachments);
               return {
                 status: 201,
@@ -248,8 +269,15 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
             }),
           (tx) => withdrawUnstartedRun(tx, runId),
         );
-        if (created) observeRunCreated(created);
-        else if (counted) await runsPerHour?.giveBack(principal.teamId);
+        if (created) {
+          await markWorkflowStarted(dataSource.manager, runId);
+          observeRunCreated(created);
+        } else {
+          if (counted) await runsPerHour?.giveBack(principal.teamId);
+          // A replay of a create whose API was cut off before the run's workflow started: start it now.
+          const replayedRunId = (response.body as { run_id?: string }).run_id;
+          if (replayedRunId) await ensureWorkflowStarted(replayedRunId);
+        }
         return response;
       } catch (err) {
         // No run was made after all: it does not count.

@@ -26,6 +26,7 @@ import { ResourceListIndexes1763910000000 } from './migrations/1763910000000-res
 import { RunEventOrder1763920000000 } from './migrations/1763920000000-run-event-order';
 import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-load-index';
 import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
+import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-workspace-holders';
 
 export const ENTITIES = [
   TeamEntity,
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   RunEventOrder1763920000000,
   SkillLoadIndex1763921800000,
   KeyRoles1763930000000,
+  WorkspaceHolders1763940000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

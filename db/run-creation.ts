@@ -12,6 +12,8 @@ export async function recordNewRun(
   manager: EntityManager,
   run: Run,
   prompt: { mode: string; attachments?: PromptAttachment[] },
+  /** False when the run's workflow is being started beside this insert: not listed until it is known to exist. */
+  workflowStarted = true,
 ): Promise<void> {
   const attachments = prompt.attachments ?? [];
   const promptPayload: RunEventPayloads['prompt'] = {
@@ -27,9 +29,9 @@ export async function recordNewRun(
        INSERT INTO runs (run_id, team_id, creator_uid, creator_type, creator_display_name, executor_uid,
          executor_display_name, title, prompt, state, turn, config, name, model_id, environment_id, skill_spec,
          source, schedule, metadata, conversation_id, parent_run_id, factory_uid, dispatch_key, session_id,
-         total_tokens, created_at, updated_at)
+         total_tokens, created_at, updated_at, workflow_started)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb,
-         $19::jsonb, $20, $21::uuid, $22, $23, $24, 0, $25, $25)
+         $19::jsonb, $20, $21::uuid, $22, $23, $24, 0, $25, $25, $28)
      ), lineage AS (
        INSERT INTO run_lineage (ancestor_run_id, run_id, depth)
        SELECT $21::uuid, $1::uuid, 1 WHERE $21::uuid IS NOT NULL
@@ -66,8 +68,22 @@ export async function recordNewRun(
       run.createdAt,
       JSON.stringify(promptPayload),
       JSON.stringify(queuedPayload),
+      workflowStarted,
     ],
   );
+}
+
+/** The run's workflow is known to exist (its start answered, or its first activity ran): the run is listed. */
+export async function markWorkflowStarted(manager: EntityManager, runId: string): Promise<void> {
+  await manager.query(`UPDATE runs SET workflow_started = true WHERE run_id = $1 AND NOT workflow_started`, [runId]);
+}
+
+/** Whether the run exists and its workflow is not known to have started (a create cut off before its start). */
+export async function isAwaitingWorkflowStart(manager: EntityManager, runId: string): Promise<boolean> {
+  const rows = (await manager.query(`SELECT 1 FROM runs WHERE run_id = $1 AND NOT workflow_started`, [
+    runId,
+  ])) as unknown[];
+  return rows.length > 0;
 }
 
 /**

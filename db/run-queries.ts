@@ -71,6 +71,7 @@ const RUN_ITEM_COLUMNS = [
   'inference_cost_usd',
   'cancel_requested_at',
   'cancel_requested_by',
+  'worker_id',
   'started_at',
   'ended_at',
   'created_at',
@@ -90,7 +91,8 @@ export async function listRuns(
   manager: EntityManager,
   page: RunPageRequest,
 ): Promise<{ runs: Run[]; hasMore: boolean }> {
-  const where: string[] = ['r.team_id = $1'];
+  // A run whose workflow is not known to exist yet is not listed: its create may have been cut off.
+  const where: string[] = ['r.team_id = $1', 'r.workflow_started'];
   const params: unknown[] = [page.teamId];
   const add = (sql: (p: string) => string, value: unknown) => {
     params.push(value);
@@ -214,6 +216,7 @@ export function rowToRun(row: Record<string, unknown>): Run {
     inferenceCostUsd: (row.inference_cost_usd as string | null) ?? null,
     cancelRequestedAt: (row.cancel_requested_at as Date | null) ?? null,
     cancelRequestedBy: (row.cancel_requested_by as string | null) ?? null,
+    workerId: (row.worker_id as string | null) ?? null,
     startedAt: (row.started_at as Date | null) ?? null,
     endedAt: (row.ended_at as Date | null) ?? null,
     createdAt: row.created_at as Date,

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { RunStatusMessage } from '../core/run-types';
 import { isTerminal } from '../core/run-state';
+import { markWorkflowStarted } from './run-creation';
 import { lockRun, lockRunCreation, reopenRun } from './run-store';
 
 /** How long a queued run that has not asked for a slot yet keeps its place ahead of later runs. */
@@ -66,6 +67,8 @@ export async function admitRunTurn(
   }[];
   if (!found) return null;
   const teamId = found.team_id;
+  // This runs in the run's workflow: the workflow exists, whatever became of the API that started it.
+  await markWorkflowStarted(manager, runId);
   await lockTeamAdmission(manager, teamId);
   const locked = (await lockRun(manager, runId))!;
   let turn = locked.turn;

@@ -114,6 +114,10 @@ export const runItemSchema = z
     artifacts: z.array(artifactItemSchema),
     parent_run_id: z.uuid().optional(),
     factory_uid: z.string().optional(),
+    worker_id: z
+      .string()
+      .optional()
+      .openapi({ description: "WORKER_ID of the worker that holds (or last held) the run's workspace." }),
     is_run_type_cancellable: z.boolean(),
   })
   .openapi('RunItem');

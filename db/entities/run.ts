@@ -44,6 +44,8 @@ export interface Run {
   inferenceCostUsd: string | null;
   cancelRequestedAt: Date | null;
   cancelRequestedBy: string | null;
+  /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
+  workerId?: string | null;
   startedAt: Date | null;
   endedAt: Date | null;
   createdAt: Date;
@@ -84,6 +86,7 @@ export const RunEntity = new EntitySchema<Run>({
     inferenceCostUsd: { name: 'inference_cost_usd', type: 'numeric', nullable: true },
     cancelRequestedAt: { name: 'cancel_requested_at', type: 'timestamptz', precision: 3, nullable: true },
     cancelRequestedBy: { name: 'cancel_requested_by', type: 'text', nullable: true },
+    workerId: { name: 'worker_id', type: 'text', nullable: true },
     startedAt: { name: 'started_at', type: 'timestamptz', precision: 3, nullable: true },
     endedAt: { name: 'ended_at', type: 'timestamptz', precision: 3, nullable: true },
     createdAt: { name: 'created_at', type: 'timestamptz', precision: 3 },
