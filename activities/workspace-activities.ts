@@ -1,4 +1,7 @@
 import { existsSync } from 'node:fs';
+import { findWorkspaceHolder, recordWorkspaceHolder } from '../db/run-workspaces';
+import { workspaceRootOf } from './workspace/workspace-root';
+import { removeRunWorkspace } from './workspace/remove-workspace';
 import { exceeded as diskExceeded, runDiskQuota } from './sandbox/run-disk';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -42,7 +45,12 @@ import {
   workspaceRepositories,
 } from './workspace/git';
 import { loadRunNetworkPolicy, runNetworkPolicy } from './sandbox/run-network-policy';
-import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
+import {
+  baseCommitsFile,
+  provisionedMarker as provisionedMarkerOf,
+  workspaceDir,
+  workspaceIdFile as workspaceIdFileOf,
+} from './workspace/workspace-paths';
 import { recordEnvironmentSkill } from '../db/environment-skills';
 
 const SETUP_OUTPUT_TAIL = 2000;
@@ -75,11 +83,11 @@ interface RunRow {
  */
 export function createWorkspaceActivities({ dataSource, config, workspaceQueue, mcpSessions, sandbox }: ActivityDeps) {
   const root = config.workspace.dir;
+  const workerId = config.worker.id;
+  const workspaceRoot = workspaceRootOf(config.workspace.dir);
   const auth = { token: config.workspace.gitToken };
-  // Kept beside the workspaces, not in them, so the agent never sees it.
-  const provisionedMarker = (runId: string) => path.join(root, '.provisioned', runId);
-  /** Which provisioning owns the run's directory, written before it starts building it. */
-  const workspaceIdFile = (runId: string) => path.join(root, '.workspace-ids', runId);
+  const provisionedMarker = (runId: string) => provisionedMarkerOf(root, runId);
+  const workspaceIdFile = (runId: string) => workspaceIdFileOf(root, runId);
 
   function assertOwnerAllowed(owner: string, what: string) {
     if (isGitOwnerAllowed(config.workspace.gitAllowedOwners, owner)) return;
@@ -217,14 +225,52 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
       return withHeartbeat(async () => {
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
-        if (reason) await note(runId, turn, `reprovision-t${turn}-${ctx.info.activityId}`, reason);
-        // A run that gave up its workspace here (`reason`) gets a new one, never the abandoned one.
-        if (!reason && existsSync(provisionedMarker(runId)) && existsSync(dir)) {
+        const kept = existsSync(provisionedMarker(runId)) && existsSync(dir);
+        if (!reason && kept) {
           return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
+        }
+        if (reason) {
+          // Given up because its worker stopped renewing its lease. When that worker is this one,
+          // back with the workspace it kept, and no other worker has taken the run over, it
+          // carries on there; otherwise the run starts afresh here.
+          const holder = await findWorkspaceHolder(dataSource.manager, runId);
+          const localId = kept ? await readFile(provisionedMarker(runId), 'utf8') : undefined;
+          if (holder?.workspaceQueue === workspaceQueue && holder.workspaceId === localId) {
+            // A new id: the removal the workflow left for the abandoned workspace names the old one.
+            const workspaceId = randomUUID();
+            await writeFile(workspaceIdFile(runId), workspaceId);
+            await writeFile(provisionedMarker(runId), workspaceId);
+            await recordWorkspaceHolder(dataSource.manager, runId, {
+              workerId,
+              workspaceQueue,
+              workspaceId,
+              workspaceRoot,
+            });
+            await note(
+              runId,
+              turn,
+              `reattach-t${turn}-${ctx.info.activityId}`,
+              `The worker that held the workspace (${workerId}) came back before any other worker took the run over: the run carries on in the same workspace.`,
+            );
+            return { workspaceQueue, workspaceId };
+          }
+          await note(
+            runId,
+            turn,
+            `reprovision-t${turn}-${ctx.info.activityId}`,
+            `${reason} The new workspace is on worker ${workerId}.`,
+          );
         }
         const workspaceId = randomUUID();
         await rm(provisionedMarker(runId), { force: true });
         await mkdir(path.dirname(workspaceIdFile(runId)), { recursive: true });
+        // Recorded before the work: from now on every worker's sweep knows whose it is.
+        await recordWorkspaceHolder(dataSource.manager, runId, {
+          workerId,
+          workspaceQueue,
+          workspaceId,
+          workspaceRoot,
+        });
         await writeFile(workspaceIdFile(runId), workspaceId);
         await sandbox.destroyRun(runId);
         await sandbox.prepareRun(runId);
@@ -468,11 +514,7 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
         const current = await readFile(workspaceIdFile(runId), 'utf8').catch(() => undefined);
         if (current !== undefined && current !== workspaceId) return false;
       }
-      await mcpSessions.close(runId);
-      await sandbox.destroyRun(runId);
-      await rm(provisionedMarker(runId), { force: true });
-      await rm(workspaceIdFile(runId), { force: true });
-      await rm(baseCommitsFile(root, runId), { force: true });
+      await removeRunWorkspace({ root, sandbox, mcpSessions }, runId);
       return true;
     },
   };

@@ -92,6 +92,7 @@ const envSchema = z.object({
   ),
   WORKER_MAX_CONCURRENT_RUNS: intFrom(50, 1, 10_000),
   WORKER_LEASE_SECONDS: intFrom(60, 5, 3600),
+  WORKSPACE_SWEEP_INTERVAL_SECONDS: intFrom(300, 1, 86_400),
   RECONCILE_INTERVAL_SECONDS: intFrom(20, 1, 3600),
   DOWNLOAD_URL_TTL_SECONDS: intFrom(3600, 1, 7 * 24 * 3600),
   SSE_HEARTBEAT_SECONDS: intFrom(15, 1, 3600),
@@ -182,6 +183,8 @@ export interface Config {
     maxConcurrentRuns: number;
     /** A worker whose lease is older than this is dead: its runs provision elsewhere. */
     leaseSeconds: number;
+    /** How often a worker removes the workspaces on its disk that nothing will use again. */
+    sweepIntervalSeconds: number;
   };
   network: {
     /** Policy of environments that set none: `open`, `none`, or allowed domains. */
@@ -503,6 +506,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,
       leaseSeconds: e.WORKER_LEASE_SECONDS,
+      sweepIntervalSeconds: e.WORKSPACE_SWEEP_INTERVAL_SECONDS,
     },
     tracing: tracingConfig(e),
   };

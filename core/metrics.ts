@@ -140,6 +140,26 @@ export const eventStreamsRefused = new Counter({
   registers: [metricsRegistry],
 });
 
+export const workspacesOnDisk = new Gauge({
+  name: 'agent_runs_worker_workspaces',
+  help: "Runs' workspaces on this worker's disk that are still wanted, after its latest sweep.",
+  labelNames: ['worker_id'] as const,
+  registers: [metricsRegistry],
+});
+
+export const workspacesRemoved = new Counter({
+  name: 'agent_runs_worker_workspaces_removed_total',
+  help: 'Workspaces the sweep removed: run_gone, held_elsewhere (another worker or a newer provisioning), settled (ended past its idle window).',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
+export const workspaceBytesReclaimed = new Counter({
+  name: 'agent_runs_worker_workspace_bytes_reclaimed_total',
+  help: 'Bytes of disk the workspace sweep gave back.',
+  registers: [metricsRegistry],
+});
+
 export const runLimitsEnforced = new Gauge({
   name: 'agent_runs_worker_run_limits_enforced',
   help: "Whether this worker limits each run's processes together in a cgroup (1), or only one by one (0, AGENT_RUN_LIMITS=off).",

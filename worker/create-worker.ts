@@ -8,6 +8,7 @@ import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhook-activities';
 import { createSandbox } from '../activities/sandbox/create-sandbox';
+import { startWorkspaceSweeper, type SweepResult } from '../activities/workspace/workspace-sweeper';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
@@ -57,6 +58,8 @@ export interface RunWorker {
   workspaceQueue: string;
   /** How this worker limits each run's processes together, or that it does not (AGENT_RUN_LIMITS=off). */
   runLimits: string;
+  /** Sweeps the workspaces on this worker's disk now (it does at start and every WORKSPACE_SWEEP_INTERVAL_SECONDS). */
+  sweepWorkspaces(): Promise<SweepResult>;
   run(): Promise<void>;
   shutdown(): void;
   getState(): State;
@@ -207,6 +210,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     });
   await renewLease();
   runLimitsEnforced.set(sandbox.runLimits ? 1 : 0);
+  let sweeper: ReturnType<typeof startWorkspaceSweeper> | undefined;
   return {
     workspaceQueue,
     runLimits: sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only',
@@ -217,13 +221,28 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         Math.max(1000, (config.worker.leaseSeconds * 1000) / 4),
       );
       const dispatcher = startWebhookDispatcher({ dataSource, temporal, config, logger });
+      sweeper = startWorkspaceSweeper({
+        dataSource,
+        sandbox,
+        mcpSessions,
+        root: config.workspace.dir,
+        workerId: config.worker.id,
+        workspaceQueue,
+        logger,
+        intervalSeconds: config.worker.sweepIntervalSeconds,
+      });
       try {
         await Promise.all(workers.map((w) => w.run()));
       } finally {
         clearInterval(timer);
+        await sweeper.stop();
         await dispatcher.stop();
         await mcpSessions.closeAll();
       }
+    },
+    sweepWorkspaces: () => {
+      if (!sweeper) throw new Error('the worker is not running');
+      return sweeper.sweep();
     },
     shutdown() {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

@@ -13,3 +13,13 @@ export function workspaceDir(root: string, runId: string): string {
 export function baseCommitsFile(root: string, runId: string): string {
   return path.join(root, '.base-commits', `${runId}.json`);
 }
+
+/** Marks a finished provisioning; holds the workspace's id. Beside the workspaces, out of the agent's reach. */
+export function provisionedMarker(root: string, runId: string): string {
+  return path.join(root, '.provisioned', runId);
+}
+
+/** Which provisioning owns the run's directory, written before it starts building it. */
+export function workspaceIdFile(root: string, runId: string): string {
+  return path.join(root, '.workspace-ids', runId);
+}

@@ -1,0 +1,106 @@
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import type { DataSource } from 'typeorm';
+import { isUuid } from '../../core/ids';
+import type { Logger } from '../../core/logger';
+import { workspaceBytesReclaimed, workspacesOnDisk, workspacesRemoved } from '../../core/metrics';
+import { runsForSweep, type SweptRun } from '../../db/run-workspaces';
+import { diskUsageBytes } from '../sandbox/run-disk';
+import type { Sandbox } from '../sandbox/sandbox';
+import type { McpSessionCache } from '../tools/mcp-sessions';
+import { removeRunWorkspace } from './remove-workspace';
+import { workspaceRootOf } from './workspace-root';
+
+/** How long after a run's idle window its workspace is still left alone (its workflow removes it first). */
+const GRACE_SECONDS = 600;
+
+export type SweepReason = 'run_gone' | 'held_elsewhere' | 'settled';
+
+export interface SweepResult {
+  kept: number;
+  removed: { runId: string; reason: SweepReason; bytes: number }[];
+}
+
+export interface WorkspaceSweeperDeps {
+  dataSource: DataSource;
+  sandbox: Sandbox;
+  mcpSessions: McpSessionCache;
+  root: string;
+  workerId: string;
+  workspaceQueue: string;
+  logger: Logger;
+  intervalSeconds: number;
+}
+
+/**
+ * Removes the workspaces on this worker's disk that nothing will use again, from the durable
+ * record of who holds each run's workspace (`run_workspaces`), not from activities that may be
+ * pending on a dead worker's queue: runs that no longer exist, runs whose workspace another
+ * worker (or a newer provisioning) holds, and runs that ended past their idle window. At start
+ * and every `intervalSeconds`.
+ */
+export function startWorkspaceSweeper(deps: WorkspaceSweeperDeps): {
+  stop(): Promise<void>;
+  sweep(): Promise<SweepResult>;
+} {
+  let running: Promise<SweepResult> | undefined;
+  const sweep = () => (running ??= sweepOnce(deps).finally(() => (running = undefined)));
+  const tick = () =>
+    void sweep().catch((err: unknown) =>
+      deps.logger.warn('workspace sweep failed; the next one retries', { error: err }),
+    );
+  tick();
+  const timer = setInterval(tick, deps.intervalSeconds * 1000);
+  timer.unref();
+  return {
+    sweep,
+    async stop() {
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * Why a workspace on this disk is no longer wanted here, or undefined when it is. A workspace
+ * another worker holds *in this same directory* is that worker's to remove, and one this worker
+ * holds under another id is being provisioned again (which replaces it): both are left alone.
+ */
+function reasonToRemove(run: SweptRun, deps: WorkspaceSweeperDeps, root: string): SweepReason | undefined {
+  if (!run.exists) return 'run_gone';
+  if (run.holder && run.holder.workspaceQueue !== deps.workspaceQueue && run.holder.workspaceRoot !== root) {
+    return 'held_elsewhere';
+  }
+  if (run.settled) return 'settled';
+  return undefined;
+}
+
+async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
+  const entries = existsSync(deps.root) ? await readdir(deps.root, { withFileTypes: true }) : [];
+  const runIds = entries.filter((e) => e.isDirectory() && isUuid(e.name)).map((e) => e.name);
+  const result: SweepResult = { kept: 0, removed: [] };
+  const root = workspaceRootOf(deps.root);
+  if (runIds.length > 0) {
+    for (const run of await runsForSweep(deps.dataSource.manager, runIds, GRACE_SECONDS)) {
+      const reason = reasonToRemove(run, deps, root);
+      if (!reason) {
+        result.kept += 1;
+        continue;
+      }
+      const bytes = await diskUsageBytes(deps.sandbox.runPaths(run.runId)).catch(() => 0);
+      await removeRunWorkspace(deps, run.runId);
+      workspacesRemoved.inc({ reason });
+      workspaceBytesReclaimed.inc(bytes);
+      result.removed.push({ runId: run.runId, reason, bytes });
+    }
+  }
+  workspacesOnDisk.set({ worker_id: deps.workerId }, result.kept);
+  if (result.removed.length) {
+    deps.logger.info('removed workspaces nothing will use again', {
+      removed: result.removed.length,
+      bytes: result.removed.reduce((sum, r) => sum + r.bytes, 0),
+      reasons: [...new Set(result.removed.map((r) => r.reason))],
+    });
+  }
+  return result;
+}
