@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,18 +7,15 @@ import { createFactory, history as runHistory, listRuns, markerText, toolResult 
 import { gate } from './helpers/scripted-model';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { hostPidsRunning } from './helpers/host-processes';
+import {
+  killWorker,
+  spawnWorker as spawnWorkerProcess,
+  waitUntilPolling,
+  within,
+  type WorkerChild,
+} from './helpers/worker-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
-
-const ROOT = path.resolve(__dirname, '..');
-
-/** A worker process (`worker/main.ts`) started the way production starts it. */
-interface WorkerChild {
-  proc: ChildProcess;
-  spawnedAt: number;
-  output: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
 
 const workers: WorkerChild[] = [];
 let ctx: TestContext;
@@ -31,104 +27,20 @@ beforeAll(async () => {
 
 /** Every test ends with no worker of its own alive, so the next test's runs go only to its workers. */
 async function killWorkers(): Promise<void> {
-  for (const w of workers) {
-    if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL');
-    await w.exited;
-  }
+  for (const w of workers) await killWorker(w);
 }
 
 afterEach(killWorkers);
 
 afterAll(async () => {
-  for (const w of workers) {
-    if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL');
-    await w.exited;
-  }
+  await killWorkers();
   await ctx?.close();
 });
 
 function spawnWorker(c: TestContext, workspaceDir = c.config.workspace.dir, workerId?: string): WorkerChild {
-  const spawnedAt = Date.now();
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: c.stack.databaseUrl,
-      TEMPORAL_ADDRESS: c.stack.temporalAddress,
-      TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
-      AGENT_RUNS_WORKSPACE_DIR: workspaceDir,
-      WORKER_LEASE_SECONDS: String(c.config.worker.leaseSeconds),
-      ...(workerId ? { WORKER_ID: workerId } : {}),
-      SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
-      OPENAI_API_KEY: 'test-key',
-      OPENAI_BASE_URL: c.config.models.openai.baseUrl,
-      AGENT_DEFAULT_MODEL: 'openai/test-model',
-      ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
-      MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  proc.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-  proc.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const child = { proc, spawnedAt, output, exited };
+  const child = spawnWorkerProcess(c, { workspaceDir, workerId });
   workers.push(child);
   return child;
-}
-
-/** Resolves with `promise`, or rejects when the deadline passes or the worker dies first. */
-async function within<T>(promise: Promise<T>, timeoutMs: number, what: string, worker: WorkerChild): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(`Timed out after ${timeoutMs} ms waiting for ${what}; worker output:\n${worker.output.join('')}`),
-        ),
-      timeoutMs,
-    );
-  });
-  const died = worker.exited.then(({ code, signal }) => {
-    throw new Error(
-      `worker exited (${signal ?? code}) while waiting for ${what}; its output:\n${worker.output.join('')}`,
-    );
-  });
-  try {
-    return await Promise.race([promise, deadline, died]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Identities of the workers that polled the context's activity task queue lately. */
-async function activityPollers(c: TestContext): Promise<string[]> {
-  const res = await c.connection.workflowService.describeTaskQueue({
-    namespace: c.config.temporal.namespace,
-    taskQueue: { name: c.config.temporal.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-  });
-  return (res.pollers ?? []).map((p) => p.identity ?? '');
-}
-
-/** Resolves once the worker polls for activities (the SDK's default identity is `pid@host`); returns how long that took. */
-async function waitUntilPolling(c: TestContext, worker: WorkerChild, what: string): Promise<number> {
-  const identity = `${worker.proc.pid}@${os.hostname()}`;
-  await within(
-    waitFor(
-      () => activityPollers(c),
-      (ids) => ids.includes(identity),
-      `${what} (${identity}) to poll`,
-      120_000,
-    ),
-    125_000,
-    `${what} to poll`,
-    worker,
-  );
-  return Date.now() - worker.spawnedAt;
 }
 
 /** Polls a run in the background and records every state and `updated_at` it was seen with. */
