@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { ConfigError, loadConfig, type Config } from '../core/config';
 import { createLogger, loggerOptions } from '../core/logger';
@@ -110,6 +111,14 @@ async function main(): Promise<void> {
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);
   if (config.tracing) say(`Traces to:       ${config.tracing.tracesUrl}`);
   say(`Data directory:  ${config.dataDir}`);
+  if (deps.embeddedDatabase) {
+    // What another API or worker on this machine needs to join this stack (its password stays in its file).
+    const url = new URL(deps.databaseUrl);
+    say(
+      `Database:        DATABASE_URL=postgres://${url.username}:$(cat ${path.join(config.dataDir, 'postgres', 'password')})@${url.host}${url.pathname}`,
+    );
+  }
+  if (deps.embeddedTemporal) say(`Temporal:        TEMPORAL_ADDRESS=${deps.temporalAddress}`);
   say(`Run limits:      ${worker.runLimits}`);
   for (const line of modelLines(config)) say(line);
   say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
