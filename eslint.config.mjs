@@ -1,6 +1,58 @@
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import prettier from 'eslint-config-prettier';
+
+/**
+ * The layers, top to bottom; an import may only point down (docs/development/architecture.md):
+ *   bin, bench, worker, api, cli   entry points and adapters (HTTP, the worker process, the CLI)
+ *   activities                     what Temporal runs on workers: sandbox, tools, model calls
+ *   services                       one home per feature: the rules, used by routes, activities, the CLI
+ *   workflows                      deterministic code; its *-contract.ts modules are shared definitions
+ *   db, infra                      SQL behind named functions; process-level infrastructure
+ *   core                           pure domain: types, schemas, rules, no I/O of its own
+ */
+const below = (...layers) => layers.map((l) => `./${l}`);
+const zone = (target, from, message) => ({ target: `./${target}`, from, message });
+const LAYER_ZONES = [
+  zone(
+    'core',
+    below('db', 'infra', 'workflows', 'services', 'activities', 'api', 'worker', 'cli', 'bin'),
+    'core/ is the bottom layer: pure domain, imports no other layer.',
+  ),
+  zone(
+    'db',
+    below('infra', 'workflows', 'services', 'activities', 'api', 'worker', 'cli', 'bin'),
+    'db/ imports only core/.',
+  ),
+  zone(
+    'infra',
+    below('services', 'activities', 'api', 'worker', 'cli', 'bin'),
+    'infra/ imports only core/, db/ and workflow contracts.',
+  ),
+  zone(
+    'workflows',
+    below('db', 'infra', 'services', 'api', 'worker', 'cli', 'bin'),
+    'Workflows are deterministic: core/ and workflow modules only (activities as types).',
+  ),
+  zone(
+    'services',
+    below('activities', 'api', 'worker', 'cli', 'bin'),
+    'services/ is used by routes, activities and the CLI; it imports none of them.',
+  ),
+  zone('activities', below('api', 'worker', 'cli', 'bin'), 'Activities never import the API or the worker process.'),
+  zone(
+    'api',
+    below('activities', 'worker', 'cli', 'bin'),
+    'The API calls services/; it imports no activity and no worker code.',
+  ),
+  zone(
+    'cli',
+    below('db', 'infra', 'workflows', 'services', 'activities', 'api', 'worker', 'bin'),
+    'The CLI is a client of the HTTP API only.',
+  ),
+  zone('worker', below('api', 'cli', 'bin'), 'The worker process imports no API or CLI code.'),
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'workflow-bundle.js', '*.mjs'] },
@@ -9,12 +61,28 @@ export default tseslint.config(
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
-      'import-x/no-cycle': 'error',
+      // Type-only imports count: a cycle of types is a cycle of meaning.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
+  },
+  {
+    files: [
+      'core/**/*.ts',
+      'db/**/*.ts',
+      'infra/**/*.ts',
+      'workflows/**/*.ts',
+      'services/**/*.ts',
+      'activities/**/*.ts',
+      'api/**/*.ts',
+      'cli/**/*.ts',
+      'worker/**/*.ts',
+    ],
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: LAYER_ZONES }] },
   },
   {
     // Workflow code runs in Temporal's deterministic sandbox: no database, no Node built-ins.
@@ -36,7 +104,10 @@ export default tseslint.config(
               ],
               message: 'Workflows must stay deterministic; do this in an activity.',
             },
-            { group: ['../db/*', '../api/*', '../infra/*'], message: 'Workflows import activities as types only.' },
+            {
+              group: ['../core/metrics', '../core/logger', '../core/config'],
+              message: 'Workflows import nothing with side effects.',
+            },
           ],
         },
       ],

@@ -10,7 +10,7 @@ import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEve
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { observeToolCall, observeToolCallNotRun } from '../core/metrics';
-import { DEFAULT_BASE_PROMPT } from '../core/new-run';
+import { DEFAULT_BASE_PROMPT } from '../services/runs/new-run';
 import { listFactoryAgents } from '../db/agent-identities';
 import { RunFailureType, type AgentStepOutcome, type OrchestrationCall } from '../workflows/run-contract';
 import { isOrchestrationTool, ORCHESTRATION_TOOL_SPECS } from './tools/orchestration-tools';
@@ -26,7 +26,7 @@ import { fitConversation } from './model/context-summary';
 import { modelCostUsd } from './model/model-cost';
 import { resolveProvider } from './model/resolve-provider';
 import { ProviderNotConfiguredError, ProviderRejectedError, type AgentMessage, type ToolCall } from './model/types';
-import { findBundledSkill, isSkillSpecAllowed } from './skills/bundled-skills';
+import { findBundledSkill, isSkillSpecAllowed } from '../services/skills/bundled-skills';
 import {
   BUILTIN_TOOL_NAMES,
   BUILTIN_TOOLS,

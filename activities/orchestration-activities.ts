@@ -1,6 +1,6 @@
 import { isUuid, newUuidV7 } from '../core/ids';
 import { observeRunCreated } from '../core/metrics';
-import { newRun, withFactoryDefaults, withIdentityDefaults } from '../core/new-run';
+import { newRun, withFactoryDefaults, withIdentityDefaults } from '../services/runs/new-run';
 import { isTerminal } from '../core/run-state';
 import type { AgentIdentity } from '../db/agent-identities';
 import { listFactoryAgents } from '../db/agent-identities';
@@ -17,7 +17,7 @@ import {
 import { findRun } from '../db/run-queries';
 import { recordCancelRequest } from '../db/run-store';
 import type { OrchestrationCall } from '../workflows/run-contract';
-import { runWorkflowOptions } from '../core/run-workflow-options';
+import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { toolCallKeys } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
 

@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ScheduleNotFoundError } from '@temporalio/client';
-import { ApiError } from '../api/api-error';
-import { createRunService } from '../api/run-service';
-import { runScheduleRef, schedulePrincipal, scheduledRunRequest } from '../api/schedule-service';
+import { ApiError } from '../core/api-error';
+import { createRunService } from '../services/runs/run-service';
+import { runScheduleRef, schedulePrincipal, scheduledRunRequest } from '../services/schedules/schedule-service';
 import { findSchedule, recordSpawnOutcome } from '../db/schedules';
 import {
   SCHEDULED_RUN_MAX_ATTEMPTS,

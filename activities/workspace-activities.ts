@@ -25,14 +25,9 @@ import {
   bundledSkills,
   FACTORY_MCP_SKILL,
   findBundledSkill,
-} from './skills/bundled-skills';
-import {
-  discoverSkills,
-  findSkillInRepo,
-  parseSkillSpec,
-  SkillFormatError,
-  SkillNotFoundError,
-} from './skills/skill-files';
+} from '../services/skills/bundled-skills';
+import { discoverSkills, findSkillInRepo } from './skills/discover-skills';
+import { parseSkillSpec, SkillFormatError, SkillNotFoundError } from '../services/skills/skill-files';
 import type { AdvertisedSkill } from './tools/builtin-tools';
 import { McpServerError } from './tools/mcp-sessions';
 import {

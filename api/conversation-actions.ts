@@ -3,7 +3,7 @@ import type { Run } from '../db/entities/run';
 import { loadPendingFollowupsPage, type PendingFollowup } from '../db/followup-queries';
 import { loadConversationEvents, type StoredRunEvent } from '../db/run-events';
 import type { ActionPosition } from './conversation-query';
-import { maskSecrets, runSecretValues } from './run-secrets';
+import { maskSecrets, runSecretValues } from '../core/run-secrets';
 
 type Action = Record<string, unknown>;
 

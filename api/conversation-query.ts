@@ -1,4 +1,4 @@
-import { invalid } from './api-error';
+import { invalid } from '../core/api-error';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -6,7 +6,11 @@ import {
   parseLimit,
   singleQueryParameter,
 } from './page-params';
-import { CONVERSATION_PAGE_DEFAULT, CONVERSATION_PAGE_MAX, conversationQuerySchema } from './schemas/agent-schemas';
+import {
+  CONVERSATION_PAGE_DEFAULT,
+  CONVERSATION_PAGE_MAX,
+  conversationQuerySchema,
+} from '../core/schemas/agent-schemas';
 
 const PARAMETERS = Object.keys(conversationQuerySchema.shape);
 

@@ -3,7 +3,7 @@ import { isUuid } from '../core/ids';
 import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
 import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifacts';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
-import { invalid } from './api-error';
+import { invalid } from '../core/api-error';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -19,7 +19,7 @@ import {
   MAX_METADATA_FILTERS,
   RUN_SORT_FIELDS,
   skillSpecSchema,
-} from './schemas/run-schemas';
+} from '../core/schemas/run-schemas';
 
 type Query = Record<string, string | string[] | undefined>;
 

@@ -1,4 +1,4 @@
-import { invalid } from './api-error';
+import { invalid } from '../core/api-error';
 
 type Query = Record<string, string | string[] | undefined>;
 

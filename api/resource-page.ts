@@ -1,15 +1,17 @@
-import { isKeysetPosition, type KeysetOrder, type KeysetPage, type KeysetPosition } from '../db/keyset-page';
+import {
+  isKeysetPosition,
+  type KeysetOrder,
+  type KeysetPage,
+  type ResourcePageRequest,
+} from '../db/keyset-page';
 import type { Context } from 'koa';
-import { invalid } from './api-error';
+import { invalid } from '../core/api-error';
 import { principalOf } from './middleware/auth';
 import { cursorNotIssued, decodeOpaqueCursor, encodeOpaqueCursor } from './page-params';
-import { RESOURCE_PAGE_MAX, resourcePageQuerySchema } from './schemas/resource-page-schemas';
+import { RESOURCE_PAGE_MAX, resourcePageQuerySchema } from '../core/schemas/resource-page-schemas';
 import { validate } from './validate';
 
-export interface ResourcePageRequest {
-  limit: number;
-  after?: KeysetPosition;
-}
+export type { ResourcePageRequest } from '../db/keyset-page';
 
 /**
  * The page a validated `limit` and `cursor` ask for, of a list in `order` named `sort` (a cursor

@@ -7,7 +7,7 @@ import { eventStreamsOpen, eventStreamsRefused } from '../core/metrics';
 import type { RunEventKind } from '../core/run-events';
 import { isTerminal } from '../core/run-state';
 import { loadRunEventsAfter, runIdleWindow, type StoredRunEvent } from '../db/run-events';
-import { ApiError, invalid } from './api-error';
+import { ApiError, invalid } from '../core/api-error';
 import { singleQueryParameter } from './page-params';
 import type { RunEventNotifier } from './run-event-notifier';
 

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Run } from '../db/entities/run';
 import type { StoredRunEvent } from '../db/run-events';
 import { eventData, lastEventIdOf, parseStreamStart, type RunEventStreams } from './run-event-stream';
-import { maskSecrets, runSecretValues } from './run-secrets';
+import { maskSecrets, runSecretValues } from '../core/run-secrets';
 
 /** What a reader of the stream adds to each event's `data`, given the batch it is in. */
 export type EventDecoration = (run: Run, batch: StoredRunEvent[]) => Promise<(event: StoredRunEvent) => object>;

@@ -1,4 +1,4 @@
-import { invalid } from './api-error';
+import { invalid } from '../core/api-error';
 import { singleQueryParameter } from './page-params';
 
 type Query = Record<string, string | string[] | undefined>;

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { invalid, notFound } from './api-error';
+import { invalid, notFound } from '../core/api-error';
 
 /** Parses `value` with a schema; on failure throws a 400 whose detail names each bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, what = 'body'): z.infer<S> {

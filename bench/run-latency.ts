@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../api/app';
-import { runWorkflowOptions } from '../core/run-workflow-options';
+import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { closeServer, listen } from '../api/server';
 import { createLogger } from '../core/logger';
 import { createApiKey } from '../db/api-keys';

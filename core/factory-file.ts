@@ -1,5 +1,5 @@
 import { LineCounter, parseDocument } from 'yaml';
-import { AGENT_TYPES, type AgentType } from '../db/agent-identities';
+import { AGENT_TYPES, type AgentType } from './agent-types';
 import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from './model-providers';
 import { SKILL_SPEC_RE, SKILL_SPEC_RULE } from './skill-spec';
 

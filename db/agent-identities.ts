@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
-export const AGENT_TYPES = ['FOREMAN', 'TRIAGE', 'SPEC', 'IMPLEMENT', 'REVIEW', 'VERIFY', 'CUSTOM'] as const;
-export type AgentType = (typeof AGENT_TYPES)[number];
+import type { AgentType } from '../core/agent-types';
+
+export { AGENT_TYPES, type AgentType } from '../core/agent-types';
 
 /** What an identity sets; `mcpServers` is stored encrypted (core/secrets.ts). */
 export interface AgentIdentityFields {

@@ -4,8 +4,8 @@ import { newUuidV7 } from '../core/ids';
 import type { BlobStore } from './blob-store';
 
 /** Artifact types the official clients know; this service makes `FILE` artifacts. */
-export const ARTIFACT_TYPES = ['PLAN', 'PULL_REQUEST', 'SCREENSHOT', 'FILE', 'EXTERNAL_REFERENCE'] as const;
-export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
+
+export { ARTIFACT_TYPES, type ArtifactType } from '../core/artifact-types';
 
 export interface FileArtifact {
   artifactUid: string;

@@ -83,3 +83,9 @@ export function isKeysetPosition(order: KeysetOrder, position: KeysetPosition): 
   }
   return true;
 }
+
+/** A page of a list: how many rows, and after which position (none: the first page). */
+export interface ResourcePageRequest {
+  limit: number;
+  after?: KeysetPosition;
+}

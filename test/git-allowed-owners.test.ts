@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { assertGitOwnerAllowed, assertSkillOwnerAllowed } from '../api/git-owners';
+import { assertGitOwnerAllowed, assertSkillOwnerAllowed } from '../services/skills/git-owners';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 

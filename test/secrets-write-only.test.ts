@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { createApp } from '../api/app';
-import { requestHash } from '../api/idempotency';
+import { requestHash } from '../services/runs/idempotency';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import type { McpServerConfig } from '../core/run-types';

@@ -137,3 +137,6 @@ export interface UserFailureDetails {
     | 'not_authorized'
     | 'budget_exceeded';
 }
+
+/** The run workflow's signature, for those that start it by its type name (the API, schedules). */
+export type AgentRunWorkflow = (input: RunWorkflowInput) => Promise<void>;

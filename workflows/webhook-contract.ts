@@ -53,3 +53,6 @@ export const WebhookFailureType = {
   /** One attempt got no 2xx (an HTTP error, a refused address, a timeout): it is tried again. */
   ATTEMPT_FAILED: 'WebhookAttemptFailed',
 } as const;
+
+/** The delivery workflow's signature, for those that start it by its type name. */
+export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<WebhookDeliveryResult>;

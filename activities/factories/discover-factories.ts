@@ -10,7 +10,7 @@ import type { Environment } from '../../db/environments';
 import { syncFileFactories, type FileFactorySyncResult, type FoundFactoryFile } from '../../db/factories';
 import { appendRunEvent } from '../../db/run-events';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
-import { isSkillSpecAllowed } from '../skills/bundled-skills';
+import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
 
 /** Factory directories read per repository; more is a mistake, not a factory. */
 export const MAX_FACTORY_DIRS = 100;

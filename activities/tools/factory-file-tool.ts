@@ -11,7 +11,7 @@ import {
 import { hasLoadedBundledSkill } from '../../db/run-events';
 import type { ToolSpec } from '../model/types';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
-import { FACTORY_FILES_SKILL } from '../skills/bundled-skills';
+import { FACTORY_FILES_SKILL } from '../../services/skills/bundled-skills';
 import type { ToolOutcome } from './builtin-tools';
 import { capText } from './output-capture';
 import { traceToolCall } from './traced-tool-call';

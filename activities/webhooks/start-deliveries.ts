@@ -7,11 +7,11 @@ import {
   markDeliveryWorkflowsStarted,
   releaseDeliveryClaims,
 } from '../../db/webhook-deliveries';
-import type { webhookDeliveryWorkflow } from '../../workflows/webhook-workflows';
 import {
   WEBHOOK_DELIVERY_WORKFLOW_TYPE,
   webhookDeliveryWorkflowId,
   type WebhookDeliveryInput,
+  type WebhookDeliveryWorkflow,
 } from '../../workflows/webhook-contract';
 
 const BATCH = 100;
@@ -43,7 +43,7 @@ export async function startUnstartedDeliveries({ dataSource, temporal, config, l
           retry: config.webhooks.retry,
         };
         return temporal.withDeadline(Date.now() + rpcTimeoutMs, () =>
-          temporal.workflow.start<typeof webhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
+          temporal.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
             taskQueue,
             workflowId: webhookDeliveryWorkflowId(deliveryId),
             // A finished delivery is never sent again under its id.

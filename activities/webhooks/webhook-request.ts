@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { toRunItem } from '../../api/run-item';
+import { toRunItem } from '../../services/views/run-item';
 import type { DeliveryToSend } from '../../db/webhook-deliveries';
 
 /**

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { DataSource } from 'typeorm';
 import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../../db/api-keys';
 import type { ClientAddressLimit } from './client-address-limit';
-import { ApiError } from '../api-error';
+import { ApiError } from '../../core/api-error';
 
 const challenge = { 'WWW-Authenticate': 'Bearer' };
 

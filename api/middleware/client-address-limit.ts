@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { rateLimitRejections } from '../../core/metrics';
-import { ApiError } from '../api-error';
+import { ApiError } from '../../core/api-error';
 
 /**
  * Requests without a valid API key, counted per client address in this process (a fixed window

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ERROR_CODES, type ErrorCode } from '../../core/error-codes';
 import type { Logger } from '../../core/logger';
-import { ApiError } from '../api-error';
+import { ApiError } from '../../core/api-error';
 import { routeTemplate } from './request-log';
 import { DatabaseUnreachableError, isDependencyDown } from '../../core/dependency-errors';
 

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { ApiError, invalid } from '../api-error';
+import { ApiError, invalid } from '../../core/api-error';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** How deep a body's arrays and objects may nest; no request of the contract needs a tenth of it. */

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { rateLimitRejections } from '../../core/metrics';
-import { ApiError } from '../api-error';
-import { rateLimitHeaders, type SharedLimit } from '../rate-limits';
+import { ApiError } from '../../core/api-error';
+import { rateLimitHeaders, type SharedLimit } from '../../services/rate-limits';
 import { principalOf } from './auth';
 
 /** The policy name in the RateLimit fields of every authenticated response. */

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { agentListQuerySchema, conversationQuerySchema } from '../schemas/agent-schemas';
-import { z } from '../schemas/zod';
+import { agentListQuerySchema, conversationQuerySchema } from '../../core/schemas/agent-schemas';
+import { z } from '../../core/schemas/zod';
 import { pageInfoSchema, registerOperation, timestamp } from './common';
 import { runItemSchema } from './run-responses';
 

@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { z } from '../schemas/zod';
+import { z } from '../../core/schemas/zod';
 import { registerOperation, timestamp } from './common';
-import type { toArtifactResponse } from '../artifact-views';
+import type { toArtifactResponse } from '../../services/views/artifact-views';
 import type { Fits } from './fits';
 
 /** `GET /agent/artifacts/{uid}` (api/artifact-views.ts `toArtifactResponse`). */

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry, RouteConfig, ZodRequestBody } from '@asteasolutions/zod-to-openapi';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
-import { z } from '../schemas/zod';
+import { z } from '../../core/schemas/zod';
 
 /** The security scheme of every authenticated operation: `Authorization: Bearer <API key>`. */
 export const BEARER_AUTH = 'bearerAuth';

@@ -8,7 +8,7 @@ import { registerLiveOperations } from './live';
 import { registerFactoryOperations } from './factories';
 import { registerIdentityOperations } from './identities';
 import { forbidNulInRequests } from './no-nul';
-import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../schemas/not-available';
+import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../../core/schemas/not-available';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
 import { registerServiceOperations } from './service';

@@ -3,12 +3,12 @@ import {
   environmentBodySchema,
   environmentConfigSchema,
   environmentListQuerySchema,
-} from '../schemas/environment-schemas';
-import { z } from '../schemas/zod';
+} from '../../core/schemas/environment-schemas';
+import { z } from '../../core/schemas/zod';
 import { linksTo, locationHeader, registerOperation, timestamp } from './common';
 import type { toEnvironmentItem } from '../routes/environments-routes';
 import type { Fits } from './fits';
-import { resourcePageInfoSchema } from '../schemas/resource-page-schemas';
+import { resourcePageInfoSchema } from '../../core/schemas/resource-page-schemas';
 
 const tags = ['Environments'];
 

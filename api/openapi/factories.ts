@@ -1,11 +1,11 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { AGENT_TYPES } from '../../db/agent-identities';
-import { factoryBodySchema, factoryValidateBodySchema } from '../schemas/factory-schemas';
-import { z } from '../schemas/zod';
+import { factoryBodySchema, factoryValidateBodySchema } from '../../core/schemas/factory-schemas';
+import { z } from '../../core/schemas/zod';
 import { linksTo, locationHeader, registerOperation, timestamp } from './common';
 import type { toFactoryItem } from '../factory-item';
 import type { Fits } from './fits';
-import { resourcePageInfoSchema, resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { resourcePageInfoSchema, resourcePageQuerySchema } from '../../core/schemas/resource-page-schemas';
 
 const tags = ['Factories'];
 

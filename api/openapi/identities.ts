@@ -1,14 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { AGENT_TYPES } from '../../db/agent-identities';
-import { agentIdentityBodySchema } from '../schemas/agent-identity-schemas';
-import { z } from '../schemas/zod';
+import { agentIdentityBodySchema } from '../../core/schemas/agent-identity-schemas';
+import { z } from '../../core/schemas/zod';
 import { linksTo, locationHeader, registerOperation } from './common';
 import { mcpServerViewSchema } from './run-responses';
 import { timestamp } from './common';
 import type { toAgentIdentityItem } from '../agent-identity-item';
 import type { Fits } from './fits';
-import { resourcePageInfoSchema } from '../schemas/resource-page-schemas';
-import { identityListQuerySchema } from '../schemas/agent-identity-schemas';
+import { resourcePageInfoSchema } from '../../core/schemas/resource-page-schemas';
+import { identityListQuerySchema } from '../../core/schemas/agent-identity-schemas';
 
 const tags = ['Agent identities'];
 

@@ -1,15 +1,15 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { z } from '../schemas/zod';
+import { z } from '../../core/schemas/zod';
 import {
   createWebhookSchema,
   createdWebhookSchema,
   webhookDeliveryListSchema,
   webhookItemSchema,
   webhookListSchema,
-} from '../schemas/webhook-schemas';
+} from '../../core/schemas/webhook-schemas';
 import { linksTo, locationHeader, registerOperation } from './common';
 import { runIdParams } from './runs';
-import { resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { resourcePageQuerySchema } from '../../core/schemas/resource-page-schemas';
 
 const STREAM_DESCRIPTION =
   'Server-Sent Events: `retry: 3000` once, then one event per transcript entry in id order (`id: <event id>`, `event: <kind>`, `data: {"id","run_id","kind","turn","created_at","payload"}`), a `: ping` comment every `SSE_HEARTBEAT_SECONDS`, and `event: end` with `data: {"run_id","state"}` once the run has ended and its idle window has passed. Resume with `?after=<id>` or `Last-Event-ID`.';

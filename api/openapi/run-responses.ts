@@ -1,8 +1,8 @@
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { RUN_SOURCES, RUN_STATES } from '../../core/run-state';
-import { z } from '../schemas/zod';
-import type { toHandoffItem } from '../artifact-views';
-import type { RunItem } from '../run-item';
+import { z } from '../../core/schemas/zod';
+import type { toHandoffItem } from '../../services/views/artifact-views';
+import type { RunItem } from '../../services/views/run-item';
 import { pageInfoSchema, timestamp } from './common';
 import type { Fits } from './fits';
 

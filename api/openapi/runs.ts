@@ -1,6 +1,11 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { createRunSchema, factoryDispatchSchema, followupSchema, listRunsQuerySchema } from '../schemas/run-schemas';
-import { z } from '../schemas/zod';
+import {
+  createRunSchema,
+  factoryDispatchSchema,
+  followupSchema,
+  listRunsQuerySchema,
+} from '../../core/schemas/run-schemas';
+import { z } from '../../core/schemas/zod';
 import { idempotencyHeaders, linksTo, locationHeader, registerOperation, type Operation } from './common';
 import {
   createRunResponseSchema,

@@ -1,11 +1,11 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule-schemas';
-import { z } from '../schemas/zod';
+import { createScheduleSchema, updateScheduleSchema } from '../../core/schemas/schedule-schemas';
+import { z } from '../../core/schemas/zod';
 import { linksTo, locationHeader, registerOperation, timestamp } from './common';
 import { agentConfigViewSchema } from './run-responses';
-import type { ScheduledAgentItem } from '../schedule-service';
+import type { ScheduledAgentItem } from '../../services/schedules/schedule-service';
 import type { Fits } from './fits';
-import { resourcePageInfoSchema, resourcePageQuerySchema } from '../schemas/resource-page-schemas';
+import { resourcePageInfoSchema, resourcePageQuerySchema } from '../../core/schemas/resource-page-schemas';
 
 const tags = ['Schedules'];
 

@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { DOCS_ASSETS } from './docs-assets';
-import { z } from '../schemas/zod';
+import { z } from '../../core/schemas/zod';
 import { registerOperation } from './common';
 
 const html = (description: string) => ({

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { assertTeamHasRoom } from '../team-caps';
+import { assertTeamHasRoom } from '../../services/team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import {
@@ -14,11 +14,11 @@ import {
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
 import { findFactory } from '../../db/factories';
-import { ApiError, notFound } from '../api-error';
+import { ApiError, notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
-import { applyIdentityUpdate } from '../agent-identity-update';
-import { assertFactoryMembership, assertNotFileAgent } from '../factory-membership';
-import { assertSkillOwnerAllowed } from '../git-owners';
+import { applyIdentityUpdate } from '../../services/identities/agent-identity-update';
+import { assertFactoryMembership, assertNotFileAgent } from '../../services/factories/factory-membership';
+import { assertSkillOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
 import {
@@ -26,8 +26,8 @@ import {
   agentIdentityUpdateSchema,
   identityListQuerySchema,
   type AgentIdentityUpdate,
-} from '../schemas/agent-identity-schemas';
-import { rejectUnsupported } from '../unsupported-fields';
+} from '../../core/schemas/agent-identity-schemas';
+import { rejectUnsupported } from '../../core/unsupported-fields';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 /** A team's named agents (`/agent/identities`); deleting one revokes its keys. */

@@ -5,13 +5,13 @@ import { isUuid } from '../../core/ids';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { listTeamSkills } from '../../db/environment-skills';
 import { listConversationRuns } from '../../db/run-queries';
-import { notFound } from '../api-error';
+import { notFound } from '../../core/api-error';
 import { loadConversationActions } from '../conversation-actions';
 import { encodeActionCursor, parseConversationQuery } from '../conversation-query';
 import { principalOf } from '../middleware/auth';
 import { cursorNotIssued } from '../page-params';
-import { toRunItem } from '../run-item';
-import { agentListQuerySchema } from '../schemas/agent-schemas';
+import { toRunItem } from '../../services/views/run-item';
+import { agentListQuerySchema } from '../../core/schemas/agent-schemas';
 import { validate } from '../validate';
 
 /**

@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
-import { notFound } from '../api-error';
-import { toArtifactResponse, type DownloadSigner } from '../artifact-views';
+import { notFound } from '../../core/api-error';
+import { toArtifactResponse, type DownloadSigner } from '../../services/views/artifact-views';
 import { principalOf } from '../middleware/auth';
 import { rejectQueryParameters } from '../validate';
 

@@ -5,7 +5,7 @@ import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
 import { findHandoffAttachment } from '../../db/attachments';
 import type { BlobStore } from '../../db/blob-store';
-import { ApiError, invalid, notFound } from '../api-error';
+import { ApiError, invalid, notFound } from '../../core/api-error';
 
 const SAFE_MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
 

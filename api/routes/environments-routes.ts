@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { assertTeamHasRoom } from '../team-caps';
+import { assertTeamHasRoom } from '../../services/team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
@@ -14,11 +14,11 @@ import {
   type EnvironmentConfig,
 } from '../../db/environments';
 import { syncFileFactories } from '../../db/factories';
-import { notFound } from '../api-error';
-import { assertGitOwnerAllowed } from '../git-owners';
+import { notFound } from '../../core/api-error';
+import { assertGitOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
-import { environmentBodySchema, environmentListQuerySchema } from '../schemas/environment-schemas';
+import { environmentBodySchema, environmentListQuerySchema } from '../../core/schemas/environment-schemas';
 import { rejectQueryParameters, validate } from '../validate';
 
 /** `CloudEnvironment` as the API returns it. */

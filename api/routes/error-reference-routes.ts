@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
 import { isErrorCode } from '../../core/error-codes';
-import { notFound } from '../api-error';
+import { notFound } from '../../core/api-error';
 import { escapeHtml, page } from '../html';
 
 /** docs/errors.md at the repository root, from source (api/routes) or compiled code (dist/api/routes). */

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { isSkillSpecAllowed } from '../../activities/skills/bundled-skills';
+import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
 import type { Config } from '../../core/config';
 import { checkFactoryFile } from '../../core/factory-file';
 import { findEnvironment } from '../../db/environments';
@@ -13,13 +13,13 @@ import {
   updateFactory,
   type FactoryFields,
 } from '../../db/factories';
-import { notFound } from '../api-error';
-import { fileFactoryConflict } from '../factory-membership';
+import { notFound } from '../../core/api-error';
+import { fileFactoryConflict } from '../../services/factories/factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
 import { keepMostSpecificRoutes } from '../middleware/specific-routes';
-import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../schemas/factory-schemas';
+import { factoryBodySchema, factoryValidateBodySchema, type FactoryBody } from '../../core/schemas/factory-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 /**

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { bearerTokenMatches, renderMetrics } from '../../core/metrics';
-import { ApiError } from '../api-error';
+import { ApiError } from '../../core/api-error';
 
 export interface MetricsRouteDeps {
   /** METRICS_BEARER_TOKEN: when set, a scrape must send `Authorization: Bearer <it>`. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
-import { notFound } from '../api-error';
+import { notFound } from '../../core/api-error';
 import { DOCS_ASSETS, SWAGGER_UI_DIR } from '../openapi/docs-assets';
 import { openApiDocument, type OpenApiLimits } from '../openapi/document';
 import { rejectQueryParameters } from '../validate';

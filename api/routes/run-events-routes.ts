@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findRun } from '../../db/run-queries';
-import { invalid, notFound } from '../api-error';
+import { invalid, notFound } from '../../core/api-error';
 import { principalOf } from '../middleware/auth';
 import type { RunEventStreams } from '../run-event-stream';
 import { serveRunTranscript } from '../run-transcript-stream';

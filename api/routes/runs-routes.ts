@@ -7,14 +7,14 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
-import { invalid, notFound } from '../api-error';
-import { toHandoffItem, type DownloadSigner } from '../artifact-views';
-import { readIdempotencyKey, type StoredResponse } from '../idempotency';
+import { invalid, notFound } from '../../core/api-error';
+import { toHandoffItem, type DownloadSigner } from '../../services/views/artifact-views';
+import { readIdempotencyKey, type StoredResponse } from '../../services/runs/idempotency';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
-import { toRunItem } from '../run-item';
-import type { createRunService } from '../run-service';
-import { createRunSchema, factoryDispatchSchema, followupSchema } from '../schemas/run-schemas';
+import { toRunItem } from '../../services/views/run-item';
+import type { createRunService } from '../../services/runs/run-service';
+import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 export interface RunsRoutesDeps {

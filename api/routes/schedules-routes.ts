@@ -3,8 +3,8 @@ import { SCHEDULE_ORDER } from '../../db/schedules';
 import { z } from 'zod';
 import { principalOf } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
-import type { createScheduleService } from '../schedule-service';
-import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule-schemas';
+import type { createScheduleService } from '../../services/schedules/schedule-service';
+import { createScheduleSchema, updateScheduleSchema } from '../../core/schemas/schedule-schemas';
 import { rejectQueryParameters, validate } from '../validate';
 
 const emptyBodySchema = z.strictObject({});

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { assertTeamHasRoom } from '../team-caps';
+import { assertTeamHasRoom } from '../../services/team-caps';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
@@ -15,7 +15,7 @@ import {
   listWebhooks,
   WEBHOOK_ORDER,
 } from '../../db/webhooks';
-import { invalid, notFound } from '../api-error';
+import { invalid, notFound } from '../../core/api-error';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
 import {
@@ -25,9 +25,9 @@ import {
   parseLimit,
   singleQueryParameter,
 } from '../page-params';
-import { createWebhookSchema } from '../schemas/webhook-schemas';
+import { createWebhookSchema } from '../../core/schemas/webhook-schemas';
 import { rejectQueryParameters, validate } from '../validate';
-import { checkWebhookUrl } from '../webhook-url';
+import { checkWebhookUrl } from '../../services/webhooks/webhook-url';
 import { toDeliveryItem, toWebhookItem } from '../webhook-item';
 
 const DELIVERIES_PAGE_DEFAULT = 20;

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { countTeamRowsForInsert, type CappedTable } from '../db/team-caps';
-import { ApiError } from './api-error';
+import { ApiError } from '../core/api-error';
 
 const NAMES: Record<CappedTable, { plural: string; variable: string }> = {
   environments: { plural: 'environments', variable: 'TEAM_MAX_ENVIRONMENTS' },

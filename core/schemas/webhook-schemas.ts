@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../core/webhooks';
+import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../webhooks';
 import { resourcePageInfoSchema } from './resource-page-schemas';
 
 /** Request and response schemas of `/agent/webhooks`, defined once for validation and the API description. */

@@ -1,5 +1,5 @@
-import type { CreateRunRequest } from './schemas/run-schemas';
-import { rejectUnsupported } from './unsupported-fields';
+import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import { rejectUnsupported } from '../../core/unsupported-fields';
 
 /** Why `mode: "orchestrate"` is refused, on create and on follow-ups. */
 export const ORCHESTRATE_MODE_WHY =

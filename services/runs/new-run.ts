@@ -2,11 +2,11 @@
  * How a new run is put together from who asks, who executes it and what it asks for: shared by
  * the API (create, factory dispatch, schedule firings) and the worker (runs a foreman dispatches).
  */
-import type { AgentIdentity } from '../db/agent-identities';
-import type { Run, RunScheduleRef } from '../db/entities/run';
-import type { Factory } from '../db/factories';
-import { newSessionId } from './ids';
-import type { ResolvedAgentConfig } from './run-types';
+import type { AgentIdentity } from '../../db/agent-identities';
+import type { Run, RunScheduleRef } from '../../db/entities/run';
+import type { Factory } from '../../db/factories';
+import { newSessionId } from '../../core/ids';
+import type { ResolvedAgentConfig } from '../../core/run-types';
 
 /** Who a run is recorded as created by. */
 export interface RunCreator {

@@ -7,16 +7,16 @@ import {
 } from '@temporalio/client';
 import pLimit from 'p-limit';
 import type { DataSource } from 'typeorm';
-import { assertTeamHasRoom } from './team-caps';
-import type { KeysetPage } from '../db/keyset-page';
-import type { Config } from '../core/config';
-import { isUuid, newUuidV7 } from '../core/ids';
-import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../core/secrets';
-import type { AuthenticatedPrincipal } from '../db/api-keys';
-import type { RunScheduleRef } from '../db/entities/run';
-import { findAgentIdentity } from '../db/agent-identities';
-import { honouredConfig } from './run-request-fields';
-import { findEnvironment } from '../db/environments';
+import { assertTeamHasRoom } from '../team-caps';
+import type { KeysetPage } from '../../db/keyset-page';
+import type { Config } from '../../core/config';
+import { isUuid, newUuidV7 } from '../../core/ids';
+import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../../core/secrets';
+import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import type { RunScheduleRef } from '../../db/entities/run';
+import { findAgentIdentity } from '../../db/agent-identities';
+import { honouredConfig } from '../runs/run-request-fields';
+import { findEnvironment } from '../../db/environments';
 import {
   deleteSchedule,
   findSchedule,
@@ -28,19 +28,19 @@ import {
   type Schedule,
   type ScheduleActor,
   type ScheduleDefinition,
-} from '../db/schedules';
-import { searchAttributes } from '../workflows/run-contract';
+} from '../../db/schedules';
+import { searchAttributes } from '../../workflows/run-contract';
 import {
   SCHEDULED_RUN_WORKFLOW_TYPE,
   scheduledRunWorkflowId,
   temporalScheduleId,
   type ScheduledRunInput,
-} from '../workflows/schedule-contract';
-import { ApiError, notFound } from './api-error';
-import type { ResourcePageRequest } from './resource-page';
-import type { RunPrincipal, createRunService } from './run-service';
-import type { CreateRunRequest } from './schemas/run-schemas';
-import type { CreateScheduleRequest, UpdateScheduleRequest } from './schemas/schedule-schemas';
+} from '../../workflows/schedule-contract';
+import { ApiError, notFound } from '../../core/api-error';
+import type { ResourcePageRequest } from '../../db/keyset-page';
+import type { RunPrincipal, createRunService } from '../runs/run-service';
+import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import type { CreateScheduleRequest, UpdateScheduleRequest } from '../../core/schemas/schedule-schemas';
 
 export interface ScheduleServiceDeps {
   config: Config;

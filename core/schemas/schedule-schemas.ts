@@ -1,4 +1,4 @@
-import { CRON_FORMAT_HINT, CRON_PATTERN, cronProblem } from '../../core/cron';
+import { CRON_FORMAT_HINT, CRON_PATTERN, cronProblem } from '../cron';
 import { agentConfigSchema, FOLLOWUP_MODES, MAX_PROMPT_CHARS, metadataSchema } from './run-schemas';
 import { NOT_BLANK_PATTERN, notBlank } from './text';
 import { jsonSchema, z } from './zod';

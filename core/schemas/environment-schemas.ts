@@ -1,7 +1,7 @@
 import { nonBlankText } from './text';
 import { resourcePageQuery } from './resource-page-schemas';
 import { jsonSchema, z } from './zod';
-import { ALLOWED_DOMAIN_PATTERN, MAX_ALLOWED_DOMAIN_CHARS, networkPolicySchema } from '../../core/network-policy';
+import { ALLOWED_DOMAIN_PATTERN, MAX_ALLOWED_DOMAIN_CHARS, networkPolicySchema } from '../network-policy';
 
 /** A GitHub owner or repository name; `.` and `..` are path segments, not names (they would escape the git host or workspace). */
 const REPO_PART = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;

@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
-import { findAgentIdentity, type AgentIdentity } from '../db/agent-identities';
-import type { AuthenticatedPrincipal } from '../db/api-keys';
-import { findTeamUser } from '../db/team-users';
-import { ApiError, invalid, notFound } from './api-error';
+import { findAgentIdentity, type AgentIdentity } from '../../db/agent-identities';
+import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import { findTeamUser } from '../../db/team-users';
+import { ApiError, invalid, notFound } from '../../core/api-error';
 
 /** Who a run is recorded as created by. */
 export type RunPrincipal = Pick<AuthenticatedPrincipal, 'uid' | 'type' | 'displayName' | 'teamId'>;

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode } from '../core/error-codes';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
 
 /** Thrown by handlers; the error middleware turns it into the problem document. */
 export class ApiError extends Error {

@@ -1,5 +1,5 @@
-import type { OutboundAddressRules } from '../core/outbound-addresses';
-import { invalid } from './api-error';
+import type { OutboundAddressRules } from '../../core/outbound-addresses';
+import { invalid } from '../../core/api-error';
 
 /**
  * Checks a webhook URL as MCP URLs are checked when connected to: http(s) only, and a host that

@@ -1,6 +1,4 @@
-import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { WorkspaceFiles } from '../sandbox/workspace-files';
 
 /** Where repositories keep skills, in the order they are searched. */
 export const SKILL_DIRS = ['.agents/skills', '.warp/skills', '.claude/skills', '.codex/skills', 'skills'] as const;
@@ -37,30 +35,6 @@ export function parseSkillFile(content: string, where: string): SkillFile {
   return { name: name.trim(), description: description.trim(), body: match[2]!.trim(), content };
 }
 
-export interface DiscoveredSkill extends SkillFile {
-  /** Path of SKILL.md inside its repository. */
-  skillPath: string;
-  /** The repository, relative to the workspace. */
-  repoDir: string;
-}
-
-/** Every `<dir>/<name>/SKILL.md` under the known skill directories of a workspace repository. */
-export async function discoverSkills(files: WorkspaceFiles, repoDir: string): Promise<DiscoveredSkill[]> {
-  const found: DiscoveredSkill[] = [];
-  const seen = new Set<string>();
-  for (const { skillPath, content } of await files.skillFiles(repoDir, SKILL_DIRS)) {
-    try {
-      const skill = parseSkillFile(content, skillPath);
-      if (seen.has(skill.name)) continue;
-      seen.add(skill.name);
-      found.push({ ...skill, skillPath, repoDir });
-    } catch {
-      // A malformed skill is skipped in discovery; naming it explicitly reports the problem.
-    }
-  }
-  return found;
-}
-
 export interface SkillSpec {
   owner: string;
   repo: string;
@@ -77,22 +51,4 @@ export function parseSkillSpec(spec: string): SkillSpec {
 
 export class SkillNotFoundError extends Error {
   override name = 'SkillNotFoundError';
-}
-
-/** Finds the skill a spec names inside a checked-out repository; the error says where it looked. */
-export async function findSkillInRepo(
-  files: WorkspaceFiles,
-  repoDir: string,
-  spec: SkillSpec,
-  specText: string,
-): Promise<DiscoveredSkill> {
-  const candidates = spec.isPath ? [spec.target] : SKILL_DIRS.map((d) => `${d}/${spec.target}/SKILL.md`);
-  for (const skillPath of candidates) {
-    if (path.posix.normalize(skillPath).startsWith('..')) continue;
-    const content = await files.read(path.posix.join(repoDir, skillPath), 1024 * 1024).catch(() => undefined);
-    if (content !== undefined) return { ...parseSkillFile(content, specText), skillPath, repoDir };
-  }
-  throw new SkillNotFoundError(
-    `Skill ${specText} not found: looked for ${candidates.join(', ')} in ${spec.owner}/${spec.repo}.`,
-  );
 }

@@ -1,6 +1,6 @@
-import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO } from '../activities/skills/bundled-skills';
-import { isGitOwnerAllowed } from '../core/git-owners';
-import { ApiError } from './api-error';
+import { BUNDLED_SKILL_OWNER, BUNDLED_SKILL_REPO } from './bundled-skills';
+import { isGitOwnerAllowed } from '../../core/git-owners';
+import { ApiError } from '../../core/api-error';
 
 /**
  * Refuses (403) a repository whose owner is not in GIT_ALLOWED_OWNERS: GIT_TOKEN is the

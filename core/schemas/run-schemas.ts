@@ -1,9 +1,9 @@
 import { jsonSchema, z } from './zod';
-import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_ATTACHMENTS_TOTAL_BYTES } from '../../core/attachments';
-import { MODEL_PROVIDERS } from '../../core/model-providers';
-import { RUN_SOURCES, RUN_STATES } from '../../core/run-state';
-import { SKILL_SPEC_RE, SKILL_SPEC_RULE } from '../../core/skill-spec';
-import { ARTIFACT_TYPES } from '../../db/artifacts';
+import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_ATTACHMENTS_TOTAL_BYTES } from '../attachments';
+import { MODEL_PROVIDERS } from '../model-providers';
+import { RUN_SOURCES, RUN_STATES } from '../run-state';
+import { SKILL_SPEC_RE, SKILL_SPEC_RULE } from '../skill-spec';
+import { ARTIFACT_TYPES } from '../artifact-types';
 import { unavailableChoice, unavailableList, unavailableMap, unavailableString } from './not-available';
 import { NOT_BLANK_PATTERN, notBlank, VISIBLE } from './text';
 

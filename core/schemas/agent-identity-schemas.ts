@@ -1,4 +1,4 @@
-import { AGENT_TYPES } from '../../db/agent-identities';
+import { AGENT_TYPES } from '../agent-types';
 import { unavailableList, unavailableMap, unavailableString, unavailableChoice } from './not-available';
 import { agentConfigSchema, harnessSchema, mcpServersSchema, MAX_PROMPT_CHARS, skillSpecSchema } from './run-schemas';
 import { resourcePageQuery } from './resource-page-schemas';

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { findOtherForeman, type AgentIdentity, type AgentType } from '../db/agent-identities';
-import { factoryFileLabel, findFactory, lockFactory, type Factory } from '../db/factories';
-import { ApiError, notFound } from './api-error';
+import { findOtherForeman, type AgentIdentity, type AgentType } from '../../db/agent-identities';
+import { factoryFileLabel, findFactory, lockFactory, type Factory } from '../../db/factories';
+import { ApiError, notFound } from '../../core/api-error';
 
 const conflict = (detail: string) => new ApiError('conflict', detail, { retryable: false });
 

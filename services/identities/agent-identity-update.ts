@@ -1,8 +1,8 @@
-import type { AgentIdentityFields } from '../db/agent-identities';
-import type { McpServerConfig } from '../core/run-types';
-import { encryptMcpServersKeepingRedacted } from '../core/secrets';
-import { invalid } from './api-error';
-import type { AgentIdentityUpdate } from './schemas/agent-identity-schemas';
+import type { AgentIdentityFields } from '../../db/agent-identities';
+import type { McpServerConfig } from '../../core/run-types';
+import { encryptMcpServersKeepingRedacted } from '../../core/secrets';
+import { invalid } from '../../core/api-error';
+import type { AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
 
 /** A field as an update gives it: absent or null keeps the value, an empty string clears it. */
 function text(given: string | null | undefined, current: string | null): string | null {

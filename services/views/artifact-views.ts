@@ -1,6 +1,6 @@
-import { signedDownloadUrl } from '../core/download-urls';
-import type { FileArtifact } from '../db/artifacts';
-import type { HandoffAttachment } from '../db/attachments';
+import { signedDownloadUrl } from '../../core/download-urls';
+import type { FileArtifact } from '../../db/artifacts';
+import type { HandoffAttachment } from '../../db/attachments';
 
 /** What signs download URLs: the derived key, the public base URL and how long a URL works. */
 export interface DownloadSigner {

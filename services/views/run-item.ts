@@ -1,8 +1,8 @@
-import { isTerminal } from '../core/run-state';
-import type { FileArtifact } from '../db/artifacts';
-import type { Run } from '../db/entities/run';
+import { isTerminal } from '../../core/run-state';
+import type { FileArtifact } from '../../db/artifacts';
+import type { Run } from '../../db/entities/run';
 import { toArtifactItem } from './artifact-views';
-import { maskSecrets, redactRunConfig, runSecretValues } from './run-secrets';
+import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';
 
 /** `RunItem` as the wire contract and the official clients define it. */
 export interface RunItem {

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { McpServerConfig, ResolvedAgentConfig } from '../core/run-types';
-import { decryptSecret, REDACTED, redactMcpServers } from '../core/secrets';
+import type { McpServerConfig, ResolvedAgentConfig } from './run-types';
+import { decryptSecret, REDACTED, redactMcpServers } from './secrets';
 import type { CreateRunRequest } from './schemas/run-schemas';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { claimIdempotencyRecord, findIdempotencyRecord } from '../db/idempotency-records';
-import { ApiError, invalid } from './api-error';
+import { claimIdempotencyRecord, findIdempotencyRecord } from '../../db/idempotency-records';
+import { ApiError, invalid } from '../../core/api-error';
 
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 

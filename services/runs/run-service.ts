@@ -1,39 +1,49 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
-import { ATTACHMENTS_DIR, uniqueFileNames } from '../core/attachments';
-import type { Config } from '../core/config';
-import type { Logger } from '../core/logger';
-import { newUuidV7, isUuid } from '../core/ids';
-import { observeRunCreated, observeRunEnded, rateLimitRejections, type RunCreatedOrigin } from '../core/metrics';
-import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from '../core/new-run';
-import { isTerminal } from '../core/run-state';
-import type { ResolvedAgentConfig } from '../core/run-types';
-import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../core/model-providers';
-import { encryptMcpServers } from '../core/secrets';
-import type { AuthenticatedPrincipal } from '../db/api-keys';
-import { recordRunAttachments, type FileContent } from '../db/attachments';
-import type { BlobStore } from '../db/blob-store';
-import { findEnvironment } from '../db/environments';
-import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../db/followups';
-import { isAwaitingWorkflowStart, markWorkflowStarted, recordNewRun, withdrawUnstartedRun } from '../db/run-creation';
-import { liveWorkerIds } from '../db/worker-leases';
-import { findRun } from '../db/run-queries';
-import { listFactoryAgents } from '../db/agent-identities';
-import { deleteIdempotencyRecord, findIdempotencyRecord, storeIdempotencyResponse } from '../db/idempotency-records';
-import { findFactory } from '../db/factories';
-import { countChildren, runDepth } from '../db/run-lineage';
-import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../db/run-store';
-import type { agentRunWorkflow } from '../workflows/run-workflow';
-import { followupSignal, RUN_WORKFLOW_TYPE, runWorkflowId, workspaceQueueFor } from '../workflows/run-contract';
-import { ApiError, invalid, notFound } from './api-error';
+import { ATTACHMENTS_DIR, uniqueFileNames } from '../../core/attachments';
+import type { Config } from '../../core/config';
+import type { Logger } from '../../core/logger';
+import { newUuidV7, isUuid } from '../../core/ids';
+import { observeRunCreated, observeRunEnded, rateLimitRejections, type RunCreatedOrigin } from '../../core/metrics';
+import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
+import { isTerminal } from '../../core/run-state';
+import type { ResolvedAgentConfig } from '../../core/run-types';
+import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../../core/model-providers';
+import { encryptMcpServers } from '../../core/secrets';
+import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import { recordRunAttachments, type FileContent } from '../../db/attachments';
+import type { BlobStore } from '../../db/blob-store';
+import { findEnvironment } from '../../db/environments';
+import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../../db/followups';
+import {
+  isAwaitingWorkflowStart,
+  markWorkflowStarted,
+  recordNewRun,
+  withdrawUnstartedRun,
+} from '../../db/run-creation';
+import { liveWorkerIds } from '../../db/worker-leases';
+import { findRun } from '../../db/run-queries';
+import { listFactoryAgents } from '../../db/agent-identities';
+import { deleteIdempotencyRecord, findIdempotencyRecord, storeIdempotencyResponse } from '../../db/idempotency-records';
+import { findFactory } from '../../db/factories';
+import { countChildren, runDepth } from '../../db/run-lineage';
+import { applyCancellation, lockRun, lockRunCreation, recordCancelRequest } from '../../db/run-store';
+import {
+  followupSignal,
+  RUN_WORKFLOW_TYPE,
+  runWorkflowId,
+  workspaceQueueFor,
+  type AgentRunWorkflow,
+} from '../../workflows/run-contract';
+import { ApiError, invalid, notFound } from '../../core/api-error';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from './run-request-fields';
-import { assertSkillOwnerAllowed } from './git-owners';
-import { runWorkflowOptions } from '../core/run-workflow-options';
+import { assertSkillOwnerAllowed } from '../skills/git-owners';
+import { runWorkflowOptions } from './run-workflow-options';
 import { asReplay, claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
-import { teamRunsPerHourLimit } from './rate-limits';
-import { idempotencyView } from './run-secrets';
-import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from './schemas/run-schemas';
+import { teamRunsPerHourLimit } from '../rate-limits';
+import { idempotencyView } from '../../core/run-secrets';
+import type { CreateRunRequest, FactoryDispatchRequest, FollowupRequest } from '../../core/schemas/run-schemas';
 
 export interface RunServiceDeps {
   config: Config;
@@ -149,7 +159,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
     if (!run) return;
     try {
       await withinDeadline(() =>
-        temporal.workflow.start<typeof agentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
+        temporal.workflow.start<AgentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
       );
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
@@ -241,10 +251,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
               // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
               await lockRunCreation(tx, runId);
               fire(() =>
-                temporal.workflow.start<typeof agentRunWorkflow>(
-                  RUN_WORKFLOW_TYPE,
-                  runWorkflowOptions(config, run, 'QUEUED'),
-                ),
+                temporal.workflow.start<AgentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
               );
               await recordNewRun(
                 tx,
@@ -341,7 +348,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
             // The workflow reads follow-ups under the row lock held here, so it sees this one
             // once the transaction commits, and never a rolled-back one.
             fire(() =>
-              temporal.workflow.signalWithStart<typeof agentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
+              temporal.workflow.signalWithStart<AgentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
                 ...runWorkflowOptions(config, run, state),
                 signal: followupSignal,
                 signalArgs: [{ seq }],
@@ -392,7 +399,7 @@ export function createRunService({ config, dataSource, temporal, secretsKey, blo
 /** Who a run is created for: the caller's key, or the creator of the schedule that fires. */
 export type { RunPrincipal } from './run-executor';
 
-export type { RunOrigin } from '../core/new-run';
+export type { RunOrigin } from './new-run';
 
 /** How `runsCreated` counts a run: a factory agent's run made through the API counts as `factory`. */
 function createdOrigin(origin: RunOrigin, executor: { factoryUid: string | null } | null): RunCreatedOrigin {
