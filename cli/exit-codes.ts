@@ -1,6 +1,6 @@
 import { TERMINAL_STATES, type TerminalRunState } from '../core/run-state';
 
-/** Exit codes of `agent-runs`; documented in the README ("Command-line client"). */
+/** Exit codes of `agent-runs`; documented in docs/guide/cli.md. */
 export const EXIT_CODES = {
   /** The command did what it was asked; with `--wait`/`--follow`, the run SUCCEEDED. */
   ok: 0,

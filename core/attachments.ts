@@ -1,4 +1,4 @@
-/** Limits of `attachments` on run creation (documented in the README). */
+/** Limits of `attachments` on run creation (documented in docs/guide/results.md). */
 export const MAX_ATTACHMENTS = 5;
 export const MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024;
 export const MAX_ATTACHMENTS_TOTAL_BYTES = 10 * 1024 * 1024;

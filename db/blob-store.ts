@@ -8,7 +8,7 @@ import type { EntityManager } from 'typeorm';
  *
  * This implementation keeps them in PostgreSQL (`bytea` in `blobs`): the API and the workers
  * may run on different machines with nothing shared but the database, the files are small
- * (every kind is size-limited, see README "Artifacts, attachments and handoff"), a blob is
+ * (every kind is size-limited, see docs/guide/results.md "Artifacts, attachments and handoff"), a blob is
  * written in the same transaction as the row that names it (so a retried step never leaves a
  * half-recorded artifact), and it is backed up and deleted with its run. Large objects would add
  * their own lifecycle (lo_unlink) for sizes bytea handles well; a blob directory would need a

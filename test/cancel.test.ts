@@ -33,7 +33,7 @@ test('cancelling a QUEUED run: 200 with the run id, again while under way, then 
     await queued.startWorker();
     const run = await waitForState(queued, key, runId, ['CANCELLED']);
     expect((run.status_message as { message: string }).message).toContain(uid);
-    // As the README says: who cancelled, and no error_code (a cancel is no error).
+    // As docs/guide/using-the-api.md says: who cancelled, and no error_code (a cancel is no error).
     expect(run.status_message).toEqual({
       message: expect.stringMatching(new RegExp(`^Run cancelled by .*\\(${uid}\\)\\.$`)),
       retryable: false,

@@ -54,7 +54,7 @@ export interface ToolContext {
 /** A file `upload_artifact` read from the workspace. */
 export type ArtifactUpload = ArtifactFile;
 
-/** The largest file `upload_artifact` takes (documented in the README). */
+/** The largest file `upload_artifact` takes (documented in docs/guide/results.md). */
 export const MAX_ARTIFACT_BYTES = 10 * 1024 * 1024;
 
 const str = (description: string) => ({ type: 'string', description });

@@ -39,7 +39,7 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/metrics',
     operationId: 'metrics',
-    summary: 'Prometheus metrics of this process (README "Metrics")',
+    summary: 'Prometheus metrics of this process (docs/operations.md "Metrics")',
     description:
       'Prometheus text format. Open unless the operator sets `METRICS_BEARER_TOKEN`; then it takes `Authorization: Bearer <that token>` (not an API key).',
     tags: ['Service'],
