@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import {
+  commaList,
+  ConfigError,
+  DEFAULT_CONTEXT_TOKENS,
+  DEFAULT_PRICES,
+  parseModelMap,
+  parseNetworkPolicy,
+  parseOtlpHeaders,
+} from './parsers';
+import { envSchema, type Env } from './variables';
+
+/** Reads and validates configuration; the only place that looks at environment variables. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable means "not set", as in most shells' and compose files' conventions.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  return configFrom(parsed.data);
+}
+
+/**
+ * The service's configuration: what `configFrom` builds from the parsed variables, with each
+ * property that may be undefined optional (`tracing?:`).
+ */
+export type Config = Declared<ReturnType<typeof configFrom>>;
+export type SandboxConfig = Config['sandbox'];
+export type StreamCaps = Config['sseCaps'];
+export type TracingConfig = NonNullable<Config['tracing']>;
+
+type Declared<T> = T extends readonly unknown[]
+  ? T
+  : T extends object
+    ? Flat<
+        { [K in keyof T as undefined extends T[K] ? never : K]: Declared<T[K]> } & {
+          [K in keyof T as undefined extends T[K] ? K : never]?: Declared<Exclude<T[K], undefined>>;
+        }
+      >
+    : T;
+type Flat<T> = { [K in keyof T]: T[K] };
+
+/** Where each variable goes in the configuration, and the values computed from several. */
+function configFrom(e: Env) {
+  const workspaceDir = path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces'));
+  const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    /** Reverse proxies in front of the API whose X-Forwarded-For is trusted for the client's address (0: none). */
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    publicUrl,
+    dataDir: path.resolve(e.AGENT_RUNS_DATA_DIR),
+    logLevel: e.LOG_LEVEL,
+    /** Unset: each entry point's default (`npm start`: pretty on a terminal; otherwise JSON lines). */
+    logFormat: e.LOG_FORMAT,
+    database: {
+      url: e.DATABASE_URL,
+      embeddedPort: e.EMBEDDED_POSTGRES_PORT,
+      queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_SECONDS * 1000,
+    },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      cliPath: e.TEMPORAL_CLI_PATH,
+      devPort: e.TEMPORAL_DEV_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      /** Where operators open the Temporal UI: TEMPORAL_UI_URL, else the embedded server's. */
+      uiUrl: (
+        e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS === undefined ? `http://localhost:${e.TEMPORAL_UI_PORT}` : undefined)
+      )?.replace(/\/+$/, ''),
+      /** Deadline of each call the API makes to Temporal; past it the request answers 503. */
+      rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_SECONDS * 1000,
+    },
+    models: {
+      openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
+      /** USD per million input and output tokens, by model id. */
+      prices: parseModelMap(
+        'MODEL_PRICES',
+        e.MODEL_PRICES,
+        z.strictObject({ input: z.number().min(0), output: z.number().min(0) }),
+        DEFAULT_PRICES,
+        '{"openai/gpt-4o":{"input":2.5,"output":10}}',
+      ),
+      /** Context windows in tokens, by model id; `defaultContextTokens` for the others. */
+      contextTokens: parseModelMap(
+        'MODEL_CONTEXT_TOKENS',
+        e.MODEL_CONTEXT_TOKENS,
+        z.number().int().min(1000),
+        DEFAULT_CONTEXT_TOKENS,
+        '{"openai/my-model":32000}',
+      ),
+      defaultContextTokens: e.AGENT_DEFAULT_CONTEXT_TOKENS,
+      defaultModel: e.AGENT_DEFAULT_MODEL,
+      requestTimeoutSeconds: e.MODEL_REQUEST_TIMEOUT_SECONDS,
+      retry: {
+        maxAttempts: e.MODEL_RETRY_MAX_ATTEMPTS,
+        initialIntervalMs: e.MODEL_RETRY_INITIAL_INTERVAL_MS,
+        maxIntervalMs: e.MODEL_RETRY_MAX_INTERVAL_MS,
+      },
+    },
+    idleTimeoutMinutes: Math.min(e.AGENT_IDLE_TIMEOUT_MINUTES, e.AGENT_MAX_IDLE_TIMEOUT_MINUTES),
+    /** The longest idle window a run may ask for. */
+    maxIdleTimeoutMinutes: e.AGENT_MAX_IDLE_TIMEOUT_MINUTES,
+    heartbeatTimeoutSeconds: e.ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS,
+    errorReferenceBaseUrl: (e.ERROR_REFERENCE_BASE_URL ?? `${publicUrl}/errors`).replace(/\/+$/, ''),
+    agent: {
+      maxSteps: e.AGENT_MAX_STEPS,
+      maxTokens: e.AGENT_MAX_TOKENS,
+      commandTimeoutSeconds: e.AGENT_COMMAND_TIMEOUT_SECONDS,
+      toolOutputLimitBytes: e.AGENT_TOOL_OUTPUT_LIMIT_BYTES,
+    },
+    /** Bounds of a factory's run tree: levels below a root run, and runs one run may dispatch. */
+    orchestration: {
+      maxDepth: e.ORCHESTRATION_MAX_DEPTH,
+      maxChildrenPerRun: e.ORCHESTRATION_MAX_CHILDREN_PER_RUN,
+    },
+    workspace: {
+      dir: workspaceDir,
+      gitBaseUrl: e.GIT_BASE_URL.replace(/\/+$/, ''),
+      gitToken: e.GIT_TOKEN,
+      /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
+      gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
+      setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,
+      scheduleToStartSeconds: e.WORKSPACE_SCHEDULE_TO_START_SECONDS,
+    },
+    sandbox: {
+      kind: e.AGENT_SANDBOX,
+      bwrapPath: e.AGENT_SANDBOX_BWRAP_PATH,
+      /** Host uid given to runs' processes when the worker runs as root. */
+      uid: e.AGENT_SANDBOX_UID,
+      /** Extra host paths mounted read-only into every sandbox (toolchains outside /usr). */
+      readonlyPaths: commaList(e.AGENT_SANDBOX_READONLY_PATHS).map((p) => path.resolve(p)),
+      limits: {
+        memoryMb: e.AGENT_SANDBOX_MEMORY_MB,
+        maxProcesses: e.AGENT_SANDBOX_MAX_PROCESSES,
+        maxFileSizeMb: e.AGENT_SANDBOX_MAX_FILE_SIZE_MB,
+        cpuSeconds: e.AGENT_SANDBOX_CPU_SECONDS,
+        maxOpenFiles: e.AGENT_SANDBOX_MAX_OPEN_FILES,
+      },
+      /**
+       * `enforce`: every run's processes share one cgroup with AGENT_SANDBOX_MEMORY_MB,
+       * AGENT_SANDBOX_MAX_PROCESSES and a CPU share; a worker that cannot make one refuses to start.
+       * `off`: the per-process limits alone (the operator's explicit choice, logged loudly).
+       */
+      runLimits: e.AGENT_RUN_LIMITS,
+      /** CPUs one run may use at most (0: an equal share with the other runs, no cap). */
+      cpus: e.AGENT_SANDBOX_CPUS,
+      /** Bytes a run's files (workspace, home, tmp) may take on disk; 0: no limit. */
+      workspaceMaxBytes: e.AGENT_WORKSPACE_MAX_BYTES,
+    },
+    network: {
+      /** Policy of environments that set none: `open`, `none`, or allowed domains. */
+      defaultPolicy: parseNetworkPolicy(e.AGENT_NETWORK_DEFAULT),
+      /** Private hosts and CIDRs the sandbox egress proxy may reach (still never the platform's own). */
+      sandboxAllowedPrivateHosts: commaList(e.AGENT_NETWORK_ALLOWED_PRIVATE_HOSTS),
+      /** Private hosts and CIDRs the worker may connect to for MCP servers and webhooks. */
+      outboundAllowedPrivateHosts: commaList(e.OUTBOUND_ALLOWED_PRIVATE_HOSTS),
+    },
+    /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
+    secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
+    /** How often the API looks for runs whose workflow closed without finishing them. */
+    reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
+    /** How long a signed download URL (artifacts, handoff files) works. */
+    downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
+    /** Seconds between the comments an event stream sends to keep proxies from closing it. */
+    sseHeartbeatSeconds: e.SSE_HEARTBEAT_SECONDS,
+    /** Event streams one API process serves at once: in all, to one client address, of one run. */
+    sseCaps: { total: e.SSE_MAX_STREAMS, perClient: e.SSE_MAX_STREAMS_PER_CLIENT, perRun: e.SSE_MAX_STREAMS_PER_RUN },
+    /** Delivery of webhooks (workers): each POST's timeout, the retries' backoff and how long they go on. */
+    webhooks: {
+      timeoutSeconds: e.WEBHOOK_TIMEOUT_SECONDS,
+      retry: {
+        initialIntervalMs: e.WEBHOOK_RETRY_INITIAL_INTERVAL_MS,
+        maxIntervalMs: Math.max(e.WEBHOOK_RETRY_MAX_INTERVAL_MS, e.WEBHOOK_RETRY_INITIAL_INTERVAL_MS),
+        windowSeconds: e.WEBHOOK_RETRY_WINDOW_SECONDS,
+      },
+      /** Finished deliveries older than this leave the delivery log. */
+      logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    },
+    /** Rate limits and quotas (0 = off), kept in PostgreSQL so every API instance and worker shares them. */
+    quotas: {
+      /** Requests one API key may make per minute. */
+      requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
+      /** Requests without a valid key one client address may make per minute (per API process). */
+      unauthenticatedPerMinute: e.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
+      /** Runs one team may create per hour (API, factory dispatches, schedule firings). */
+      teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
+      /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
+      teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,
+      /** How many of each resource one team may have (0: no cap); past it a create is 409. */
+      teamMaxSchedules: e.TEAM_MAX_SCHEDULES,
+      teamMaxWebhooks: e.TEAM_MAX_WEBHOOKS,
+      teamMaxAgents: e.TEAM_MAX_AGENTS,
+      teamMaxEnvironments: e.TEAM_MAX_ENVIRONMENTS,
+    },
+    metrics: {
+      /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`. */
+      bearerToken: e.METRICS_BEARER_TOKEN,
+      /** Port of a worker's `/metrics` (on HOST); 0: no metrics server and no Temporal SDK exporter. */
+      workerPort: e.WORKER_METRICS_PORT,
+    },
+    worker: {
+      /** Names the worker's workspace queue; stable across restarts on the same volume. */
+      id: e.WORKER_ID ?? `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
+      /** Workspaces (runs) one worker holds at once; provisioning waits for a worker with room. */
+      maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,
+      /** A worker whose lease is older than this is dead: its runs provision elsewhere. */
+      leaseSeconds: e.WORKER_LEASE_SECONDS,
+      /** How often a worker removes the workspaces on its disk that nothing will use again. */
+      sweepIntervalSeconds: e.WORKSPACE_SWEEP_INTERVAL_SECONDS,
+    },
+    /** OpenTelemetry tracing; undefined (off) unless an OTLP endpoint is set. */
+    tracing: tracingFrom(e),
+  };
+}
+
+/** Traces go out when an OTLP endpoint is set (per the OpenTelemetry conventions: `/v1/traces` is appended to the generic one). */
+function tracingFrom(e: Env) {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const tracesUrl =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined);
+  if (!tracesUrl) return undefined;
+  return {
+    /** Where spans are POSTed (OTLP/HTTP, JSON). */
+    tracesUrl,
+    /** Sent with every export (a collector's API key, say). */
+    headers: {
+      ...parseOtlpHeaders('OTEL_EXPORTER_OTLP_HEADERS', e.OTEL_EXPORTER_OTLP_HEADERS),
+      ...parseOtlpHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS', e.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+    },
+    /** OTEL_SERVICE_NAME; each entry point has its own default. */
+    serviceName: e.OTEL_SERVICE_NAME,
+  };
+}

@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { group, intFrom, optionalString, optionalUrl } from './variable';
+
+/** How workers share the runs: their names, capacity, leases and housekeeping. */
+export const workers = group('Workers', {
+  WORKER_ID: {
+    schema: optionalString.pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9._@-]{1,100}$/, 'must be 1-100 of [A-Za-z0-9._@-]')
+        .optional(),
+    ),
+    description:
+      "names the worker's workspace queue (1-100 of `A-Za-z0-9._@-`); keep it stable across restarts on the same volume",
+    readBy: ['workers'],
+    unset: '`<hostname>-<hash of workspace dir>`',
+  },
+  WORKER_MAX_CONCURRENT_RUNS: {
+    schema: intFrom(50, 1, 10_000),
+    description:
+      'runs one worker works on at once (provisioning or a step in flight); provisioning waits for a worker with room',
+    readBy: ['workers'],
+  },
+  WORKER_LEASE_SECONDS: {
+    schema: intFrom(60, 5, 3600),
+    description: 'a worker that has not renewed its lease for this long is dead and its runs provision elsewhere',
+    readBy: ['API', 'workers'],
+  },
+  WORKSPACE_SWEEP_INTERVAL_SECONDS: {
+    schema: intFrom(300, 1, 86_400),
+    description: 'how often a worker removes the workspaces on its disk that nothing will use again, and once at start',
+    readBy: ['workers'],
+  },
+  WORKSPACE_SCHEDULE_TO_START_SECONDS: {
+    schema: intFrom(60, 1, 3600),
+    description: "how long a task waits for the worker holding its workspace before the run checks that worker's lease",
+    readBy: ['API', 'workers'],
+  },
+  ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: {
+    schema: intFrom(10, 1, 600),
+    description: 'how soon a step whose worker died is noticed and retried',
+    readBy: ['API', 'workers'],
+  },
+});
+
+/** Delivery of webhooks by the workers. */
+export const webhooks = group('Webhooks', {
+  WEBHOOK_TIMEOUT_SECONDS: {
+    schema: intFrom(10, 1, 300),
+    description: 'timeout of one webhook delivery attempt',
+    readBy: ['workers'],
+  },
+  WEBHOOK_RETRY_INITIAL_INTERVAL_MS: {
+    schema: intFrom(1000, 1, 3_600_000),
+    description: "wait before a failed delivery's first retry; it doubles at each retry",
+    readBy: ['workers'],
+  },
+  WEBHOOK_RETRY_MAX_INTERVAL_MS: {
+    schema: intFrom(3_600_000, 1, 86_400_000),
+    description: 'longest wait between two attempts of a delivery, never below the first one',
+    readBy: ['workers'],
+  },
+  WEBHOOK_RETRY_WINDOW_SECONDS: {
+    schema: intFrom(86_400, 1, 30 * 86_400),
+    description: 'how long a delivery is retried before it is given up',
+    readBy: ['workers'],
+  },
+  WEBHOOK_LOG_RETENTION_DAYS: {
+    schema: intFrom(30, 1, 3650),
+    description: 'finished deliveries older than this leave the delivery log',
+    readBy: ['workers'],
+  },
+});
+
+/** Limits per key, client and team; counted in PostgreSQL (event streams: per API process). */
+export const quotas = group('Rate limits and quotas', {
+  RATE_LIMIT_REQUESTS_PER_MINUTE: {
+    schema: intFrom(600, 0, 1_000_000),
+    description: 'requests one API key may make per minute, 0 = off',
+    readBy: ['API'],
+  },
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: {
+    schema: intFrom(300, 0, 1_000_000),
+    description: 'requests without a valid key one client address may make per minute, per API process, 0 = off',
+    readBy: ['API'],
+  },
+  SSE_MAX_STREAMS: {
+    schema: intFrom(1000, 1, 1_000_000),
+    description: 'event streams one API process serves at once, in all; past it 429 with `Retry-After`',
+    readBy: ['API'],
+  },
+  SSE_MAX_STREAMS_PER_CLIENT: {
+    schema: intFrom(20, 1, 1_000_000),
+    description: 'event streams one API process serves at once to one client address; past it 429 with `Retry-After`',
+    readBy: ['API'],
+  },
+  SSE_MAX_STREAMS_PER_RUN: {
+    schema: intFrom(100, 1, 1_000_000),
+    description: 'event streams one API process serves at once of one run; past it 429 with `Retry-After`',
+    readBy: ['API'],
+  },
+  TEAM_MAX_RUNS_PER_HOUR: {
+    schema: intFrom(1000, 0, 10_000_000),
+    description: 'runs one team may create per hour, schedule firings included; 0 = off',
+    readBy: ['API', 'workers'],
+  },
+  TEAM_MAX_CONCURRENT_RUNS: {
+    schema: intFrom(100, 0, 1_000_000),
+    description: 'runs of one team under way at once, 0 = off; more wait `QUEUED` for a slot',
+    readBy: ['workers'],
+  },
+  TEAM_MAX_SCHEDULES: {
+    schema: intFrom(100, 0, 1_000_000),
+    description: 'schedules one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    readBy: ['API'],
+  },
+  TEAM_MAX_WEBHOOKS: {
+    schema: intFrom(20, 0, 1_000_000),
+    description: 'webhooks one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    readBy: ['API'],
+  },
+  TEAM_MAX_AGENTS: {
+    schema: intFrom(500, 0, 1_000_000),
+    description: 'agents one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    readBy: ['API'],
+  },
+  TEAM_MAX_ENVIRONMENTS: {
+    schema: intFrom(200, 0, 1_000_000),
+    description: 'environments one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    readBy: ['API'],
+  },
+});
+
+/** Prometheus metrics and OpenTelemetry tracing. */
+export const telemetry = group('Metrics and tracing', {
+  METRICS_BEARER_TOKEN: {
+    schema: optionalString,
+    description: 'when set, `GET /metrics` of the API and the workers requires `Authorization: Bearer <it>`',
+    readBy: ['API', 'workers'],
+    unset: 'unset: open',
+  },
+  WORKER_METRICS_PORT: {
+    schema: intFrom(9464, 0, 65535),
+    description: "port of a worker's `/metrics` on `HOST`, with the Temporal SDK's metrics; `0`: none",
+    readBy: ['workers'],
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    schema: optionalUrl,
+    description: 'base URL of an OTLP/HTTP collector; spans go to `{…}/v1/traces`',
+    readBy: ['API', 'workers'],
+    unset: 'unset: tracing off',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    schema: optionalUrl,
+    description: 'full URL for spans, instead of `{OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`',
+    readBy: ['API', 'workers'],
+    unset: 'unset',
+  },
+  OTEL_EXPORTER_OTLP_HEADERS: {
+    schema: optionalString,
+    description:
+      'headers sent with every export, `key=value` pairs separated by commas, values URL-encoded, e.g. `api-key=abc123`; checked only when tracing is on',
+    readBy: ['API', 'workers'],
+    unset: 'unset',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: {
+    schema: optionalString,
+    description:
+      "headers added to `OTEL_EXPORTER_OTLP_HEADERS` for span exports, in the same form; a key in both takes this one's value",
+    readBy: ['API', 'workers'],
+    unset: 'unset',
+  },
+  OTEL_SERVICE_NAME: {
+    schema: optionalString,
+    description: '`service.name` of the spans',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: '`agent-runs-api`, `agent-runs-worker`, `agent-runs` (`npm start`)',
+  },
+  OTEL_SDK_DISABLED: {
+    schema: z.enum(['true', 'false']).default('false'),
+    description: '`true` turns tracing off even with an endpoint set',
+    readBy: ['API', 'workers'],
+  },
+});

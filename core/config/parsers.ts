@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { parseNetworkPolicyText, type NetworkPolicy } from '../network-policy';
+
+/** A configuration the service cannot start with; the message names each variable and its problem. */
+export class ConfigError extends Error {}
+
+/** Prices of well-known models (USD per million tokens); MODEL_PRICES adds to or overrides them. */
+export const DEFAULT_PRICES: Record<string, { input: number; output: number }> = {
+  'openai/gpt-4o': { input: 2.5, output: 10 },
+  'openai/gpt-4o-mini': { input: 0.15, output: 0.6 },
+  'openai/gpt-4.1': { input: 2, output: 8 },
+  'openai/gpt-4.1-mini': { input: 0.4, output: 1.6 },
+  'anthropic/claude-sonnet-4-5': { input: 3, output: 15 },
+  'anthropic/claude-haiku-4-5': { input: 1, output: 5 },
+};
+
+/** Context windows of well-known models, in tokens; MODEL_CONTEXT_TOKENS adds to or overrides them. */
+export const DEFAULT_CONTEXT_TOKENS: Record<string, number> = {
+  'openai/gpt-4o': 128_000,
+  'openai/gpt-4o-mini': 128_000,
+  'openai/gpt-4.1': 1_000_000,
+  'openai/gpt-4.1-mini': 1_000_000,
+  'anthropic/claude-sonnet-4-5': 200_000,
+  'anthropic/claude-haiku-4-5': 200_000,
+};
+
+/** A JSON object keyed by model id from a variable, merged over built-in values. */
+export function parseModelMap<T>(
+  name: string,
+  raw: string | undefined,
+  value: z.ZodType<T>,
+  defaults: Record<string, T>,
+  example: string,
+): Record<string, T> {
+  if (raw === undefined) return defaults;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`Invalid configuration:\n  ${name}: must be JSON like ${example}`);
+  }
+  const parsed = z.record(z.string(), value).safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      `Invalid configuration:\n  ${name}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  return { ...defaults, ...parsed.data };
+}
+
+export const commaList = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** `key=value,key2=value2` as OpenTelemetry's OTEL_EXPORTER_OTLP_HEADERS spells it (values URL-encoded). */
+export function parseOtlpHeaders(name: string, raw: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of commaList(raw)) {
+    const eq = pair.indexOf('=');
+    const key = pair.slice(0, eq).trim();
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(eq + 1).trim());
+    } catch {
+      value = '';
+    }
+    if (eq <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(key) || value === '' || /[\r\n]/.test(value)) {
+      throw new ConfigError(
+        `Invalid configuration:\n  ${name}: must be comma-separated key=value pairs, like api-key=abc123,tenant=ops`,
+      );
+    }
+    headers[key.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+export function parseNetworkPolicy(raw: string): NetworkPolicy {
+  const parsed = parseNetworkPolicyText(raw);
+  if (typeof parsed === 'string' && parsed.startsWith('!')) {
+    throw new ConfigError(`Invalid configuration:\n  AGENT_NETWORK_DEFAULT: ${parsed.slice(1)}`);
+  }
+  return parsed as NetworkPolicy;
+}

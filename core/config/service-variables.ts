@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { group, intFrom, optionalString, optionalUrl } from './variable';
+
+/** Where the service listens, what it logs, where it keeps its data, and its HTTP behaviour. */
+export const service = group('Service', {
+  PORT: {
+    schema: intFrom(8080, 0, 65535),
+    description: 'port the API listens on',
+    readBy: ['API', 'workers'],
+  },
+  HOST: {
+    schema: z.string().default('127.0.0.1'),
+    description: "address the API (and a worker's metrics server) binds to; `0.0.0.0` in containers",
+    readBy: ['API', 'workers'],
+  },
+  TRUST_PROXY_HOPS: {
+    schema: intFrom(0, 0, 10),
+    description:
+      "reverse proxies in front of the API whose `X-Forwarded-For` entries are trusted for the client's address (rate limits by address, logs); 0: the connection's address",
+    readBy: ['API'],
+  },
+  PUBLIC_URL: {
+    schema: optionalUrl,
+    description: 'external base URL, used in `session_link` and error `type` URLs',
+    readBy: ['API', 'workers'],
+    unset: '`http://localhost:{PORT}`',
+  },
+  ERROR_REFERENCE_BASE_URL: {
+    schema: optionalUrl,
+    description: 'base of the error `type` URLs',
+    readBy: ['API'],
+    unset: '`{PUBLIC_URL}/errors`',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    description: '`debug`, `info`, `warn` or `error`',
+    readBy: ['API', 'workers'],
+  },
+  LOG_FORMAT: {
+    schema: z.enum(['json', 'pretty']).optional(),
+    description: '`json`: one JSON object per line; `pretty`: one readable line per entry',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: '`npm start` on a terminal: `pretty`; otherwise `json`',
+  },
+  AGENT_RUNS_DATA_DIR: {
+    schema: z.string().default('./.data'),
+    description:
+      'data of the embedded PostgreSQL and Temporal dev server; also where `secrets.key` and the workspaces are by default',
+    readBy: ['API', 'workers', 'npm start'],
+  },
+  SECRETS_ENCRYPTION_KEY: {
+    schema: optionalString,
+    description:
+      '32 random bytes, base64 or hex (`openssl rand -base64 32`), that encrypt MCP `env` and `headers` values at rest; the same for the API and every worker',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset: `{AGENT_RUNS_DATA_DIR}/secrets.key`, which `npm start` creates',
+  },
+  RECONCILE_INTERVAL_SECONDS: {
+    schema: intFrom(20, 1, 3600),
+    description: 'how often the API looks for runs whose workflow closed without finishing them',
+    readBy: ['API'],
+  },
+  DOWNLOAD_URL_TTL_SECONDS: {
+    schema: intFrom(3600, 1, 7 * 24 * 3600),
+    description: 'how long a signed download URL of an artifact or handoff file works',
+    readBy: ['API'],
+  },
+  SSE_HEARTBEAT_SECONDS: {
+    schema: intFrom(15, 1, 3600),
+    description:
+      'seconds between the `: ping` comments of an event stream; a client that takes nothing for two of them while data waits is dropped',
+    readBy: ['API'],
+  },
+});
+
+/** PostgreSQL: an external one, or the one `npm start` embeds. */
+export const database = group('Database', {
+  DATABASE_URL: {
+    schema: optionalString,
+    description: 'PostgreSQL connection URL',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset: embedded PostgreSQL',
+  },
+  EMBEDDED_POSTGRES_PORT: {
+    schema: intFrom(54329, 1, 65535),
+    description: 'port of the embedded PostgreSQL, used when `DATABASE_URL` is unset',
+    readBy: ['API', 'workers', 'npm start'],
+  },
+  DATABASE_QUERY_TIMEOUT_SECONDS: {
+    schema: intFrom(10, 1, 3600),
+    description:
+      'most a database query may take: the server cancels the statement a little before (`statement_timeout`: 1 s less, or a quarter less below 4 s), the client gives up at this; connecting is bounded to 5 s',
+    readBy: ['API', 'workers'],
+  },
+});
+
+/** Temporal: an external frontend, or the dev server `npm start` runs. */
+export const temporal = group('Temporal', {
+  TEMPORAL_ADDRESS: {
+    schema: optionalString,
+    description: '`host:port` of the Temporal frontend',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset: Temporal dev server',
+  },
+  TEMPORAL_NAMESPACE: {
+    schema: z.string().default('default'),
+    description: 'namespace of the run workflows',
+    readBy: ['API', 'workers', 'npm start'],
+  },
+  TEMPORAL_TASK_QUEUE: {
+    schema: z.string().default('agent-runs'),
+    description: 'shared task queue the workers poll; prefix of their workspace queues',
+    readBy: ['API', 'workers'],
+  },
+  TEMPORAL_CLI_PATH: {
+    schema: optionalString,
+    description: '`temporal` CLI used for the dev server',
+    readBy: ['npm start'],
+    unset: 'unset: `temporal` on `PATH`, else a cached or downloaded one',
+  },
+  TEMPORAL_DEV_PORT: {
+    schema: intFrom(7233, 1, 65535),
+    description: 'port of the Temporal dev server, used when `TEMPORAL_ADDRESS` is unset',
+    readBy: ['API', 'workers', 'npm start'],
+  },
+  TEMPORAL_UI_PORT: {
+    schema: intFrom(8233, 1, 65535),
+    description: "port of the dev server's Web UI",
+    readBy: ['API', 'npm start'],
+  },
+  TEMPORAL_UI_URL: {
+    schema: optionalUrl,
+    description:
+      'where the landing page (`GET /`) links the Temporal UI; none when `TEMPORAL_ADDRESS` is set without it',
+    readBy: ['API'],
+    unset: "the embedded UI's",
+  },
+  TEMPORAL_RPC_TIMEOUT_SECONDS: {
+    schema: intFrom(5, 1, 300),
+    description:
+      "deadline of each call the API makes to Temporal (and a worker's, to start runs, deliveries or schedules); past it an API request answers 503 `resource_unavailable` with `Retry-After` and changes nothing",
+    readBy: ['API', 'workers'],
+  },
+});
