@@ -6,7 +6,13 @@ import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
 import type { ResolvedAgentConfig } from '../core/run-types';
 import { recordFileArtifact } from '../db/artifacts';
 import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
-import { appendRunEvent, latestDiffDigests, recordedEventKeys, type StoredRunEvent } from '../db/run-events';
+import {
+  appendRunEvent,
+  hasRunEvent,
+  latestDiffDigests,
+  recordedEventKeys,
+  type StoredRunEvent,
+} from '../db/run-events';
 import { deliverFollowups, lockRun } from '../db/run-store';
 import { addRunUsage } from '../db/run-usage';
 import { observeToolCall, observeToolCallNotRun } from '../core/metrics';
@@ -35,6 +41,7 @@ import {
   type ToolOutcome,
 } from './tools/builtin-tools';
 import { loadRunNetworkPolicy } from './sandbox/run-network-policy';
+import { loadStepRun, type AdvertisedSkillRow, type StepRun } from '../db/run-step-reads';
 import { RunDiskLimitError, runDiskQuota } from './sandbox/run-disk';
 import { runProcesses, type RunProcesses } from './sandbox/sandboxed-process';
 import { workspaceFiles, type WorkspaceFiles } from './sandbox/workspace-files';
@@ -43,22 +50,6 @@ import { loadStepConversation, type StepConversation } from './step-conversation
 import { diffAgainstHead, patchAgainst, workspaceRepositories } from './workspace/git';
 import { baseCommitsFile, workspaceDir } from './workspace/workspace-paths';
 import { userFailure, withHeartbeat } from './workspace-activities';
-
-interface StepRun {
-  config: ResolvedAgentConfig & { max_steps?: number; max_tokens?: number };
-  team_id: string;
-  total_tokens: string;
-  advertised_skills: (AdvertisedSkillRow & Record<string, unknown>)[] | null;
-  factory_uid: string | null;
-  executor_uid: string | null;
-  agent_skill: { bundled_skill_id?: string } | null;
-}
-interface AdvertisedSkillRow {
-  name: string;
-  description: string;
-  bundled_skill_id?: string;
-  skill_path?: string;
-}
 
 const MAX_DIFF_BYTES_PER_FILE = 256 * 1024;
 const MAX_DIFF_BYTES_PER_STEP = 2 * 1024 * 1024;
@@ -219,16 +210,9 @@ export function createAgentStepActivities({ dataSource, config, logger, mcpSessi
           await lockRun(tx, runId);
           // A retried step whose model call is recorded finishes its tool calls first: a follow-up
           // may not land between the model's tool calls and their results.
-          const [recorded] = (await tx.query(`SELECT 1 FROM run_events WHERE run_id = $1 AND event_key = $2`, [
-            runId,
-            assistantKey,
-          ])) as unknown[];
-          if (!recorded) await deliverFollowups(tx, runId, turn);
+          if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
         });
-        const [run] = (await dataSource.query(
-          `SELECT config, team_id, total_tokens, advertised_skills, factory_uid, executor_uid, agent_skill FROM runs WHERE run_id = $1`,
-          [runId],
-        )) as StepRun[];
+        const run = await loadStepRun(dataSource.manager, runId);
         // A summary is written before its step's reply and never takes in the last exchange: this
         // step's reply, what followed it and the latest entry are always among those loaded.
         const conversation = await loadStepConversation(dataSource.manager, runId);

@@ -7,16 +7,11 @@ import { listFactoryAgents } from '../db/agent-identities';
 import { findFactory } from '../db/factories';
 import { recordNewRun } from '../db/run-creation';
 import { appendRunEvent } from '../db/run-events';
-import {
-  childRunStatuses,
-  countChildren,
-  findDispatchedChild,
-  runDepth,
-  unfinishedDescendants,
-} from '../db/run-lineage';
+import { childRunStatuses, findDispatchedChild, unfinishedDescendants } from '../db/run-lineage';
 import { findRun } from '../db/run-queries';
 import { recordCancelRequest } from '../db/run-store';
 import type { OrchestrationCall } from '../workflows/run-contract';
+import { checkLineage } from '../services/runs/lineage-limits';
 import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { toolCallKeys } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
@@ -102,18 +97,17 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
         return { ok: false, error: 'The factory of this run no longer exists: there is no one to dispatch to.' };
       const agent = pickAgent(await listFactoryAgents(dataSource.manager, parent.teamId, factory.uid), wanted.trim());
       if (typeof agent === 'string') return { ok: false, error: agent };
-      const depth = (await runDepth(dataSource.manager, parentRunId)) + 1;
-      if (depth > config.orchestration.maxDepth) {
+      const lineage = await checkLineage(dataSource.manager, parentRunId, config.orchestration);
+      if (!lineage.ok && lineage.limit === 'depth') {
         return {
           ok: false,
-          error: `Not dispatched: this run is already ${depth - 1} level(s) below its root run, and runs may be at most ${config.orchestration.maxDepth} levels deep (ORCHESTRATION_MAX_DEPTH). Do this part of the work yourself.`,
+          error: `Not dispatched: this run is already ${lineage.parentDepth} level(s) below its root run, and runs may be at most ${lineage.max} levels deep (ORCHESTRATION_MAX_DEPTH). Do this part of the work yourself.`,
         };
       }
-      const children = await countChildren(dataSource.manager, parentRunId);
-      if (children >= config.orchestration.maxChildrenPerRun) {
+      if (!lineage.ok) {
         return {
           ok: false,
-          error: `Not dispatched: this run already dispatched ${children} runs, the most one run may (ORCHESTRATION_MAX_CHILDREN_PER_RUN). Wait for them and reuse their results, or do the work yourself.`,
+          error: `Not dispatched: this run already dispatched ${lineage.children} runs, the most one run may (ORCHESTRATION_MAX_CHILDREN_PER_RUN). Wait for them and reuse their results, or do the work yourself.`,
         };
       }
       const resolved = withFactoryDefaults(

@@ -37,14 +37,14 @@ export function createScheduleActivities({ dataSource, config, logger, temporal,
         return { skipped: `schedule ${scheduleId} no longer exists; its Temporal Schedule was deleted` };
       }
       try {
-        const response = await runService.createRun(
+        const created = await runService.createRun(
           schedulePrincipal(schedule),
           scheduledRunRequest(schedule, secretsKey),
           `schedule-firing:${firingId}`,
           { source: 'SCHEDULED_AGENT', schedule: runScheduleRef(schedule) },
         );
         await recordSpawnOutcome(dataSource.manager, scheduleId, null);
-        return { runId: (response.body as { run_id: string }).run_id };
+        return { runId: created.runId };
       } catch (err) {
         const refused = err instanceof ApiError && err.status < 500;
         const { attempt } = Context.current().info;

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { findWorkspaceHolder, recordWorkspaceHolder } from '../db/run-workspaces';
+import { loadProvisionedRun, recordResolvedSkills, type ProvisionedRun } from '../db/run-step-reads';
 import { workspaceRootOf } from './workspace/workspace-root';
 import { removeRunWorkspace } from './workspace/remove-workspace';
 import { exceeded as diskExceeded, runDiskQuota } from './sandbox/run-disk';
@@ -66,12 +67,6 @@ export async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-interface RunRow {
-  config: ResolvedAgentConfig;
-  team_id: string;
-  factory_uid: string | null;
-}
-
 /**
  * Workspace activities: provisioning runs on any worker and returns the task queue of the worker
  * that now holds the workspace; everything else that touches the workspace runs there.
@@ -92,11 +87,8 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
     );
   }
 
-  async function loadRun(runId: string): Promise<RunRow> {
-    const [run] = (await dataSource.query(`SELECT config, team_id, factory_uid FROM runs WHERE run_id = $1`, [
-      runId,
-    ])) as RunRow[];
-    return run!;
+  async function loadRun(runId: string): Promise<ProvisionedRun> {
+    return (await loadProvisionedRun(dataSource.manager, runId))!;
   }
 
   async function note(runId: string, turn: number, key: string, message: string) {
@@ -461,25 +453,15 @@ export function createWorkspaceActivities({ dataSource, config, workspaceQueue, 
 
         const name = run.config.name ?? (agentSkill?.name as string | undefined);
         await dataSource.transaction(async (tx) => {
-          await tx.query(
-            `UPDATE runs SET advertised_skills = $2::jsonb,
-                    agent_skill = COALESCE($3::jsonb, agent_skill),
-                    config = CASE WHEN $4::text IS NULL THEN config ELSE config || jsonb_build_object('name', $4::text) END
-                            || CASE WHEN $5::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('base_prompt', $5::text) END,
-                    name = COALESCE(name, $4::text)
-              WHERE run_id = $1`,
-            [
-              runId,
-              JSON.stringify(
-                advertised.map(({ name: n, description, source }) => ({ name: n, description, ...source })),
-              ),
-              agentSkill ? JSON.stringify(agentSkill) : null,
-              run.config.name ? null : (name ?? null),
+          await recordResolvedSkills(tx, runId, {
+            advertised: advertised.map(({ name: n, description, source }) => ({ name: n, description, ...source })),
+            agentSkill,
+            name: run.config.name ? null : (name ?? null),
+            basePrompt:
               basePrompt === undefined || run.config.base_prompt?.includes(basePrompt)
                 ? null
                 : [run.config.base_prompt, basePrompt].filter(Boolean).join('\n\n'),
-            ],
-          );
+          });
           await appendRunEvent(tx, {
             runId,
             eventKey: `config-t${turn}`,

@@ -1,9 +1,4 @@
-import {
-  isKeysetPosition,
-  type KeysetOrder,
-  type KeysetPage,
-  type ResourcePageRequest,
-} from '../db/keyset-page';
+import { isKeysetPosition, type KeysetOrder, type KeysetPage, type ResourcePageRequest } from '../db/keyset-page';
 import type { Context } from 'koa';
 import { invalid } from '../core/api-error';
 import { principalOf } from './middleware/auth';

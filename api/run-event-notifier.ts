@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { isShuttingDown } from '../core/shutdown-signal';
 import type { Logger } from '../core/logger';
+import { listenTo, pingDatabase } from '../db/probes';
 import { RUN_EVENTS_CHANNEL } from '../db/run-events';
 
 /** How the listening connection shows in `pg_stat_activity` (operators, and the test that cuts it). */
@@ -98,7 +99,7 @@ export function createRunEventNotifier(options: RunEventNotifierOptions): RunEve
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${RUN_EVENTS_CHANNEL}`);
+      await listenTo(client, RUN_EVENTS_CHANNEL);
     } catch (err) {
       onLost(err);
       return;
@@ -117,7 +118,7 @@ export function createRunEventNotifier(options: RunEventNotifierOptions): RunEve
   const probe = () => {
     const client = current;
     if (!client) return;
-    client.query('SELECT 1').catch((err: unknown) => client.emit('error', err));
+    pingDatabase(client).catch((err: unknown) => client.emit('error', err));
   };
 
   const start = () => {

@@ -13,7 +13,7 @@ import {
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
-import { createApiKey } from '../db/api-keys';
+import { countApiKeys, createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { DataDirInUseError, lockDataDir } from '../infra/data-dir-lock';
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     intervalSeconds: config.reconcileIntervalSeconds,
   });
 
-  const [{ count }] = (await dataSource.query(`SELECT count(*)::int AS count FROM api_keys`)) as [{ count: number }];
+  const count = await countApiKeys(dataSource);
   say('');
   say(`Agent runs API:  ${config.publicUrl}/api/v1`);
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);

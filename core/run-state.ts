@@ -21,12 +21,37 @@ export function isTerminal(state: RunState): state is TerminalRunState {
 
 /**
  * Order of states within one turn of a run. A write may only move a run forward in this
- * order; a follow-up after a terminal state starts a new turn at QUEUED.
+ * order; a follow-up after a terminal state starts a new turn at QUEUED. The SQL guard of
+ * db/run-store.ts is built from this function: the order is written down once.
  */
 export function stateRank(state: RunState): number {
   if (state === 'QUEUED') return 0;
   if (state === 'INPROGRESS') return 1;
   return 2;
+}
+
+/** The ways a run's state changes, each with who makes it. */
+export type RunMove =
+  /** Within a turn, only forward (the workflow's activities, the reconciler). */
+  | 'forward'
+  /** A terminal run's next turn, QUEUED (a follow-up, or admission finding one waiting). */
+  | 'reopen'
+  /** Back to how the previous turn ended: a follow-up that alone reopened the run, taken back undelivered. */
+  | 'withdraw';
+
+/**
+ * Whether `from` may become `to` by `move`: the one table of run-state changes. Every writer of
+ * a run's state (db/run-store.ts, db/followups.ts) asks it or applies its SQL form.
+ */
+export function isAllowedMove(from: RunState, to: RunState, move: RunMove): boolean {
+  switch (move) {
+    case 'forward':
+      return stateRank(from) < stateRank(to);
+    case 'reopen':
+      return isTerminal(from) && to === 'QUEUED';
+    case 'withdraw':
+      return from === 'QUEUED' && isTerminal(to);
+  }
 }
 
 /** Every `source` the official clients know (`RunSourceType`); all are valid list filters. */

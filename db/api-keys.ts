@@ -178,3 +178,9 @@ export async function authenticateKey(dataSource: DataSource, rawKey: string): P
     role: row.role,
   };
 }
+
+/** How many keys exist in all (revoked ones too): none means a first start. */
+export async function countApiKeys(dataSource: DataSource): Promise<number> {
+  const [{ count }] = (await dataSource.query(`SELECT count(*)::int AS count FROM api_keys`)) as [{ count: number }];
+  return count;
+}

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
-import type { RunState } from '../core/run-state';
+import { isAllowedMove, type RunState } from '../core/run-state';
 import { lockRun, reopenRun } from './run-store';
 
 /** What a follow-up changed on its run, so that it can be taken back if it is never delivered. */
@@ -74,7 +74,7 @@ export async function withdrawFollowup(
   if (
     reopened &&
     locked &&
-    locked.state === 'QUEUED' &&
+    isAllowedMove(locked.state, reopened.row.state as RunState, 'withdraw') &&
     locked.turn === reopened.turn + 1 &&
     locked.pendingFollowups === 1
   ) {

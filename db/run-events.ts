@@ -257,3 +257,12 @@ export async function hasLoadedBundledSkill(manager: EntityManager, runId: strin
   )) as unknown[];
   return rows.length > 0;
 }
+
+/** Whether the run has an entry with this key. */
+export async function hasRunEvent(manager: EntityManager, runId: string, eventKey: string): Promise<boolean> {
+  const rows = (await manager.query(`SELECT 1 FROM run_events WHERE run_id = $1 AND event_key = $2`, [
+    runId,
+    eventKey,
+  ])) as unknown[];
+  return rows.length > 0;
+}

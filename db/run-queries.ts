@@ -223,3 +223,16 @@ export function rowToRun(row: Record<string, unknown>): Run {
     updatedAt: row.updated_at as Date,
   };
 }
+
+/** Whether the team has a run in that conversation. */
+export async function isConversationOfTeam(
+  manager: EntityManager,
+  conversationId: string,
+  teamId: string,
+): Promise<boolean> {
+  const rows = (await manager.query(`SELECT 1 FROM runs WHERE conversation_id = $1 AND team_id = $2 LIMIT 1`, [
+    conversationId,
+    teamId,
+  ])) as unknown[];
+  return rows.length > 0;
+}

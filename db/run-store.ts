@@ -1,11 +1,17 @@
 import type { EntityManager } from 'typeorm';
 import { storableJson } from './storable';
-import type { RunState } from '../core/run-state';
+import { isAllowedMove, RUN_STATES, stateRank, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { appendRunEvent } from './run-events';
 
-/** SQL rank of a state within a turn; mirrors `stateRank` in core/run-state. */
-const RANK = (col: string) => `(CASE ${col} WHEN 'QUEUED' THEN 0 WHEN 'INPROGRESS' THEN 1 ELSE 2 END)`;
+/** SQL rank of a state within a turn, built from `stateRank` (core/run-state.ts): the order is written once. */
+const RANK = (col: string) =>
+  `(CASE ${col} ${RUN_STATES.map((s) => `WHEN '${s}' THEN ${stateRank(s)}`).join(' ')} END)`;
+/** The states a run may be cancelled from (a forward move to CANCELLED). */
+const CANCELLABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'CANCELLED', 'forward'));
+/** The states a run may be reopened from by a follow-up. */
+const REOPENABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'QUEUED', 'reopen'));
+const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 const BUMP_UPDATED_AT = `updated_at = GREATEST(clock_timestamp(), updated_at + interval '1 millisecond')`;
 
 /** Serialises writers of one run; also taken by the API around creating a run and its workflow. */
@@ -35,12 +41,13 @@ export async function lockRun(manager: EntityManager, runId: string): Promise<Lo
 /** Moves a run in a terminal state back to QUEUED in a new turn (queued for a slot anew). Caller holds the row lock. */
 export async function reopenRun(manager: EntityManager, runId: string, currentTurn: number): Promise<number> {
   const turn = currentTurn + 1;
-  await manager.query(
+  const [, reopened] = (await manager.query(
     `UPDATE runs SET state = 'QUEUED', turn = $2, status_message = NULL, ended_at = NULL, queued_at = clock_timestamp(),
             cancel_requested_at = NULL, cancel_requested_by = NULL, cancel_followup_seq = NULL, ${BUMP_UPDATED_AT}
-      WHERE run_id = $1`,
-    [runId, turn],
-  );
+      WHERE run_id = $1 AND turn = $3 AND state IN (${sqlList(REOPENABLE)})`,
+    [runId, turn, currentTurn],
+  )) as [unknown[], number];
+  if (reopened !== 1) throw new Error(`run ${runId} is not in a state a follow-up reopens (turn ${currentTurn})`);
   await appendRunEvent(manager, {
     runId,
     eventKey: `state-t${turn}-QUEUED`,
@@ -69,7 +76,7 @@ export async function applyTransition(
   const result = (await manager.query(
     `UPDATE runs SET state = $3::text, status_message = $4::jsonb, ${BUMP_UPDATED_AT},
             started_at = CASE WHEN $3::text = 'INPROGRESS' THEN COALESCE(started_at, clock_timestamp()) ELSE started_at END,
-            ended_at = CASE WHEN ${RANK('$3::text')} = 2 THEN clock_timestamp() ELSE ended_at END
+            ended_at = CASE WHEN ${RANK('$3::text')} = ${stateRank('SUCCEEDED')} THEN clock_timestamp() ELSE ended_at END
       WHERE run_id = $1 AND turn = $2 AND ${RANK('state')} < ${RANK('$3::text')}
       RETURNING run_id`,
     [input.runId, input.turn, input.state, input.statusMessage ? storableJson(input.statusMessage) : null],
@@ -96,7 +103,7 @@ export async function applyCancellation(manager: EntityManager, runId: string, t
             status_message = jsonb_build_object(
               'message', 'Run cancelled by ' || COALESCE(cancel_requested_by, 'an operator (workflow cancelled in Temporal)') || '.',
               'retryable', false)
-      WHERE run_id = $1 AND state IN ('QUEUED', 'INPROGRESS') AND ($2::int IS NULL OR turn = $2::int)
+      WHERE run_id = $1 AND state IN (${sqlList(CANCELLABLE)}) AND ($2::int IS NULL OR turn = $2::int)
       RETURNING turn, status_message`,
     [runId, turn ?? null],
   )) as [{ turn: number; status_message: RunStatusMessage }[], number];

@@ -1,7 +1,8 @@
 import type { ActivityDeps } from '../activities/deps';
 import { createRunStoreActivities } from '../activities/run-store-activities';
 import { createLogger } from '../core/logger';
-import { lockRun, recordCancelRequest } from '../db/run-store';
+import { isAllowedMove, RUN_STATES } from '../core/run-state';
+import { applyTransition, lockRun, recordCancelRequest } from '../db/run-store';
 import { insertRunCopy } from './helpers/run-copies';
 import { recordFollowup, withdrawFollowup } from '../db/followups';
 import { withdrawUnstartedRun } from '../db/run-creation';
@@ -88,4 +89,23 @@ test('a cancel recorded again after a follow-up reopened the run leaves the new 
   expect(
     await ctx.dataSource.query(`SELECT seq FROM followups WHERE run_id = $1 AND delivered_at IS NULL`, [runId]),
   ).toEqual([{ seq: 1 }]);
+});
+
+test('the database moves a run forward exactly as core/run-state.ts allows, for every pair of states', async () => {
+  const { key } = await ctx.newTeamKey();
+  const template = await endedRun(key);
+  const outcomes: string[] = [];
+  const expected: string[] = [];
+  for (const from of RUN_STATES) {
+    for (const to of RUN_STATES) {
+      const runId = await insertRunCopy(ctx.dataSource, template, { state: from, turn: 1 });
+      const applied = await ctx.dataSource.transaction((tx) => applyTransition(tx, { runId, turn: 1, state: to }));
+      const [row] = (await ctx.dataSource.query(`SELECT state FROM runs WHERE run_id = $1`, [runId])) as {
+        state: string;
+      }[];
+      outcomes.push(`${from}->${to}: ${applied ? 'applied' : 'refused'} ${row!.state}`);
+      expected.push(`${from}->${to}: ${isAllowedMove(from, to, 'forward') ? `applied ${to}` : `refused ${from}`}`);
+    }
+  }
+  expect(outcomes).toEqual(expected);
 });

@@ -1,6 +1,7 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
+import { pingDatabase } from '../db/probes';
 import { isDependencyDown } from '../core/dependency-errors';
 import type { Logger } from '../core/logger';
 import { runIdOfWorkflowId } from '../workflows/run-contract';
@@ -17,7 +18,7 @@ const PROBE_INTERVAL_MS = 1000;
  */
 export function waitOutDatabaseOutages(dataSource: DataSource, logger: Logger): ActivityInterceptorsFactory {
   const databaseAnswers = () =>
-    dataSource.query('SELECT 1').then(
+    pingDatabase(dataSource).then(
       () => true,
       () => false,
     );

@@ -2,6 +2,7 @@ import { Client as PgClient } from 'pg';
 import { isShuttingDown } from '../core/shutdown-signal';
 import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { startUnstartedDeliveries, type DeliveryStarterDeps } from '../activities/webhooks/start-deliveries';
+import { listenTo } from '../db/probes';
 import { WEBHOOK_DELIVERIES_CHANNEL } from '../db/webhook-deliveries';
 
 const RECONNECT_MIN_MS = 1000;
@@ -73,7 +74,7 @@ export function startWebhookDispatcher(deps: DeliveryStarterDeps): WebhookDispat
     pg.on('notification', drain);
     try {
       await pg.connect();
-      await pg.query(`LISTEN ${WEBHOOK_DELIVERIES_CHANNEL}`);
+      await listenTo(pg, WEBHOOK_DELIVERIES_CHANNEL);
       reconnectDelay = RECONNECT_MIN_MS;
       drain();
     } catch (err) {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
+import { pingDatabase } from '../../db/probes';
 
 export interface HealthDeps {
   dataSource: DataSource;
@@ -40,7 +41,7 @@ export function createHealthRouter(deps: HealthDeps): Router {
   });
   router.get('/readyz', async (ctx) => {
     const checks: Record<string, string> = {
-      database: await check(() => deps.dataSource.query('SELECT 1')),
+      database: await check(() => pingDatabase(deps.dataSource)),
       temporal: await check(() =>
         deps.temporalConnection.workflowService.describeNamespace({ namespace: deps.namespace }),
       ),

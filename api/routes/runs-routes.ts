@@ -9,7 +9,8 @@ import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
 import { invalid, notFound } from '../../core/api-error';
 import { toHandoffItem, type DownloadSigner } from '../../services/views/artifact-views';
-import { readIdempotencyKey, type StoredResponse } from '../../services/runs/idempotency';
+import { readIdempotencyKey, REPLAYED_HEADER } from '../../services/runs/idempotency';
+import type { RunAccepted } from '../../services/runs/run-service';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../../services/views/run-item';
@@ -27,13 +28,14 @@ export interface RunsRoutesDeps {
 
 const emptyBodySchema = z.strictObject({});
 
-function send(
-  ctx: { status: number; body: unknown; set(name: string, value: string): void },
-  response: StoredResponse,
-): void {
-  ctx.status = response.status;
-  for (const [name, value] of Object.entries(response.headers)) ctx.set(name, value);
-  ctx.body = response.body;
+type Answerable = { status: number; body: unknown; set(name: string, value: string): void };
+
+/** 201 with the new run (or the replay of its creation). */
+function answerCreated(ctx: Answerable, run: RunAccepted): void {
+  ctx.status = 201;
+  ctx.set('Location', `/api/v1/agent/runs/${run.runId}`);
+  if (run.replayed) ctx.set(REPLAYED_HEADER, 'true');
+  ctx.body = { run_id: run.runId, task_id: run.runId, state: run.state };
 }
 
 /** The run endpoints of the wire contract (plus the older `POST /agent/run`). */
@@ -51,7 +53,7 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     rejectQueryParameters(ctx.query);
     const body = validate(createRunSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
-    send(ctx, await runService.createRun(principalOf(ctx.state), body, key));
+    answerCreated(ctx, await runService.createRun(principalOf(ctx.state), body, key));
   };
   router.post('/agent/runs', create);
   router.post('/agent/run', create);
@@ -60,7 +62,7 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     rejectQueryParameters(ctx.query);
     const body = validate(factoryDispatchSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
-    send(ctx, await runService.dispatchToFactory(principalOf(ctx.state), ctx.params.uid!, body, key));
+    answerCreated(ctx, await runService.dispatchToFactory(principalOf(ctx.state), ctx.params.uid!, body, key));
   });
 
   router.get('/agent/runs', async (ctx) => {
@@ -110,7 +112,10 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     rejectQueryParameters(ctx.query);
     const body = validate(followupSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
-    send(ctx, await runService.sendFollowup(principalOf(ctx.state), ctx.params.runId!, body, key));
+    const accepted = await runService.sendFollowup(principalOf(ctx.state), ctx.params.runId!, body, key);
+    ctx.status = 200;
+    if (accepted.replayed) ctx.set(REPLAYED_HEADER, 'true');
+    ctx.body = { run_id: accepted.runId, state: accepted.state };
   });
 
   router.post('/agent/runs/:runId/cancel', async (ctx) => {

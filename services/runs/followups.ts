@@ -1,0 +1,62 @@
+import { ApiError, notFound } from '../../core/api-error';
+import { isUuid } from '../../core/ids';
+import { isTerminal } from '../../core/run-state';
+import type { FollowupRequest } from '../../core/schemas/run-schemas';
+import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../../db/followups';
+import { deleteIdempotencyRecord } from '../../db/idempotency-records';
+import { followupSignal, RUN_WORKFLOW_TYPE, type AgentRunWorkflow } from '../../workflows/run-contract';
+import type { StoredResponse } from './idempotency';
+import { ORCHESTRATE_MODE_WHY } from './run-request-fields';
+import type { RunServiceDeps, RunWrites } from './run-writes';
+import { runWorkflowOptions } from './run-workflow-options';
+
+/** `POST /agent/runs/{id}/followups`: recorded with the run's row locked, then signalled to its workflow. */
+export function createFollowups({ config, temporal }: RunServiceDeps, writes: RunWrites) {
+  const { claimFor, recordThenCall, withIdempotency, lockTeamRun } = writes;
+  return {
+    async sendFollowup(
+      principal: AuthenticatedPrincipal,
+      runId: string,
+      body: FollowupRequest,
+      idempotencyKey: string | undefined,
+    ): Promise<StoredResponse> {
+      if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
+      if (body.mode === 'orchestrate') {
+        throw new ApiError(
+          'feature_not_available',
+          `\`mode\` "orchestrate" is not available here: ${ORCHESTRATE_MODE_WHY}`,
+        );
+      }
+      const claim = claimFor(principal, `followup:${runId}`, idempotencyKey, body);
+      let recorded: RecordedFollowup | undefined;
+      return recordThenCall(
+        (fire) =>
+          withIdempotency(principal, claim, async (tx) => {
+            const { run, locked } = await lockTeamRun(tx, principal, runId);
+            recorded = await recordFollowup(
+              tx,
+              { runId, message: body.message, mode: body.mode ?? 'normal', creatorUid: principal.uid, locked },
+              isTerminal(locked.state),
+            );
+            const { seq, state } = recorded;
+            // The workflow reads follow-ups under the row lock held here, so it sees this one
+            // once the transaction commits, and never a rolled-back one.
+            fire(() =>
+              temporal.workflow.signalWithStart<AgentRunWorkflow, [{ seq: number }]>(RUN_WORKFLOW_TYPE, {
+                ...runWorkflowOptions(config, run, state),
+                signal: followupSignal,
+                signalArgs: [{ seq }],
+              }),
+            );
+            return { status: 200, body: { run_id: runId, state }, headers: {} };
+          }),
+        async (tx) => {
+          const withdrawn = await withdrawFollowup(tx, runId, recorded!);
+          if (withdrawn && claim) await deleteIdempotencyRecord(tx, claim);
+          return withdrawn;
+        },
+      );
+    },
+  };
+}
