@@ -3,7 +3,6 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
-import type { ResolvedAgentConfig } from '../core/run-types';
 import { recordFileArtifact } from '../db/artifacts';
 import { replaceHandoffAttachments, type FileContent } from '../db/attachments';
 import {

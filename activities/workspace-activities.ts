@@ -10,7 +10,6 @@ import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ATTACHMENTS_DIR } from '../core/attachments';
 import { isGitOwnerAllowed } from '../core/git-owners';
-import type { ResolvedAgentConfig } from '../core/run-types';
 import { loadRunAttachments } from '../db/attachments';
 import { findEnvironment, markEnvironmentSetupFailed, type Environment } from '../db/environments';
 import { appendRunEvent } from '../db/run-events';
