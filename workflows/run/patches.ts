@@ -1,0 +1,14 @@
+/**
+ * Executions that took this patch provision through the capacity-aware provisioning queue, tell
+ * a dead workspace worker by its lapsed lease instead of by how long a task waited, wait for a
+ * cancelled step to finish unwinding, and remove an abandoned workspace only if it is still the
+ * one they left.
+ */
+export const WORKSPACE_LEASE_PATCH = 'workspace-worker-lease';
+/** Executions that took this patch cancel the run's unfinished descendants when it is cancelled. */
+export const CANCEL_DESCENDANTS_PATCH = 'cancel-descendants';
+/**
+ * Executions that took this patch wait, QUEUED, for a slot of their team (TEAM_MAX_CONCURRENT_RUNS)
+ * before each turn starts, and wake the team's waiting runs when a turn ends.
+ */
+export const TEAM_ADMISSION_PATCH = 'team-admission';

@@ -1,0 +1,176 @@
+import {
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  isCancellation,
+  patched,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { RunState, TerminalRunState } from '../../core/run-state';
+import type { RunStatusMessage } from '../../core/run-types';
+import { createOrchestrator, tellParent } from '../orchestration';
+import {
+  admissionSignal,
+  followupSignal,
+  runStateQuery,
+  searchAttributes,
+  type AgentRunWorkflow,
+  type RunWorkflowInput,
+} from '../run-contract';
+import { runActivityProxies, type RunActivityProxies } from './activity-proxies';
+import { classifyFailure } from './failures';
+import { TEAM_ADMISSION_PATCH, WORKSPACE_LEASE_PATCH } from './patches';
+import { RunWorkspace } from './workspace';
+
+/** How often a waiting run looks again for a slot on its own, should a wake-up signal be lost. */
+const ADMISSION_RECHECK = '1 minute';
+
+/**
+ * What one execution of a run's workflow holds in memory: its state for queries, whether a
+ * follow-up or a freed slot was signalled, the turn it works on, its workspace, and the
+ * activities it calls. Its methods are the named steps of agentRunWorkflow.
+ */
+export class RunExecution {
+  followupPending = false;
+  private slotMayHaveFreed = false;
+  private state: RunState | 'STARTING' = 'STARTING';
+  /** The turn this execution last admitted or started: a cancel is recorded against it, and only it. */
+  knownTurn: number | undefined;
+  // Asked first, in this order: where a patch is first asked decides where its marker is.
+  private readonly leased = patched(WORKSPACE_LEASE_PATCH);
+  private readonly admission = patched(TEAM_ADMISSION_PATCH);
+  readonly activities: RunActivityProxies;
+  readonly workspace: RunWorkspace;
+  private readonly orchestrator: ReturnType<typeof createOrchestrator>;
+
+  constructor(private readonly input: RunWorkflowInput) {
+    setHandler(followupSignal, () => {
+      this.followupPending = true;
+    });
+    setHandler(admissionSignal, () => {
+      this.slotMayHaveFreed = true;
+    });
+    setHandler(runStateQuery, () => this.state);
+    this.activities = runActivityProxies(input.settings, this.leased);
+    this.workspace = new RunWorkspace(input, this.activities, this.leased);
+    this.orchestrator = createOrchestrator(input.runId, this.activities.store);
+  }
+
+  get runId(): string {
+    return this.input.runId;
+  }
+
+  private get parent() {
+    return this.input.parentRunId ? { parentRunId: this.input.parentRunId } : {};
+  }
+
+  setState(to: RunState): void {
+    this.state = to;
+    upsertSearchAttributes([{ key: searchAttributes.state, value: to }]);
+  }
+
+  /** Before a history grows too long, at a point where the run holds nothing in memory: starts afresh. */
+  async continueAsNewIfSuggested(): Promise<void> {
+    if (!workflowInfo().continueAsNewSuggested) return;
+    await continueAsNew<AgentRunWorkflow>({
+      runId: this.input.runId,
+      settings: this.input.settings,
+      workspaceQueue: this.workspace.queue,
+      workspaceId: this.workspace.id,
+      workerHost: this.input.workerHost,
+      ...this.parent,
+    });
+  }
+
+  /** A fresh execution for a follow-up sent after a cancel. */
+  async continueAfterCancel(): Promise<never> {
+    return continueAsNew<AgentRunWorkflow>({
+      runId: this.input.runId,
+      settings: this.input.settings,
+      workerHost: this.input.workerHost,
+      ...this.parent,
+    });
+  }
+
+  /**
+   * Waits, QUEUED, until the team's quota admits the run's next turn. Admission is decided in
+   * PostgreSQL (in the order runs were queued), so neither a restart nor a replay lets a run in
+   * early; the wait is a signal with a periodic look as its fallback.
+   */
+  async admitted(): Promise<void> {
+    if (!this.admission) return;
+    for (;;) {
+      this.slotMayHaveFreed = false;
+      const admission = await this.activities.store.admitRun({ runId: this.input.runId });
+      // Absent from results recorded before it was returned.
+      if (admission.turn !== undefined) this.knownTurn = admission.turn;
+      if (admission.admitted) return;
+      await condition(
+        () => this.slotMayHaveFreed,
+        admission.recheckSeconds ? admission.recheckSeconds * 1000 : ADMISSION_RECHECK,
+      );
+      await this.continueAsNewIfSuggested();
+    }
+  }
+
+  /** Starts (or resumes) the turn to work on; null when there is none. */
+  async startTurn(): Promise<{ turn: number | null; idleTimeoutMinutes: number }> {
+    const started = await this.activities.store.startTurn({ runId: this.input.runId });
+    if (started.turn !== null) this.knownTurn = started.turn;
+    return started;
+  }
+
+  /** The run's turn ended: a slot of its team may have freed. */
+  async slotFreed(): Promise<void> {
+    if (this.admission) await this.activities.store.wakeWaitingRuns({ runId: this.input.runId });
+  }
+
+  /** Waits out the idle window for a follow-up; says whether one came. */
+  async followupWithin(idleTimeoutMinutes: number): Promise<boolean> {
+    return idleTimeoutMinutes > 0 ? condition(() => this.followupPending, idleTimeoutMinutes * 60_000) : false;
+  }
+
+  /** Works one turn from INPROGRESS to a terminal state, starting at `firstStep`. */
+  async runTurn(turn: number, firstStep: number): Promise<void> {
+    const { runId } = this.input;
+    const { store, onWorkspace } = this.activities;
+    let step = firstStep;
+    let to: TerminalRunState = 'SUCCEEDED';
+    let statusMessage: RunStatusMessage | undefined;
+    try {
+      await this.workspace.run(turn, async () => undefined);
+      for (;;) {
+        // Each step first appends the follow-ups recorded so far, so they join at this boundary.
+        this.followupPending = false;
+        const runStep = () =>
+          this.workspace.run(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
+        let outcome = await runStep();
+        // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
+        while (outcome.orchestration) {
+          for (const call of outcome.orchestration) await this.orchestrator.carryOut(turn, step, call);
+          outcome = await runStep();
+        }
+        const { done } = outcome;
+        step += 1;
+        if (done && !this.followupPending) break;
+        if (workflowInfo().continueAsNewSuggested) {
+          await continueAsNew<AgentRunWorkflow>({
+            ...this.input,
+            workspaceQueue: this.workspace.queue,
+            workspaceId: this.workspace.id,
+            resume: { turn, step },
+          });
+        }
+      }
+    } catch (err) {
+      if (isCancellation(err) || err instanceof ContinueAsNew) throw err;
+      ({ to, statusMessage } = classifyFailure(err));
+    }
+    await store.recordTransition({ runId, turn, state: to, statusMessage });
+    this.setState(to);
+    await this.slotFreed();
+    if (this.input.parentRunId) await tellParent(this.input.parentRunId, { runId, state: to });
+  }
+}
