@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { Run } from '../db/entities/run';
+import type { Run } from '../db/rows/run';
 import { loadPendingFollowupsPage, type PendingFollowup } from '../db/followup-queries';
 import { loadConversationEvents, type StoredRunEvent } from '../db/run-events';
 import type { ActionPosition } from './conversation-query';

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { Run } from '../db/entities/run';
+import type { Run } from '../db/rows/run';
 import type { StoredRunEvent } from '../db/run-events';
 import { eventData, lastEventIdOf, parseStreamStart, type RunEventStreams } from './run-event-stream';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';

@@ -1,5 +1,5 @@
 import { isTerminal } from '../core/run-state';
-import type { Run } from '../db/entities/run';
+import type { Run } from '../db/rows/run';
 import type { StoredRunEvent } from '../db/run-events';
 import type { PendingFollowup } from '../db/followup-queries';
 import type { ChildRunStatus } from '../db/run-lineage';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config';
 import { createApiKey, listApiKeys, revokeApiKey, setApiKeyRole, UnknownAgentError } from '../db/api-keys';
-import { KEY_ROLES, type KeyRole } from '../db/entities/api-key';
+import { KEY_ROLES, type KeyRole } from '../db/rows/api-key';
 
 const isKeyRole = (value: string): value is KeyRole => (KEY_ROLES as readonly string[]).includes(value);
 import { runMigrations } from '../db/data-source';

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
 import { createAgentIdentity, defaultIdentityFields } from './agent-identities';
-import type { ApiKey, ApiKeyKind, KeyRole } from './entities/api-key';
-import type { PrincipalType } from './entities/principal';
+import type { ApiKey, ApiKeyKind, KeyRole } from './rows/api-key';
+import type { PrincipalType } from './rows/principal';
 
 const KEY_PREFIX = 'ark';
 

@@ -2,13 +2,6 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { Logger } from '../core/logger';
 import { createDatabaseGate, type DatabaseGate, type DatabaseState } from './database-gate';
 import { guardedPg } from './guarded-pg';
-import { ApiKeyEntity } from './entities/api-key';
-import { FollowupEntity } from './entities/followup';
-import { IdempotencyRecordEntity } from './entities/idempotency-record';
-import { PrincipalEntity } from './entities/principal';
-import { RunEntity } from './entities/run';
-import { RunEventEntity } from './entities/run-event';
-import { TeamEntity } from './entities/team';
 import { InitialSchema1763780000000 } from './migrations/1763780000000-initial-schema';
 import { Environments1763790000000 } from './migrations/1763790000000-environments';
 import { WorkerLeases1763800000000 } from './migrations/1763800000000-worker-leases';
@@ -27,16 +20,6 @@ import { RunEventOrder1763920000000 } from './migrations/1763920000000-run-event
 import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-load-index';
 import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
 import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-workspace-holders';
-
-export const ENTITIES = [
-  TeamEntity,
-  PrincipalEntity,
-  ApiKeyEntity,
-  RunEntity,
-  FollowupEntity,
-  RunEventEntity,
-  IdempotencyRecordEntity,
-];
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -92,7 +75,8 @@ export function createDataSource(
       type: 'postgres',
       url: databaseUrl,
       driver: guardedPg(gate),
-      entities: ENTITIES,
+      // No TypeORM entities: every query is SQL of db/, behind a function named for what it does.
+      entities: [],
       migrations: MIGRATIONS,
       synchronize: false,
       migrationsRun: false,

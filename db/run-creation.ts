@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { PromptAttachment, RunEventPayloads } from '../core/run-events';
-import type { Run } from './entities/run';
+import type { Run } from './rows/run';
 import { lockRunCreation } from './run-store';
 
 /**

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { RunSource, RunState } from '../core/run-state';
-import type { Run } from './entities/run';
+import type { Run } from './rows/run';
 
 export type RunSortField = 'updated_at' | 'created_at' | 'title';
 export type SortOrder = 'asc' | 'desc';

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { ResolvedAgentConfig } from '../core/run-types';
-import type { PrincipalType } from './entities/principal';
+import type { PrincipalType } from './rows/principal';
 import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 /** A principal as a schedule names it (who created it, who changed it last). */

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { WebhookDeliveryStatus } from '../core/webhooks';
 import { toArtifact, type FileArtifact } from './artifacts';
-import type { Run } from './entities/run';
+import type { Run } from './rows/run';
 import { rowToRun } from './run-queries';
 
 /** The channel the delivery trigger (migration 1763880000000) notifies at each commit that recorded deliveries. */

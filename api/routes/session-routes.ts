@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isSessionId } from '../../core/ids';
-import type { Run } from '../../db/entities/run';
+import type { Run } from '../../db/rows/run';
 import { loadPendingFollowupsPage } from '../../db/followup-queries';
 import { hasRunEvents, loadRunEventsPage } from '../../db/run-events';
 import { childRunStatuses } from '../../db/run-lineage';

@@ -3,7 +3,7 @@
  * the API (create, factory dispatch, schedule firings) and the worker (runs a foreman dispatches).
  */
 import type { AgentIdentity } from '../../db/agent-identities';
-import type { Run, RunScheduleRef } from '../../db/entities/run';
+import type { Run, RunScheduleRef } from '../../db/rows/run';
 import type { Factory } from '../../db/factories';
 import { newSessionId } from '../../core/ids';
 import type { ResolvedAgentConfig } from '../../core/run-types';

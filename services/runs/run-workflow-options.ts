@@ -1,7 +1,7 @@
 import type { SearchAttributePair } from '@temporalio/common';
 import type { Config } from '../../core/config';
 import type { RunState } from '../../core/run-state';
-import type { Run } from '../../db/entities/run';
+import type { Run } from '../../db/rows/run';
 import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../../workflows/run-contract';
 
 /** What the run workflow is started with: its id, queue, input, and what operators search by. */

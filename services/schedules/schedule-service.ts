@@ -13,7 +13,7 @@ import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
 import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../../core/secrets';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import type { RunScheduleRef } from '../../db/entities/run';
+import type { RunScheduleRef } from '../../db/rows/run';
 import { findAgentIdentity } from '../../db/agent-identities';
 import { honouredConfig } from '../runs/run-request-fields';
 import { findEnvironment } from '../../db/environments';

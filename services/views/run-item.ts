@@ -1,6 +1,6 @@
 import { isTerminal } from '../../core/run-state';
 import type { FileArtifact } from '../../db/artifacts';
-import type { Run } from '../../db/entities/run';
+import type { Run } from '../../db/rows/run';
 import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';
 

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { KeyRole } from '../../db/entities/api-key';
+import type { KeyRole } from '../../db/rows/api-key';
 import { randomBytes } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';

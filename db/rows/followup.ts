@@ -1,0 +1,12 @@
+export type FollowupMode = 'normal' | 'plan' | 'orchestrate';
+
+export interface Followup {
+  id: string;
+  runId: string;
+  seq: number;
+  message: string;
+  mode: FollowupMode;
+  creatorUid: string;
+  createdAt: Date;
+  deliveredAt: Date | null;
+}

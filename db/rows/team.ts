@@ -1,0 +1,5 @@
+export interface Team {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
