@@ -1,0 +1,123 @@
+import type { RunEventPayloads } from '../../core/run-events';
+import type { Logger } from '../../core/logger';
+import { listFactoryAgents } from '../../db/agent-identities';
+import { appendRunEvent } from '../../db/run-events';
+import type { StepRun } from '../../db/run-step-reads';
+import { addRunUsage } from '../../db/run-usage';
+import type { ActivityDeps } from '../deps';
+import { fitConversation } from '../model/context-summary';
+import { modelCostUsd } from '../model/model-cost';
+import { resolveProvider } from '../model/resolve-provider';
+import { ProviderNotConfiguredError, ProviderRejectedError } from '../model/types';
+import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
+import type { StepConversation } from '../step-conversation';
+import { offersFactoryFileTool, VALIDATE_FACTORY_FILE_SPEC } from '../tools/factory-file-tool';
+import { BUILTIN_TOOLS } from '../tools/builtin-tools';
+import { ORCHESTRATION_TOOL_SPECS } from '../tools/orchestration-tools';
+import { userFailure } from '../user-failure';
+import { conversationFromEvents } from './conversation-from-events';
+import { systemPrompt } from './system-prompt';
+import { assistantEventKey } from './tool-call-keys';
+
+export function createCallModel({ dataSource, config, mcpSessions }: ActivityDeps) {
+  return callModel;
+
+  async function callModel(
+    log: Logger,
+    runId: string,
+    turn: number,
+    step: number,
+    run: StepRun,
+    { events, summary }: StepConversation,
+    signal: AbortSignal,
+  ): Promise<RunEventPayloads['assistant']> {
+    const modelId = run.config.model_id;
+    let resolved;
+    try {
+      resolved = resolveProvider(config, modelId);
+    } catch (err) {
+      if (err instanceof ProviderNotConfiguredError) throw userFailure(err.message, 'feature_not_available');
+      throw err;
+    }
+    const mcp = Object.keys(run.config.mcp_servers ?? {}).length
+      ? await mcpSessions.get(
+          runId,
+          run.config.mcp_servers!,
+          await loadRunNetworkPolicy(dataSource.manager, config, {
+            environmentId: run.config.environment_id,
+            teamId: run.team_id,
+          }),
+        )
+      : undefined;
+    const colleagues = run.factory_uid
+      ? (await listFactoryAgents(dataSource.manager, run.team_id, run.factory_uid)).filter(
+          (a) => a.uid !== run.executor_uid,
+        )
+      : [];
+    const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? [], colleagues);
+    const tools = [
+      ...BUILTIN_TOOLS,
+      ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
+      ...(mcp?.tools.map((t) => t.spec) ?? []),
+      ...((await offersFactoryFileTool(dataSource.manager, runId, run.agent_skill))
+        ? [VALIDATE_FACTORY_FILE_SPEC]
+        : []),
+    ];
+    const messages = await fitConversation(
+      { dataSource, config, logger: log },
+      {
+        runId,
+        turn,
+        step,
+        modelId,
+        provider: resolved.provider,
+        model: resolved.model,
+        system,
+        tools,
+        messages: conversationFromEvents(events),
+        eventKeys: events.map((e) => e.eventKey),
+        summary,
+        contextTokens: config.models.contextTokens[modelId] ?? config.models.defaultContextTokens,
+        signal,
+      },
+    );
+    let reply;
+    try {
+      reply = await resolved.provider.complete({
+        model: resolved.model,
+        system,
+        messages,
+        tools,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof ProviderRejectedError) {
+        const code = err.status === 401 || err.status === 403 ? 'feature_not_available' : 'invalid_request';
+        throw userFailure(`The model provider rejected the request (HTTP ${err.status}): ${err.message}`, code);
+      }
+      throw err;
+    }
+    const totalTokens = reply.inputTokens + reply.outputTokens;
+    const payload: RunEventPayloads['assistant'] = {
+      text: reply.text,
+      model_id: modelId,
+      total_tokens: totalTokens,
+      input_tokens: reply.inputTokens,
+      output_tokens: reply.outputTokens,
+      finish_reason: reply.finishReason,
+      ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
+    };
+    const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
+    await dataSource.transaction(async (tx) => {
+      const wrote = await appendRunEvent(tx, {
+        runId,
+        eventKey: assistantEventKey(turn, step),
+        kind: 'assistant',
+        turn,
+        payload,
+      });
+      if (wrote) await addRunUsage(tx, runId, totalTokens, cost);
+    });
+    return payload;
+  }
+}

@@ -1,0 +1,40 @@
+import type { PromptAttachment } from '../../core/run-events';
+import type { StoredRunEvent } from '../../db/run-events';
+import type { AgentMessage, ToolCall } from '../model/types';
+import { inMode } from './plan-mode';
+
+/** What the first message says about the request's attachments. */
+function attachmentsNote(attachments: PromptAttachment[]): string {
+  const lines = attachments.map((a) => `- ${a.path} (${a.mime_type}, ${a.size_bytes} bytes)`);
+  return `Attached files (in your workspace):\n${lines.join('\n')}`;
+}
+
+/** The model's view of the conversation, rebuilt from the transcript. */
+export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'payload'>[]): AgentMessage[] {
+  const messages: AgentMessage[] = [];
+  for (const e of events) {
+    const p = e.payload;
+    if (e.kind === 'prompt') {
+      // A run started from a skill alone has no prompt; providers want a first user message.
+      const text = String(p.text ?? '').trim() ? String(p.text) : 'Follow the instructions of your skill.';
+      const attachments = (p.attachments as PromptAttachment[] | undefined) ?? [];
+      messages.push({
+        role: 'user',
+        content: inMode(p.mode, attachments.length ? `${text}\n\n${attachmentsNote(attachments)}` : text),
+      });
+    } else if (e.kind === 'followup') messages.push({ role: 'user', content: inMode(p.mode, String(p.message)) });
+    else if (e.kind === 'assistant') {
+      const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
+      messages.push({ role: 'assistant', content: String(p.text ?? ''), ...(toolCalls.length ? { toolCalls } : {}) });
+    } else if (e.kind === 'tool_call') {
+      messages.push({
+        role: 'tool',
+        toolCallId: String(p.tool_call_id),
+        name: String(p.name),
+        content: String(p.output),
+        isError: p.is_error === true,
+      });
+    }
+  }
+  return messages;
+}

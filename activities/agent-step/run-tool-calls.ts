@@ -1,0 +1,222 @@
+import type { Context } from '@temporalio/activity';
+import type { ToolCallRecord } from '../../core/run-events';
+import { observeToolCall, observeToolCallNotRun } from '../../core/metrics';
+import { recordFileArtifact } from '../../db/artifacts';
+import { appendRunEvent, recordedEventKeys, type StoredRunEvent } from '../../db/run-events';
+import type { StepRun } from '../../db/run-step-reads';
+import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import type { AgentStepOutcome, OrchestrationCall } from '../../workflows/run-contract';
+import type { ActivityDeps } from '../deps';
+import type { ToolCall } from '../model/types';
+import { RunDiskLimitError, runDiskQuota } from '../sandbox/run-disk';
+import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
+import { runProcesses } from '../sandbox/sandboxed-process';
+import { workspaceFiles } from '../sandbox/workspace-files';
+import { BUILTIN_TOOL_NAMES, runBuiltinTool, type ToolOutcome } from '../tools/builtin-tools';
+import { offersFactoryFileTool, runValidateFactoryFile, VALIDATE_FACTORY_FILE_TOOL } from '../tools/factory-file-tool';
+import { isOrchestrationTool } from '../tools/orchestration-tools';
+import { capText } from '../tools/output-capture';
+import { userFailure } from '../user-failure';
+import { workspaceRepositories } from '../workspace/git';
+import { loadAdvertisedSkills } from './advertised-skills';
+import { createRecordChangedFiles } from './changed-files';
+import { toolCallKeys } from './tool-call-keys';
+
+/**
+ * Built-in tools a retried step runs again rather than calling them interrupted: those that only
+ * read, and `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs.
+ */
+const REPEATABLE_TOOLS = new Set([
+  'read_file',
+  'list_directory',
+  'read_skill',
+  'upload_artifact',
+  VALIDATE_FACTORY_FILE_TOOL,
+]);
+
+function hasSideEffects(tool: string): boolean {
+  return !REPEATABLE_TOOLS.has(tool);
+}
+
+export const INTERRUPTED_TOOL_CALL =
+  'This tool call was interrupted: the worker running it stopped before it finished, so its outcome is unknown (it may have done some, all or none of its work). It was not run again. Check the state of the workspace before deciding whether to repeat it.';
+
+export function createRunToolCalls(deps: ActivityDeps) {
+  const { dataSource, config, mcpSessions, sandbox, blobs } = deps;
+  const recordChangedFiles = createRecordChangedFiles(deps);
+  return runToolCalls;
+
+  /**
+   * The tool calls of the step's reply, each recorded with its result; orchestration calls are
+   * handed back to the workflow. Then what the calls changed: the run's disk, the files' diffs.
+   */
+  async function runToolCalls({
+    runId,
+    turn,
+    step,
+    run,
+    events,
+    assistantKey,
+    calls,
+    workspace,
+    ctx,
+  }: {
+    runId: string;
+    turn: number;
+    step: number;
+    run: StepRun;
+    events: StoredRunEvent[];
+    assistantKey: string;
+    calls: ToolCallRecord[];
+    workspace: string;
+    ctx: Context;
+  }): Promise<AgentStepOutcome> {
+    const processes = runProcesses(sandbox, runId);
+    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes);
+    /** A limit of the run that a tool call reached: recorded as the call's result, then the run fails. */
+    let limitReached: RunDiskLimitError | undefined;
+    const files = workspaceFiles(processes);
+    const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
+      environmentId: run.config.environment_id,
+      teamId: run.team_id,
+    });
+    const advertised = await loadAdvertisedSkills(run, files);
+    const mcp = Object.keys(run.config.mcp_servers ?? {}).length
+      ? await mcpSessions.get(runId, run.config.mcp_servers!, networkPolicy)
+      : undefined;
+    const recorded = new Set(events.map((e) => e.eventKey));
+    const started = await recordedEventKeys(
+      dataSource.manager,
+      runId,
+      calls.map((_, index) => toolCallKeys(turn, step, index).started),
+    );
+    // Results this step recorded before the new keys: after its own reply, before any later one.
+    const ownReplyAt = events.findIndex((e) => e.eventKey === assistantKey);
+    const nextReplyAt = events.findIndex((e, i) => i > ownReplyAt && e.kind === 'assistant');
+    const legacyResults = new Set(
+      events
+        .slice(ownReplyAt + 1, nextReplyAt < 0 ? undefined : nextReplyAt)
+        .filter((e) => e.kind === 'tool_call')
+        .map((e) => e.eventKey),
+    );
+    const orchestration: OrchestrationCall[] = [];
+    for (const [index, call] of calls.entries()) {
+      // Keyed by where the call stands, not by the provider's id (providers may reuse ids);
+      // `tool-<id>` is how steps recorded before this change named their results.
+      const keys = toolCallKeys(turn, step, index);
+      if (recorded.has(keys.result) || legacyResults.has(`tool-${call.id}`)) continue;
+      if (run.factory_uid && isOrchestrationTool(call.name)) {
+        // The workflow carries these out (child workflows, a durable wait) and records their
+        // results; the step then runs again to finish.
+        orchestration.push({ index, toolCallId: call.id, name: call.name, arguments: call.arguments });
+        continue;
+      }
+      const sideEffects = hasSideEffects(call.name);
+      let outcome: ToolOutcome;
+      if (sideEffects && started.has(keys.started)) {
+        // It started before this step was interrupted, and may have done some or all of its
+        // work: running it again blindly could push twice or migrate twice.
+        outcome = { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
+        observeToolCallNotRun(BUILTIN_TOOL_NAMES.has(call.name) ? call.name : 'mcp', 'interrupted');
+      } else if (
+        call.name === VALIDATE_FACTORY_FILE_TOOL &&
+        (await offersFactoryFileTool(dataSource.manager, runId, run.agent_skill))
+      ) {
+        outcome = await observeToolCall(call.name, () =>
+          runValidateFactoryFile(call.arguments, {
+            files,
+            workspacePath: processes.workspacePath,
+            repositories: workspaceRepositories(workspace),
+            allowedSkill: (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+            outputLimitBytes: config.agent.toolOutputLimitBytes,
+            signal: ctx.cancellationSignal,
+          }),
+        );
+      } else if (BUILTIN_TOOL_NAMES.has(call.name)) {
+        if (sideEffects) await recordStarted(runId, turn, step, index, call);
+        const tool = () =>
+          runBuiltinTool(call.name, call.arguments, {
+            processes,
+            files,
+            networkPolicy,
+            signal: ctx.cancellationSignal,
+            commandTimeoutSeconds: config.agent.commandTimeoutSeconds,
+            outputLimitBytes: config.agent.toolOutputLimitBytes,
+            skills: advertised,
+            recordArtifact: (artifact) =>
+              recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
+            disk,
+            memoryLimitMb: config.sandbox.limits.memoryMb,
+          });
+        try {
+          outcome = await observeToolCall(call.name, tool);
+        } catch (err) {
+          if (!(err instanceof RunDiskLimitError)) throw err;
+          limitReached = err;
+          outcome = { output: err.message, isError: true };
+        }
+      } else if (mcp) {
+        await recordStarted(runId, turn, step, index, call);
+        const result = await observeToolCall('mcp', () => mcp.call(call.name, call.arguments, ctx.cancellationSignal));
+        outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
+      } else {
+        outcome = { output: `Unknown tool ${call.name}.`, isError: true };
+        observeToolCallNotRun('unknown', 'error');
+      }
+      if (ctx.cancellationSignal.aborted) throw new Error('cancelled');
+      const output = outcome.output;
+      await dataSource.transaction(async (tx) => {
+        await appendRunEvent(tx, {
+          runId,
+          eventKey: keys.result,
+          kind: 'tool_call',
+          turn,
+          payload: {
+            tool_call_id: call.id,
+            name: call.name,
+            input: call.arguments,
+            output,
+            is_error: outcome.isError,
+            ...outcome.details,
+          },
+        });
+        if (outcome.skillLoad) {
+          await appendRunEvent(tx, {
+            runId,
+            eventKey: keys.skill,
+            kind: 'skill_load',
+            turn,
+            payload: { name: String(call.arguments.name), input: outcome.skillLoad },
+          });
+        }
+      });
+    }
+    if (limitReached) throw userFailure(limitReached.message, 'budget_exceeded');
+    if (orchestration.length) return { done: false, orchestration };
+    // MCP servers write too (built-in tools that write check after themselves; the others only read).
+    if (calls.some((c) => !BUILTIN_TOOL_NAMES.has(c.name) && !isOrchestrationTool(c.name))) {
+      await disk.check().catch((err: unknown) => {
+        throw err instanceof RunDiskLimitError ? userFailure(err.message, 'budget_exceeded') : err;
+      });
+    }
+    // Only a step that ran something that can change files has a diff to look for: git in the
+    // sandbox is the dearest part of a step that only read.
+    if (calls.some((c) => hasSideEffects(c.name) && !isOrchestrationTool(c.name))) {
+      await recordChangedFiles(runId, turn, step, workspace, processes, ctx.cancellationSignal);
+    }
+    return { done: false };
+  }
+
+  /** Committed before a call with side effects runs, so that a retry knows it started. */
+  async function recordStarted(runId: string, turn: number, step: number, index: number, call: ToolCall) {
+    await dataSource.transaction((tx) =>
+      appendRunEvent(tx, {
+        runId,
+        eventKey: toolCallKeys(turn, step, index).started,
+        kind: 'tool_call_started',
+        turn,
+        payload: { tool_call_id: call.id, name: call.name, input: call.arguments, step, call_index: index },
+      }),
+    );
+  }
+}

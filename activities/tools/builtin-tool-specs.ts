@@ -1,0 +1,98 @@
+import type { ToolSpec } from '../model/types';
+import { MAX_ARTIFACT_BYTES } from './upload-artifact-tool';
+
+const str = (description: string) => ({ type: 'string', description });
+const int = (description: string) => ({ type: 'integer', description });
+
+export const BUILTIN_TOOLS: ToolSpec[] = [
+  {
+    name: 'run_command',
+    description:
+      'Run a shell command (bash -c) in the workspace. Returns exit code and combined stdout/stderr (long output is cut in the middle). The command is killed on timeout.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: str('The command line to run.'),
+        cwd: str('Working directory relative to the workspace root (default: the root).'),
+        timeout_seconds: int('Timeout in seconds (default and maximum set by the service).'),
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'read_file',
+    description: 'Read a text file of the workspace. Optionally a range of lines (1-based).',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: str('File path relative to the workspace root.'),
+        start_line: int('First line (1-based).'),
+        end_line: int('Last line.'),
+      },
+      required: ['path'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'write_file',
+    description: 'Create or overwrite a file in the workspace with the given content (directories are created).',
+    parameters: {
+      type: 'object',
+      properties: { path: str('File path relative to the workspace root.'), content: str('The complete new content.') },
+      required: ['path', 'content'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'edit_file',
+    description:
+      'Replace text in a workspace file. old_text must occur exactly once unless replace_all is true. Include enough context to make it unique.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: str('File path relative to the workspace root.'),
+        old_text: str('The exact text to replace.'),
+        new_text: str('The replacement text.'),
+        replace_all: { type: 'boolean', description: 'Replace every occurrence.' },
+      },
+      required: ['path', 'old_text', 'new_text'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'list_directory',
+    description: 'List a directory of the workspace (directories end with /). .git directories are not shown.',
+    parameters: {
+      type: 'object',
+      properties: { path: str('Directory relative to the workspace root (default: the root).') },
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'upload_artifact',
+    description: `Upload a file of the workspace as an artifact of this run, so that the user can download it (at most ${MAX_ARTIFACT_BYTES / (1024 * 1024)} MiB).`,
+    parameters: {
+      type: 'object',
+      properties: {
+        filepath: str('File path relative to the workspace root.'),
+        description: str('What the file is, for the user (optional).'),
+        title: str('A short label for the artifact (optional).'),
+      },
+      required: ['filepath'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'read_skill',
+    description: 'Load one of the skills listed in the system prompt by its name, and follow its instructions.',
+    parameters: {
+      type: 'object',
+      properties: { name: str('The skill name as listed.') },
+      required: ['name'],
+      additionalProperties: false,
+    },
+  },
+];
+
+export const BUILTIN_TOOL_NAMES = new Set(BUILTIN_TOOLS.map((t) => t.name));

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { findEnvironment, markEnvironmentSetupFailed } from '../../db/environments';
+import { findWorkspaceHolder, recordWorkspaceHolder } from '../../db/run-workspaces';
+import type { ActivityDeps } from '../deps';
+import { recordEnvironmentFactories } from '../factories/discover-factories';
+import { withHeartbeat } from '../heartbeat';
+import { runProcesses } from '../sandbox/sandboxed-process';
+import { workspaceFiles } from '../sandbox/workspace-files';
+import { userFailure } from '../user-failure';
+import { createRecordBaseCommits } from './base-commits';
+import { createRecordEnvironmentSkills } from './environment-skills';
+import { cloneRepository, CloneError, initRepository, repositoryUrl, workspaceRepositories } from './git';
+import { createRunSetupCommands } from './setup-commands';
+import type { WorkspaceContext } from './workspace-context';
+import { workspaceDir } from './workspace-paths';
+import { createWriteAttachments } from './write-attachments';
+
+export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceContext) {
+  const { dataSource, config, workspaceQueue, sandbox } = deps;
+  const { root, workerId, workspaceRoot, auth, provisionedMarker, workspaceIdFile, assertOwnerAllowed, loadRun, note } =
+    ws;
+  const runSetupCommands = createRunSetupCommands(deps, ws);
+  const recordEnvironmentSkills = createRecordEnvironmentSkills(deps);
+  const writeAttachments = createWriteAttachments(deps);
+  const recordBaseCommits = createRecordBaseCommits(ws);
+
+  return {
+    /** Makes the run's workspace on this worker: clones the environment's repositories, runs its setup. */
+    async provisionEnvironment({
+      runId,
+      turn,
+      reason,
+    }: {
+      runId: string;
+      turn: number;
+      reason?: string;
+    }): Promise<{ workspaceQueue: string; workspaceId: string }> {
+      const ctx = Context.current();
+      return withHeartbeat(async () => {
+        const run = await loadRun(runId);
+        const dir = workspaceDir(root, runId);
+        const kept = existsSync(provisionedMarker(runId)) && existsSync(dir);
+        if (!reason && kept) {
+          return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
+        }
+        if (reason) {
+          // Given up because its worker stopped renewing its lease. When that worker is this one,
+          // back with the workspace it kept, and no other worker has taken the run over, it
+          // carries on there; otherwise the run starts afresh here.
+          const holder = await findWorkspaceHolder(dataSource.manager, runId);
+          const localId = kept ? await readFile(provisionedMarker(runId), 'utf8') : undefined;
+          if (holder?.workspaceQueue === workspaceQueue && holder.workspaceId === localId) {
+            // A new id: the removal the workflow left for the abandoned workspace names the old one.
+            const workspaceId = randomUUID();
+            await writeFile(workspaceIdFile(runId), workspaceId);
+            await writeFile(provisionedMarker(runId), workspaceId);
+            await recordWorkspaceHolder(dataSource.manager, runId, {
+              workerId,
+              workspaceQueue,
+              workspaceId,
+              workspaceRoot,
+            });
+            await note(
+              runId,
+              turn,
+              `reattach-t${turn}-${ctx.info.activityId}`,
+              `The worker that held the workspace (${workerId}) came back before any other worker took the run over: the run carries on in the same workspace.`,
+            );
+            return { workspaceQueue, workspaceId };
+          }
+          await note(
+            runId,
+            turn,
+            `reprovision-t${turn}-${ctx.info.activityId}`,
+            `${reason} The new workspace is on worker ${workerId}.`,
+          );
+        }
+        const workspaceId = randomUUID();
+        await rm(provisionedMarker(runId), { force: true });
+        await mkdir(path.dirname(workspaceIdFile(runId)), { recursive: true });
+        // Recorded before the work: from now on every worker's sweep knows whose it is.
+        await recordWorkspaceHolder(dataSource.manager, runId, {
+          workerId,
+          workspaceQueue,
+          workspaceId,
+          workspaceRoot,
+        });
+        await writeFile(workspaceIdFile(runId), workspaceId);
+        await sandbox.destroyRun(runId);
+        await sandbox.prepareRun(runId);
+        const processes = runProcesses(sandbox, runId);
+        if (sandbox.kind === 'none') {
+          await note(
+            runId,
+            turn,
+            `unsandboxed-t${turn}-${ctx.info.activityId}`,
+            'Warning: this worker runs with AGENT_SANDBOX=none: commands run unconfined as the worker user, with its view of the machine and network.',
+          );
+        }
+
+        const envId = run.config.environment_id;
+        const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
+        if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
+        if (env) {
+          for (const repo of env.config.github_repos ?? []) {
+            // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.
+            assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
+            try {
+              await cloneRepository(
+                processes,
+                repositoryUrl(config.workspace.gitBaseUrl, repo.owner, repo.repo),
+                repo.repo,
+                auth,
+                ctx.cancellationSignal,
+              );
+            } catch (err) {
+              if (!(err instanceof CloneError)) throw err;
+              await markEnvironmentSetupFailed(dataSource.manager, env.uid, true);
+              throw userFailure(
+                `Could not clone ${repo.owner}/${repo.repo} for environment ${env.uid}: ${err.message}`,
+                'environment_setup_failed',
+              );
+            }
+          }
+        }
+        if (!env?.config.github_repos?.length) await initRepository(processes);
+        await note(
+          runId,
+          turn,
+          `workspace-t${turn}-${ctx.info.activityId}`,
+          env
+            ? `Workspace on ${ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker'} ${workspaceQueue}: cloned ${(env.config.github_repos ?? []).map((r) => `${r.owner}/${r.repo}`).join(', ') || 'no repositories'} for environment ${env.config.name} (${env.uid}).`
+            : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
+        );
+        if (env) {
+          // As committed: before setup commands can change the files.
+          await recordEnvironmentFactories({
+            dataSource,
+            files: workspaceFiles(processes),
+            env,
+            gitAllowedOwners: config.workspace.gitAllowedOwners,
+            runId,
+            turn,
+            attemptKey: ctx.info.activityId,
+          });
+          await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
+          await recordEnvironmentSkills(runId, env);
+        }
+        const repos = workspaceRepositories(dir);
+        await writeAttachments(runId, processes, repos);
+        await recordBaseCommits(runId, processes, repos);
+        await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
+        await writeFile(provisionedMarker(runId), workspaceId);
+        return { workspaceQueue, workspaceId };
+      });
+    },
+  };
+}
