@@ -11,9 +11,8 @@ import { assertTeamHasRoom } from '../team-caps';
 import type { KeysetPage } from '../../db/keyset-page';
 import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
-import { decryptMcpServers, encryptMcpServers, redactMcpServers } from '../../core/secrets';
+import { encryptMcpServers } from '../../core/secrets';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import type { RunScheduleRef } from '../../db/rows/run';
 import { findAgentIdentity } from '../../db/agent-identities';
 import { honouredConfig } from '../runs/run-request-fields';
 import { findEnvironment } from '../../db/environments';
@@ -38,9 +37,12 @@ import {
 } from '../../workflows/schedule-contract';
 import { ApiError, notFound } from '../../core/api-error';
 import type { ResourcePageRequest } from '../../db/keyset-page';
-import type { RunPrincipal, createRunService } from '../runs/run-service';
-import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import type { createRunService } from '../runs/run-service';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from '../../core/schemas/schedule-schemas';
+import { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
+
+export { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
+export { runScheduleRef, schedulePrincipal, scheduledRunRequest } from './scheduled-run';
 
 export interface ScheduleServiceDeps {
   config: Config;
@@ -50,89 +52,16 @@ export interface ScheduleServiceDeps {
   runService: ReturnType<typeof createRunService>;
 }
 
-/** `ScheduledAgentItem` as the official clients define it. */
-export interface ScheduledAgentItem {
-  id: string;
-  name: string;
-  cron_schedule: string;
-  enabled: boolean;
-  prompt: string;
-  created_at: string;
-  updated_at: string;
-  agent_config: Schedule['agentConfig'];
-  agent_uid?: string;
-  metadata?: Record<string, string>;
-  created_by: { uid: string; display_name: string; type: string };
-  updated_by: { uid: string; display_name: string; type: string };
-  scope: { type: 'Team'; uid: string };
-  history: { last_ran?: string; next_run?: string };
-  last_spawn_error?: string;
-}
-
 /** Missed firings older than this (Temporal was down) are skipped rather than taken late. */
 const CATCHUP_WINDOW = '10 minutes';
 /** The part of the prompt shown with each firing in the Temporal UI. */
 const MEMO_PROMPT_CHARS = 500;
-
-/** The run a firing of `schedule` asks for: what `POST /agent/runs` would be sent. */
-export function scheduledRunRequest(schedule: Schedule, secretsKey: Buffer): CreateRunRequest {
-  const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
-  const request: CreateRunRequest = {
-    config: { ...config, ...(mcpServers ? { mcp_servers: decryptMcpServers(mcpServers, secretsKey) } : {}) },
-  };
-  if (schedule.prompt) request.prompt = schedule.prompt;
-  if (schedule.metadata) request.metadata = schedule.metadata;
-  if (schedule.agentUid) request.agent_identity_uid = schedule.agentUid;
-  return request;
-}
-
-/** What a scheduled run records about its schedule. */
-export function runScheduleRef(schedule: Schedule): RunScheduleRef {
-  return { schedule_id: schedule.scheduleId, schedule_name: schedule.name, cron_schedule: schedule.cronSchedule };
-}
-
-/** The principal a firing creates its run for: the schedule's creator, in the schedule's team. */
-export function schedulePrincipal(schedule: Schedule): RunPrincipal {
-  return {
-    uid: schedule.creator.uid,
-    type: schedule.creator.type,
-    displayName: schedule.creator.display_name,
-    teamId: schedule.teamId,
-  };
-}
 
 const actorOf = (principal: AuthenticatedPrincipal): ScheduleActor => ({
   uid: principal.uid,
   type: principal.type,
   display_name: principal.displayName,
 });
-
-/** The schedule as every endpoint shows it: MCP credentials as `"***"`; timing and state from Temporal. */
-export function toScheduleItem(schedule: Schedule, temporal: ScheduleDescription | undefined): ScheduledAgentItem {
-  const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
-  const item: ScheduledAgentItem = {
-    id: schedule.scheduleId,
-    name: schedule.name,
-    cron_schedule: schedule.cronSchedule,
-    enabled: temporal !== undefined && !temporal.state.paused,
-    prompt: schedule.prompt,
-    created_at: schedule.createdAt.toISOString(),
-    updated_at: schedule.updatedAt.toISOString(),
-    agent_config: { ...config, ...(mcpServers ? { mcp_servers: redactMcpServers(mcpServers) } : {}) },
-    created_by: schedule.creator,
-    updated_by: schedule.updater,
-    scope: { type: 'Team', uid: schedule.teamId },
-    history: {},
-  };
-  if (schedule.agentUid) item.agent_uid = schedule.agentUid;
-  if (schedule.metadata) item.metadata = schedule.metadata;
-  if (schedule.lastSpawnError) item.last_spawn_error = schedule.lastSpawnError;
-  const lastRan = temporal?.info.recentActions.at(-1)?.takenAt;
-  if (lastRan) item.history.last_ran = lastRan.toISOString();
-  const nextRun = temporal?.state.paused ? undefined : temporal?.info.nextActionTimes[0];
-  if (nextRun) item.history.next_run = nextRun.toISOString();
-  return item;
-}
 
 /** Temporal describes a schedule list makes at once. */
 const SCHEDULE_DESCRIBES_AT_ONCE = 8;

@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { readFile, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** What cgroup v1 and v2 share: a run's limits, what its group offers (RunCgroups), the files of a group. */
+
+/** What one run's processes may use together (commands, setup, MCP servers, later harness CLIs). */
+export interface RunLimits {
+  memoryMb: number;
+  maxProcesses: number;
+  /** CPUs the run may use at most (0: no cap beyond an equal share with the other runs). */
+  cpus: number;
+}
+
+/**
+ * The cgroup of each run: every process the run starts joins it before it runs (see joinArgv),
+ * so memory, process count and CPU are limited for the run as a whole, not per process.
+ */
+export interface RunCgroups {
+  /** Which hierarchy enforces the limits, and where: said at start and in /readyz. */
+  readonly description: string;
+  /** The `cgroup.procs` files of the run's group, made with its limits on first use. */
+  procsFiles(runId: string): Promise<string[]>;
+  /** How many of the run's processes the kernel has killed for want of memory. */
+  oomKills(runId: string): Promise<number>;
+  /** The pids in the run's group now. */
+  pids(runId: string): Promise<number[]>;
+  /** Kills every process of the run and removes its group. */
+  remove(runId: string): Promise<void>;
+}
+
+/** The directory every run's group is made in, below the worker's own group. */
+export const RUNS_DIR = 'agent-runs';
+
+export async function writeKnob(dir: string, file: string, value: string): Promise<void> {
+  await writeFile(path.join(dir, file), value);
+}
+
+export async function pidsIn(procsFile: string): Promise<number[]> {
+  const text = await readFile(procsFile, 'utf8').catch(() => '');
+  return text.split('\n').filter(Boolean).map(Number);
+}
+
+/** SIGKILLs every process of the groups until they are empty (processes may fork meanwhile), then removes them. */
+export async function killAndRemove(dirs: string[]): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (const dir of dirs) {
+    if (!existsSync(dir)) continue;
+    for (;;) {
+      const pids = await pidsIn(path.join(dir, 'cgroup.procs'));
+      if (pids.length === 0) break;
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`processes of ${dir} survived SIGKILL for 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The kernel may still be tearing the last process down: rmdir is EBUSY briefly.
+    for (;;) {
+      try {
+        await rmdir(dir);
+        break;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') break;
+        if (code !== 'EBUSY' || Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
+}
+
+/** Run ids become directory names: only what an id may hold. */
+export function groupName(runId: string): string {
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(runId) || runId.startsWith('.')) {
+    // `.probe` and the like: a name of their own that no run id can take.
+    return `_${Buffer.from(runId).toString('hex').slice(0, 60)}`;
+  }
+  return runId;
+}

@@ -1,0 +1,42 @@
+import { Counter, Histogram } from 'prom-client';
+import type { RunState } from '../run-state';
+import { LONG_BUCKETS, metricsRegistry } from './registry';
+
+/** Runs: created, ended, and how long their turns queue. */
+
+export const runsCreated = new Counter({
+  name: 'agent_runs_runs_created_total',
+  help: 'Runs created, by origin: api, factory (a factory agent, through the API), schedule, orchestration (dispatched by a run).',
+  labelNames: ['origin'] as const,
+  registers: [metricsRegistry],
+});
+
+export const runsEnded = new Counter({
+  name: 'agent_runs_runs_ended_total',
+  help: 'Turns of runs that reached a terminal state, by state and error code (`none` without one).',
+  labelNames: ['state', 'error_code'] as const,
+  registers: [metricsRegistry],
+});
+
+export const runQueueDuration = new Histogram({
+  name: 'agent_runs_run_queue_duration_seconds',
+  help: 'Time from QUEUED to INPROGRESS of each turn of a run.',
+  buckets: LONG_BUCKETS,
+  registers: [metricsRegistry],
+});
+
+/** Where the run came from, as `runsCreated` counts it. */
+export type RunCreatedOrigin = 'api' | 'factory' | 'schedule' | 'orchestration';
+
+export function observeRunCreated(origin: RunCreatedOrigin): void {
+  runsCreated.inc({ origin });
+}
+
+/** A turn that reached a terminal state (counted once: only by the write that applied it). */
+export function observeRunEnded(state: RunState, errorCode: string | undefined): void {
+  runsEnded.inc({ state, error_code: errorCode ?? 'none' });
+}
+
+export function observeRunQueued(seconds: number): void {
+  runQueueDuration.observe(seconds);
+}

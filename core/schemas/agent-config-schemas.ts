@@ -1,0 +1,103 @@
+import { jsonSchema, z } from './zod';
+import { MODEL_PROVIDERS } from '../model-providers';
+import { unavailableChoice, unavailableList, unavailableMap, unavailableString } from './not-available';
+import { MAX_PROMPT_CHARS, skillSpecSchema } from './run-fields';
+import { VISIBLE } from './text';
+
+/** `config` of a run (and of schedules and agents): the model, MCP servers, harness and limits. */
+
+const stringMap = z.record(z.string().max(1024), z.string().max(8192));
+
+/** MCP server names, as record keys. */
+const MCP_SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MCP_SERVER_NAME_RULE = 'server names are 1-64 of [A-Za-z0-9_-]';
+
+export const mcpServerSchema = z
+  .strictObject({
+    command: z.string().min(1).max(4096).optional(),
+    args: z.array(z.string().max(8192)).max(100).optional(),
+    env: stringMap.optional(),
+    url: z.url().max(4096).optional(),
+    headers: stringMap.optional(),
+  })
+  .superRefine((server, ctx) => {
+    const hasCommand = server.command !== undefined;
+    const hasUrl = server.url !== undefined;
+    if (hasCommand === hasUrl) {
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of `command` (stdio) or `url` (HTTP)' });
+    }
+    if (hasUrl && (server.args !== undefined || server.env !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: '`args` and `env` go with `command`, not with `url`' });
+    }
+    if (hasCommand && server.headers !== undefined) {
+      ctx.addIssue({ code: 'custom', message: '`headers` go with `url`, not with `command`' });
+    }
+  })
+  .openapi(
+    'McpServer',
+    jsonSchema({
+      description: 'A stdio server (`command`, with `args` and `env`) or an HTTP one (`url`, with `headers`).',
+      anyOf: [
+        { required: ['command'], properties: { url: false, headers: false } },
+        { required: ['url'], properties: { command: false, args: false, env: false } },
+      ],
+    }),
+  );
+
+/** `mcp_servers`: up to 20, by name. */
+export const mcpServersSchema = z
+  .record(z.string().regex(MCP_SERVER_NAME, MCP_SERVER_NAME_RULE), mcpServerSchema)
+  .refine((m) => Object.keys(m).length <= 20, 'at most 20 MCP servers')
+  .openapi(jsonSchema({ propertyNames: { pattern: MCP_SERVER_NAME.source }, maxProperties: 20 }));
+
+/** `<provider>/<model>`, with a provider this service has. */
+const MODEL_ID = new RegExp(`^(?:${MODEL_PROVIDERS.join('|')})/${VISIBLE}+$`);
+const MODEL_ID_RULE = `must be \`<provider>/<model>\` with provider ${MODEL_PROVIDERS.join(' or ')}, e.g. \`openai/gpt-4o\``;
+
+/** `harness` as the official clients send it; only this service's own harness (`oz`) runs here. */
+export const harnessSchema = z
+  .strictObject({
+    type: z
+      .enum(['oz', 'claude', 'gemini', 'codex'])
+      .optional()
+      .openapi({ enum: ['oz'], description: "Only `oz`, this service's own agent loop; others are 400." }),
+    model_id: z.string().max(200).optional(),
+    reasoning_level: z.string().max(50).optional(),
+  })
+  .openapi('Harness');
+
+export const agentConfigSchema = z
+  .strictObject({
+    name: z.string().min(1).max(200).optional(),
+    model_id: z.string().max(200).regex(MODEL_ID, MODEL_ID_RULE).optional(),
+    base_prompt: z.string().max(MAX_PROMPT_CHARS).optional(),
+    environment_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an environment uid')
+      .optional(),
+    skill_spec: skillSpecSchema.optional(),
+    mcp_servers: mcpServersSchema.optional(),
+    idle_timeout_minutes: z.number().int().min(0).max(1440).optional(),
+    /** Limits of the agent loop for this run; the service's defaults apply when absent. */
+    max_steps: z.number().int().min(1).max(10_000).optional(),
+    max_tokens: z.number().int().min(1).max(1_000_000_000).optional(),
+    computer_use_enabled: z
+      .boolean()
+      .optional()
+      .openapi({ enum: [false], description: 'Computer use is not available on this service: `true` is 400.' }),
+    skills: z.array(skillSpecSchema).max(50).optional(),
+    // Sent by the official clients; recognised so that asking for them is a clear
+    // `feature_not_available` (see api/run-request-fields.ts), and asking for nothing is fine.
+    worker_host: z.string().max(255).nullish(),
+    harness: harnessSchema.nullish(),
+    harness_auth_secrets: unavailableMap('there are no third-party harnesses'),
+    inference_providers: unavailableMap('models come from the providers the operator configures'),
+    credential_strategy: unavailableChoice(
+      ['CREATOR', 'EXECUTOR'],
+      "repositories are cloned with the environment's token",
+    ),
+    memory_stores: unavailableList(z.unknown(), 'there are no memory stores'),
+    runner_id: unavailableString(128, "runs execute on this service's workers"),
+    session_sharing: unavailableMap("a run's transcript is shared through its `session_link`"),
+  })
+  .openapi('AgentConfig');

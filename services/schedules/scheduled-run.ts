@@ -1,0 +1,34 @@
+import { decryptMcpServers } from '../../core/secrets';
+import type { RunScheduleRef } from '../../db/rows/run';
+import type { Schedule } from '../../db/schedules';
+import type { RunPrincipal } from '../runs/run-service';
+import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+
+/** What a firing of a schedule creates: its run's request, its record of the schedule, its principal. */
+
+/** The run a firing of `schedule` asks for: what `POST /agent/runs` would be sent. */
+export function scheduledRunRequest(schedule: Schedule, secretsKey: Buffer): CreateRunRequest {
+  const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
+  const request: CreateRunRequest = {
+    config: { ...config, ...(mcpServers ? { mcp_servers: decryptMcpServers(mcpServers, secretsKey) } : {}) },
+  };
+  if (schedule.prompt) request.prompt = schedule.prompt;
+  if (schedule.metadata) request.metadata = schedule.metadata;
+  if (schedule.agentUid) request.agent_identity_uid = schedule.agentUid;
+  return request;
+}
+
+/** What a scheduled run records about its schedule. */
+export function runScheduleRef(schedule: Schedule): RunScheduleRef {
+  return { schedule_id: schedule.scheduleId, schedule_name: schedule.name, cron_schedule: schedule.cronSchedule };
+}
+
+/** The principal a firing creates its run for: the schedule's creator, in the schedule's team. */
+export function schedulePrincipal(schedule: Schedule): RunPrincipal {
+  return {
+    uid: schedule.creator.uid,
+    type: schedule.creator.type,
+    displayName: schedule.creator.display_name,
+    teamId: schedule.teamId,
+  };
+}
