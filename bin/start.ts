@@ -121,7 +121,6 @@ async function main(): Promise<void> {
   if (deps.embeddedTemporal) say(`Temporal:        TEMPORAL_ADDRESS=${deps.temporalAddress}`);
   say(`Run limits:      ${worker.runLimits}`);
   for (const line of modelLines(config)) say(line);
-  say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
   if (count === 0) {
     const key = await createApiKey(dataSource, {
       kind: 'personal',
@@ -134,7 +133,10 @@ async function main(): Promise<void> {
       'First start: created a personal admin API key for team "default" (shown once; more with `npm run keys -- create`):',
     );
     say(key.rawKey);
+    say('');
   }
+  // Last, once everything above is true: scripts wait for this line.
+  say(`Ready in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
 
   let stopping = false;
   const shutdown = async () => {
