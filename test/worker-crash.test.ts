@@ -48,24 +48,29 @@ function recordHistory(c: TestContext, key: string, runId: string) {
   const seen: { state: string; updatedAt: string }[] = [];
   let stopped = false;
   let failure: unknown;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        const run = await getRun(c, key, runId);
-        seen.push({ state: run.state, updatedAt: run.updated_at as string });
-      } catch (err) {
-        failure = err;
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 25));
+  const poll = async (): Promise<boolean> => {
+    try {
+      const run = await getRun(c, key, runId);
+      seen.push({ state: run.state, updatedAt: run.updated_at as string });
+      return true;
+    } catch (err) {
+      failure = err;
+      return false;
     }
+  };
+  const loop = (async () => {
+    while (!stopped && (await poll())) await new Promise((resolve) => setTimeout(resolve, 25));
   })();
   return {
     seen,
-    /** Stops polling; resolves with what made polling fail, if anything did. */
+    /**
+     * Stops polling after one last read (a read in flight when the run ended may have been answered
+     * just before the end); resolves with what made polling fail, if anything did.
+     */
     async stop(): Promise<unknown> {
       stopped = true;
       await loop;
+      if (failure === undefined) await poll();
       return failure;
     },
   };
