@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { sanitiseFileName, uniqueFileNames } from '../../core/attachments';
+import { base64DecodedBytes, isBase64 } from '../../core/schemas/attachment-schemas';
 
 test.each([
   ['report.pdf', 'report.pdf'],
@@ -47,4 +49,28 @@ test('names are made unique in request order, before the extension', () => {
     'txt',
     'txt-2',
   ]);
+});
+
+describe('attachment data', () => {
+  /** Standard padded base64: a copy of BASE64_PATTERN, which the OpenAPI document states. */
+  const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+  test('isBase64 takes what Buffer writes, and base64DecodedBytes is its length', () => {
+    for (let size = 0; size < 64; size++) {
+      const data = randomBytes(size).toString('base64');
+      expect([data, isBase64(data), base64DecodedBytes(data)]).toEqual([data, true, size]);
+    }
+  });
+
+  test('isBase64 takes exactly what the documented pattern takes', () => {
+    // Every string of up to 8 characters over a small alphabet that has the awkward cases in it.
+    const alphabet = ['A', '/', '=', '-', '\n'];
+    let strings = [''];
+    const disagreements: string[] = [];
+    for (let length = 1; length <= 8; length++) {
+      strings = strings.flatMap((s) => alphabet.map((c) => s + c));
+      for (const data of strings) if (isBase64(data) !== BASE64.test(data)) disagreements.push(data);
+    }
+    expect(disagreements).toEqual([]);
+  });
 });
