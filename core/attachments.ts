@@ -20,7 +20,9 @@ export function sanitiseFileName(requested: string): string {
     .replace(/[^\p{L}\p{N} ._+=,@()-]/gu, '_')
     .replace(/^[.\s]+/, '')
     .trim();
-  while (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) name = name.slice(0, -1);
+  // One character at a time: a character outside the BMP is two UTF-16 units, and half of one is no character.
+  while (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES)
+    name = name.slice(0, /[\ud800-\udbff][\udc00-\udfff]$/.test(name) ? -2 : -1);
   return name || 'attachment';
 }
 

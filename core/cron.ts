@@ -30,9 +30,13 @@ function allowed(field: CronField): string {
   return `${field.min}-${field.max}${names}`;
 }
 
+/** The index of the name `text` spells (in ASCII letters, any case: toUpperCase would make "ſun" SUN), or -1. */
+function nameIndex(text: string, field: CronField): number {
+  return field.names && /^[A-Za-z]+$/.test(text) ? field.names.indexOf(text.toUpperCase()) : -1;
+}
+
 function valueProblem(text: string, field: CronField): string | undefined {
-  const byName = field.names?.indexOf(text.toUpperCase() as never) ?? -1;
-  if (byName >= 0) return undefined;
+  if (nameIndex(text, field) >= 0) return undefined;
   if (!/^\d+$/.test(text)) return `"${text}" is not a number`;
   const value = Number(text);
   if (value < field.min || value > field.max) return `${text} is out of range`;
@@ -40,7 +44,7 @@ function valueProblem(text: string, field: CronField): string | undefined {
 }
 
 function valueOf(text: string, field: CronField): number {
-  const byName = field.names?.indexOf(text.toUpperCase() as never) ?? -1;
+  const byName = nameIndex(text, field);
   return byName >= 0 ? byName + field.min : Number(text);
 }
 

@@ -1,0 +1,113 @@
+import { ApiError } from '../../core/api-error';
+import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import { assertRunFieldsSupported, honouredConfig, ORCHESTRATE_MODE_WHY } from '../../services/runs/run-request-fields';
+
+/** The detail of the `feature_not_available` refusal of `body`, or undefined when it is accepted. */
+function refused(body: CreateRunRequest): string | undefined {
+  try {
+    assertRunFieldsSupported(body);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'feature_not_available' || error.status !== 400) throw error;
+    return error.detail;
+  }
+}
+
+type RunConfig = NonNullable<CreateRunRequest['config']>;
+
+describe('assertRunFieldsSupported', () => {
+  test('mode "orchestrate" is refused with a pointer to factories; "normal" and "plan" are fine', () => {
+    expect(refused({ prompt: 'p', mode: 'orchestrate' })).toBe(
+      `\`mode\` is not available on this service: ${ORCHESTRATE_MODE_WHY}`,
+    );
+    expect(ORCHESTRATE_MODE_WHY).toContain('POST /agent/factories/{uid}/runs');
+    expect(refused({ prompt: 'p', mode: 'plan' })).toBeUndefined();
+    expect(refused({ prompt: 'p', mode: 'normal' })).toBeUndefined();
+  });
+
+  test("only this service's own harness runs: another is refused, `oz`, null or none is fine", () => {
+    expect(refused({ prompt: 'p', config: { harness: { type: 'claude' } } })).toBe(
+      '`config.harness.type` is not available on this service: runs use this service\'s own agent loop; omit it or send "oz".',
+    );
+    expect(refused({ prompt: 'p', config: { harness: { type: 'oz', model_id: 'x' } } })).toBeUndefined();
+    expect(refused({ prompt: 'p', config: { harness: null } })).toBeUndefined();
+    expect(refused({ prompt: 'p', config: { harness: {} } })).toBeUndefined();
+  });
+
+  test.each<[string, RunConfig, string]>([
+    ['config.harness_auth_secrets', { harness_auth_secrets: { a: 'b' } }, 'there are no third-party harnesses.'],
+    [
+      'config.inference_providers',
+      { inference_providers: { openai: { key: 'k' } } },
+      'models come from the providers the operator configures.',
+    ],
+    [
+      'config.credential_strategy',
+      { credential_strategy: 'CREATOR' },
+      "repositories are cloned with the environment's token.",
+    ],
+    ['config.memory_stores', { memory_stores: [{ id: 'm' }] }, 'there are no memory stores.'],
+    ['config.runner_id', { runner_id: 'r-1' }, "runs execute on this service's workers."],
+    [
+      'config.session_sharing',
+      { session_sharing: { public: true } },
+      "a run's transcript is shared through its `session_link`, which needs no key.",
+    ],
+  ])('%s is refused when it asks for something', (path, config, why) => {
+    expect(refused({ prompt: 'p', config })).toBe(`\`${path}\` is not available on this service: ${why}`);
+  });
+
+  test('null, false, "", empty lists and objects of nothing ask for nothing', () => {
+    const nothing = {
+      harness_auth_secrets: {},
+      inference_providers: { openai: { key: '' } },
+      credential_strategy: null,
+      memory_stores: [],
+      runner_id: '',
+      session_sharing: { public: false },
+    } as RunConfig;
+    expect(refused({ prompt: 'p', config: nothing })).toBeUndefined();
+  });
+
+  test('the first field asked for, in the order of the list, is the one named', () => {
+    expect(
+      refused({ prompt: 'p', config: { runner_id: 'r', memory_stores: ['m'], harness: { type: 'codex' } } }),
+    ).toMatch(/^`config\.harness\.type`/);
+    expect(refused({ prompt: 'p', config: { runner_id: 'r', memory_stores: ['m'] } })).toMatch(
+      /^`config\.memory_stores`/,
+    );
+  });
+});
+
+describe('honouredConfig', () => {
+  test('no config stays none', () => {
+    expect(honouredConfig(undefined)).toBeUndefined();
+  });
+
+  test('drops the fields that mean nothing here and keeps the rest', () => {
+    const config = {
+      model_id: 'openai/gpt-4o',
+      max_steps: 7,
+      skills: ['acme/s:a'],
+      harness: { type: 'oz' },
+      harness_auth_secrets: {},
+      inference_providers: {},
+      credential_strategy: null,
+      memory_stores: [],
+      runner_id: '',
+      session_sharing: {},
+      worker_host: 'warp',
+    } as RunConfig;
+    const before = structuredClone(config);
+    expect(honouredConfig(config)).toStrictEqual({ model_id: 'openai/gpt-4o', max_steps: 7, skills: ['acme/s:a'] });
+    // The request's own object is left as it was.
+    expect(config).toStrictEqual(before);
+  });
+
+  test('worker_host is kept, trimmed, when it names a worker; "warp", blank and null mean any', () => {
+    expect(honouredConfig({ worker_host: '  gpu-1 ' })).toStrictEqual({ worker_host: 'gpu-1' });
+    for (const any of ['warp', ' warp ', '', '   ', null, undefined]) {
+      expect([any, honouredConfig({ worker_host: any })]).toStrictEqual([any, {}]);
+    }
+  });
+});
