@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
 import type { EgressProxy } from './egress-proxy';
-import { BRIDGE_PORT, BRIDGE_SOURCE } from './network-bridge';
+import { BRIDGE_PORT, BRIDGE_SOURCE, bridgeMappings, GATEWAY_BRIDGE_PORT, type BridgedSocket } from './network-bridge';
 import { baseEnvironment, SANDBOX_PATH, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
 import { killRunSandboxes } from './sandbox-reaper';
 
@@ -13,6 +13,7 @@ import { killRunSandboxes } from './sandbox-reaper';
 export const SANDBOX_WORKSPACE = '/workspace';
 const SANDBOX_HOME = '/home/agent';
 const SANDBOX_PROXY_SOCKET = '/run/agent-runs/proxy.sock';
+const SANDBOX_GATEWAY_SOCKET = '/run/agent-runs/gateway.sock';
 /** Global git configuration of the platform's clones, in every sandbox's /etc. */
 export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
 /** The uid and gid the run's processes have inside their user namespace. */
@@ -73,6 +74,14 @@ export class BwrapSandbox implements Sandbox {
 
   workspacePath(): string {
     return SANDBOX_WORKSPACE;
+  }
+
+  gatewayUrl(): string {
+    return `http://127.0.0.1:${GATEWAY_BRIDGE_PORT}`;
+  }
+
+  homePath(): string {
+    return SANDBOX_HOME;
   }
 
   runPaths(runId: string): string[] {
@@ -171,7 +180,7 @@ export class BwrapSandbox implements Sandbox {
     let release = async () => undefined as void;
     const searchPath = [SANDBOX_PATH, ...extraReadonly.map((p) => path.join(p, 'bin'))].join(':');
     const env: Record<string, string> = { ...baseEnvironment(home, searchPath) };
-    let inner: string[] = spec.argv;
+    const bridged: BridgedSocket[] = [];
     if (spec.network.kind === 'proxy' && spec.network.policy !== 'none') {
       const socket = path.join(dir, 'sockets', `${randomBytes(9).toString('base64url')}.sock`);
       const channel = await this.options.proxy.openChannel(socket, spec.network.policy, spec.network.onRefusal);
@@ -180,9 +189,14 @@ export class BwrapSandbox implements Sandbox {
       const proxyUrl = `http://127.0.0.1:${BRIDGE_PORT}`;
       for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy'])
         env[name] = proxyUrl;
-      env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
-      inner = [nodePath, '-e', BRIDGE_SOURCE, SANDBOX_PROXY_SOCKET, String(BRIDGE_PORT), ...spec.argv];
+      bridged.push({ socketPath: SANDBOX_PROXY_SOCKET, port: BRIDGE_PORT });
     }
+    if (spec.gatewaySocket) {
+      args.push('--bind', spec.gatewaySocket, SANDBOX_GATEWAY_SOCKET);
+      bridged.push({ socketPath: SANDBOX_GATEWAY_SOCKET, port: GATEWAY_BRIDGE_PORT });
+    }
+    if (bridged.length) env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
+    const inner = bridged.length ? [nodePath, '-e', BRIDGE_SOURCE, bridgeMappings(bridged), ...spec.argv] : spec.argv;
     args.push('--remount-ro', '/');
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
     args.push('--', '/bin/bash', '-c', limitsPrelude(config.limits), 'sandbox', ...inner);

@@ -24,6 +24,14 @@ export class LimitedSandbox implements Sandbox {
     return this.inner.workspacePath(runId);
   }
 
+  homePath(runId: string): string {
+    return this.inner.homePath(runId);
+  }
+
+  gatewayUrl(gateway: { tcpUrl(): Promise<string> }): Promise<string> | string {
+    return this.inner.gatewayUrl(gateway);
+  }
+
   runPaths(runId: string): string[] {
     return this.inner.runPaths(runId);
   }

@@ -21,6 +21,8 @@ export interface RunProcessOptions {
   signal?: AbortSignal;
   /** How much output to keep (head and tail); the rest is replaced by a marker. */
   keepBytes: number;
+  /** Hears standard output as it arrives (it is kept in `output` too). */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 const KILL_GRACE_MS = 2000;
@@ -44,7 +46,10 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const capture = new OutputCapture(options.keepBytes);
-    child.stdout.on('data', (chunk: Buffer) => capture.add(chunk));
+    child.stdout.on('data', (chunk: Buffer) => {
+      capture.add(chunk);
+      options.onStdout?.(chunk);
+    });
     child.stderr.on('data', (chunk: Buffer) => capture.add(chunk));
 
     let timedOut = false;

@@ -18,8 +18,10 @@ export interface SandboxProcessSpec {
   network: SandboxNetwork;
   /** For git clones: no private home, no global git configuration the run could have written. */
   homeless?: boolean;
-  /** Host paths to show read-only at the same path (a `file://` GIT_BASE_URL for clones). */
+  /** Host paths to show read-only at the same path (a `file://` GIT_BASE_URL for clones, a harness's CLI). */
   readonlyBinds?: string[];
+  /** The host socket of the worker's model gateway for this process, reached at `Sandbox.gatewayUrl`. */
+  gatewaySocket?: string;
 }
 
 /** A process ready to spawn; `release` frees what it needed outside (its proxy socket). */
@@ -43,6 +45,13 @@ export interface Sandbox {
   readonly runLimits?: string;
   /** The workspace's path as the run's processes see it. */
   workspacePath(runId: string): string;
+  /** The run's private home directory as its processes see it. */
+  homePath(runId: string): string;
+  /**
+   * Where a process given a `gatewaySocket` reaches the model gateway (an HTTP base URL). Without
+   * a sandbox the gateway listens on the host's loopback itself (`tcpUrl`).
+   */
+  gatewayUrl(gateway: { tcpUrl(): Promise<string> }): Promise<string> | string;
   /** Makes the run's workspace and private state (home, tmp, ownership); idempotent. */
   prepareRun(runId: string): Promise<void>;
   prepare(spec: SandboxProcessSpec): Promise<PreparedProcess>;

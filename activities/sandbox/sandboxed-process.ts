@@ -59,70 +59,103 @@ export interface RunProcesses {
     /** Measured while the command runs: past it, the command is killed. */
     disk?: RunDiskQuota;
   }): Promise<SandboxedCommandResult>;
+  /**
+   * A program (a harness's CLI) under the run's network policy, like runCommand; with
+   * `gatewaySocket` it reaches the model gateway too, and `onStdout` hears its output as it comes.
+   */
+  runProgram(options: {
+    argv: [string, ...string[]];
+    cwd?: string;
+    env?: Record<string, string>;
+    readonlyBinds?: string[];
+    gatewaySocket?: string;
+    policy: NetworkPolicy;
+    timeoutMs: number;
+    keepBytes: number;
+    signal?: AbortSignal;
+    onStdout?: (chunk: Buffer) => void;
+    onRefusal?: (refusal: NetworkRefusal) => void;
+    disk?: RunDiskQuota;
+  }): Promise<SandboxedCommandResult>;
   /** Runs a program to completion and returns its standard output; rejects with ExecError. */
   exec(argv: [string, ...string[]], options?: ExecOptions): Promise<string>;
 }
 
 export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
+  const runProgram: RunProcesses['runProgram'] = async ({
+    argv,
+    cwd,
+    env,
+    readonlyBinds,
+    gatewaySocket,
+    policy,
+    timeoutMs,
+    keepBytes,
+    signal,
+    onStdout,
+    onRefusal,
+    disk,
+  }) => {
+    const refusals: NetworkRefusal[] = [];
+    const network: SandboxNetwork = {
+      kind: 'proxy',
+      policy,
+      onRefusal: (r) => {
+        refusals.push(r);
+        onRefusal?.(r);
+      },
+    };
+    const prepared = await sandbox.prepare({ runId, argv, cwd, env, network, readonlyBinds, gatewaySocket });
+    const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
+    const overDisk = new AbortController();
+    let diskUsed: number | undefined;
+    let measuring = false;
+    const diskTimer =
+      disk && disk.maxBytes > 0
+        ? setInterval(() => {
+            if (measuring) return;
+            measuring = true;
+            void disk
+              .usage()
+              .then((used) => {
+                if (used !== undefined && used > disk.maxBytes && !overDisk.signal.aborted) {
+                  diskUsed = used;
+                  overDisk.abort();
+                }
+              })
+              .catch(() => undefined)
+              .finally(() => (measuring = false));
+          }, DISK_POLL_MS)
+        : undefined;
+    try {
+      const result = await runProcess({
+        file: prepared.file,
+        args: prepared.args,
+        cwd: prepared.cwd,
+        env: prepared.env,
+        timeoutMs,
+        signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
+        keepBytes,
+        onStdout,
+      });
+      const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
+      return {
+        ...result,
+        // A command killed for the run's disk limit was not cancelled by anyone.
+        cancelled: result.cancelled && !(diskUsed !== undefined && !signal?.aborted),
+        refusals,
+        oomKilled,
+        ...(diskUsed !== undefined ? { diskLimitExceeded: diskUsed } : {}),
+      };
+    } finally {
+      clearInterval(diskTimer);
+      await prepared.release();
+    }
+  };
   return {
     workspacePath: sandbox.workspacePath(runId),
-
-    async runCommand({ command, cwd, policy, timeoutMs, keepBytes, signal, onRefusal, disk }) {
-      const refusals: NetworkRefusal[] = [];
-      const network: SandboxNetwork = {
-        kind: 'proxy',
-        policy,
-        onRefusal: (r) => {
-          refusals.push(r);
-          onRefusal?.(r);
-        },
-      };
-      const prepared = await sandbox.prepare({ runId, argv: ['/bin/bash', '-c', command], cwd, network });
-      const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
-      const overDisk = new AbortController();
-      let diskUsed: number | undefined;
-      let measuring = false;
-      const diskTimer =
-        disk && disk.maxBytes > 0
-          ? setInterval(() => {
-              if (measuring) return;
-              measuring = true;
-              void disk
-                .usage()
-                .then((used) => {
-                  if (used !== undefined && used > disk.maxBytes && !overDisk.signal.aborted) {
-                    diskUsed = used;
-                    overDisk.abort();
-                  }
-                })
-                .catch(() => undefined)
-                .finally(() => (measuring = false));
-            }, DISK_POLL_MS)
-          : undefined;
-      try {
-        const result = await runProcess({
-          file: prepared.file,
-          args: prepared.args,
-          cwd: prepared.cwd,
-          env: prepared.env,
-          timeoutMs,
-          signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
-          keepBytes,
-        });
-        const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
-        return {
-          ...result,
-          // A command killed for the run's disk limit was not cancelled by anyone.
-          cancelled: result.cancelled && !(diskUsed !== undefined && !signal?.aborted),
-          refusals,
-          oomKilled,
-          ...(diskUsed !== undefined ? { diskLimitExceeded: diskUsed } : {}),
-        };
-      } finally {
-        clearInterval(diskTimer);
-        await prepared.release();
-      }
-    },
+    runCommand: ({ command, ...options }) => runProgram({ argv: ['/bin/bash', '-c', command], ...options }),
+    runProgram,
 
     async exec(argv, options = {}) {
       const network: SandboxNetwork =

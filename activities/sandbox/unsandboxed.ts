@@ -16,6 +16,14 @@ export class Unsandboxed implements Sandbox {
     return workspaceDir(this.workspaceRoot, runId);
   }
 
+  homePath(runId: string): string {
+    return this.workspacePath(runId);
+  }
+
+  gatewayUrl(gateway: { tcpUrl(): Promise<string> }): Promise<string> {
+    return gateway.tcpUrl();
+  }
+
   runPaths(runId: string): string[] {
     return [this.workspacePath(runId)];
   }
