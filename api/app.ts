@@ -41,6 +41,7 @@ import { createRunEventNotifier } from './run-event-notifier';
 import { createRunEventStreams } from './run-event-stream';
 import { onServerClose } from './server';
 import { createWebhooksRouter } from './routes/webhooks-routes';
+import { createSecretsRouter } from './routes/secrets-routes';
 
 export interface AppDeps {
   config: Config;
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps): Koa {
     createArtifactsRouter({ dataSource, downloads }),
     createRunEventsRouter({ dataSource, secretsKey, streams }),
     createWebhooksRouter({ config, dataSource, secretsKey }),
+    createSecretsRouter({ config, dataSource, secretsKey }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

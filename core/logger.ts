@@ -70,6 +70,7 @@ const SECRET_FIELDS = [
   'database_url',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
+  'GEMINI_API_KEY',
   'GIT_TOKEN',
   'SECRETS_ENCRYPTION_KEY',
   'DATABASE_URL',
@@ -81,6 +82,7 @@ const SECRET_PATHS = [
   'config.database.url',
   'config.models.openai.apiKey',
   'config.models.anthropic.apiKey',
+  'config.models.gemini.apiKey',
   'config.workspace.gitToken',
   'config.secretsEncryptionKey',
   'mcp_servers.*.headers',
@@ -106,6 +108,7 @@ const SECRET_PATTERNS: { hint: RegExp; pattern: RegExp; replacement: string }[] 
   { hint: /ark_/, pattern: /\b(ark_[A-Za-z0-9_-]{8}_)[A-Za-z0-9_-]+/g, replacement: `$1${REDACTED}` },
   { hint: /whsec_/, pattern: /\bwhsec_[A-Za-z0-9+/=]+/g, replacement: `whsec_${REDACTED}` },
   { hint: /sk-/, pattern: /\bsk-[A-Za-z0-9_-]{12,}/g, replacement: `sk-${REDACTED}` },
+  { hint: /AIza/, pattern: /\bAIza[A-Za-z0-9_-]{20,}/g, replacement: `AIza${REDACTED}` },
 ];
 
 /** The configured secrets a line must never show: provider keys, GIT_TOKEN, the encryption key, the database password. */
@@ -113,6 +116,7 @@ export function secretsOfConfig(config: Config): string[] {
   const values = [
     config.models.openai.apiKey,
     config.models.anthropic.apiKey,
+    config.models.gemini.apiKey,
     config.workspace.gitToken,
     config.secretsEncryptionKey,
   ];

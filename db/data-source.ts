@@ -20,6 +20,7 @@ import { RunEventOrder1763920000000 } from './migrations/1763920000000-run-event
 import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-load-index';
 import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
 import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-workspace-holders';
+import { Harnesses1763950000000 } from './migrations/1763950000000-harnesses';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   SkillLoadIndex1763921800000,
   KeyRoles1763930000000,
   WorkspaceHolders1763940000000,
+  Harnesses1763950000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

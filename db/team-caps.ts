@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 
 /** Tables of a team's resources whose number per team is capped. */
-export type CappedTable = 'environments' | 'schedules' | 'agent_identities' | 'webhooks';
+export type CappedTable = 'environments' | 'schedules' | 'agent_identities' | 'webhooks' | 'managed_secrets';
 
 /**
  * How many rows the team has in `table`, counted under a lock of the team's for that table, so

@@ -7,6 +7,7 @@ const NAMES: Record<CappedTable, { plural: string; variable: string }> = {
   schedules: { plural: 'schedules', variable: 'TEAM_MAX_SCHEDULES' },
   agent_identities: { plural: 'agents', variable: 'TEAM_MAX_AGENTS' },
   webhooks: { plural: 'webhooks', variable: 'TEAM_MAX_WEBHOOKS' },
+  managed_secrets: { plural: 'secrets', variable: 'TEAM_MAX_SECRETS' },
 };
 
 /** 409 `conflict` (not retryable) when the team has `cap` of these already; 0: no cap. */

@@ -11,6 +11,7 @@ import { forbidNulInRequests } from './no-nul';
 import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../../core/schemas/not-available';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
+import { registerSecretOperations } from './secrets';
 import { registerServiceOperations } from './service';
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
@@ -25,6 +26,7 @@ const TAGS = [
   { name: 'Skills', description: "Skills found in the team's environments." },
   { name: 'Redirects', description: 'Session and conversation lookups the official clients make without a key.' },
   { name: 'Webhooks', description: 'Signed notifications of run state changes, delivered durably.' },
+  { name: 'Secrets', description: "A team's credentials for harnesses, stored encrypted and never shown." },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
 ];
 
@@ -52,6 +54,7 @@ function registry(): OpenAPIRegistry {
   registerArtifactOperations(registry);
   registerServiceOperations(registry);
   registerLiveOperations(registry);
+  registerSecretOperations(registry);
   return registry;
 }
 

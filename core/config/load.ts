@@ -81,6 +81,7 @@ function configFrom(e: Env) {
     models: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
       anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
+      gemini: { apiKey: e.GEMINI_API_KEY, baseUrl: e.GEMINI_BASE_URL },
       /** USD per million input and output tokens, by model id. */
       prices: parseModelMap(
         'MODEL_PRICES',
@@ -115,6 +116,7 @@ function configFrom(e: Env) {
       maxSteps: e.AGENT_MAX_STEPS,
       maxTokens: e.AGENT_MAX_TOKENS,
       commandTimeoutSeconds: e.AGENT_COMMAND_TIMEOUT_SECONDS,
+      harnessTurnTimeoutSeconds: e.AGENT_HARNESS_TURN_TIMEOUT_SECONDS,
       toolOutputLimitBytes: e.AGENT_TOOL_OUTPUT_LIMIT_BYTES,
     },
     /** Bounds of a factory's run tree: levels below a root run, and runs one run may dispatch. */
@@ -198,6 +200,7 @@ function configFrom(e: Env) {
       /** How many of each resource one team may have (0: no cap); past it a create is 409. */
       teamMaxSchedules: e.TEAM_MAX_SCHEDULES,
       teamMaxWebhooks: e.TEAM_MAX_WEBHOOKS,
+      teamMaxSecrets: e.TEAM_MAX_SECRETS,
       teamMaxAgents: e.TEAM_MAX_AGENTS,
       teamMaxEnvironments: e.TEAM_MAX_ENVIRONMENTS,
     },

@@ -119,6 +119,11 @@ export const quotas = group('Rate limits and quotas', {
     description: 'webhooks one team may have, 0 = no cap; past it a create is 409 `conflict`',
     readBy: ['API'],
   },
+  TEAM_MAX_SECRETS: {
+    schema: intFrom(100, 0, 1_000_000),
+    description: 'managed secrets one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    readBy: ['API'],
+  },
   TEAM_MAX_AGENTS: {
     schema: intFrom(500, 0, 1_000_000),
     description: 'agents one team may have, 0 = no cap; past it a create is 409 `conflict`',

@@ -25,6 +25,17 @@ export const models = group('Models', {
     description: 'base URL of the Anthropic Messages API',
     readBy: ['workers'],
   },
+  GEMINI_API_KEY: {
+    schema: optionalString,
+    description: 'key for Gemini (the Gemini CLI harness)',
+    readBy: ['workers'],
+    unset: 'unset',
+  },
+  GEMINI_BASE_URL: {
+    schema: z.url().default('https://generativelanguage.googleapis.com'),
+    description: 'base URL of the Gemini API',
+    readBy: ['workers'],
+  },
   AGENT_DEFAULT_MODEL: {
     schema: z.string().default('openai/gpt-4o-mini'),
     description: 'model of runs that do not name one',
@@ -85,6 +96,12 @@ export const agent = group('Agent', {
   AGENT_COMMAND_TIMEOUT_SECONDS: {
     schema: intFrom(600, 1, 86_400),
     description: 'default and largest timeout of an agent command',
+    readBy: ['workers'],
+  },
+  AGENT_HARNESS_TURN_TIMEOUT_SECONDS: {
+    schema: intFrom(14_400, 10, 7 * 86_400),
+    description:
+      "longest one invocation of a harness's CLI (a turn of a Claude Code, Codex or Gemini CLI run) may take",
     readBy: ['workers'],
   },
   AGENT_TOOL_OUTPUT_LIMIT_BYTES: {

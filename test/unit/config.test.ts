@@ -95,6 +95,7 @@ describe('loadConfig', () => {
       models: {
         openai: { apiKey: undefined, baseUrl: 'https://api.openai.com/v1' },
         anthropic: { apiKey: undefined, baseUrl: 'https://api.anthropic.com' },
+        gemini: { apiKey: undefined, baseUrl: 'https://generativelanguage.googleapis.com' },
         prices: {
           'openai/gpt-4o': { input: 2.5, output: 10 },
           'openai/gpt-4o-mini': { input: 0.15, output: 0.6 },
@@ -120,7 +121,13 @@ describe('loadConfig', () => {
       maxIdleTimeoutMinutes: 1440,
       heartbeatTimeoutSeconds: 10,
       errorReferenceBaseUrl: 'http://localhost:8080/errors',
-      agent: { maxSteps: 50, maxTokens: 2_000_000, commandTimeoutSeconds: 600, toolOutputLimitBytes: 30_000 },
+      agent: {
+        maxSteps: 50,
+        maxTokens: 2_000_000,
+        commandTimeoutSeconds: 600,
+        harnessTurnTimeoutSeconds: 14_400,
+        toolOutputLimitBytes: 30_000,
+      },
       orchestration: { maxDepth: 3, maxChildrenPerRun: 10 },
       workspace: {
         dir: workspaceDir,
@@ -164,6 +171,7 @@ describe('loadConfig', () => {
         teamMaxConcurrentRuns: 100,
         teamMaxSchedules: 100,
         teamMaxWebhooks: 20,
+        teamMaxSecrets: 100,
         teamMaxAgents: 500,
         teamMaxEnvironments: 200,
       },

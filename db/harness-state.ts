@@ -1,0 +1,130 @@
+import type { EntityManager } from 'typeorm';
+import type { RunState } from '../core/run-state';
+
+/** What the service keeps of a CLI harness's work on a run (table run_harness_state). */
+export interface HarnessState {
+  harness: string;
+  /** The CLI's session (Claude Code, Gemini CLI) or thread (Codex) to resume. */
+  sessionId: string | null;
+  promptedThrough: string;
+  startedStep: string | null;
+  finishedStep: string | null;
+  /** The CLI's own cumulative counters (sums over its invocations), in its native categories. */
+  usage: Record<string, number> | null;
+  toolCalls: Record<string, number> | null;
+  costUsd: number | null;
+  captureSequence: number;
+  executionId: number;
+  capturedAt: Date | null;
+}
+
+function toState(row: Record<string, unknown>): HarnessState {
+  return {
+    harness: row.harness as string,
+    sessionId: (row.session_id as string | null) ?? null,
+    promptedThrough: String(row.prompted_through),
+    startedStep: (row.started_step as string | null) ?? null,
+    finishedStep: (row.finished_step as string | null) ?? null,
+    usage: (row.usage as Record<string, number> | null) ?? null,
+    toolCalls: (row.tool_calls as Record<string, number> | null) ?? null,
+    costUsd: row.cost_usd === null || row.cost_usd === undefined ? null : Number(row.cost_usd),
+    captureSequence: Number(row.capture_sequence),
+    executionId: Number(row.execution_id),
+    capturedAt: (row.captured_at as Date | null) ?? null,
+  };
+}
+
+export async function loadHarnessState(manager: EntityManager, runId: string): Promise<HarnessState | null> {
+  const rows = (await manager.query(`SELECT * FROM run_harness_state WHERE run_id = $1`, [runId])) as Record<
+    string,
+    unknown
+  >[];
+  return rows[0] ? toState(rows[0]) : null;
+}
+
+/** A prompt or follow-up of the run the CLI has not been given yet. */
+export interface PendingMessage {
+  id: string;
+  kind: 'prompt' | 'followup';
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Starts invocation `step` of the run's CLI: takes the prompt and follow-ups recorded since the
+ * last invocation (each is handed over exactly once) and marks the step started. The caller
+ * holds the run's lock, in the transaction that delivered the follow-ups.
+ */
+export async function claimHarnessInvocation(
+  manager: EntityManager,
+  runId: string,
+  harness: string,
+  step: string,
+): Promise<{ state: HarnessState; pending: PendingMessage[] }> {
+  await manager.query(
+    `INSERT INTO run_harness_state (run_id, harness) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING`,
+    [runId, harness],
+  );
+  const [row] = (await manager.query(`SELECT * FROM run_harness_state WHERE run_id = $1 FOR UPDATE`, [
+    runId,
+  ])) as Record<string, unknown>[];
+  const state = toState(row!);
+  const pending = (await manager.query(
+    `SELECT id::text AS id, kind, payload FROM run_events
+      WHERE run_id = $1 AND kind IN ('prompt', 'followup') AND id > $2::bigint ORDER BY id`,
+    [runId, state.promptedThrough],
+  )) as PendingMessage[];
+  const through = pending.length ? pending[pending.length - 1]!.id : state.promptedThrough;
+  await manager.query(
+    `UPDATE run_harness_state SET prompted_through = $2::bigint, started_step = $3 WHERE run_id = $1`,
+    [runId, through, step],
+  );
+  return { state: { ...state, promptedThrough: through }, pending };
+}
+
+export async function recordHarnessSession(manager: EntityManager, runId: string, sessionId: string): Promise<void> {
+  await manager.query(`UPDATE run_harness_state SET session_id = $2 WHERE run_id = $1`, [runId, sessionId]);
+}
+
+export async function recordHarnessStepFinished(manager: EntityManager, runId: string, step: string): Promise<void> {
+  await manager.query(`UPDATE run_harness_state SET finished_step = $2 WHERE run_id = $1`, [runId, step]);
+}
+
+/**
+ * Adds one invocation's usage, as the CLI reported it, to the run's cumulative snapshot: counters
+ * summed by name, tool calls by tool, cost when reported; the capture sequence counts snapshots.
+ */
+export async function addHarnessUsage(
+  manager: EntityManager,
+  runId: string,
+  added: { usage: Record<string, number>; toolCalls: Record<string, number>; costUsd?: number; executionId: number },
+): Promise<void> {
+  await manager.query(
+    `UPDATE run_harness_state SET
+       usage = (SELECT COALESCE(jsonb_object_agg(k, v), '{}'::jsonb) FROM (
+                  SELECT k, sum(v::numeric) AS v FROM (
+                    SELECT key AS k, value AS v FROM jsonb_each_text(COALESCE(usage, '{}'::jsonb))
+                    UNION ALL SELECT key, value FROM jsonb_each_text($2::jsonb)) a GROUP BY k) s),
+       tool_calls = (SELECT COALESCE(jsonb_object_agg(k, v), '{}'::jsonb) FROM (
+                  SELECT k, sum(v::numeric) AS v FROM (
+                    SELECT key AS k, value AS v FROM jsonb_each_text(COALESCE(tool_calls, '{}'::jsonb))
+                    UNION ALL SELECT key, value FROM jsonb_each_text($3::jsonb)) a GROUP BY k) s),
+       cost_usd = CASE WHEN $4::numeric IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + $4::numeric END,
+       capture_sequence = capture_sequence + 1,
+       execution_id = $5,
+       captured_at = clock_timestamp()
+     WHERE run_id = $1`,
+    [runId, JSON.stringify(added.usage), JSON.stringify(added.toolCalls), added.costUsd ?? null, added.executionId],
+  );
+}
+
+/** What the model gateway asks before forwarding a call of the run. */
+export async function loadGatewayAdmission(
+  manager: EntityManager,
+  runId: string,
+): Promise<{ state: RunState; totalTokens: number } | undefined> {
+  const [row] = (await manager.query(`SELECT state, total_tokens FROM runs WHERE run_id = $1`, [runId])) as {
+    state: RunState;
+    total_tokens: string;
+  }[];
+  return row ? { state: row.state, totalTokens: Number(row.total_tokens) } : undefined;
+}

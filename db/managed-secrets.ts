@@ -1,0 +1,104 @@
+import type { EntityManager } from 'typeorm';
+import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
+
+/** A team's named credential; its value only ever leaves the database encrypted. */
+export interface ManagedSecret {
+  id: string;
+  teamId: string;
+  name: string;
+  kind: string;
+  description: string | null;
+  /** enc:v1:… under the secrets key (core/secrets.ts). */
+  encryptedValue: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const COLUMNS = `id, team_id, name, kind, description, encrypted_value, created_at, updated_at`;
+
+function toSecret(row: Record<string, unknown>): ManagedSecret {
+  return {
+    id: row.id as string,
+    teamId: row.team_id as string,
+    name: row.name as string,
+    kind: row.kind as string,
+    description: (row.description as string | null) ?? null,
+    encryptedValue: row.encrypted_value as string,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+  };
+}
+
+/**
+ * Stores a secret by name, replacing the value, kind and description of one the team already
+ * has; says whether it was new. The caller checks the team's cap in the same transaction.
+ */
+export async function upsertManagedSecret(
+  manager: EntityManager,
+  secret: Pick<ManagedSecret, 'id' | 'teamId' | 'name' | 'kind' | 'description' | 'encryptedValue'>,
+): Promise<{ secret: ManagedSecret; created: boolean }> {
+  const [row] = (await manager.query(
+    `INSERT INTO managed_secrets (id, team_id, name, kind, description, encrypted_value)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (team_id, name) DO UPDATE
+       SET kind = EXCLUDED.kind, description = EXCLUDED.description,
+           encrypted_value = EXCLUDED.encrypted_value, updated_at = clock_timestamp()
+     RETURNING ${COLUMNS}, (xmax = 0) AS created`,
+    [secret.id, secret.teamId, secret.name, secret.kind, secret.description, secret.encryptedValue],
+  )) as Record<string, unknown>[];
+  return { secret: toSecret(row!), created: row!.created === true };
+}
+
+/** Whether the team has a secret of this name (for counting it against the cap: a replace adds none). */
+export async function hasManagedSecret(manager: EntityManager, teamId: string, name: string): Promise<boolean> {
+  const rows = (await manager.query(`SELECT 1 FROM managed_secrets WHERE team_id = $1 AND name = $2`, [
+    teamId,
+    name,
+  ])) as unknown[];
+  return rows.length > 0;
+}
+
+export async function findManagedSecret(
+  manager: EntityManager,
+  teamId: string,
+  name: string,
+): Promise<ManagedSecret | null> {
+  const rows = (await manager.query(`SELECT ${COLUMNS} FROM managed_secrets WHERE team_id = $1 AND name = $2`, [
+    teamId,
+    name,
+  ])) as Record<string, unknown>[];
+  return rows[0] ? toSecret(rows[0]) : null;
+}
+
+/** A team's secrets by name. */
+export const MANAGED_SECRET_ORDER: KeysetOrder = {
+  column: 'name',
+  type: 'text',
+  key: 'id',
+  keyType: 'uuid',
+  direction: 'ASC',
+};
+
+export async function listManagedSecrets(
+  manager: EntityManager,
+  teamId: string,
+  page: { limit: number; after?: KeysetPosition },
+): Promise<KeysetPage<ManagedSecret>> {
+  const { rows, next } = await selectKeysetPage(
+    manager,
+    { columns: COLUMNS, from: 'managed_secrets', where: 'team_id = $1', params: [teamId] },
+    MANAGED_SECRET_ORDER,
+    page.limit,
+    page.after,
+  );
+  return { rows: rows.map(toSecret), ...(next ? { next } : {}) };
+}
+
+/** Deletes a secret of the team; false when it has none by that name. */
+export async function deleteManagedSecret(manager: EntityManager, teamId: string, name: string): Promise<boolean> {
+  const [, count] = (await manager.query(`DELETE FROM managed_secrets WHERE team_id = $1 AND name = $2`, [
+    teamId,
+    name,
+  ])) as [unknown, number];
+  return count > 0;
+}
