@@ -134,7 +134,7 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
         { runId: newUuidV7(), skill: undefined, conversationId: newUuidV7(), parentRunId },
       );
       await dataSource.transaction((tx) => recordNewRun(tx, child, { mode: 'normal' }));
-      observeRunCreated('orchestration');
+      observeRunCreated('orchestration', resolved.harness?.type);
       return {
         ok: true,
         childRunId: child.runId,

@@ -49,6 +49,7 @@ export {
   type WebhookAttemptOutcome,
 } from './metrics/sandbox-workers';
 export { databaseReachable, databaseRefusals, rateLimitRejections } from './metrics/database-limits';
+export { harnessInvocations, harnessTokens, observeHarnessInvocation, observeHarnessTokens } from './metrics/harnesses';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

@@ -1,3 +1,4 @@
+import type { HarnessSecretField, HarnessType } from './harnesses';
 import type { ErrorCode } from './error-codes';
 
 /** `MCPServerConfig`: `command` (+ `args`, `env`) for stdio, or `url` (+ `headers`) for HTTP; exactly one. */
@@ -25,6 +26,10 @@ export interface ResolvedAgentConfig {
   max_steps?: number;
   max_tokens?: number;
   computer_use_enabled?: boolean;
+  /** The agent that works the run; absent or `oz`: this service's own loop. */
+  harness?: { type?: HarnessType; model_id?: string; reasoning_level?: string };
+  /** Names of the team's managed secrets a CLI harness authenticates with (never their values). */
+  harness_auth_secrets?: Partial<Record<HarnessSecretField, string>>;
 }
 
 export interface RunStatusMessage {

@@ -135,6 +135,7 @@ export interface UserFailureDetails {
     | 'environment_setup_failed'
     | 'resource_not_found'
     | 'not_authorized'
+    | 'authentication_required'
     | 'budget_exceeded';
 }
 

@@ -6,8 +6,8 @@ import { LONG_BUCKETS, metricsRegistry } from './registry';
 
 export const runsCreated = new Counter({
   name: 'agent_runs_runs_created_total',
-  help: 'Runs created, by origin: api, factory (a factory agent, through the API), schedule, orchestration (dispatched by a run).',
-  labelNames: ['origin'] as const,
+  help: 'Runs created, by origin (api, factory: a factory agent through the API, schedule, orchestration: dispatched by a run) and harness (oz, claude, codex, gemini).',
+  labelNames: ['origin', 'harness'] as const,
   registers: [metricsRegistry],
 });
 
@@ -28,8 +28,8 @@ export const runQueueDuration = new Histogram({
 /** Where the run came from, as `runsCreated` counts it. */
 export type RunCreatedOrigin = 'api' | 'factory' | 'schedule' | 'orchestration';
 
-export function observeRunCreated(origin: RunCreatedOrigin): void {
-  runsCreated.inc({ origin });
+export function observeRunCreated(origin: RunCreatedOrigin, harness = 'oz'): void {
+  runsCreated.inc({ origin, harness });
 }
 
 /** A turn that reached a terminal state (counted once: only by the write that applied it). */

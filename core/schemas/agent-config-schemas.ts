@@ -3,6 +3,8 @@ import { MODEL_PROVIDERS } from '../model-providers';
 import { unavailableChoice, unavailableList, unavailableMap, unavailableString } from './not-available';
 import { MAX_PROMPT_CHARS, skillSpecSchema } from './run-fields';
 import { VISIBLE } from './text';
+import { HARNESS_TYPES } from '../harnesses';
+import { managedSecretNameSchema } from './managed-secret-schemas';
 
 /** `config` of a run (and of schedules and agents): the model, MCP servers, harness and limits. */
 
@@ -54,17 +56,43 @@ export const mcpServersSchema = z
 const MODEL_ID = new RegExp(`^(?:${MODEL_PROVIDERS.join('|')})/${VISIBLE}+$`);
 const MODEL_ID_RULE = `must be \`<provider>/<model>\` with provider ${MODEL_PROVIDERS.join(' or ')}, e.g. \`openai/gpt-4o\``;
 
-/** `harness` as the official clients send it; only this service's own harness (`oz`) runs here. */
+/** `harness`: which agent works the run, this service's own loop (`oz`) or a coding-agent CLI. */
 export const harnessSchema = z
   .strictObject({
     type: z
-      .enum(['oz', 'claude', 'gemini', 'codex'])
+      .enum(HARNESS_TYPES, {
+        error: (issue) =>
+          `unknown harness ${JSON.stringify(issue.input)}; the harnesses are ${HARNESS_TYPES.join(', ')}`,
+      })
       .optional()
-      .openapi({ enum: ['oz'], description: "Only `oz`, this service's own agent loop; others are 400." }),
-    model_id: z.string().max(200).optional(),
-    reasoning_level: z.string().max(50).optional(),
+      .openapi({
+        description:
+          "`oz` (default): this service's own agent loop; `claude`: Claude Code; `codex`: Codex CLI; `gemini`: Gemini CLI. The CLIs run in the run's sandbox and reach their provider through the model gateway.",
+      }),
+    model_id: z
+      .string()
+      .max(200)
+      .regex(new RegExp(`^(${VISIBLE}+)?$`), 'must be a model name without spaces, e.g. `claude-sonnet-4-5`')
+      .optional()
+      .openapi({ description: "The CLI's model; empty or absent: the CLI's own default. Ignored for `oz`." }),
+    reasoning_level: z
+      .string()
+      .max(50)
+      .optional()
+      .openapi({ description: 'Codex: `minimal`, `low`, `medium` or `high`; ignored by the other harnesses.' }),
   })
   .openapi('Harness');
+
+/** `harness_auth_secrets`: managed secrets (`/agent/secrets`) of the caller's team, by name. */
+export const harnessAuthSecretsSchema = z
+  .strictObject({
+    claude_auth_secret_name: managedSecretNameSchema.nullish(),
+    codex_auth_secret_name: managedSecretNameSchema.nullish(),
+  })
+  .openapi('HarnessAuthSecrets', {
+    description:
+      "The team's managed secret a CLI harness authenticates with (only the one for the run's harness applies); without it, the key the operator configured. The gateway puts it on the CLI's calls; it never enters the sandbox.",
+  });
 
 export const agentConfigSchema = z
   .strictObject({
@@ -90,7 +118,7 @@ export const agentConfigSchema = z
     // `feature_not_available` (see api/run-request-fields.ts), and asking for nothing is fine.
     worker_host: z.string().max(255).nullish(),
     harness: harnessSchema.nullish(),
-    harness_auth_secrets: unavailableMap('there are no third-party harnesses'),
+    harness_auth_secrets: harnessAuthSecretsSchema.nullish(),
     inference_providers: unavailableMap('models come from the providers the operator configures'),
     credential_strategy: unavailableChoice(
       ['CREATOR', 'EXECUTOR'],

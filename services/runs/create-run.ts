@@ -18,6 +18,7 @@ import type { StoredResponse } from './idempotency';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { honouredConfig } from './run-request-fields';
+import { checkHarnessRequest } from './harness-request';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
 
@@ -52,6 +53,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
       let created: RunCreatedOrigin | undefined;
+      let resolvedHarness = 'oz';
       // Counted before the transaction: the counter takes a connection of the same pool, which a
       // burst of transactions waiting on it would exhaust. Given back below when no run is made
       // after all (a bad reference, an idempotent replay); a replay is answered even at the limit.
@@ -94,7 +96,9 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
                 throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
               }
               if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
+              await checkHarnessRequest(tx, principal.teamId, resolved);
               created = createdOrigin(origin, executor);
+              resolvedHarness = resolved.harness?.type ?? 'oz';
               const run = newRun(creator, executor, body, resolved, origin, {
                 runId,
                 skill,
@@ -131,7 +135,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
         );
         if (created) {
           await markWorkflowStarted(dataSource.manager, runId);
-          observeRunCreated(created);
+          observeRunCreated(created, resolvedHarness);
         } else {
           if (counted) await runsPerHour?.giveBack(principal.teamId);
           // A replay of a create whose API was cut off before the run's workflow started: start it now.

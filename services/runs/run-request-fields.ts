@@ -1,11 +1,10 @@
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import type { ResolvedAgentConfig } from '../../core/run-types';
 import { rejectUnsupported } from '../../core/unsupported-fields';
 
 /** Why `mode: "orchestrate"` is refused, on create and on follow-ups. */
 export const ORCHESTRATE_MODE_WHY =
   'an agent delegates work to other agents as the foreman of a factory: send the work to `POST /agent/factories/{uid}/runs` instead; use "normal" or "plan" here.';
-
-const OWN_HARNESS = 'runs use this service\'s own agent loop; omit it or send "oz".';
 
 /** Fields of a create request the official clients send that this service cannot honour. */
 export function assertRunFieldsSupported(body: CreateRunRequest): void {
@@ -17,13 +16,6 @@ export function assertRunFieldsSupported(body: CreateRunRequest): void {
       why: ORCHESTRATE_MODE_WHY,
       given: (v) => v === 'orchestrate',
     },
-    {
-      path: 'config.harness.type',
-      value: c.harness?.type,
-      why: OWN_HARNESS,
-      given: (v) => v !== undefined && v !== null && v !== 'oz',
-    },
-    { path: 'config.harness_auth_secrets', value: c.harness_auth_secrets, why: 'there are no third-party harnesses.' },
     {
       path: 'config.inference_providers',
       value: c.inference_providers,
@@ -45,8 +37,6 @@ export function assertRunFieldsSupported(body: CreateRunRequest): void {
 }
 
 const NOT_HONOURED = [
-  'harness',
-  'harness_auth_secrets',
   'inference_providers',
   'credential_strategy',
   'memory_stores',
@@ -62,10 +52,31 @@ export function honouredConfig(config: CreateRunRequest['config']) {
   if (!config) return undefined;
   const honoured: Record<string, unknown> = { ...config };
   for (const field of NOT_HONOURED) delete honoured[field];
+  const harness = normalHarness(config.harness);
+  if (harness) honoured.harness = harness;
+  else delete honoured.harness;
+  const secrets = Object.fromEntries(Object.entries(config.harness_auth_secrets ?? {}).filter(([, name]) => name));
+  if (Object.keys(secrets).length) honoured.harness_auth_secrets = secrets;
+  else delete honoured.harness_auth_secrets;
   const host = config.worker_host?.trim();
   if (host && host !== 'warp') honoured.worker_host = host;
   else delete honoured.worker_host;
-  return honoured as Omit<NonNullable<CreateRunRequest['config']>, (typeof NOT_HONOURED)[number] | 'worker_host'> & {
+  return honoured as Omit<
+    NonNullable<CreateRunRequest['config']>,
+    (typeof NOT_HONOURED)[number] | 'worker_host' | 'harness' | 'harness_auth_secrets'
+  > & {
     worker_host?: string;
+    harness?: NonNullable<ResolvedAgentConfig['harness']>;
+    harness_auth_secrets?: ResolvedAgentConfig['harness_auth_secrets'];
   };
+}
+
+/**
+ * A harness as stored: nulls and empty strings left out; nothing at all for none or for `oz`
+ * (this service's own loop, the default, whose model is `config.model_id`).
+ */
+export function normalHarness(harness: ResolvedAgentConfig['harness'] | null | undefined) {
+  if (!harness || !harness.type || harness.type === 'oz') return undefined;
+  const kept = Object.fromEntries(Object.entries(harness).filter(([, v]) => v !== null && v !== undefined && v !== ''));
+  return Object.keys(kept).length ? (kept as NonNullable<ResolvedAgentConfig['harness']>) : undefined;
 }

@@ -25,17 +25,16 @@ describe('assertRunFieldsSupported', () => {
     expect(refused({ prompt: 'p', mode: 'normal' })).toBeUndefined();
   });
 
-  test("only this service's own harness runs: another is refused, `oz`, null or none is fine", () => {
-    expect(refused({ prompt: 'p', config: { harness: { type: 'claude' } } })).toBe(
-      '`config.harness.type` is not available on this service: runs use this service\'s own agent loop; omit it or send "oz".',
-    );
+  test('config.harness and config.harness_auth_secrets are not refused here (the harness request check owns them)', () => {
+    expect(refused({ prompt: 'p', config: { harness: { type: 'claude' } } })).toBeUndefined();
     expect(refused({ prompt: 'p', config: { harness: { type: 'oz', model_id: 'x' } } })).toBeUndefined();
     expect(refused({ prompt: 'p', config: { harness: null } })).toBeUndefined();
-    expect(refused({ prompt: 'p', config: { harness: {} } })).toBeUndefined();
+    expect(
+      refused({ prompt: 'p', config: { harness_auth_secrets: { claude_auth_secret_name: 'k' } } }),
+    ).toBeUndefined();
   });
 
   test.each<[string, RunConfig, string]>([
-    ['config.harness_auth_secrets', { harness_auth_secrets: { a: 'b' } }, 'there are no third-party harnesses.'],
     [
       'config.inference_providers',
       { inference_providers: { openai: { key: 'k' } } },
@@ -71,8 +70,8 @@ describe('assertRunFieldsSupported', () => {
 
   test('the first field asked for, in the order of the list, is the one named', () => {
     expect(
-      refused({ prompt: 'p', config: { runner_id: 'r', memory_stores: ['m'], harness: { type: 'codex' } } }),
-    ).toMatch(/^`config\.harness\.type`/);
+      refused({ prompt: 'p', config: { session_sharing: { public: true }, runner_id: 'r', memory_stores: ['m'] } }),
+    ).toMatch(/^`config\.memory_stores`/);
     expect(refused({ prompt: 'p', config: { runner_id: 'r', memory_stores: ['m'] } })).toMatch(
       /^`config\.memory_stores`/,
     );
@@ -102,6 +101,16 @@ describe('honouredConfig', () => {
     expect(honouredConfig(config)).toStrictEqual({ model_id: 'openai/gpt-4o', max_steps: 7, skills: ['acme/s:a'] });
     // The request's own object is left as it was.
     expect(config).toStrictEqual(before);
+  });
+
+  test('a CLI harness is kept without its empty fields; `oz` (the default) and empty secret names are dropped', () => {
+    expect(
+      honouredConfig({
+        harness: { type: 'claude', model_id: '' },
+        harness_auth_secrets: { claude_auth_secret_name: 'team-claude', codex_auth_secret_name: '' },
+      }),
+    ).toStrictEqual({ harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'team-claude' } });
+    expect(honouredConfig({ harness: { type: 'oz', model_id: 'x' } })).toStrictEqual({});
   });
 
   test('worker_host is kept, trimmed, when it names a worker; "warp", blank and null mean any', () => {
