@@ -11,6 +11,8 @@ import { createRunToolCalls } from './agent-step/run-tool-calls';
 import { assistantEventKey } from './agent-step/tool-call-keys';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { createHarnessStep } from './harness/harness-step';
+import { isCliHarness } from '../core/harnesses';
 import { loadStepConversation } from './step-conversation';
 import { userFailure } from './user-failure';
 import { workspaceDir } from './workspace/workspace-paths';
@@ -24,13 +26,15 @@ export { toolCallKeys } from './agent-step/tool-call-keys';
 /**
  * One step of the agent loop, on the worker that holds the workspace: deliver follow-ups, call
  * the model with the conversation and the tools, run the tool calls it asks for, record what
- * changed. Every write is keyed, so a retried step redoes at most the tool call in flight.
+ * changed. Every write is keyed, so a retried step redoes at most the tool call in flight. A run
+ * worked by a CLI harness takes its step from the harness instead: one invocation of the CLI.
  */
 export function createAgentStepActivities(deps: ActivityDeps) {
   const { dataSource, config, logger } = deps;
   const callModel = createCallModel(deps);
   const recordHandoff = createRecordHandoff(deps);
   const runToolCalls = createRunToolCalls(deps);
+  const runHarnessStep = createHarnessStep(deps);
   return {
     async runAgentStep({
       runId,
@@ -51,6 +55,11 @@ export function createAgentStepActivities(deps: ActivityDeps) {
             RunFailureType.WORKSPACE_LOST,
           );
         }
+        const run = await loadStepRun(dataSource.manager, runId);
+        const harness = run!.config.harness?.type;
+        if (isCliHarness(harness)) {
+          return runHarnessStep({ runId, turn, step, run: run!, type: harness, workspace, ctx, log });
+        }
         const assistantKey = assistantEventKey(turn, step);
         await dataSource.transaction(async (tx) => {
           await lockRun(tx, runId);
@@ -58,7 +67,6 @@ export function createAgentStepActivities(deps: ActivityDeps) {
           // may not land between the model's tool calls and their results.
           if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
         });
-        const run = await loadStepRun(dataSource.manager, runId);
         // A summary is written before its step's reply and never takes in the last exchange: this
         // step's reply, what followed it and the latest entry are always among those loaded.
         const conversation = await loadStepConversation(dataSource.manager, runId);

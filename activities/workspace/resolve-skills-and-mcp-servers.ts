@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
+import { isCliHarness } from '../../core/harnesses';
 import { appendRunEvent } from '../../db/run-events';
 import { recordResolvedSkills } from '../../db/run-step-reads';
 import {
@@ -137,7 +138,9 @@ export function createResolveSkillsAndMcpServers(
 
         let mcpTools: string[] = [];
         const servers = run.config.mcp_servers ?? {};
-        if (Object.keys(servers).length) {
+        const harness = run.config.harness?.type;
+        // A CLI harness starts the run's MCP servers itself, in the sandbox, from its own configuration.
+        if (Object.keys(servers).length && !isCliHarness(harness)) {
           try {
             const policy = await loadRunNetworkPolicy(dataSource.manager, config, {
               environmentId: run.config.environment_id,
@@ -168,7 +171,9 @@ export function createResolveSkillsAndMcpServers(
             kind: 'config',
             turn,
             payload: {
-              model_id: run.config.model_id,
+              model_id: isCliHarness(harness)
+                ? `${harness}/${run.config.harness?.model_id || 'default'}`
+                : run.config.model_id,
               environment_id: run.config.environment_id,
               skill_spec: spec,
               mcp_servers: Object.keys(servers),

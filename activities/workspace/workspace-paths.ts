@@ -23,3 +23,8 @@ export function provisionedMarker(root: string, runId: string): string {
 export function workspaceIdFile(root: string, runId: string): string {
   return path.join(root, '.workspace-ids', runId);
 }
+
+/** Where the model gateway's per-invocation sockets are made (each bound into its own sandbox only). */
+export function gatewaySocketDir(root: string): string {
+  return path.join(root, '.gateway');
+}

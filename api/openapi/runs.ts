@@ -6,6 +6,7 @@ import {
   listRunsQuerySchema,
 } from '../../core/schemas/run-schemas';
 import { z } from '../../core/schemas/zod';
+import { harnessUsageResponseSchema } from '../../core/schemas/harness-usage-schemas';
 import { idempotencyHeaders, linksTo, locationHeader, registerOperation, type Operation } from './common';
 import {
   createRunResponseSchema,
@@ -81,6 +82,21 @@ export function registerRunOperations(registry: OpenAPIRegistry): void {
     tags,
     params: runIdParams,
     responses: [{ status: 200, description: 'The run.', schema: runItemSchema, links: RUN_ITEM_LINKS }],
+    errors: [400, 404],
+  });
+
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/runs/{runId}/harness-usage',
+    operationId: 'getHarnessUsage',
+    summary: "What a run's CLI harness reported it used",
+    description:
+      "Claude Code's and Codex's own cumulative token counters and tool calls over the run's invocations. `available` is false for runs of this service's own loop, of Gemini CLI (no usage envelope), and before the CLI's first report; `request_usage` on the run counts tokens for every harness.",
+    tags,
+    params: runIdParams,
+    responses: [
+      { status: 200, description: 'The snapshot, or `available: false`.', schema: harnessUsageResponseSchema },
+    ],
     errors: [400, 404],
   });
 

@@ -7,6 +7,8 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
 import { findRun, listRuns } from '../../db/run-queries';
+import { loadHarnessState } from '../../db/harness-state';
+import { toHarnessUsage } from '../../services/views/harness-usage';
 import { invalid, notFound } from '../../core/api-error';
 import { toHandoffItem, type DownloadSigner } from '../../services/views/artifact-views';
 import { readIdempotencyKey, REPLAYED_HEADER } from '../../services/runs/idempotency';
@@ -97,6 +99,13 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
     ctx.body = toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId));
+  });
+
+  // What a CLI harness reported it used (its own counters), for the official clients' `get_harness_usage`.
+  router.get('/agent/runs/:runId/harness-usage', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
+    ctx.body = toHarnessUsage(run, await loadHarnessState(dataSource.manager, run.runId), new Date());
   });
 
   // The files of the latest ended turn (execution) that let the work continue elsewhere.

@@ -1,5 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  normaliseGemini,
+  normaliseResponses,
+  writeAnthropicStream,
+  writeGeminiStream,
+  writeResponsesStream,
+} from './scripted-streams';
 
 export interface ChatRequest {
   model: string;
@@ -9,7 +16,11 @@ export interface ChatRequest {
   system?: string;
   /** Names of the tools offered. */
   tools: string[];
-  protocol: 'openai' | 'anthropic';
+  protocol: 'openai' | 'anthropic' | 'openai-responses' | 'gemini';
+  /** The key the request carried (`x-api-key`, a bearer token, `x-goog-api-key` or `?key=`). */
+  apiKey?: string;
+  /** The request asked for a streamed reply. */
+  stream?: boolean;
   /** Anthropic: whether the request marks a prompt-cache breakpoint. */
   cacheControl?: boolean;
   /** The longest reply asked for, if any (`max_completion_tokens`, `max_tokens`). */
@@ -30,9 +41,11 @@ export type ScriptedReply =
 export type Script = (request: ChatRequest, call: number) => ScriptedReply | Promise<ScriptedReply>;
 
 /**
- * A real HTTP server speaking the OpenAI Chat Completions protocol (`/v1/chat/completions`) and
- * the Anthropic Messages protocol (`/v1/messages`), scripted per test. A script is chosen by a
- * marker that the test puts in the run's prompt, so runs never share a script.
+ * A real HTTP server speaking the OpenAI Chat Completions protocol (`/v1/chat/completions`), the
+ * Anthropic Messages protocol (`/v1/messages`, plain or streamed), the OpenAI Responses protocol
+ * (`/v1/responses`, streamed) and Gemini's `generateContent` / `streamGenerateContent`, scripted
+ * per test. A script is chosen by a marker that the test puts in the run's prompt, so runs never
+ * share a script.
  */
 export class ScriptedModelServer {
   private readonly server = http.createServer((req, res) => void this.handle(req, res));
@@ -68,16 +81,32 @@ export class ScriptedModelServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const protocol = req.url?.endsWith('/chat/completions')
+    const url = new URL(req.url ?? '/', 'http://scripted');
+    if (req.method === 'POST' && url.pathname.endsWith('/messages/count_tokens')) {
+      return this.send(res, 200, { input_tokens: 10 });
+    }
+    const gemini = /\/models\/([^/:]+):(streamGenerateContent|generateContent)$/.exec(url.pathname);
+    const protocol = url.pathname.endsWith('/chat/completions')
       ? 'openai'
-      : req.url?.endsWith('/messages')
+      : url.pathname.endsWith('/messages')
         ? 'anthropic'
-        : undefined;
+        : url.pathname.endsWith('/responses')
+          ? 'openai-responses'
+          : gemini
+            ? 'gemini'
+            : undefined;
     if (req.method !== 'POST' || !protocol) {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     }
     const raw = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    const body = normalise(raw, protocol);
+    const body =
+      protocol === 'openai-responses'
+        ? normaliseResponses(raw)
+        : protocol === 'gemini'
+          ? normaliseGemini(raw, gemini![1]!)
+          : normalise(raw, protocol);
+    body.apiKey = requestKey(req, url);
+    body.stream = protocol === 'gemini' ? gemini![2] === 'streamGenerateContent' : raw.stream === true;
     const text = [body.system ?? '', ...body.messages.map((m) => m.content)].join('\n');
     const marker = [...this.scripts.keys()].find((m) => text.includes(m));
     const entry = marker === undefined ? undefined : this.scripts.get(marker);
@@ -104,13 +133,7 @@ export class ScriptedModelServer {
       reply = await reply.hold;
       if (gone) return;
     }
-    if ('status' in reply) {
-      const error =
-        protocol === 'openai'
-          ? { error: { message: reply.error, type: 'invalid_request_error' } }
-          : { type: 'error', error: { type: 'invalid_request_error', message: reply.error } };
-      return this.send(res, reply.status, error);
-    }
+    if ('status' in reply) return this.send(res, reply.status, errorBody(protocol, reply.status, reply.error));
     this.reply(res, body, reply);
   }
 
@@ -127,6 +150,10 @@ export class ScriptedModelServer {
       ...c,
       id: `call_${++this.callId}_${Math.random().toString(36).slice(2, 8)}`,
     }));
+    const streamed = { ...reply, toolCalls: calls };
+    if (req.protocol === 'openai-responses') return writeResponsesStream(res, req, streamed);
+    if (req.protocol === 'gemini') return writeGeminiStream(res, req, streamed, req.stream === true);
+    if (req.protocol === 'anthropic' && req.stream) return writeAnthropicStream(res, req, streamed);
     if (req.protocol === 'anthropic') {
       return this.send(res, 200, {
         id: `msg_${Math.random().toString(36).slice(2)}`,
@@ -175,6 +202,27 @@ export class ScriptedModelServer {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }
+}
+
+/** The provider's own error shape. */
+function errorBody(protocol: ChatRequest['protocol'], status: number, message: string): unknown {
+  if (protocol === 'anthropic') {
+    const type =
+      status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : 'invalid_request_error';
+    return { type: 'error', error: { type, message } };
+  }
+  if (protocol === 'gemini')
+    return { error: { code: status, message, status: status === 401 ? 'UNAUTHENTICATED' : 'INVALID_ARGUMENT' } };
+  return { error: { message, type: status === 401 ? 'invalid_api_key' : 'invalid_request_error', code: null } };
+}
+
+function requestKey(req: http.IncomingMessage, url: URL): string | undefined {
+  const header = (name: string) => {
+    const v = req.headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  const bearer = /^Bearer (.+)$/i.exec(header('authorization') ?? '')?.[1];
+  return header('x-api-key') ?? bearer ?? header('x-goog-api-key') ?? url.searchParams.get('key') ?? undefined;
 }
 
 /** A promise with its resolver, for holding a scripted reply until the test lets it go. */

@@ -86,6 +86,9 @@ export async function createTestContext(
     TEMPORAL_TASK_QUEUE: uniqueName('test-queue'),
     OPENAI_API_KEY: 'test-key',
     OPENAI_BASE_URL: modelUrl,
+    // The same scripted server speaks Anthropic's and Gemini's protocols (their base URLs have no version).
+    ANTHROPIC_BASE_URL: modelUrl.replace(/\/v1$/, ''),
+    GEMINI_BASE_URL: modelUrl.replace(/\/v1$/, ''),
     AGENT_DEFAULT_MODEL: 'openai/test-model',
     MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
     MODEL_RETRY_MAX_INTERVAL_MS: '200',

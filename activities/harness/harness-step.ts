@@ -1,0 +1,260 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, chmod } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context } from '@temporalio/activity';
+import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
+import type { Logger } from '../../core/logger';
+import { decryptMcpServers } from '../../core/secrets';
+import { observeHarnessInvocation, observeHarnessTokens } from '../../core/metrics';
+import { recordFileArtifact } from '../../db/artifacts';
+import {
+  addHarnessUsage,
+  claimHarnessInvocation,
+  loadGatewayAdmission,
+  recordHarnessStepFinished,
+} from '../../db/harness-state';
+import { appendRunEvent } from '../../db/run-events';
+import { deliverFollowups, lockRun } from '../../db/run-store';
+import { addRunUsage } from '../../db/run-usage';
+import type { StepRun } from '../../db/run-step-reads';
+import type { AgentStepOutcome } from '../../workflows/run-contract';
+import { loadAdvertisedSkills } from '../agent-step/advertised-skills';
+import { createRecordChangedFiles } from '../agent-step/changed-files';
+import { conversationFromEvents } from '../agent-step/conversation-from-events';
+import { createRecordHandoff } from '../agent-step/handoff-patch';
+import type { ActivityDeps } from '../deps';
+import { modelCostUsd } from '../model/model-cost';
+import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
+import { runProcesses } from '../sandbox/sandboxed-process';
+import { workspaceFiles } from '../sandbox/workspace-files';
+import { userFailure } from '../user-failure';
+import { gatewaySocketDir } from '../workspace/workspace-paths';
+import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
+import { harnessCredential, HarnessCredentialError } from './harness-credential';
+import { HarnessTranscript, JsonLines } from './harness-transcript';
+import { invocationFailure } from './invocation-failure';
+import { writeHomeFiles } from './home-files';
+import { openGatewayChannel } from './model-gateway';
+
+/** What an interrupted invocation's successor is told, resuming the CLI's session. */
+export const RESUME_AFTER_INTERRUPTION =
+  '[The previous attempt at this turn was interrupted: the worker running it stopped. Continue the task from where it was left; check the state of the workspace before repeating anything.]';
+
+/** The largest raw event stream kept as an artifact per invocation; the rest is cut. */
+const MAX_RAW_LOG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * One invocation of a harness's CLI, the harness's step: hand it the prompt or the follow-ups
+ * since its last invocation (resuming its session), run it in the run's sandbox with the model
+ * gateway as its provider, record its events as the run's transcript as they come, and its
+ * usage. A retried invocation (a worker that died mid-turn) resumes the same session.
+ */
+export function createHarnessStep(deps: ActivityDeps) {
+  const { dataSource, config, sandbox, blobs, secretsKey } = deps;
+  const recordHandoff = createRecordHandoff(deps);
+  const recordChangedFiles = createRecordChangedFiles(deps);
+
+  return async function runHarnessStep(input: {
+    runId: string;
+    turn: number;
+    step: number;
+    run: StepRun;
+    type: CliHarnessType;
+    workspace: string;
+    ctx: Context;
+    log: Logger;
+  }): Promise<AgentStepOutcome> {
+    const { runId, turn, step, run, type, workspace, ctx, log } = input;
+    const spec = CLI_HARNESSES[type];
+    const signal = ctx.cancellationSignal;
+    const stepKey = `t${turn}-s${step}`;
+    const attempt = ctx.info.attempt;
+
+    const install = installedHarness(type);
+    if ('missing' in install) {
+      throw userFailure(
+        `${spec.title} cannot run on worker ${config.worker.id}: ${install.missing}.`,
+        'environment_setup_failed',
+      );
+    }
+    const maxTokens = Math.min(run.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
+    if (Number(run.total_tokens) >= maxTokens) {
+      throw userFailure(`The run's ${budgetSpent(maxTokens)}`, 'budget_exceeded');
+    }
+
+    const { state, pending } = await dataSource.transaction(async (tx) => {
+      await lockRun(tx, runId);
+      await deliverFollowups(tx, runId, turn);
+      return claimHarnessInvocation(tx, runId, type, stepKey);
+    });
+    let prompt: string;
+    if (pending.length) {
+      prompt = conversationFromEvents(pending.map((p) => ({ kind: p.kind, payload: p.payload })))
+        .map((m) => m.content)
+        .join('\n\n');
+    } else if (state.startedStep === stepKey && state.finishedStep !== stepKey) {
+      prompt = RESUME_AFTER_INTERRUPTION;
+      await appendRunEvent(dataSource.manager, {
+        runId,
+        eventKey: `h-resume-${stepKey}-a${attempt}`,
+        kind: 'notice',
+        turn,
+        payload: {
+          message: `${spec.title} was interrupted (its worker stopped); attempt ${attempt} resumes ${state.sessionId ? `its session ${state.sessionId}` : 'the turn in a new session'}.`,
+        },
+      });
+    } else {
+      // Nothing new since the CLI last answered (a retried step whose invocation had finished).
+      return { done: true };
+    }
+
+    let credential;
+    try {
+      credential = await harnessCredential(dataSource.manager, config, secretsKey, run, type);
+    } catch (err) {
+      if (err instanceof HarnessCredentialError) throw userFailure(err.message, 'feature_not_available');
+      throw err;
+    }
+    const processes = runProcesses(sandbox, runId);
+    const files = workspaceFiles(processes);
+    const skills = (await loadAdvertisedSkills(run, files)).map((s) => ({ name: s.name, content: s.content }));
+    const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
+      environmentId: run.config.environment_id,
+      teamId: run.team_id,
+    });
+
+    const socketDir = gatewaySocketDir(config.workspace.dir);
+    await mkdir(socketDir, { recursive: true });
+    await chmod(socketDir, 0o711);
+    // Good for this invocation's channel only: it dies with the channel.
+    const token = `arg_${randomBytes(24).toString('base64url')}`;
+    // Stops the CLI once the provider refused the key: its own retries could only be refused again.
+    const keyRefused = new AbortController();
+    const gateway = await openGatewayChannel({
+      socketPath: path.join(socketDir, `${randomBytes(12).toString('base64url')}.sock`),
+      token,
+      provider: spec.provider,
+      baseUrl: credential.baseUrl,
+      credential: credential.credential,
+      idleTimeoutMs: config.models.requestTimeoutSeconds * 1000,
+      onCredentialRefused: () => keyRefused.abort(),
+      admit: async () => {
+        const now = await loadGatewayAdmission(dataSource.manager, runId);
+        if (!now || now.state !== 'INPROGRESS') {
+          return { admitted: false, reason: 'not_in_progress', message: 'this run is not in progress.' };
+        }
+        if (now.totalTokens >= maxTokens)
+          return { admitted: false, reason: 'budget_exceeded', message: `this run's ${budgetSpent(maxTokens)}` };
+        return { admitted: true };
+      },
+      onUsage: async (usage) => {
+        const model = `${spec.provider}/${usage.model ?? run.config.harness?.model_id ?? 'default'}`;
+        const cost = modelCostUsd(
+          config,
+          model,
+          usage.totalTokens - (usage.outputTokens ?? 0),
+          usage.outputTokens ?? 0,
+        );
+        await addRunUsage(dataSource.manager, runId, usage.totalTokens, cost);
+        observeHarnessTokens(type, usage);
+      },
+    });
+    const closeGateway = () => void gateway.close();
+    signal.addEventListener('abort', closeGateway, { once: true });
+    try {
+      const invocation = CLI_HARNESS_ADAPTERS[type].invocation(install, {
+        prompt,
+        instructions: run.config.base_prompt?.trim() || undefined,
+        resumeSession: state.sessionId ?? undefined,
+        newSessionId: randomUUID(),
+        model: run.config.harness?.model_id || undefined,
+        reasoningLevel: run.config.harness?.reasoning_level,
+        maxTurns: Math.min(run.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps),
+        gatewayUrl: await sandbox.gatewayUrl(gateway),
+        token,
+        mcpServers: decryptMcpServers(run.config.mcp_servers, secretsKey) ?? {},
+        skills,
+        home: sandbox.homePath(runId),
+        workspace: processes.workspacePath,
+      });
+      await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
+      const transcript = new HarnessTranscript(
+        { dataSource, outputLimitBytes: config.agent.toolOutputLimitBytes },
+        { runId, turn, step, attempt, harness: type, model: run.config.harness?.model_id || undefined },
+      );
+      const translator = CLI_HARNESS_ADAPTERS[type].translator();
+      const raw: Buffer[] = [];
+      let rawBytes = 0;
+      const lines = new JsonLines((event, text) => {
+        if (rawBytes < MAX_RAW_LOG_BYTES) {
+          const bytes = Buffer.from(`${text}\n`, 'utf8');
+          raw.push(bytes);
+          rawBytes += bytes.length;
+        }
+        if (event) transcript.add(translator.line(event));
+      });
+      const result = await processes.runProgram({
+        argv: invocation.argv,
+        env: invocation.env,
+        readonlyBinds: install.readonlyPaths,
+        gatewaySocket: gateway.socketPath,
+        policy: networkPolicy,
+        timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
+        keepBytes: 16 * 1024,
+        signal: AbortSignal.any([signal, keyRefused.signal]),
+        onStdout: (chunk) => lines.write(chunk),
+      });
+      lines.end();
+      await transcript.flushed();
+      const report = transcript.report;
+      if (rawBytes) {
+        const name = `${type}-t${turn}-s${step}-a${attempt}.jsonl`;
+        await recordFileArtifact(dataSource, blobs, {
+          runId,
+          toolCallKey: `harness-log-${stepKey}-a${attempt}`,
+          filepath: `.agent-runs/harness/${name}`,
+          filename: name,
+          mimeType: 'application/x-ndjson',
+          description: `The raw event stream of ${spec.title} ${install.version}, turn ${turn}${rawBytes >= MAX_RAW_LOG_BYTES ? ' (cut at 16 MiB)' : ''}`,
+          bytes: Buffer.concat(raw),
+        });
+      }
+      if (Object.keys(report.usage).length || Object.keys(report.toolCalls).length) {
+        await addHarnessUsage(dataSource.manager, runId, {
+          usage: report.usage,
+          toolCalls: report.toolCalls,
+          costUsd: report.costUsd,
+          executionId: turn,
+        });
+      }
+      if (result.cancelled && signal.aborted) {
+        observeHarnessInvocation(type, 'cancelled');
+        throw new Error('cancelled');
+      }
+      await recordChangedFiles(runId, turn, step, workspace, processes, signal);
+      const failure = invocationFailure({
+        title: spec.title,
+        result,
+        report,
+        gateway,
+        secretName: credential.secretName,
+      });
+      observeHarnessInvocation(type, failure ? (failure.retry ? 'retried' : 'failed') : 'ok');
+      if (failure?.retry) throw new Error(failure.message);
+      if (failure) {
+        await recordHandoff(log, runId, turn, workspace, signal);
+        throw userFailure(failure.message, failure.code);
+      }
+      await recordHarnessStepFinished(dataSource.manager, runId, stepKey);
+      await recordHandoff(log, runId, turn, workspace, signal);
+      return { done: true };
+    } finally {
+      signal.removeEventListener('abort', closeGateway);
+      await gateway.close();
+    }
+  };
+}
+
+function budgetSpent(maxTokens: number): string {
+  return `token budget of ${maxTokens} tokens is spent (raise config.max_tokens or AGENT_MAX_TOKENS).`;
+}

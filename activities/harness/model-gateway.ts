@@ -1,0 +1,223 @@
+import { timingSafeEqual } from 'node:crypto';
+import { chmod, rm } from 'node:fs/promises';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { HarnessProvider } from '../../core/harnesses';
+import { UsageReader, type ResponseUsage } from './gateway-usage';
+import {
+  errorMessageOf,
+  isAllowedCall,
+  presentedToken,
+  providerError,
+  upstreamHeaders,
+  upstreamUrl,
+  type ProviderCredential,
+} from './gateway-routes';
+
+/** Whether the run may make another model call now; the refusal's message says why not. */
+export type GatewayAdmission =
+  { admitted: true } | { admitted: false; reason: 'budget_exceeded' | 'not_in_progress'; message: string };
+
+export interface GatewayChannelOptions {
+  /** Where this channel listens; the sandbox binds it in as the gateway's socket. */
+  socketPath: string;
+  /** The run's token: the only key the CLI has, good for this channel only. */
+  token: string;
+  provider: HarnessProvider;
+  /** The provider's base URL as configured for the service. */
+  baseUrl: string;
+  credential: ProviderCredential;
+  /** Asked before every call is forwarded. */
+  admit(): Promise<GatewayAdmission>;
+  /** Told what each answered call used, once its response has ended. */
+  onUsage(usage: ResponseUsage): Promise<void>;
+  /** How long an upstream call may go without a byte either way. */
+  idleTimeoutMs: number;
+  /**
+   * Told when the provider refuses the credential (401, 403): no retry of the CLI's can succeed,
+   * and some retry for minutes (Claude Code: ten times, with backoff).
+   */
+  onCredentialRefused?(status: number): void;
+}
+
+export interface GatewayChannel {
+  readonly socketPath: string;
+  /** The channel on the host's loopback too, for processes that run without a sandbox. */
+  tcpUrl(): Promise<string>;
+  /** The gateway's last refusal of the run's calls (its budget, its state). */
+  readonly refusal: (GatewayAdmission & { admitted: false }) | undefined;
+  /** The provider's last error answer. */
+  readonly providerError: { status: number; message: string } | undefined;
+  /** Calls forwarded so far. */
+  readonly forwarded: number;
+  close(): Promise<void>;
+}
+
+/** Calls one run may have upstream at once: its budget is checked before each, so this bounds the overshoot. */
+const MAX_CONCURRENT_CALLS = 4;
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+]);
+
+const sameToken = (a: string | undefined, b: string) =>
+  a !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/**
+ * The model gateway: how a harness's CLI reaches its provider without holding a key. Each CLI
+ * process gets a channel (a Unix socket bound into its sandbox) and a token; the gateway checks
+ * the token, asks whether the run may still spend, swaps in the real credential, forwards the
+ * call to the configured provider and streams the answer back unchanged while reading its usage.
+ */
+export function openGatewayChannel(options: GatewayChannelOptions): Promise<GatewayChannel> {
+  const { provider } = options;
+  let refusal: GatewayChannel['refusal'];
+  let lastError: GatewayChannel['providerError'];
+  let forwarded = 0;
+  let inFlight = 0;
+  const upstreams = new Set<http.ClientRequest>();
+
+  const answer = (res: ServerResponse, status: number, message: string) => {
+    if (res.headersSent) return res.destroy();
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(providerError(provider, status, message));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (!sameToken(presentedToken(provider, req.headers, url.search), options.token)) {
+      req.resume();
+      return answer(res, 401, 'agent-runs model gateway: this key is not valid for this run.');
+    }
+    if (!isAllowedCall(provider, req.method ?? '', url.pathname)) {
+      req.resume();
+      return answer(res, 404, `agent-runs model gateway: ${req.method} ${url.pathname} is not a call a run may make.`);
+    }
+    if (inFlight >= MAX_CONCURRENT_CALLS) {
+      req.resume();
+      res.setHeader('retry-after', '1');
+      return answer(res, 429, `agent-runs model gateway: at most ${MAX_CONCURRENT_CALLS} calls of a run at once.`);
+    }
+    inFlight += 1;
+    try {
+      const admission = await options.admit();
+      if (!admission.admitted) {
+        refusal = admission;
+        req.resume();
+        return answer(res, 400, `agent-runs: ${admission.message}`);
+      }
+      await forward(req, res, url);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+
+  const forward = (req: IncomingMessage, res: ServerResponse, url: URL) =>
+    new Promise<void>((resolve) => {
+      const target = upstreamUrl(provider, options.baseUrl, url.pathname, url.search);
+      const client = target.protocol === 'https:' ? https : http;
+      const upstream = client.request(target, {
+        method: req.method,
+        headers: upstreamHeaders(provider, req.headers, options.credential, HOP_BY_HOP),
+        timeout: options.idleTimeoutMs,
+      });
+      upstreams.add(upstream);
+      forwarded += 1;
+      const done = () => {
+        upstreams.delete(upstream);
+        resolve();
+      };
+      upstream.on('timeout', () => upstream.destroy(new Error('the provider sent nothing for too long')));
+      upstream.on('error', (err) => {
+        answer(res, 502, `agent-runs model gateway: the provider could not be reached (${err.message}).`);
+        done();
+      });
+      upstream.on('response', (answerFromProvider) => {
+        const status = answerFromProvider.statusCode ?? 502;
+        const back: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(answerFromProvider.headers)) {
+          if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+        }
+        res.writeHead(status, back);
+        const usage = new UsageReader(provider, String(answerFromProvider.headers['content-type'] ?? ''));
+        let errorBody = '';
+        answerFromProvider.on('data', (chunk: Buffer) => {
+          if (status >= 400) errorBody = (errorBody + chunk.toString('utf8')).slice(0, 16_384);
+          else usage.write(chunk);
+        });
+        answerFromProvider.pipe(res);
+        answerFromProvider.on('end', () => {
+          if (status >= 400) lastError = { status, message: errorMessageOf(errorBody) };
+          if (status === 401 || status === 403) options.onCredentialRefused?.(status);
+          const used = status < 400 ? usage.end() : undefined;
+          void (used ? options.onUsage(used) : Promise.resolve()).catch(() => undefined).finally(done);
+        });
+        answerFromProvider.on('error', done);
+        res.on('close', () => {
+          if (!answerFromProvider.complete) upstream.destroy();
+        });
+      });
+      req.pipe(upstream);
+    });
+
+  const servers: http.Server[] = [];
+  const serve = () => {
+    const server = http.createServer((req, res) => {
+      handle(req, res).catch((err: unknown) =>
+        answer(res, 502, `agent-runs model gateway failed: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    });
+    servers.push(server);
+    return server;
+  };
+  let tcp: Promise<string> | undefined;
+
+  return (async () => {
+    await rm(options.socketPath, { force: true });
+    const server = serve();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.socketPath, resolve);
+    });
+    // The sandbox's uid connects to it.
+    await chmod(options.socketPath, 0o666);
+    return {
+      socketPath: options.socketPath,
+      tcpUrl() {
+        tcp ??= new Promise((resolve, reject) => {
+          const loopback = serve();
+          loopback.once('error', reject);
+          loopback.listen(0, '127.0.0.1', () =>
+            resolve(`http://127.0.0.1:${(loopback.address() as AddressInfo).port}`),
+          );
+        });
+        return tcp;
+      },
+      get refusal() {
+        return refusal;
+      },
+      get providerError() {
+        return lastError;
+      },
+      get forwarded() {
+        return forwarded;
+      },
+      async close() {
+        for (const u of upstreams) u.destroy();
+        for (const s of servers) s.closeAllConnections();
+        await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+        await rm(options.socketPath, { force: true });
+      },
+    };
+  })();
+}

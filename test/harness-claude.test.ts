@@ -1,0 +1,202 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { hostPidsRunning } from './helpers/host-processes';
+import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+
+/** Claude Code (`config.harness.type: "claude"`) in the run's sandbox, against a scripted Anthropic Messages API. */
+
+const PLATFORM_KEY = 'sk-ant-platform-key-for-tests';
+type Status = { message: string; error_code: string };
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext({ env: { ANTHROPIC_API_KEY: PLATFORM_KEY } });
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+const claude = { harness: { type: 'claude' } };
+
+async function storeSecret(key: string, body: Record<string, unknown>): Promise<void> {
+  const res = await ctx.api.post('/api/v1/agent/secrets').set(auth(key)).send(body);
+  expect([res.status, res.body]).toEqual([201, expect.objectContaining({ name: body.name })]);
+}
+
+test('a command Claude Code runs writes a file; its output is in the conversation; the provider gets the key, the sandbox none', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: 'Writing the file.',
+          toolCalls: [{ name: 'Bash', arguments: { command: 'echo hello > out.txt && cat out.txt && env' } }],
+        }
+      : { text: 'Done: out.txt says hello.' },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Write out.txt ${marker}`, config: claude });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+
+  expect(readFileSync(path.join(ctx.config.workspace.dir, runId, 'out.txt'), 'utf8')).toBe('hello\n');
+  expect(run.status_message).toEqual({ message: 'Done: out.txt says hello.' });
+  expect(run.agent_config).toMatchObject({ harness: { type: 'claude' } });
+
+  // The provider saw the operator's key, through the gateway; streamed Messages API calls.
+  const calls = ctx.model.calls(marker);
+  expect(calls).toHaveLength(2);
+  expect(calls.map((c) => [c.protocol, c.apiKey, c.stream])).toEqual([
+    ['anthropic', PLATFORM_KEY, true],
+    ['anthropic', PLATFORM_KEY, true],
+  ]);
+  expect(calls[0]!.tools).toContain('Bash');
+  // The second call carries the command's output back to the model.
+  expect(calls[1]!.messages.map((m) => m.content).join('\n')).toContain('hello');
+
+  const events = await transcript(ctx, runId);
+  const tool = events.find((e) => e.kind === 'tool_call')!;
+  expect(tool.payload).toMatchObject({ name: 'Bash', is_error: false });
+  const output = tool.payload.output as string;
+  expect(output.startsWith('hello\n')).toBe(true);
+  // Inside the sandbox: no provider key, no platform secret; only the invocation's gateway token.
+  expect(output).not.toContain(PLATFORM_KEY);
+  expect(output).not.toMatch(/GIT_TOKEN|DATABASE_URL|AGENT_RUNS_SECRETS_KEY/);
+  expect(output).toMatch(/^ANTHROPIC_API_KEY=arg_/m);
+  expect(output).toMatch(/^HOME=\/home\/agent$/m);
+  expect(events.filter((e) => e.kind === 'assistant').map((e) => e.payload.text)).toEqual([
+    'Writing the file.',
+    '',
+    'Done: out.txt says hello.',
+  ]);
+  expect(events.find((e) => e.kind === 'assistant')!.payload.model_id).toMatch(/^claude\//);
+  expect(events.find((e) => e.kind === 'files_changed')!.payload.files).toEqual([
+    expect.objectContaining({ path: 'out.txt' }),
+  ]);
+
+  // Claude Code's own counters, as the official clients read them.
+  const usage = await ctx.api.get(`/api/v1/agent/runs/${runId}/harness-usage`).set(auth(key));
+  expect(usage.status).toBe(200);
+  expect(usage.body).toMatchObject({
+    available: true,
+    run_id: runId,
+    conversation_id: run.conversation_id,
+    usage: {
+      harness: 'CLAUDE_CODE',
+      metricsVersion: 1,
+      captureSequence: 1,
+      executionId: 1,
+      snapshot: {
+        coverage: { tokenStatus: 'known', toolStatus: 'known' },
+        payload: { toolCalls: { byName: { Bash: 1 }, total: 1 }, usage: { input_tokens: expect.any(Number) } },
+      },
+    },
+  });
+  expect((run.request_usage as { total_tokens: number }).total_tokens).toBeGreaterThan(0);
+
+  // The raw event stream is kept as an artifact of the run.
+  const artifacts = run.artifacts as { data: { filename: string } }[];
+  expect(artifacts.map((a) => a.data.filename)).toContain('claude-t1-s0-a1.jsonl');
+});
+
+test('a follow-up resumes the session: the second turn is sent the first', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-resume');
+  const followup = `And now a second file ${uniqueName('f')}`;
+  ctx.model.script(marker, (_req, call) => ({ text: `answer ${call}` }));
+  const runId = await createRun(ctx, key, { prompt: `First task ${marker}`, config: claude });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  const res = await ctx.api.post(`/api/v1/agent/runs/${runId}/followups`).set(auth(key)).send({ message: followup });
+  expect(res.status).toBe(200);
+  await ctx.model.waitForCalls(marker, 2);
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  expect(run.status_message).toEqual({ message: 'answer 2' });
+
+  const second = ctx.model.calls(marker)[1]!.messages.map((m) => `${m.role}: ${m.content}`);
+  // The resumed session holds the first turn, then the follow-up.
+  expect(second.find((m) => m.includes(`First task ${marker}`))).toMatch(/^user: /);
+  expect(second).toContain('assistant: answer 1');
+  expect(second.at(-1)).toContain(followup);
+  const usage = await ctx.api.get(`/api/v1/agent/runs/${runId}/harness-usage`).set(auth(key));
+  expect(usage.body.usage).toMatchObject({ captureSequence: 2, executionId: 2 });
+});
+
+test("a team's managed secret is the key the provider gets; one the provider refuses fails the run as authentication_required", async () => {
+  const { key: admin } = await ctx.newTeamKey('personal', uniqueName('team'), 'admin');
+  const teamKey = `sk-ant-team-${uniqueName('k')}`;
+  await storeSecret(admin, { name: 'team-claude', value: teamKey });
+  const marker = uniqueName('claude-secret');
+  ctx.model.script(marker, (req) =>
+    req.apiKey === teamKey ? { text: 'hello from the team key' } : { status: 401, error: 'invalid x-api-key' },
+  );
+  const config = { ...claude, harness_auth_secrets: { claude_auth_secret_name: 'team-claude' } };
+  const ok = await createRun(ctx, admin, { prompt: `Say hello ${marker}`, config });
+  expect((await waitForState(ctx, admin, ok, ['SUCCEEDED'], undefined, 120_000)).status_message).toEqual({
+    message: 'hello from the team key',
+  });
+  expect(ctx.model.calls(marker).map((c) => c.apiKey)).toEqual([teamKey]);
+
+  // The team replaces the secret with one the provider refuses.
+  await ctx.api.post('/api/v1/agent/secrets').set(auth(admin)).send({ name: 'team-claude', value: 'sk-ant-revoked' });
+  const refused = await createRun(ctx, admin, { prompt: `Again ${marker}`, config });
+  const run = await waitForState(ctx, admin, refused, ['FAILED'], undefined, 120_000);
+  const status = run.status_message as Status;
+  expect(status.error_code).toBe('authentication_required');
+  expect(status.message).toContain('"team-claude"');
+  expect(status.message).toContain('HTTP 401');
+});
+
+test("the operator's key refused by the provider fails the run with a clear error for the operator", async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-401');
+  ctx.model.script(marker, () => ({ status: 401, error: 'invalid x-api-key' }));
+  const runId = await createRun(ctx, key, { prompt: `Hello ${marker}`, config: claude });
+  const status = (await waitForState(ctx, key, runId, ['FAILED'], undefined, 120_000)).status_message as Status;
+  expect(status.error_code).toBe('feature_not_available');
+  expect(status.message).toMatch(/refused the service's key for Claude Code \(HTTP 401: invalid x-api-key\)/);
+});
+
+test('the token budget: the gateway refuses the call past it and the run fails as budget_exceeded', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-budget');
+  // Every call spends 400 tokens and asks for another command: the budget of 500 ends it at the second.
+  ctx.model.script(marker, (_req, call) => ({
+    text: `step ${call}`,
+    totalTokens: 400,
+    toolCalls: [{ name: 'Bash', arguments: { command: `echo ${call}` } }],
+  }));
+  const runId = await createRun(ctx, key, { prompt: `Loop ${marker}`, config: { ...claude, max_tokens: 500 } });
+  const run = await waitForState(ctx, key, runId, ['FAILED'], undefined, 120_000);
+  const status = run.status_message as Status;
+  expect(status.error_code).toBe('budget_exceeded');
+  expect(status.message).toContain('refused its calls because');
+  expect(status.message).toContain('token budget of 500 tokens is spent');
+  expect(ctx.model.calls(marker)).toHaveLength(2);
+});
+
+test('cancelling a run whose command sleeps stops Claude Code and the command within seconds', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-cancel');
+  const sleeper = `sleeper-${marker}`;
+  ctx.model.script(marker, () => ({
+    text: '',
+    toolCalls: [{ name: 'Bash', arguments: { command: `exec -a ${sleeper} sleep 600`, timeout: 600000 } }],
+  }));
+  const runId = await createRun(ctx, key, { prompt: `Sleep ${marker}`, config: claude });
+  await waitFor(
+    async () => hostPidsRunning(sleeper).length,
+    (n) => n > 0,
+    'the sandboxed sleep to start',
+    60_000,
+  );
+  const cancelledAt = Date.now();
+  expect((await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key))).status).toBe(200);
+  await waitForState(ctx, key, runId, ['CANCELLED'], undefined, 10_000);
+  await waitFor(
+    async () => hostPidsRunning(sleeper).length,
+    (n) => n === 0,
+    'the sleep to be gone',
+    10_000,
+  );
+  expect(Date.now() - cancelledAt).toBeLessThan(10_000);
+  expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
+});
