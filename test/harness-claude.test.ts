@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
@@ -199,4 +199,34 @@ test('cancelling a run whose command sleeps stops Claude Code and the command wi
   );
   expect(Date.now() - cancelledAt).toBeLessThan(10_000);
   expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
+});
+
+test("a session that is gone from the run's home (a workspace rebuilt elsewhere) is replaced by one told the conversation so far", async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-lost');
+  const followup = `Then the second part ${uniqueName('f')}`;
+  ctx.model.script(marker, (_req, call) => ({ text: `answer ${call}` }));
+  const runId = await createRun(ctx, key, { prompt: `First task ${marker}`, config: claude });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  // Claude Code keeps its sessions under ~/.claude: as on a worker that never ran this run.
+  const home = path.join(ctx.config.workspace.dir, '.sandbox', runId, 'home');
+  expect(existsSync(path.join(home, '.claude'))).toBe(true);
+  rmSync(path.join(home, '.claude'), { recursive: true });
+
+  expect(
+    (await ctx.api.post(`/api/v1/agent/runs/${runId}/followups`).set(auth(key)).send({ message: followup })).status,
+  ).toBe(200);
+  await ctx.model.waitForCalls(marker, 2);
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  expect(run.status_message).toEqual({ message: 'answer 2' });
+  // One user message in a new session: the recap of the first turn, then the follow-up.
+  const resumed = ctx.model.calls(marker)[1]!.messages;
+  const told = resumed.map((m) => m.content).join('\n');
+  expect(told).toContain(`User: First task ${marker}`);
+  expect(told).toContain('You: answer 1');
+  expect(told.indexOf('You: answer 1')).toBeLessThan(told.indexOf(followup));
+  const notices = (await transcript(ctx, runId)).filter((e) => e.kind === 'notice').map((e) => e.payload.message);
+  expect(notices.filter((n) => String(n).includes('resume'))).toEqual([
+    expect.stringMatching(/^Claude Code could not resume its session \S+ on this worker/),
+  ]);
 });

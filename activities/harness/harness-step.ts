@@ -13,7 +13,7 @@ import {
   loadGatewayAdmission,
   recordHarnessStepFinished,
 } from '../../db/harness-state';
-import { appendRunEvent } from '../../db/run-events';
+import { appendRunEvent, loadRunEvents } from '../../db/run-events';
 import { deliverFollowups, lockRun } from '../../db/run-store';
 import { addRunUsage } from '../../db/run-usage';
 import type { StepRun } from '../../db/run-step-reads';
@@ -35,6 +35,8 @@ import { HarnessTranscript, JsonLines } from './harness-transcript';
 import { invocationFailure } from './invocation-failure';
 import { writeHomeFiles } from './home-files';
 import { openGatewayChannel } from './model-gateway';
+import { RawEventLog } from './raw-event-log';
+import { sessionRecap } from './session-recap';
 
 /** What an interrupted invocation's successor is told, resuming the CLI's session. */
 export const RESUME_AFTER_INTERRUPTION =
@@ -162,62 +164,81 @@ export function createHarnessStep(deps: ActivityDeps) {
     const closeGateway = () => void gateway.close();
     signal.addEventListener('abort', closeGateway, { once: true });
     try {
-      const invocation = CLI_HARNESS_ADAPTERS[type].invocation(install, {
-        prompt,
-        instructions: run.config.base_prompt?.trim() || undefined,
-        resumeSession: state.sessionId ?? undefined,
-        newSessionId: randomUUID(),
-        model: run.config.harness?.model_id || undefined,
-        reasoningLevel: run.config.harness?.reasoning_level,
-        maxTurns: Math.min(run.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps),
-        gatewayUrl: await sandbox.gatewayUrl(gateway),
-        token,
-        mcpServers: decryptMcpServers(run.config.mcp_servers, secretsKey) ?? {},
-        skills,
-        home: sandbox.homePath(runId),
-        workspace: processes.workspacePath,
-      });
-      await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
-      const transcript = new HarnessTranscript(
-        { dataSource, outputLimitBytes: config.agent.toolOutputLimitBytes },
-        { runId, turn, step, attempt, harness: type, model: run.config.harness?.model_id || undefined },
-      );
-      const translator = CLI_HARNESS_ADAPTERS[type].translator();
-      const raw: Buffer[] = [];
-      let rawBytes = 0;
-      const lines = new JsonLines((event, text) => {
-        if (rawBytes < MAX_RAW_LOG_BYTES) {
-          const bytes = Buffer.from(`${text}\n`, 'utf8');
-          raw.push(bytes);
-          rawBytes += bytes.length;
-        }
-        if (event) transcript.add(translator.line(event));
-      });
-      const result = await processes.runProgram({
-        argv: invocation.argv,
-        env: invocation.env,
-        readonlyBinds: install.readonlyPaths,
-        gatewaySocket: gateway.socketPath,
-        policy: networkPolicy,
-        timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
-        keepBytes: 16 * 1024,
-        signal: AbortSignal.any([signal, keyRefused.signal]),
-        onStdout: (chunk) => lines.write(chunk),
-      });
-      lines.end();
-      await transcript.flushed();
-      const report = transcript.report;
-      if (rawBytes) {
-        const name = `${type}-t${turn}-s${step}-a${attempt}.jsonl`;
-        await recordFileArtifact(dataSource, blobs, {
-          runId,
-          toolCallKey: `harness-log-${stepKey}-a${attempt}`,
-          filepath: `.agent-runs/harness/${name}`,
-          filename: name,
-          mimeType: 'application/x-ndjson',
-          description: `The raw event stream of ${spec.title} ${install.version}, turn ${turn}${rawBytes >= MAX_RAW_LOG_BYTES ? ' (cut at 16 MiB)' : ''}`,
-          bytes: Buffer.concat(raw),
+      const invoke = async (text: string, resumeSession: string | undefined, attemptKey: string) => {
+        const invocation = CLI_HARNESS_ADAPTERS[type].invocation(install, {
+          prompt: text,
+          instructions: run.config.base_prompt?.trim() || undefined,
+          resumeSession,
+          newSessionId: randomUUID(),
+          model: run.config.harness?.model_id || undefined,
+          reasoningLevel: run.config.harness?.reasoning_level,
+          maxTurns: Math.min(run.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps),
+          gatewayUrl: await sandbox.gatewayUrl(gateway),
+          token,
+          mcpServers: decryptMcpServers(run.config.mcp_servers, secretsKey) ?? {},
+          skills,
+          home: sandbox.homePath(runId),
+          workspace: processes.workspacePath,
         });
+        await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
+        const transcript = new HarnessTranscript(
+          { dataSource, outputLimitBytes: config.agent.toolOutputLimitBytes },
+          { runId, turn, step, attempt: attemptKey, harness: type, model: run.config.harness?.model_id || undefined },
+        );
+        const translator = CLI_HARNESS_ADAPTERS[type].translator();
+        const raw = new RawEventLog(MAX_RAW_LOG_BYTES);
+        const lines = new JsonLines((event, line) => {
+          raw.add(line);
+          if (event) transcript.add(translator.line(event));
+        });
+        const result = await processes.runProgram({
+          argv: invocation.argv,
+          env: invocation.env,
+          readonlyBinds: install.readonlyPaths,
+          gatewaySocket: gateway.socketPath,
+          policy: networkPolicy,
+          timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
+          keepBytes: 16 * 1024,
+          signal: AbortSignal.any([signal, keyRefused.signal]),
+          onStdout: (chunk) => lines.write(chunk),
+        });
+        lines.end();
+        await transcript.flushed();
+        if (raw.bytes) {
+          const name = `${type}-t${turn}-s${step}-a${attemptKey}.jsonl`;
+          await recordFileArtifact(dataSource, blobs, {
+            runId,
+            toolCallKey: `harness-log-${stepKey}-a${attemptKey}`,
+            filepath: `.agent-runs/harness/${name}`,
+            filename: name,
+            mimeType: 'application/x-ndjson',
+            description: `The raw event stream of ${spec.title} ${install.version}, turn ${turn}${raw.cut ? ' (cut at 16 MiB)' : ''}`,
+            bytes: raw.contents(),
+          });
+        }
+        return { result, report: transcript.report };
+      };
+
+      let { result, report } = await invoke(prompt, state.sessionId ?? undefined, String(attempt));
+      // A session that is not in this home (the workspace was rebuilt elsewhere) fails before any
+      // model call: start a new one that is told the conversation so far.
+      if (state.sessionId && gateway.forwarded === 0 && result.exitCode !== 0 && !signal.aborted) {
+        await appendRunEvent(dataSource.manager, {
+          runId,
+          eventKey: `h-lost-${stepKey}-a${attempt}`,
+          kind: 'notice',
+          turn,
+          payload: {
+            message: `${spec.title} could not resume its session ${state.sessionId} on this worker; a new session continues the conversation from its transcript.`,
+          },
+        });
+        const earlier = await loadRunEvents(dataSource.manager, runId, {
+          kinds: ['prompt', 'followup', 'assistant'],
+          withoutFullOutput: true,
+        });
+        const handedNow = new Set(pending.map((p) => p.id));
+        const before = earlier.filter((e) => !handedNow.has(e.id));
+        ({ result, report } = await invoke(sessionRecap(before, prompt), undefined, `${attempt}r`));
       }
       if (Object.keys(report.usage).length || Object.keys(report.toolCalls).length) {
         await addHarnessUsage(dataSource.manager, runId, {

@@ -35,7 +35,8 @@ export class HarnessTranscript {
       runId: string;
       turn: number;
       step: number;
-      attempt: number;
+      /** The activity attempt, and `r` for an invocation that replaced a session it could not resume. */
+      attempt: string;
       harness: CliHarnessType;
       model?: string;
     },

@@ -1,0 +1,26 @@
+import type { StoredRunEvent } from '../../db/run-events';
+
+/** The most of an earlier conversation a recap carries; the start is cut first. */
+export const MAX_RECAP_CHARS = 100_000;
+
+/**
+ * What a CLI is told when the session it would resume is gone (its workspace was rebuilt on
+ * another worker): the conversation so far as text (the prompts, follow-ups and answers; tool
+ * outputs are left to the workspace, which holds their effects), then the new message.
+ */
+export function sessionRecap(events: Pick<StoredRunEvent, 'kind' | 'payload'>[], message: string): string {
+  const said = events.flatMap((e) => {
+    if (e.kind === 'prompt') return [`User: ${String(e.payload.text ?? '')}`];
+    if (e.kind === 'followup') return [`User: ${String(e.payload.message ?? '')}`];
+    if (e.kind === 'assistant' && String(e.payload.text ?? '').trim()) return [`You: ${String(e.payload.text)}`];
+    return [];
+  });
+  let recap = said.join('\n\n');
+  if (recap.length > MAX_RECAP_CHARS) recap = `[…]${recap.slice(-MAX_RECAP_CHARS)}`;
+  return [
+    '[This conversation continues an earlier session of yours that could not be resumed here. What was said so far:]',
+    recap,
+    '[The new message:]',
+    message,
+  ].join('\n\n');
+}
