@@ -190,6 +190,57 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
   expect(['QUEUED', 'INPROGRESS', 'SUCCEEDED'].filter((s) => distinct.includes(s))).toEqual(distinct);
 });
 
+test('a worker SIGKILLed in the middle of a Claude Code turn: another worker resumes the session and the run finishes', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-crash');
+  const held = gate<{ text: string }>();
+  // Call 1 runs a command; call 2 is held (the worker dies in it); the resumed session then ends the turn.
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? { text: '', toolCalls: [{ name: 'Bash', arguments: { command: 'echo ran >> runs.log' } }] }
+      : call === 2
+        ? { hold: held.promise }
+        : { text: 'finished after the resume' },
+  );
+  const claudeWorker = (): WorkerChild => {
+    const child = spawnWorkerProcess(ctx, { env: { ANTHROPIC_API_KEY: 'sk-ant-crash-test' } });
+    workers.push(child);
+    return child;
+  };
+  const first = claudeWorker();
+  await waitUntilPolling(ctx, first, 'the first worker');
+  const runId = await createRun(ctx, key, { prompt: `Run it once ${marker}`, config: { harness: { type: 'claude' } } });
+  await within(ctx.model.waitForCalls(marker, 2), 60_000, 'the second model call', first);
+  first.proc.kill('SIGKILL');
+  await first.exited;
+
+  const second = claudeWorker();
+  await waitUntilPolling(ctx, second, 'the second worker');
+  const done = await within(
+    waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, 90_000),
+    95_000,
+    'the run to end on the second worker',
+    second,
+  );
+  held.release({ text: 'reply to a dead worker' });
+  expect(done.state).toBe('SUCCEEDED');
+  expect(done.status_message).toEqual({ message: 'finished after the resume' });
+
+  // The command ran once; the resumed session still held it, and was told why it was resumed.
+  expect(readFileSync(path.join(ctx.config.workspace.dir, runId, 'runs.log'), 'utf8')).toBe('ran\n');
+  const calls = ctx.model.calls(marker);
+  expect(calls).toHaveLength(3);
+  const resumed = calls[2]!.messages.map((m) => m.content);
+  expect(resumed[0]).toContain(`Run it once ${marker}`);
+  expect(resumed.join('\n')).toContain('echo ran >> runs.log');
+  expect(resumed.at(-1)).toContain('The previous attempt at this turn was interrupted');
+  const events = await transcript(ctx, runId);
+  expect(events.filter((e) => e.kind === 'notice').map((e) => e.payload.message)).toContainEqual(
+    expect.stringMatching(/^Claude Code was interrupted \(its worker stopped\); attempt 2 resumes its session /),
+  );
+  expect(events.filter((e) => e.kind === 'tool_call')).toHaveLength(1);
+});
+
 /** A run whose first step runs a command that blocks until the test creates `go` in the workspace. */
 function blockingCommandScript(marker: string) {
   ctx.model.script(marker, (_req, call) =>

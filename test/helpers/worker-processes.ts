@@ -33,6 +33,8 @@ export function spawnWorker(
       SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: c.config.models.openai.baseUrl,
+      ANTHROPIC_BASE_URL: c.config.models.anthropic.baseUrl,
+      GEMINI_BASE_URL: c.config.models.gemini.baseUrl,
       AGENT_DEFAULT_MODEL: 'openai/test-model',
       ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
       MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
