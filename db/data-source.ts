@@ -21,6 +21,7 @@ import { SkillLoadIndex1763921800000 } from './migrations/1763921800000-skill-lo
 import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
 import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-workspace-holders';
 import { Harnesses1763950000000 } from './migrations/1763950000000-harnesses';
+import { RootRun1763955000000 } from './migrations/1763955000000-root-run';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -42,6 +43,7 @@ export const MIGRATIONS = [
   KeyRoles1763930000000,
   WorkspaceHolders1763940000000,
   Harnesses1763950000000,
+  RootRun1763955000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

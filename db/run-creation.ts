@@ -29,9 +29,10 @@ export async function recordNewRun(
        INSERT INTO runs (run_id, team_id, creator_uid, creator_type, creator_display_name, executor_uid,
          executor_display_name, title, prompt, state, turn, config, name, model_id, environment_id, skill_spec,
          source, schedule, metadata, conversation_id, parent_run_id, factory_uid, dispatch_key, session_id,
-         total_tokens, created_at, updated_at, workflow_started)
+         total_tokens, created_at, updated_at, workflow_started, root_run_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb,
-         $19::jsonb, $20, $21::uuid, $22, $23, $24, 0, $25, $25, $28)
+         $19::jsonb, $20, $21::uuid, $22, $23, $24, 0, $25, $25, $28,
+         COALESCE((SELECT p.root_run_id FROM runs p WHERE p.run_id = $21::uuid), $21::uuid, $1::uuid))
      ), lineage AS (
        INSERT INTO run_lineage (ancestor_run_id, run_id, depth)
        SELECT $21::uuid, $1::uuid, 1 WHERE $21::uuid IS NOT NULL

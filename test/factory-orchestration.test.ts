@@ -273,6 +273,9 @@ test('a grandchild: ancestor_run_id lists every descendant of a run and only tho
   expect(child.parent_run_id).toBe(rootId);
   expect((child.executor as { uid: string }).uid).toBe(factory.agents.IMPLEMENT);
   expect(grandchild.parent_run_id).toBe(child.run_id);
+  // Every run of the tree names its top.
+  expect(child.root_run_id).toBe(rootId);
+  expect(grandchild.root_run_id).toBe(rootId);
   expect((grandchild.executor as { uid: string }).uid).toBe(factory.agents.REVIEW);
   expect(grandchild).toMatchObject({ source: 'ORCHESTRATION', factory_uid: factory.uid, state: 'INPROGRESS' });
   expect((await listRuns(ctx, key, `ancestor_run_id=${child.run_id}`)).map((r) => r.run_id)).toEqual([

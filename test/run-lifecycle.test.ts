@@ -43,6 +43,7 @@ test('a run goes QUEUED → INPROGRESS → SUCCEEDED and its transcript holds pr
   expect(done).toMatchObject({
     run_id: runId,
     task_id: runId,
+    root_run_id: runId,
     title: `Fix the bug ${marker}`,
     prompt: `Fix the bug ${marker}`,
     source: 'API',

@@ -113,6 +113,9 @@ export const runItemSchema = z
     }),
     artifacts: z.array(artifactItemSchema),
     parent_run_id: z.uuid().optional(),
+    root_run_id: z
+      .uuid()
+      .openapi({ description: "The top-level run of this run's orchestration tree; its own id for a top-level run." }),
     factory_uid: z.string().optional(),
     worker_id: z
       .string()

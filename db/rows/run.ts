@@ -32,6 +32,8 @@ export interface Run {
   metadata: Record<string, string>;
   conversationId: string;
   parentRunId: string | null;
+  /** The top-level run of its orchestration tree; itself for a top-level run. */
+  rootRunId: string;
   /** The factory whose agent the run executes as (set when its executor belongs to one). */
   factoryUid?: string | null;
   /** A dispatched child's position in its parent (`t<turn>-s<step>-c<call>`): a retried dispatch finds it. */

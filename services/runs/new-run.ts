@@ -111,6 +111,8 @@ export function newRun(
     metadata: request.metadata ?? {},
     conversationId: ids.conversationId,
     parentRunId: ids.parentRunId,
+    // The insert takes the true root from the parent's row (recordNewRun); this is its parent or itself until read back.
+    rootRunId: ids.parentRunId ?? ids.runId,
     factoryUid: executor?.factoryUid ?? null,
     dispatchKey: origin.source === 'ORCHESTRATION' ? origin.dispatchKey : null,
     sessionId: newSessionId(),

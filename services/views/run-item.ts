@@ -30,6 +30,7 @@ export interface RunItem {
   request_usage: { total_tokens: number; inference_cost_usd?: number };
   artifacts: ReturnType<typeof toArtifactItem>[];
   parent_run_id?: string;
+  root_run_id: string;
   /** The factory whose agent executes the run. */
   factory_uid?: string;
   /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
@@ -65,6 +66,7 @@ export function toRunItem(
   const item: RunItem = {
     run_id: run.runId,
     task_id: run.runId,
+    root_run_id: run.rootRunId,
     title: run.title,
     prompt: run.prompt,
     state: run.state,
