@@ -1,8 +1,8 @@
-/** Makes the virtual environment with the official Python client that the contract test drives. */
-import { ensurePythonClient } from '../infra/python-client';
+/** Makes the virtual environments with the official Python clients that the contract tests drive. */
+import { ensurePythonClient, ensureWarpClient } from '../infra/python-client';
 
-ensurePythonClient()
-  .then((python) => process.stdout.write(`${python}\n`))
+Promise.all([ensurePythonClient(), ensureWarpClient()])
+  .then((pythons) => process.stdout.write(`${pythons.join('\n')}\n`))
   .catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);

@@ -1,10 +1,18 @@
 import path from 'node:path';
 import { ensurePythonVenv } from './python-venv';
 
-/** The official Python client this service is checked against. */
+/** The official Python client this service is checked against on every endpoint. */
 export const PYTHON_CLIENT = 'oz-agent-sdk==0.15.0';
+
+/** The newest official Python client (`WarpClient`), the reference for shapes. */
+export const WARP_CLIENT = 'warp-platform-sdk==1.0.0';
 
 /** The python of a cached virtual environment with the official Python client. */
 export async function ensurePythonClient(): Promise<string> {
   return path.join(await ensurePythonVenv('python-client', PYTHON_CLIENT), 'bin', 'python');
+}
+
+/** The python of a cached virtual environment with the newest official Python client. */
+export async function ensureWarpClient(): Promise<string> {
+  return path.join(await ensurePythonVenv('warp-client', WARP_CLIENT), 'bin', 'python');
 }
