@@ -52,6 +52,8 @@ export interface AppDeps {
   isWorkerRunning?: () => boolean;
   /** How the worker of this process limits its runs (shown by /readyz). */
   workerRunLimits?: () => string;
+  /** The harnesses the worker of this process offers (shown by /readyz). */
+  workerHarnesses?: () => Record<string, string>;
   /** More Prometheus text for `GET /metrics`: the Temporal SDK's, where this process runs a worker. */
   extraMetrics?: (() => Promise<string>)[];
   /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
@@ -123,6 +125,7 @@ export function createApp(deps: AppDeps): Koa {
       namespace: config.temporal.namespace,
       isWorkerRunning: deps.isWorkerRunning,
       workerRunLimits: deps.workerRunLimits,
+      workerHarnesses: deps.workerHarnesses,
     }),
     createSessionRouter({ dataSource, secretsKey, streams }),
     createRedirectRouter({ dataSource }),

@@ -94,6 +94,7 @@ async function main(): Promise<void> {
     logger: apiLogger,
     isWorkerRunning: () => worker.getState() === 'RUNNING',
     workerRunLimits: () => worker.runLimits,
+    workerHarnesses: () => worker.harnesses.offered,
     secretsKey,
     extraMetrics: [temporalMetricsSource(temporalMetrics)],
   });
@@ -120,6 +121,12 @@ async function main(): Promise<void> {
   }
   if (deps.embeddedTemporal) say(`Temporal:        TEMPORAL_ADDRESS=${deps.temporalAddress}`);
   say(`Run limits:      ${worker.runLimits}`);
+  say(
+    `Harnesses:       ${Object.entries(worker.harnesses.offered)
+      .map(([type, version]) => `${type} (${version})`)
+      .join(', ')}`,
+  );
+  for (const [type, why] of Object.entries(worker.harnesses.missing)) say(`                 not ${type}: ${why}`);
   for (const line of modelLines(config)) say(line);
   if (count === 0) {
     const key = await createApiKey(dataSource, {

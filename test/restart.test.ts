@@ -423,5 +423,12 @@ test('kill -9 of the whole `npm start` group mid-run, then a restart on the same
     status: 'ready',
     checks: { database: 'ok', temporal: 'ok', worker: 'ok' },
     run_limits: expect.stringMatching(/^cgroup v[12] \(memory 4096 MiB, 512 processes/),
+    // The CLIs are dependencies of the service: every harness is offered, each with its version.
+    harnesses: {
+      oz: 'built in',
+      claude: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      codex: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      gemini: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+    },
   });
 });

@@ -13,6 +13,7 @@ import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
+import { harnessOffer, type HarnessOffer } from '../activities/harness/cli-harnesses';
 import { observeStep, runLimitsEnforced } from '../core/metrics';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
@@ -58,6 +59,8 @@ export interface RunWorker {
   workspaceQueue: string;
   /** How this worker limits each run's processes together, or that it does not (AGENT_RUN_LIMITS=off). */
   runLimits: string;
+  /** The harnesses this worker can run (with their CLI versions) and those it cannot (with why). */
+  harnesses: HarnessOffer;
   /** Sweeps the workspaces on this worker's disk now (it does at start and every WORKSPACE_SWEEP_INTERVAL_SECONDS). */
   sweepWorkspaces(): Promise<SweepResult>;
   run(): Promise<void>;
@@ -214,6 +217,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   return {
     workspaceQueue,
     runLimits: sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only',
+    harnesses: harnessOffer(),
     async run() {
       const timer = setInterval(
         () =>

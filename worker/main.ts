@@ -44,7 +44,11 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     metrics: metricsServer ? `http://${config.host}:${config.metrics.workerPort}/metrics` : 'off',
     run_limits: worker.runLimits,
+    harnesses: worker.harnesses.offered,
   });
+  for (const [type, why] of Object.entries(worker.harnesses.missing)) {
+    logger.warn('harness not offered: its runs fail on this worker', { harness: type, why });
+  }
   // The Temporal runtime drains the worker on SIGINT/SIGTERM; run() resolves once it has.
   await worker.run();
   await connection.close();

@@ -22,8 +22,13 @@ export function installedHarness(type: CliHarnessType): CliInstall | { missing: 
   return found;
 }
 
-/** The harnesses this worker offers, with their CLI versions, and those it cannot, with why. */
-export function harnessOffer(): { offered: Record<string, string>; missing: Record<string, string> } {
+/** The harnesses a worker offers, with their CLI versions, and those it cannot, with why. */
+export interface HarnessOffer {
+  offered: Record<string, string>;
+  missing: Record<string, string>;
+}
+
+export function harnessOffer(): HarnessOffer {
   const offered: Record<string, string> = { oz: 'built in' };
   const missing: Record<string, string> = {};
   for (const type of Object.keys(CLI_HARNESS_ADAPTERS) as CliHarnessType[]) {

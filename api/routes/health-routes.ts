@@ -11,6 +11,8 @@ export interface HealthDeps {
   isWorkerRunning?: () => boolean;
   /** How that worker limits each run's processes together (or that it does not). */
   workerRunLimits?: () => string;
+  /** The harnesses that worker offers, with their CLI versions. */
+  workerHarnesses?: () => Record<string, string>;
 }
 
 /** 'ok' or 'unavailable', within a few seconds; what went wrong inside stays out of the answer. */
@@ -53,6 +55,7 @@ export function createHealthRouter(deps: HealthDeps): Router {
       status: ready ? 'ready' : 'not ready',
       checks,
       ...(deps.workerRunLimits ? { run_limits: deps.workerRunLimits() } : {}),
+      ...(deps.workerHarnesses ? { harnesses: deps.workerHarnesses() } : {}),
     };
   });
   return router;
