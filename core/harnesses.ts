@@ -22,7 +22,7 @@ export interface CliHarnessSpec {
   secretField?: HarnessSecretField;
   /** The `harness` of the client's usage envelope, for harnesses the client has one for. */
   usageEnvelope?: 'CLAUDE_CODE' | 'CODEX';
-  /** `harness.reasoning_level` values the CLI understands; undefined: it has none (the field is ignored). */
+  /** `harness.reasoning_level` values the CLI understands; undefined: it has none (the field is refused). */
   reasoningLevels?: readonly string[];
   /** Models the deployment lists for it (a run may name any model its provider serves). */
   models: readonly { id: string; displayName: string }[];

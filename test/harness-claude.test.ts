@@ -230,3 +230,31 @@ test("a session that is gone from the run's home (a workspace rebuilt elsewhere)
     expect.stringMatching(/^Claude Code could not resume its session \S+ on this worker/),
   ]);
 });
+
+test('what Claude Code cannot take is a 400 naming the field, and no run is made', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-refused');
+  const refused = async (config: Record<string, unknown>) => {
+    const res = await ctx.api
+      .post('/api/v1/agent/runs')
+      .set(auth(key))
+      .send({ prompt: `Nothing ${marker}`, config });
+    expect(res.status).toBe(400);
+    return (res.body as { detail: string }).detail;
+  };
+  expect(await refused({ harness: { type: 'claude', reasoning_level: 'high' } })).toBe(
+    '`config.harness.reasoning_level`: Claude Code has no reasoning level to set; leave it out (Codex CLI takes one).',
+  );
+  expect(await refused({ harness: { type: 'cursor' } })).toMatch(
+    /`config\.harness\.type`.*the harnesses are oz, claude, codex, gemini/,
+  );
+  expect(
+    await refused({ harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'none' } }),
+  ).toBe(
+    '`config.harness_auth_secrets.claude_auth_secret_name`: your team has no secret named "none". Store it first with `POST /api/v1/agent/secrets` (or `agent-runs secrets set none`).',
+  );
+  const [{ count }] = (await ctx.dataSource.query(`SELECT count(*)::int AS count FROM runs WHERE prompt LIKE $1`, [
+    `%${marker}%`,
+  ])) as [{ count: number }];
+  expect(count).toBe(0);
+});

@@ -26,7 +26,12 @@ export async function checkHarnessRequest(
   const level = config.harness?.reasoning_level;
   if (isCliHarness(type) && level) {
     const levels = CLI_HARNESSES[type].reasoningLevels;
-    if (levels && !levels.includes(level)) {
+    if (!levels) {
+      throw invalid(
+        `\`${at}harness.reasoning_level\`: ${CLI_HARNESSES[type].title} has no reasoning level to set; leave it out (Codex CLI takes one).`,
+      );
+    }
+    if (!levels.includes(level)) {
       throw invalid(
         `\`${at}harness.reasoning_level\`: ${CLI_HARNESSES[type].title} takes ${levels.join(', ')}, not ${JSON.stringify(level)}.`,
       );
