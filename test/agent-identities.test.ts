@@ -185,7 +185,13 @@ test('create-request fields of the clients: plan mode is honoured; what cannot b
 
   const refused: [Record<string, unknown>, number, string, string][] = [
     [{ mode: 'orchestrate' }, 400, 'feature_not_available', 'mode'],
-    [{ config: { harness: { type: 'codex' } } }, 400, 'feature_not_available', 'config.harness.type'],
+    // A harness is honoured (test/harness-*.test.ts); what its CLI cannot take is refused.
+    [
+      { config: { harness: { type: 'codex', reasoning_level: 'extreme' } } },
+      400,
+      'invalid_request',
+      'config.harness.reasoning_level',
+    ],
     // A worker that is not running: the request is valid, the service's present state refuses it.
     [{ config: { worker_host: 'gpu-box-1' } }, 409, 'conflict', 'config.worker_host'],
     [{ config: { runner_id: 'r1' } }, 400, 'feature_not_available', 'config.runner_id'],

@@ -223,8 +223,17 @@ test('a worker SIGKILLed in the middle of a Claude Code turn: another worker res
     second,
   );
   held.release({ text: 'reply to a dead worker' });
-  expect(done.state).toBe('SUCCEEDED');
-  expect(done.status_message).toEqual({ message: 'finished after the resume' });
+  // What happened, shown whole when the outcome is not the expected one.
+  const story = (await transcript(ctx, runId)).map(
+    (e) =>
+      `${e.kind} ${JSON.stringify(e.payload.text ?? e.payload.message ?? e.payload.state ?? e.payload.name ?? '')}`,
+  );
+  expect({ state: done.state, status: done.status_message, calls: ctx.model.calls(marker).length, story }).toEqual({
+    state: 'SUCCEEDED',
+    status: { message: 'finished after the resume' },
+    calls: 3,
+    story: expect.any(Array),
+  });
 
   // The command ran once; the resumed session still held it, and was told why it was resumed.
   expect(readFileSync(path.join(ctx.config.workspace.dir, runId, 'runs.log'), 'utf8')).toBe('ran\n');
