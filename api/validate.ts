@@ -3,7 +3,8 @@ import { invalid, notFound } from '../core/api-error';
 
 /** Parses `value` with a schema; on failure throws a 400 whose detail names each bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, what = 'body'): z.infer<S> {
-  const result = schema.safeParse(value ?? {});
+  // With the input in each issue, a field of the wrong type is told apart from a missing one.
+  const result = schema.safeParse(value ?? {}, { reportInput: true });
   if (!result.success) throw invalid(describeIssues(result.error.issues, what));
   const bad = findUnstorableString(result.data, []);
   if (bad) throw invalid(`\`${bad.path.length ? bad.path.join('.') : what}\` ${bad.problem}.`);
