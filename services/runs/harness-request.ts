@@ -55,7 +55,7 @@ export async function checkHarnessRequest(
     const accepted = HARNESS_SECRET_KINDS[owner];
     if (!accepted.includes(secret.kind as ManagedSecretKind)) {
       throw invalid(
-        `\`${path}\`: the secret ${JSON.stringify(name)} is a ${secret.kind}; ${CLI_HARNESSES[owner].title} takes ${accepted.join(' or ')}.`,
+        `\`${path}\`: the secret ${JSON.stringify(name)} is of kind ${secret.kind}; ${CLI_HARNESSES[owner].title} takes ${accepted.join(' or ')}.`,
       );
     }
   }
