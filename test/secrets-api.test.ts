@@ -403,6 +403,60 @@ describe('runs naming a harness and its secret', () => {
     }
   });
 
+  test("a schedule's agent_config is checked as its runs' config will be: 400 naming the field, and no schedule", async () => {
+    const schedules = async () =>
+      ((await ctx.api.get('/api/v1/agent/schedules').set(auth(team.member))).body as { schedules: unknown[] })
+        .schedules;
+    const createSchedule = (agentConfig: Record<string, unknown>) =>
+      ctx.api
+        .post('/api/v1/agent/schedules')
+        .set(auth(team.member))
+        .send({
+          name: uniqueName('nightly'),
+          cron_schedule: '0 3 * * *',
+          prompt: 'Tidy up',
+          enabled: false,
+          agent_config: agentConfig,
+        });
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'missing-key' } },
+        '`agent_config.harness_auth_secrets.claude_auth_secret_name`: your team has no secret named "missing-key". Store it first with `POST /api/v1/agent/secrets` (or `agent-runs secrets set missing-key`).',
+      ],
+      [
+        { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'openai-key' } },
+        '`agent_config.harness_auth_secrets.claude_auth_secret_name`: the secret "openai-key" is of kind openai_api_key; Claude Code takes anthropic_api_key or claude_oauth_token.',
+      ],
+      [
+        { harness: { type: 'codex', reasoning_level: 'extreme' } },
+        '`agent_config.harness.reasoning_level`: Codex CLI takes minimal, low, medium, high, not "extreme".',
+      ],
+    ];
+    for (const [agentConfig, detail] of cases) {
+      const res = await createSchedule(agentConfig);
+      expect([res.status, res.body.error_code, res.body.detail]).toEqual([400, 'invalid_request', detail]);
+    }
+    expect(await schedules()).toEqual([]);
+
+    const ok = await createSchedule({
+      harness: { type: 'claude' },
+      harness_auth_secrets: { claude_auth_secret_name: 'claude-key' },
+    });
+    expect(ok.status).toBe(201);
+    // PUT replaces the definition, checked the same way; the schedule stays as it was.
+    const put = await ctx.api.put(`/api/v1/agent/schedules/${ok.body.id}`).set(auth(team.member)).send({
+      name: ok.body.name,
+      cron_schedule: '0 3 * * *',
+      prompt: 'Tidy up',
+      enabled: false,
+      agent_config: cases[0]![0],
+    });
+    expect([put.status, put.body.detail]).toEqual([400, cases[0]![1]]);
+    const kept = await ctx.api.get(`/api/v1/agent/schedules/${ok.body.id}`).set(auth(team.member));
+    expect(kept.body.agent_config.harness_auth_secrets).toEqual({ claude_auth_secret_name: 'claude-key' });
+    expect((await ctx.api.delete(`/api/v1/agent/schedules/${ok.body.id}`).set(auth(team.member))).status).toBe(200);
+  });
+
   test('the right secret for the harness is accepted: the run names it, and carries no value', async () => {
     const cases: [Record<string, unknown>, Record<string, string>][] = [
       [

@@ -14,7 +14,7 @@ const SECRET_FIELD_HARNESS: Record<HarnessSecretField, 'claude' | 'codex'> = {
  * The harness of a run (or of an agent, a schedule) checked before anything is stored: a
  * reasoning level the CLI knows, and `harness_auth_secrets` that name a secret of the caller's
  * team, of a kind its harness takes, for the harness the run uses. `at` is where the fields sit
- * in the request (`config.` for runs and schedules, `` for agents).
+ * in the request (`config.` for runs, `agent_config.` for schedules, `` for agents).
  */
 export async function checkHarnessRequest(
   manager: EntityManager,

@@ -15,6 +15,7 @@ import { encryptMcpServers } from '../../core/secrets';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
 import { findAgentIdentity } from '../../db/agent-identities';
 import { honouredConfig } from '../runs/run-request-fields';
+import { checkHarnessRequest } from '../runs/harness-request';
 import { findEnvironment } from '../../db/environments';
 import {
   deleteSchedule,
@@ -171,6 +172,8 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
     if (body.agent_uid && !(await findAgentIdentity(dataSource.manager, body.agent_uid, principal.teamId))) {
       throw notFound(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
     }
+    // A secret deleted later fails that firing (last_spawn_error); one missing now is refused now.
+    await checkHarnessRequest(dataSource.manager, principal.teamId, config, 'agent_config.');
     return definition;
   }
 
