@@ -14,6 +14,15 @@ import schemathesis
 
 CURSOR_OPERATIONS = ("GET /api/v1/agent/runs", "GET /api/v1/agent/conversations/{conversationId}")
 ENVIRONMENT_BODIES = ("POST /api/v1/agent/environments", "PUT /api/v1/agent/environments/{uid}")
+# Bodies with a run's config (`config`, or a schedule's `agent_config`) and its harness.
+RUN_CONFIG_BODIES = {
+    "POST /api/v1/agent/runs": "config",
+    "POST /api/v1/agent/run": "config",
+    "POST /api/v1/agent/schedules": "agent_config",
+    "PUT /api/v1/agent/schedules/{scheduleId}": "agent_config",
+}
+# core/harnesses.ts: the reasoning levels Codex CLI knows; Claude Code and Gemini CLI take none.
+CODEX_REASONING_LEVELS = ("minimal", "low", "medium", "high")
 # A receiver on loopback that the test stack's OUTBOUND_ALLOWED_PRIVATE_HOSTS lets webhooks reach.
 WEBHOOK_URL = os.environ.get("SCHEMATHESIS_WEBHOOK_URL")
 
@@ -63,6 +72,19 @@ def map_case(context, case):
         config = body.get("config")
         if isinstance(config, dict) and isinstance(config.get("github_repos"), list):
             config["github_repos"] = _unique_repositories(config["github_repos"])
+
+    # `harness_auth_secrets` must name a managed secret of the team, of a kind the run's harness
+    # takes; `reasoning_level` must be one Codex knows, and is refused by the CLIs that have none.
+    config = body.get(RUN_CONFIG_BODIES[label]) if body is not None and label in RUN_CONFIG_BODIES else None
+    if isinstance(config, dict):
+        config.pop("harness_auth_secrets", None)
+        harness = config.get("harness")
+        if isinstance(harness, dict) and harness.get("reasoning_level"):
+            kind = harness.get("type")
+            if kind in ("claude", "gemini") or (
+                kind == "codex" and harness["reasoning_level"] not in CODEX_REASONING_LEVELS
+            ):
+                del harness["reasoning_level"]
 
     # A webhook URL must resolve to a public address or a host the operator allows: no made-up
     # host does, so valid cases subscribe the test's receiver (links then reach the webhook by id).
