@@ -111,13 +111,18 @@ export class ApiClient {
 
   /** A request whose answer is JSON (or text); an error status throws its `ApiProblem`. */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.exchange<T>(method, path, options)).body;
+  }
+
+  /** As `request`, with the answer's status (where 201 and 200 say different things). */
+  async exchange<T>(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await this.send(method, path, options);
         if (!res.ok) throw await toProblem(res);
-        if (res.status === 204) return undefined as T;
+        if (res.status === 204) return { status: res.status, body: undefined as T };
         const type = res.headers.get('content-type') ?? '';
-        return (type.includes('json') ? await res.json() : await res.text()) as T;
+        return { status: res.status, body: (type.includes('json') ? await res.json() : await res.text()) as T };
       } catch (err) {
         const again = err instanceof ApiUnreachable || (err instanceof ApiProblem && err.transient);
         if (!again || attempt >= (options.retries ?? 0)) throw err;

@@ -7,6 +7,8 @@ import { getCommand } from './commands/get';
 import { listCommand, type ListOptions } from './commands/list';
 import { logsCommand } from './commands/logs';
 import { runCommand, type RunOptions } from './commands/run';
+import { secretsDeleteCommand, secretsListCommand, secretsSetCommand, type SecretSetOptions } from './commands/secrets';
+import { MANAGED_SECRET_KINDS } from '../core/managed-secrets';
 import { cliVersion, commandContext, type CommandContext } from './context';
 
 /** Collects a repeatable option into a list. */
@@ -155,6 +157,35 @@ export function createProgram(result: { exitCode: number }): Command {
     .argument('<run_id>')
     .option('--download <dir>', 'download them into this directory')
     .action(action((ctx, runId: string, options: { download?: string }) => artifactsCommand(ctx, runId, options)));
+
+  const secrets = program
+    .command('secrets')
+    .description("store, list and delete your team's secrets (keys for runs' harnesses); never shows a value");
+
+  secrets
+    .command('set')
+    .description(
+      'store a secret, or replace the one of that name (admin keys); the value is read from stdin, prompted for without echo on a terminal',
+    )
+    .argument('<name>', 'the name runs give in config.harness_auth_secrets')
+    .addOption(
+      new Option('--kind <kind>', "what it is (default: read from the value's prefix sk-ant-, sk-, AIza)").choices(
+        MANAGED_SECRET_KINDS,
+      ),
+    )
+    .option('--description <text>', 'a note for people')
+    .action(action((ctx, name: string, options: SecretSetOptions) => secretsSetCommand(ctx, name, options)));
+
+  secrets
+    .command('list')
+    .description("list your team's secrets: name, kind, description, last change (never a value)")
+    .action(action((ctx) => secretsListCommand(ctx)));
+
+  secrets
+    .command('delete')
+    .description('delete a secret (admin keys); runs that name it fail their next turn')
+    .argument('<name>')
+    .action(action((ctx, name: string) => secretsDeleteCommand(ctx, name)));
 
   return program;
 }

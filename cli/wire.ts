@@ -69,3 +69,17 @@ export interface RunEvent {
   created_at: string;
   payload: Record<string, unknown>;
 }
+
+/** A managed secret as every endpoint shows it: never its value. */
+export interface SecretItem {
+  name: string;
+  kind: string;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ListSecretsResponse {
+  secrets: SecretItem[];
+  page_info: { has_next_page: boolean; next_cursor?: string };
+}

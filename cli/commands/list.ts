@@ -58,7 +58,7 @@ export function listQuery(options: ListOptions): Query {
 }
 
 /** `2026-11-23T10:04:05.123Z` as `2026-11-23 10:04:05Z`: short, still UTC and sortable. */
-const shortTime = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+export const shortTime = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 
 export function runsTable(runs: RunItem[], color: boolean): string {
   const table = new Table({
