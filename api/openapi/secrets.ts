@@ -20,7 +20,7 @@ export function registerSecretOperations(registry: OpenAPIRegistry): void {
     operationId: 'storeSecret',
     summary: 'Store a secret, or replace the value of the one of that name',
     description:
-      "Admin keys only. The value is encrypted under the service's secrets key and never returned. Runs name it in `harness_auth_secrets` (Claude Code: `anthropic_api_key` or `claude_oauth_token`; Codex: `openai_api_key`).",
+      "Admin keys only. A new name is 201; a name the team has is 200, its value, kind and description replaced (a description left out is cleared). The value is encrypted under the service's secrets key and never returned. Runs name it in `harness_auth_secrets` (Claude Code: `anthropic_api_key` or `claude_oauth_token`; Codex: `openai_api_key`). Past `TEAM_MAX_SECRETS` a new name is 409.",
     tags,
     body: { schema: createManagedSecretSchema },
     responses: [

@@ -91,7 +91,7 @@ export const harnessAuthSecretsSchema = z
   })
   .openapi('HarnessAuthSecrets', {
     description:
-      "The team's managed secret a CLI harness authenticates with (only the one for the run's harness applies); without it, the key the operator configured. The gateway puts it on the CLI's calls; it never enters the sandbox.",
+      "The team's managed secret (`/agent/secrets`) a CLI harness authenticates with: `claude_auth_secret_name` for Claude Code (`anthropic_api_key` or `claude_oauth_token`), `codex_auth_secret_name` for Codex CLI (`openai_api_key`). A secret the team does not have, one of another kind, or the field of another harness than the run's is 400. Without it, the key the operator configured. The gateway puts it on the CLI's calls; it never enters the sandbox.",
   });
 
 export const agentConfigSchema = z
