@@ -5,23 +5,39 @@ import { HARNESS_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import { findManagedSecret } from '../../db/managed-secrets';
 
-const SECRET_FIELD_HARNESS: Record<HarnessSecretField, 'claude' | 'codex'> = {
+/** The harness each `harness_auth_secrets` field is for. */
+export const SECRET_FIELD_HARNESS: Record<HarnessSecretField, 'claude' | 'codex'> = {
   claude_auth_secret_name: 'claude',
   codex_auth_secret_name: 'codex',
 };
 
+type HarnessFields = Pick<ResolvedAgentConfig, 'harness' | 'harness_auth_secrets'>;
+
+/** Where the harness fields being checked are, for the messages. */
+export interface HarnessFieldsScope {
+  /** Where the fields sit in the request: `config.` (runs), `agent_config.` (schedules), `` (agents). */
+  at: string;
+  /** What they configure: `run`, `schedule`, `agent`. */
+  subject: string;
+  /**
+   * Secret fields the request did not send but that apply all the same (an agent's stored
+   * value): how the message names each, and what to do about one that does not fit.
+   */
+  taken?: Partial<Record<HarnessSecretField, { label: string; fix: string }>>;
+}
+
 /**
- * The harness of a run (or of an agent, a schedule) checked before anything is stored: a
- * reasoning level the CLI knows, and `harness_auth_secrets` that name a secret of the caller's
- * team, of a kind its harness takes, for the harness the run uses. `at` is where the fields sit
- * in the request (`config.` for runs and schedules, `` for agents).
+ * The harness of a run, a schedule or an agent checked before anything is stored: a reasoning
+ * level the CLI knows, and `harness_auth_secrets` that name a secret of the caller's team, of a
+ * kind its harness takes, for the harness it uses. One definition for all three.
  */
 export async function checkHarnessRequest(
   manager: EntityManager,
   teamId: string,
-  config: Pick<ResolvedAgentConfig, 'harness' | 'harness_auth_secrets'>,
-  at = 'config.',
+  config: HarnessFields,
+  scope: HarnessFieldsScope = { at: 'config.', subject: 'run' },
 ): Promise<void> {
+  const { at, subject } = scope;
   const type = config.harness?.type ?? 'oz';
   const level = config.harness?.reasoning_level;
   if (isCliHarness(type) && level) {
@@ -39,23 +55,24 @@ export async function checkHarnessRequest(
   }
   for (const [field, name] of Object.entries(config.harness_auth_secrets ?? {}) as [HarnessSecretField, string][]) {
     if (!name) continue;
-    const path = `${at}harness_auth_secrets.${field}`;
+    const taken = scope.taken?.[field];
+    const label = taken?.label ?? `\`${at}harness_auth_secrets.${field}\``;
     const owner = SECRET_FIELD_HARNESS[field];
     if (owner !== type) {
       throw invalid(
-        `\`${path}\` applies only when \`${at}harness.type\` is "${owner}"; this ${at ? 'run' : 'agent'}'s harness is "${type}". Leave it out, or set the harness.`,
+        `${label} applies only when \`${at}harness.type\` is "${owner}"; this ${subject}'s harness is "${type}". ${taken?.fix ?? 'Leave it out, or set the harness.'}`,
       );
     }
     const secret = await findManagedSecret(manager, teamId, name);
     if (!secret) {
       throw invalid(
-        `\`${path}\`: your team has no secret named ${JSON.stringify(name)}. Store it first with \`POST /api/v1/agent/secrets\` (or \`agent-runs secrets set ${name}\`).`,
+        `${label}: your team has no secret named ${JSON.stringify(name)}. Store it first with \`POST /api/v1/agent/secrets\` (or \`agent-runs secrets set ${name}\`).`,
       );
     }
     const accepted = HARNESS_SECRET_KINDS[owner];
     if (!accepted.includes(secret.kind as ManagedSecretKind)) {
       throw invalid(
-        `\`${path}\`: the secret ${JSON.stringify(name)} is a ${secret.kind}; ${CLI_HARNESSES[owner].title} takes ${accepted.join(' or ')}.`,
+        `${label}: the secret ${JSON.stringify(name)} is a ${secret.kind}; ${CLI_HARNESSES[owner].title} takes ${accepted.join(' or ')}.`,
       );
     }
   }
