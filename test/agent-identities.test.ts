@@ -339,6 +339,15 @@ async function storeSecret(key: string, name: string, value: string): Promise<vo
   expect([res.status, res.body.name]).toEqual([201, name]);
 }
 
+/** A run's `agent_config` as it was created; the run is then cancelled (no CLI needs to work it here). */
+async function agentConfigOfNewRun(key: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const runId = await createRun(ctx, key, body);
+  const config = (await getRun(ctx, key, runId)).agent_config as Record<string, unknown>;
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key));
+  await waitForState(ctx, key, runId, ['CANCELLED', 'FAILED', 'SUCCEEDED', 'ERROR']);
+  return config;
+}
+
 test('harness and harness_auth_secrets are stored and shown; an update that leaves them out keeps them, one that sends them replaces them', async () => {
   const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
   await storeSecret(key, 'team-claude', 'sk-ant-api-for-identities');
@@ -498,4 +507,73 @@ test("harness fields are checked as a run's are: a 400 naming the field, and not
     expect.stringMatching(/^`base_model`: this agent's harness is Codex CLI \("codex"\)/),
   ]);
   expect((await ctx.api.get(`${PATH}/${agent.uid}`).set(auth(key))).body.base_model).toBeNull();
+});
+
+test("a run of an agent takes its harness and harness secret unless its own config names them; a secret gone since is a 400 naming the agent's field", async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  await storeSecret(key, 'agent-claude', 'sk-ant-api-agent');
+  await storeSecret(key, 'run-claude', 'sk-ant-api-run');
+  await storeSecret(key, 'run-codex', 'sk-openai-run');
+  const agent = await newIdentity(key, {
+    name: uniqueName('claude-runner'),
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    harness_auth_secrets: { claude_auth_secret_name: 'agent-claude' },
+  });
+  const prompt = 'Say hello.';
+
+  const inherited = await agentConfigOfNewRun(key, { prompt, agent_identity_uid: agent.uid });
+  expect(inherited).toMatchObject({
+    name: agent.name,
+    model_id: 'openai/test-model',
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    harness_auth_secrets: { claude_auth_secret_name: 'agent-claude' },
+  });
+  // The run's own harness wins, `oz` included; the agent's secret goes with the agent's harness only.
+  const oz = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness: { type: 'oz' } },
+  });
+  expect(oz).not.toHaveProperty('harness');
+  expect(oz).not.toHaveProperty('harness_auth_secrets');
+  const codex = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness: { type: 'codex' }, harness_auth_secrets: { codex_auth_secret_name: 'run-codex' } },
+  });
+  expect([codex.harness, codex.harness_auth_secrets]).toEqual([
+    { type: 'codex' },
+    { codex_auth_secret_name: 'run-codex' },
+  ]);
+  const ownSecret = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness_auth_secrets: { claude_auth_secret_name: 'run-claude' } },
+  });
+  expect([ownSecret.harness, ownSecret.harness_auth_secrets]).toEqual([
+    { type: 'claude', model_id: 'claude-haiku-4-5' },
+    { claude_auth_secret_name: 'run-claude' },
+  ]);
+
+  // The agent's secret deleted: its runs are refused at once, naming the agent's field.
+  expect((await ctx.api.delete('/api/v1/agent/secrets/agent-claude').set(auth(key))).status).toBe(204);
+  const runsBefore = (await ctx.api.get('/api/v1/agent/runs').set(auth(key))).body.runs as unknown[];
+  const res = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ prompt, agent_identity_uid: agent.uid });
+  expect([res.status, res.body.error_code, res.body.detail]).toEqual([
+    400,
+    'invalid_request',
+    `\`harness_auth_secrets.claude_auth_secret_name\` of agent "${agent.name}" (${agent.uid}), which this run takes: your team has no secret named "agent-claude". Store it first with \`POST /api/v1/agent/secrets\` (or \`agent-runs secrets set agent-claude\`).`,
+  ]);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(key))).body.runs).toHaveLength(runsBefore.length);
+  // A run that names its own secret does not need the agent's.
+  const fixed = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness_auth_secrets: { claude_auth_secret_name: 'run-claude' } },
+  });
+  expect(fixed.harness_auth_secrets).toEqual({ claude_auth_secret_name: 'run-claude' });
+  // And an update of the agent that does not touch its harness is not held to the deleted secret.
+  expect((await ctx.api.put(`${PATH}/${agent.uid}`).set(auth(key)).send({ description: 'still here' })).status).toBe(
+    200,
+  );
 });

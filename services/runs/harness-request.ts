@@ -3,7 +3,9 @@ import { invalid } from '../../core/api-error';
 import { CLI_HARNESSES, isCliHarness, type HarnessSecretField } from '../../core/harnesses';
 import { HARNESS_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed-secrets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
+import type { AgentIdentity } from '../../db/agent-identities';
 import { findManagedSecret } from '../../db/managed-secrets';
+import { namedSecrets, normalHarness } from './run-request-fields';
 
 /** The harness each `harness_auth_secrets` field is for. */
 export const SECRET_FIELD_HARNESS: Record<HarnessSecretField, 'claude' | 'codex'> = {
@@ -76,4 +78,51 @@ export async function checkHarnessRequest(
       );
     }
   }
+}
+
+/**
+ * The harness fields of a run executed as `identity`: the run's own harness when it sends one
+ * (`oz` included), else the identity's; the run's own secret names, then the identity's that are
+ * for that harness (one for another harness no longer applies). `oz` is stored as no harness.
+ */
+export function harnessWithDefaults(
+  own: HarnessFields,
+  identity: Pick<AgentIdentity, 'harness' | 'harnessAuthSecrets'> | null,
+): HarnessFields {
+  const harness = normalHarness(own.harness ?? identity?.harness);
+  const type = harness?.type ?? 'oz';
+  const inherited = Object.entries(identity?.harnessAuthSecrets ?? {}).filter(
+    ([field]) => SECRET_FIELD_HARNESS[field as HarnessSecretField] === type,
+  );
+  const secrets = namedSecrets({ ...Object.fromEntries(inherited), ...own.harness_auth_secrets });
+  return { ...(harness ? { harness } : {}), ...(secrets ? { harness_auth_secrets: secrets } : {}) };
+}
+
+/**
+ * The harness a run (or each run of a schedule) resolved to, checked as `checkHarnessRequest`
+ * does, naming the agent where a value is its. `requested` is what the request sent, `resolved`
+ * the result of `harnessWithDefaults`.
+ */
+export async function checkRunHarness(
+  manager: EntityManager,
+  teamId: string,
+  run: {
+    requested: HarnessFields | undefined;
+    resolved: HarnessFields;
+    executor: AgentIdentity | null;
+  },
+  scope: Pick<HarnessFieldsScope, 'at' | 'subject'> = { at: 'config.', subject: 'run' },
+): Promise<void> {
+  const { requested, resolved, executor } = run;
+  const agent = executor ? `agent "${executor.name}" (${executor.uid})` : '';
+  const taken: HarnessFieldsScope['taken'] = {};
+  for (const field of Object.keys(resolved.harness_auth_secrets ?? {}) as HarnessSecretField[]) {
+    if (!requested?.harness_auth_secrets?.[field]) {
+      taken[field] = {
+        label: `\`harness_auth_secrets.${field}\` of ${agent}, which this ${scope.subject} takes`,
+        fix: `Set \`${scope.at}harness_auth_secrets\` for its harness.`,
+      };
+    }
+  }
+  await checkHarnessRequest(manager, teamId, resolved, { ...scope, taken });
 }

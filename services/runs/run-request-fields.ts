@@ -46,13 +46,14 @@ const NOT_HONOURED = [
 
 /**
  * The request's config without the recognised fields that mean nothing here (checked empty
- * above); `worker_host` stays when it names a worker ("warp", the hosted default, means any).
+ * above); `worker_host` stays when it names a worker ("warp", the hosted default, means any); a
+ * harness sent stays, `oz` included, so that it wins over an agent's (see chosenHarness).
  */
 export function honouredConfig(config: CreateRunRequest['config']) {
   if (!config) return undefined;
   const honoured: Record<string, unknown> = { ...config };
   for (const field of NOT_HONOURED) delete honoured[field];
-  const harness = normalHarness(config.harness);
+  const harness = chosenHarness(config.harness);
   if (harness) honoured.harness = harness;
   else delete honoured.harness;
   const secrets = namedSecrets(config.harness_auth_secrets);
@@ -72,6 +73,16 @@ export function honouredConfig(config: CreateRunRequest['config']) {
 }
 
 type HarnessRequest = ResolvedAgentConfig['harness'] | null | undefined;
+
+/**
+ * The harness a request chose: nulls and empty strings left out, `{type: "oz"}` for this
+ * service's own loop (named, or a harness without a type, which is the default); undefined when
+ * none was sent (null or absent), so that an agent's default applies.
+ */
+export function chosenHarness(harness: HarnessRequest): NonNullable<ResolvedAgentConfig['harness']> | undefined {
+  if (!harness) return undefined;
+  return normalHarness(harness) ?? { type: 'oz' };
+}
 
 /**
  * A harness as a run (or an agent) stores it: nulls and empty strings left out; nothing at all
