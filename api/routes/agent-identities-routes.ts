@@ -17,7 +17,7 @@ import { findFactory } from '../../db/factories';
 import { ApiError, notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { applyIdentityUpdate } from '../../services/identities/agent-identity-update';
-import { checkIdentityHarness } from '../../services/identities/identity-harness';
+import { checkIdentityHarness, foremanHarnessCheck } from '../../services/identities/identity-harness';
 import { assertFactoryMembership, assertNotFileAgent } from '../../services/factories/factory-membership';
 import { assertSkillOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf, requireAdmin } from '../middleware/auth';
@@ -93,7 +93,13 @@ export function createAgentIdentitiesRouter({
     await checkIdentityHarness(dataSource.manager, teamId, body, fields);
     const identity = await dataSource.transaction(async (tx) => {
       await assertTeamHasRoom(tx, 'agent_identities', teamId, config.quotas.teamMaxAgents);
-      await assertFactoryMembership(tx, { teamId, factoryUid: fields.factoryUid, agentType: fields.agentType });
+      await assertFactoryMembership(tx, {
+        teamId,
+        factoryUid: fields.factoryUid,
+        agentType: fields.agentType,
+        name: fields.name,
+        harness: foremanHarnessCheck(body, fields),
+      });
       return createAgentIdentity(tx, teamId, fields);
     });
     ctx.status = 201;
@@ -144,6 +150,8 @@ export function createAgentIdentitiesRouter({
         factoryUid: fields.factoryUid,
         agentType: fields.agentType,
         identityUid: uid,
+        name: fields.name,
+        harness: foremanHarnessCheck(body, fields),
       });
       return updateAgentIdentity(tx, uid, teamId, fields);
     });

@@ -30,7 +30,7 @@ export const agentIdentityBodySchema = z
     on_behalf_of_enabled: z.boolean().nullish(),
     harness: harnessSchema.nullish().openapi({
       description:
-        "The harness this agent's runs use unless a run names its own: `oz` (default), `claude`, `codex` or `gemini`. A harness other than `oz` takes its model from `model_id`, so `base_model` must then be empty.",
+        "The harness this agent's runs use unless a run names its own: `oz` (default), `claude`, `codex` or `gemini`. A harness other than `oz` takes its model from `model_id`, so `base_model` must then be empty; a factory's FOREMAN keeps `oz`.",
     }),
     base_harness: z
       .enum(BASE_HARNESSES, {

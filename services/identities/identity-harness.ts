@@ -61,3 +61,24 @@ export async function checkIdentityHarness(
     { at: '', subject: 'agent', taken },
   );
 }
+
+/**
+ * An agent's harness as the factory rules see it (a FOREMAN keeps `oz`): its type, the request
+ * field a refusal names and what to do instead.
+ */
+export function foremanHarnessCheck(update: AgentIdentityUpdate, fields: AgentIdentityFields) {
+  const type = fields.harness?.type;
+  const ownField = sent(update, 'harness') ? 'harness.type' : sent(update, 'base_harness') ? 'base_harness' : '';
+  if (ownField) {
+    return {
+      type,
+      field: `\`${ownField}\``,
+      fix: 'Leave `harness` out or send `{"type": "oz"}`; a CLI harness suits the factory\'s other agents.',
+    };
+  }
+  return {
+    type,
+    field: sent(update, 'agent_type') ? '`agent_type`' : '`factory_uid`',
+    fix: `This agent's harness is "${type}": send \`harness: {"type": "oz"}\` with it, or give it another \`agent_type\`.`,
+  };
+}

@@ -96,7 +96,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
                 throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
               }
               if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
-              await checkRunHarness(tx, principal.teamId, { requested, resolved, executor });
+              await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
               created = createdOrigin(origin, executor);
               resolvedHarness = resolved.harness?.type ?? 'oz';
               const run = newRun(creator, executor, body, resolved, origin, {

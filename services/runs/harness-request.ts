@@ -4,7 +4,9 @@ import { CLI_HARNESSES, isCliHarness, type HarnessSecretField } from '../../core
 import { HARNESS_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed-secrets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import type { AgentIdentity } from '../../db/agent-identities';
+import type { Factory } from '../../db/factories';
 import { findManagedSecret } from '../../db/managed-secrets';
+import { assertForemanHarness } from '../factories/factory-membership';
 import { namedSecrets, normalHarness } from './run-request-fields';
 
 /** The harness each `harness_auth_secrets` field is for. */
@@ -100,8 +102,8 @@ export function harnessWithDefaults(
 
 /**
  * The harness a run (or each run of a schedule) resolved to, checked as `checkHarnessRequest`
- * does, naming the agent where a value is its. `requested` is what the request sent, `resolved`
- * the result of `harnessWithDefaults`.
+ * does, naming the agent where a value is its; and a factory's FOREMAN keeps this service's own
+ * loop. `requested` is what the request sent, `resolved` the result of `harnessWithDefaults`.
  */
 export async function checkRunHarness(
   manager: EntityManager,
@@ -110,6 +112,7 @@ export async function checkRunHarness(
     requested: HarnessFields | undefined;
     resolved: HarnessFields;
     executor: AgentIdentity | null;
+    factory: Pick<Factory, 'uid' | 'name'> | null;
   },
   scope: Pick<HarnessFieldsScope, 'at' | 'subject'> = { at: 'config.', subject: 'run' },
 ): Promise<void> {
@@ -125,4 +128,15 @@ export async function checkRunHarness(
     }
   }
   await checkHarnessRequest(manager, teamId, resolved, { ...scope, taken });
+  if (executor && run.factory) {
+    const own = requested?.harness !== undefined;
+    assertForemanHarness(
+      { ...executor, factory: run.factory },
+      resolved.harness?.type,
+      own ? `\`${scope.at}harness.type\`` : `\`harness.type\` of agent ${executor.uid}`,
+      own
+        ? `Leave \`${scope.at}harness\` out: the foreman's own loop is its default.`
+        : `Set it to \`{"type": "oz"}\` with \`PUT /api/v1/agent/identities/${executor.uid}\`.`,
+    );
+  }
 }

@@ -16,6 +16,7 @@ import type { AuthenticatedPrincipal } from '../../db/api-keys';
 import { findAgentIdentity } from '../../db/agent-identities';
 import { honouredConfig } from '../runs/run-request-fields';
 import { checkRunHarness, harnessWithDefaults } from '../runs/harness-request';
+import { findFactory } from '../../db/factories';
 import { findEnvironment } from '../../db/environments';
 import {
   deleteSchedule,
@@ -179,6 +180,7 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
         requested: config,
         resolved: harnessWithDefaults(config, agent),
         executor: agent,
+        factory: agent?.factoryUid ? await findFactory(dataSource.manager, agent.factoryUid, principal.teamId) : null,
       },
       { at: 'agent_config.', subject: 'schedule' },
     );
