@@ -2,8 +2,12 @@ import type { AgentIdentity } from '../db/agent-identities';
 import type { McpServerConfig } from '../core/run-types';
 import { redactMcpServers } from '../core/secrets';
 
-/** `AgentResponse` as the official clients read it; MCP credentials are write-only ("***"). */
+/**
+ * `AgentResponse` as the official clients read it; MCP credentials are write-only ("***"). The
+ * harness is the stored one, `{type: "oz"}` when none; `base_harness`, the older field, is its type.
+ */
 export function toAgentIdentityItem(identity: AgentIdentity) {
+  const harness = { ...identity.harness, type: identity.harness?.type ?? ('oz' as const) };
   return {
     uid: identity.uid,
     name: identity.name,
@@ -17,7 +21,9 @@ export function toAgentIdentityItem(identity: AgentIdentity) {
     skills: identity.skills,
     worker_host: identity.workerHost,
     on_behalf_of_enabled: identity.onBehalfOfEnabled,
-    harness: { type: 'oz' as const },
+    harness,
+    base_harness: harness.type,
+    harness_auth_secrets: identity.harnessAuthSecrets,
     available: true,
     default_runner_uid: '',
     memory: { attached_stores: [], auto_memory: { enabled: false } },

@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-page';
 
 import type { AgentType } from '../core/agent-types';
+import type { ResolvedAgentConfig } from '../core/run-types';
 
 export { AGENT_TYPES, type AgentType } from '../core/agent-types';
 
@@ -19,6 +20,10 @@ export interface AgentIdentityFields {
   skills: string[];
   workerHost: string | null;
   onBehalfOfEnabled: boolean;
+  /** The harness its runs use unless they name one; null: this service's own loop (`oz`). */
+  harness: NonNullable<ResolvedAgentConfig['harness']> | null;
+  /** Names of the team's managed secrets its harness authenticates with; null: none. */
+  harnessAuthSecrets: NonNullable<ResolvedAgentConfig['harness_auth_secrets']> | null;
 }
 
 export interface AgentIdentity extends AgentIdentityFields {
@@ -42,11 +47,13 @@ export function defaultIdentityFields(name: string): AgentIdentityFields {
     skills: [],
     workerHost: null,
     onBehalfOfEnabled: false,
+    harness: null,
+    harnessAuthSecrets: null,
   };
 }
 
 const COLUMNS = `uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id, base_model,
-  mcp_servers, skills, worker_host, on_behalf_of_enabled, created_at, updated_at`;
+  mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, created_at, updated_at`;
 
 function toIdentity(r: Record<string, unknown>): AgentIdentity {
   return {
@@ -63,6 +70,8 @@ function toIdentity(r: Record<string, unknown>): AgentIdentity {
     skills: r.skills as string[],
     workerHost: r.worker_host as string | null,
     onBehalfOfEnabled: r.on_behalf_of_enabled as boolean,
+    harness: r.harness as AgentIdentityFields['harness'],
+    harnessAuthSecrets: r.harness_auth_secrets as AgentIdentityFields['harnessAuthSecrets'],
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };
@@ -80,6 +89,8 @@ const values = (f: AgentIdentityFields) => [
   JSON.stringify(f.skills),
   f.workerHost,
   f.onBehalfOfEnabled,
+  f.harness === null ? null : JSON.stringify(f.harness),
+  f.harnessAuthSecrets === null ? null : JSON.stringify(f.harnessAuthSecrets),
 ];
 
 /** Whether the team already has a live identity of that name (other than `exceptUid`). */
@@ -110,8 +121,9 @@ export async function createAgentIdentity(
   );
   const rows = (await manager.query(
     `INSERT INTO agent_identities (uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id,
-       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13) RETURNING ${COLUMNS}`,
+       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb, $15::jsonb)
+     RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],
   )) as Record<string, unknown>[];
   return toIdentity(rows[0]!);
@@ -194,7 +206,8 @@ export async function updateAgentIdentity(
   const rows = (await manager.query(
     `UPDATE agent_identities SET name = $3, description = $4, prompt = $5, agent_type = $6, factory_uid = $7,
        environment_id = $8, base_model = $9, mcp_servers = $10::jsonb, skills = $11::jsonb, worker_host = $12,
-       on_behalf_of_enabled = $13, updated_at = clock_timestamp()
+       on_behalf_of_enabled = $13, harness = $14::jsonb, harness_auth_secrets = $15::jsonb,
+       updated_at = clock_timestamp()
      WHERE uid = $1 AND team_id = $2 RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],
   )) as [Record<string, unknown>[], number];

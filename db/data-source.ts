@@ -22,6 +22,7 @@ import { KeyRoles1763930000000 } from './migrations/1763930000000-key-roles';
 import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-workspace-holders';
 import { Harnesses1763950000000 } from './migrations/1763950000000-harnesses';
 import { RootRun1763955000000 } from './migrations/1763955000000-root-run';
+import { IdentityHarnesses1763958000000 } from './migrations/1763958000000-identity-harnesses';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -44,6 +45,7 @@ export const MIGRATIONS = [
   WorkspaceHolders1763940000000,
   Harnesses1763950000000,
   RootRun1763955000000,
+  IdentityHarnesses1763958000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -214,6 +214,8 @@ function fileAgentFields(
     skills: agent.skills,
     workerHost: null,
     onBehalfOfEnabled: false,
+    harness: null,
+    harnessAuthSecrets: null,
   };
 }
 
@@ -228,6 +230,8 @@ function sameFileAgentFields(agent: AgentIdentity, fields: AgentIdentityFields):
     agent.mcpServers === null &&
     agent.workerHost === null &&
     !agent.onBehalfOfEnabled &&
+    agent.harness === null &&
+    agent.harnessAuthSecrets === null &&
     JSON.stringify(agent.skills) === JSON.stringify(fields.skills)
   );
 }

@@ -85,7 +85,6 @@ test('create, list, get, update and delete an identity; another team sees none o
 test('fields the clients send that this service cannot honour are 400 feature_not_available naming them', async () => {
   const { key } = await ctx.newTeamKey();
   const cases: [Record<string, unknown>, string][] = [
-    [{ harness: { type: 'claude' } }, 'harness.type'],
     [{ secrets: [{ name: 'GH' }] }, 'secrets'],
     [{ memory: { attached_stores: [{ uid: 'm', access: 'read_only', instructions: 'x' }] } }, 'memory'],
     [{ default_runner_uid: 'runner-1' }, 'default_runner_uid'],
@@ -332,4 +331,249 @@ test('roles: a member key cannot grant an agent on_behalf_of, delete agents or m
   ).toBe(204);
   expect((await ctx.api.delete(`${PATH}/${agent.uid}`).set(auth(admin.key))).status).toBe(204);
   expect((await ctx.api.get('/api/v1/agent/runs').set(auth(agent.key))).status).toBe(401);
+});
+
+/** Stores a managed secret of the key's team (an admin key's to do). */
+async function storeSecret(key: string, name: string, value: string): Promise<void> {
+  const res = await ctx.api.post('/api/v1/agent/secrets').set(auth(key)).send({ name, value });
+  expect([res.status, res.body.name]).toEqual([201, name]);
+}
+
+/** A run's `agent_config` as it was created; the run is then cancelled (no CLI needs to work it here). */
+async function agentConfigOfNewRun(key: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const runId = await createRun(ctx, key, body);
+  const config = (await getRun(ctx, key, runId)).agent_config as Record<string, unknown>;
+  await ctx.api.post(`/api/v1/agent/runs/${runId}/cancel`).set(auth(key));
+  await waitForState(ctx, key, runId, ['CANCELLED', 'FAILED', 'SUCCEEDED', 'ERROR']);
+  return config;
+}
+
+test('harness and harness_auth_secrets are stored and shown; an update that leaves them out keeps them, one that sends them replaces them', async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  await storeSecret(key, 'team-claude', 'sk-ant-api-for-identities');
+  await storeSecret(key, 'team-codex', 'sk-openai-for-identities');
+  const created = await newIdentity(key, {
+    name: uniqueName('claude-agent'),
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5', reasoning_level: '' },
+    harness_auth_secrets: { claude_auth_secret_name: 'team-claude', codex_auth_secret_name: null },
+  });
+  const claude = {
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    base_harness: 'claude',
+    harness_auth_secrets: { claude_auth_secret_name: 'team-claude' },
+  };
+  expect(created).toMatchObject({ ...claude, base_model: null });
+  const get = async () => (await ctx.api.get(`${PATH}/${created.uid}`).set(auth(key))).body as Record<string, unknown>;
+  expect(await get()).toEqual(created);
+  const listed = (await ctx.api.get(PATH).set(auth(key))).body.agents as Record<string, unknown>[];
+  expect(listed.find((a) => a.uid === created.uid)).toEqual(created);
+  const [row] = (await ctx.dataSource.query(
+    `SELECT harness, harness_auth_secrets FROM agent_identities WHERE uid = $1`,
+    [created.uid],
+  )) as Record<string, unknown>[];
+  expect(row).toEqual({ harness: claude.harness, harness_auth_secrets: claude.harness_auth_secrets });
+
+  const put = (body: Record<string, unknown>) => ctx.api.put(`${PATH}/${created.uid}`).set(auth(key)).send(body);
+  // Not sent (or null): kept.
+  let res = await put({
+    description: 'renamed nothing',
+    harness: null,
+    harness_auth_secrets: null,
+    base_harness: null,
+  });
+  expect([res.status, res.body]).toEqual([200, expect.objectContaining({ ...claude, description: 'renamed nothing' })]);
+
+  // A new harness with the old harness's secret kept is refused, naming the kept field; nothing changes.
+  const before = await get();
+  res = await put({ harness: { type: 'codex', reasoning_level: 'high' } });
+  expect([res.status, res.body.error_code]).toEqual([400, 'invalid_request']);
+  expect(res.body.detail).toBe(
+    '`harness_auth_secrets.claude_auth_secret_name` (kept: this request does not send `harness_auth_secrets`) applies only when `harness.type` is "claude"; this agent\'s harness is "codex". Send `harness_auth_secrets` with the secret for its harness, or `{}` to clear it.',
+  );
+  expect(await get()).toEqual(before);
+
+  res = await put({
+    harness: { type: 'codex', reasoning_level: 'high' },
+    harness_auth_secrets: { codex_auth_secret_name: 'team-codex' },
+  });
+  const codex = {
+    harness: { type: 'codex', reasoning_level: 'high' },
+    base_harness: 'codex',
+    harness_auth_secrets: { codex_auth_secret_name: 'team-codex' },
+  };
+  expect([res.status, res.body]).toEqual([200, expect.objectContaining(codex)]);
+  // `base_harness` (the older field) naming the harness it has keeps it whole.
+  res = await put({ base_harness: 'codex' });
+  expect([res.status, res.body]).toEqual([200, expect.objectContaining(codex)]);
+  // "" clears it, to this service's own loop; `{}` clears the secrets.
+  res = await put({ base_harness: '', harness_auth_secrets: {} });
+  expect([res.status, res.body]).toEqual([
+    200,
+    expect.objectContaining({ harness: { type: 'oz' }, base_harness: 'oz', harness_auth_secrets: null }),
+  ]);
+  res = await put({ base_harness: 'gemini' });
+  expect([res.status, res.body]).toEqual([
+    200,
+    expect.objectContaining({ harness: { type: 'gemini' }, base_harness: 'gemini', harness_auth_secrets: null }),
+  ]);
+  res = await put({ harness: { type: 'oz' }, base_harness: 'oz' });
+  expect([res.status, res.body]).toEqual([
+    200,
+    expect.objectContaining({ harness: { type: 'oz' }, base_harness: 'oz' }),
+  ]);
+  expect(
+    await ctx.dataSource.query(`SELECT harness, harness_auth_secrets FROM agent_identities WHERE uid = $1`, [
+      created.uid,
+    ]),
+  ).toEqual([{ harness: null, harness_auth_secrets: null }]);
+});
+
+test("harness fields are checked as a run's are: a 400 naming the field, and nothing recorded", async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  const other = await ctx.newTeamKey('personal', undefined, 'admin');
+  await storeSecret(key, 'codex-key', 'sk-openai-checked');
+  await storeSecret(other.key, 'their-claude', 'sk-ant-api-theirs');
+  const cases: [Record<string, unknown>, string][] = [
+    [
+      { harness: { type: 'cursor' } },
+      '`harness.type`: unknown harness "cursor"; the harnesses are oz, claude, codex, gemini',
+    ],
+    [{ base_harness: 'cursor' }, '`base_harness`: unknown harness "cursor"'],
+    [
+      { harness: { type: 'codex', reasoning_level: 'extreme' } },
+      '`harness.reasoning_level`: Codex CLI takes minimal, low, medium, high, not "extreme".',
+    ],
+    [
+      { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'missing' } },
+      '`harness_auth_secrets.claude_auth_secret_name`: your team has no secret named "missing".',
+    ],
+    [
+      { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'their-claude' } },
+      '`harness_auth_secrets.claude_auth_secret_name`: your team has no secret named "their-claude".',
+    ],
+    [
+      { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'codex-key' } },
+      '`harness_auth_secrets.claude_auth_secret_name`: the secret "codex-key" is a openai_api_key; Claude Code takes anthropic_api_key or claude_oauth_token.',
+    ],
+    [
+      { harness_auth_secrets: { codex_auth_secret_name: 'codex-key' } },
+      '`harness_auth_secrets.codex_auth_secret_name` applies only when `harness.type` is "codex"; this agent\'s harness is "oz".',
+    ],
+    [
+      { harness_auth_secrets: { gemini_auth_secret_name: 'x' } },
+      'Unknown field `harness_auth_secrets.gemini_auth_secret_name`',
+    ],
+    [
+      { harness: { type: 'codex' }, base_harness: 'claude' },
+      '`base_harness` is "claude" but `harness.type` is "codex"',
+    ],
+    [
+      { harness: { type: 'claude' }, base_model: 'openai/gpt-4o' },
+      '`harness.type`: Claude Code ("claude") takes its model from `harness.model_id`, and this agent has `base_model` "openai/gpt-4o"',
+    ],
+    [{ base_harness: 'gemini', base_model: 'openai/gpt-4o' }, '`base_harness`: Gemini CLI ("gemini") takes its model'],
+  ];
+  for (const [extra, detail] of cases) {
+    const res = await ctx.api
+      .post(PATH)
+      .set(auth(key))
+      .send({ name: uniqueName('checked'), ...extra });
+    expect({ extra, status: res.status, code: res.body.error_code }).toEqual({
+      extra,
+      status: 400,
+      code: 'invalid_request',
+    });
+    expect(res.body.detail).toContain(detail);
+  }
+  expect((await ctx.api.get(PATH).set(auth(key))).body.agents).toEqual([]);
+
+  // An update is checked on what the agent would be: the base_model it keeps counts.
+  const agent = await newIdentity(key, { name: uniqueName('oz-agent'), base_model: 'openai/gpt-4o' });
+  const put = (body: Record<string, unknown>) => ctx.api.put(`${PATH}/${agent.uid}`).set(auth(key)).send(body);
+  let res = await put({ harness: { type: 'codex' } });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringContaining('and this agent has `base_model` "openai/gpt-4o"'),
+  ]);
+  expect((await ctx.api.get(`${PATH}/${agent.uid}`).set(auth(key))).body).toEqual(agent);
+  res = await put({ harness: { type: 'codex' }, base_model: '' });
+  expect([res.status, res.body]).toEqual([
+    200,
+    expect.objectContaining({ harness: { type: 'codex' }, base_model: null }),
+  ]);
+  res = await put({ base_model: 'openai/gpt-4o' });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringMatching(/^`base_model`: this agent's harness is Codex CLI \("codex"\)/),
+  ]);
+  expect((await ctx.api.get(`${PATH}/${agent.uid}`).set(auth(key))).body.base_model).toBeNull();
+});
+
+test("a run of an agent takes its harness and harness secret unless its own config names them; a secret gone since is a 400 naming the agent's field", async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  await storeSecret(key, 'agent-claude', 'sk-ant-api-agent');
+  await storeSecret(key, 'run-claude', 'sk-ant-api-run');
+  await storeSecret(key, 'run-codex', 'sk-openai-run');
+  const agent = await newIdentity(key, {
+    name: uniqueName('claude-runner'),
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    harness_auth_secrets: { claude_auth_secret_name: 'agent-claude' },
+  });
+  const prompt = 'Say hello.';
+
+  const inherited = await agentConfigOfNewRun(key, { prompt, agent_identity_uid: agent.uid });
+  expect(inherited).toMatchObject({
+    name: agent.name,
+    model_id: 'openai/test-model',
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    harness_auth_secrets: { claude_auth_secret_name: 'agent-claude' },
+  });
+  // The run's own harness wins, `oz` included; the agent's secret goes with the agent's harness only.
+  const oz = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness: { type: 'oz' } },
+  });
+  expect(oz).not.toHaveProperty('harness');
+  expect(oz).not.toHaveProperty('harness_auth_secrets');
+  const codex = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness: { type: 'codex' }, harness_auth_secrets: { codex_auth_secret_name: 'run-codex' } },
+  });
+  expect([codex.harness, codex.harness_auth_secrets]).toEqual([
+    { type: 'codex' },
+    { codex_auth_secret_name: 'run-codex' },
+  ]);
+  const ownSecret = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness_auth_secrets: { claude_auth_secret_name: 'run-claude' } },
+  });
+  expect([ownSecret.harness, ownSecret.harness_auth_secrets]).toEqual([
+    { type: 'claude', model_id: 'claude-haiku-4-5' },
+    { claude_auth_secret_name: 'run-claude' },
+  ]);
+
+  // The agent's secret deleted: its runs are refused at once, naming the agent's field.
+  expect((await ctx.api.delete('/api/v1/agent/secrets/agent-claude').set(auth(key))).status).toBe(204);
+  const runsBefore = (await ctx.api.get('/api/v1/agent/runs').set(auth(key))).body.runs as unknown[];
+  const res = await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ prompt, agent_identity_uid: agent.uid });
+  expect([res.status, res.body.error_code, res.body.detail]).toEqual([
+    400,
+    'invalid_request',
+    `\`harness_auth_secrets.claude_auth_secret_name\` of agent "${agent.name}" (${agent.uid}), which this run takes: your team has no secret named "agent-claude". Store it first with \`POST /api/v1/agent/secrets\` (or \`agent-runs secrets set agent-claude\`).`,
+  ]);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(key))).body.runs).toHaveLength(runsBefore.length);
+  // A run that names its own secret does not need the agent's.
+  const fixed = await agentConfigOfNewRun(key, {
+    prompt,
+    agent_identity_uid: agent.uid,
+    config: { harness_auth_secrets: { claude_auth_secret_name: 'run-claude' } },
+  });
+  expect(fixed.harness_auth_secrets).toEqual({ claude_auth_secret_name: 'run-claude' });
+  // And an update of the agent that does not touch its harness is not held to the deleted secret.
+  expect((await ctx.api.put(`${PATH}/${agent.uid}`).set(auth(key)).send({ description: 'still here' })).status).toBe(
+    200,
+  );
 });

@@ -283,6 +283,123 @@ test('two agents racing to be the foreman of one factory: exactly one wins', asy
   expect(listed.agents.filter((a) => a.agent_type === 'FOREMAN')).toHaveLength(1);
 });
 
+test("a factory's FOREMAN keeps this service's own loop: a CLI harness for it is a 400 saying what to fix, and changes nothing", async () => {
+  const { key } = await ctx.newTeamKey();
+  const factory = await newFactory(key, { name: 'crew' });
+  const foremanLoop = (agent: string, cli: string, type: string) =>
+    `agent "${agent}" is the FOREMAN of factory "crew" (${factory.uid}), and a foreman runs this service's own agent loop ("oz"), not ${cli} ("${type}"): it hands work to the factory's agents through this service's \`dispatch_agent\` and \`wait_for_runs\` tools, which ${cli} does not have.`;
+  const getAgent = async (uid: string) => (await ctx.api.get(`${IDENTITIES}/${uid}`).set(auth(key))).body as object;
+  const put = (uid: string, body: Record<string, unknown>) =>
+    ctx.api.put(`${IDENTITIES}/${uid}`).set(auth(key)).send(body);
+
+  // Made a foreman with a CLI harness: refused, naming the field sent.
+  let res = await newIdentity(key, {
+    name: 'lead',
+    agent_type: 'FOREMAN',
+    factory_uid: factory.uid,
+    harness: { type: 'claude' },
+  });
+  expect([res.status, res.body.error_code, res.body.detail]).toEqual([
+    400,
+    'invalid_request',
+    `\`harness.type\`: ${foremanLoop('lead', 'Claude Code', 'claude')} Leave \`harness\` out or send \`{"type": "oz"}\`; a CLI harness suits the factory's other agents.`,
+  ]);
+  res = await newIdentity(key, {
+    name: 'lead',
+    agent_type: 'FOREMAN',
+    factory_uid: factory.uid,
+    base_harness: 'codex',
+  });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringMatching(/^`base_harness`: agent "lead" is the FOREMAN/),
+  ]);
+  expect((await ctx.api.get(`${FACTORIES}/${factory.uid}`).set(auth(key))).body.agents).toEqual([]);
+
+  // The factory's other agents may use one; made its foreman, such an agent must change harness in the same request.
+  const builder = (
+    await newIdentity(key, {
+      name: 'builder',
+      agent_type: 'IMPLEMENT',
+      factory_uid: factory.uid,
+      harness: { type: 'claude' },
+    })
+  ).body as { uid: string; harness: unknown };
+  expect(builder.harness).toEqual({ type: 'claude' });
+  const asBuilt = await getAgent(builder.uid);
+  res = await put(builder.uid, { agent_type: 'FOREMAN' });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    `\`agent_type\`: ${foremanLoop('builder', 'Claude Code', 'claude')} This agent's harness is "claude": send \`harness: {"type": "oz"}\` with it, or give it another \`agent_type\`.`,
+  ]);
+  expect(await getAgent(builder.uid)).toEqual(asBuilt);
+  res = await put(builder.uid, { agent_type: 'FOREMAN', harness: { type: 'oz' } });
+  expect([res.status, res.body.agent_type, res.body.harness]).toEqual([200, 'FOREMAN', { type: 'oz' }]);
+  const foreman = await getAgent(builder.uid);
+  res = await put(builder.uid, { harness: { type: 'gemini' } });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringContaining(foremanLoop('builder', 'Gemini CLI', 'gemini')),
+  ]);
+  expect(await getAgent(builder.uid)).toEqual(foreman);
+
+  // A CLI foreman of no factory yet cannot join one as its foreman.
+  const other = await newFactory(key, { name: 'other-crew' });
+  const loner = (await newIdentity(key, { name: 'loner', agent_type: 'FOREMAN', harness: { type: 'codex' } })).body as {
+    uid: string;
+  };
+  res = await put(loner.uid, { factory_uid: other.uid });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringMatching(/^`factory_uid`: agent "loner" is the FOREMAN of factory "other-crew"/),
+  ]);
+  expect((await getAgent(loner.uid)) as { factory_uid: string | null }).toMatchObject({ factory_uid: null });
+
+  // A run of the foreman, or a schedule of it, that asks for a CLI harness.
+  res = await ctx.api
+    .post('/api/v1/agent/runs')
+    .set(auth(key))
+    .send({ prompt: 'Plan the work', agent_identity_uid: builder.uid, config: { harness: { type: 'claude' } } });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    `\`config.harness.type\`: ${foremanLoop('builder', 'Claude Code', 'claude')} Leave \`config.harness\` out: the foreman's own loop is its default.`,
+  ]);
+  res = await ctx.api
+    .post('/api/v1/agent/schedules')
+    .set(auth(key))
+    .send({
+      name: 'nightly',
+      cron_schedule: '0 9 * * *',
+      prompt: 'Plan',
+      agent_uid: builder.uid,
+      agent_config: { harness: { type: 'codex' } },
+    });
+  expect([res.status, res.body.detail]).toEqual([
+    400,
+    expect.stringMatching(/^`agent_config.harness.type`: agent "builder" is the FOREMAN/),
+  ]);
+
+  // Dispatching to a foreman whose row has a CLI harness (written before this rule, or by hand).
+  await ctx.dataSource.query(`UPDATE agent_identities SET harness = '{"type": "claude"}' WHERE uid = $1`, [
+    builder.uid,
+  ]);
+  res = await ctx.api.post(`${FACTORIES}/${factory.uid}/runs`).set(auth(key)).send({ prompt: 'Build it' });
+  expect([res.status, res.body.error_code, res.body.detail]).toEqual([
+    400,
+    'invalid_request',
+    `\`harness.type\` of agent ${builder.uid}: ${foremanLoop('builder', 'Claude Code', 'claude')} Set it to \`{"type": "oz"}\` with \`PUT /api/v1/agent/identities/${builder.uid}\`.`,
+  ]);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(key))).body.runs).toEqual([]);
+  expect(
+    ((await ctx.api.get('/api/v1/agent/schedules').set(auth(key))).body as { schedules: unknown[] }).schedules,
+  ).toEqual([]);
+  // The fix it names works.
+  expect((await put(builder.uid, { harness: { type: 'oz' } })).status).toBe(200);
+  expect(await ctx.dataSource.query(`SELECT harness FROM agent_identities WHERE uid = $1`, [builder.uid])).toEqual([
+    { harness: null },
+  ]);
+});
+
 test('validate: a valid FACTORY.md comes back parsed; an invalid one with every error and its path', async () => {
   const { key } = await ctx.newTeamKey();
   const valid = await ctx.api

@@ -3,7 +3,7 @@ import { runWorkflowId, searchAttributes } from '../workflows/run-contract';
 import { SCHEDULED_RUN_WORKFLOW_TYPE, temporalScheduleId } from '../workflows/schedule-contract';
 import { createEnvironment } from './helpers/environments';
 import { recordWorkflowReplayFixture } from './helpers/replay-fixtures';
-import { auth, waitForState, type RunBody } from './helpers/runs';
+import { auth, getRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 let ctx: TestContext;
@@ -445,6 +445,103 @@ test('a Temporal Schedule whose row is gone deletes itself at its next firing', 
     'the orphaned Temporal Schedule to be deleted',
   );
   expect(await runsOf(key, created.id)).toEqual([]);
+});
+
+test("a harness in agent_config is checked when the schedule is made and is the harness of the runs it creates, over its agent's", async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  for (const [name, value] of [
+    ['sched-claude', 'sk-ant-api-scheduled'],
+    ['sched-codex', 'sk-openai-scheduled'],
+  ]) {
+    expect((await ctx.api.post('/api/v1/agent/secrets').set(auth(key)).send({ name, value })).status).toBe(201);
+  }
+  const agent = await ctx.api
+    .post('/api/v1/agent/identities')
+    .set(auth(key))
+    .send({
+      name: uniqueName('codex-agent'),
+      harness: { type: 'codex', reasoning_level: 'low' },
+      harness_auth_secrets: { codex_auth_secret_name: 'sched-codex' },
+    });
+  expect(agent.status).toBe(201);
+  const agentUid = (agent.body as { uid: string }).uid;
+  /** The agent_config of the run a trigger of the schedule creates; the run is then cancelled. */
+  const firedConfig = async (scheduleId: string) => {
+    await temporalHandle(scheduleId).trigger();
+    const [run] = await waitFor(
+      () => runsOf(key, scheduleId),
+      (runs) => runs.length === 1,
+      'the scheduled run',
+    );
+    const config = (await getRun(ctx, key, run!.run_id)).agent_config;
+    await ctx.api.post(`/api/v1/agent/runs/${run!.run_id}/cancel`).set(auth(key));
+    await waitForState(ctx, key, run!.run_id, ['CANCELLED', 'FAILED', 'SUCCEEDED', 'ERROR']);
+    await ctx.api.delete(`${BASE}/${scheduleId}`).set(auth(key));
+    return config;
+  };
+
+  const claude = {
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    harness_auth_secrets: { claude_auth_secret_name: 'sched-claude' },
+  };
+  const own = await createSchedule(key, {
+    name: 'Claude nightly',
+    cron_schedule: '0 9 * * *',
+    prompt: 'Check the build',
+    agent_uid: agentUid,
+    agent_config: { ...claude, ...quietAgent },
+  });
+  expect(own.agent_config).toEqual({ ...claude, ...quietAgent });
+  expect(await getSchedule(key, own.id)).toMatchObject({ agent_config: { ...claude, ...quietAgent } });
+  expect(await firedConfig(own.id)).toMatchObject({ ...claude, ...quietAgent, model_id: 'openai/test-model' });
+
+  // Without a harness of its own, the run takes its agent's; `oz` named is the schedule's own choice.
+  const inherits = await createSchedule(key, {
+    name: 'Agent nightly',
+    cron_schedule: '0 9 * * *',
+    prompt: 'Check the build',
+    agent_uid: agentUid,
+    agent_config: quietAgent,
+  });
+  expect(await firedConfig(inherits.id)).toMatchObject({
+    harness: { type: 'codex', reasoning_level: 'low' },
+    harness_auth_secrets: { codex_auth_secret_name: 'sched-codex' },
+  });
+  const oz = await createSchedule(key, {
+    name: 'Own loop nightly',
+    cron_schedule: '0 9 * * *',
+    prompt: 'Check the build',
+    agent_uid: agentUid,
+    agent_config: { harness: { type: 'oz' }, ...quietAgent },
+  });
+  expect(oz.agent_config).toEqual({ harness: { type: 'oz' }, ...quietAgent });
+  const ozConfig = await firedConfig(oz.id);
+  expect(ozConfig).not.toHaveProperty('harness');
+  expect(ozConfig).not.toHaveProperty('harness_auth_secrets');
+
+  // Refused when made, as its runs would be, naming the field of the schedule; nothing recorded.
+  const refused: [Record<string, unknown>, string][] = [
+    [
+      { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'missing' } },
+      '`agent_config.harness_auth_secrets.claude_auth_secret_name`: your team has no secret named "missing". Store it first with `POST /api/v1/agent/secrets` (or `agent-runs secrets set missing`).',
+    ],
+    [
+      { harness: { type: 'codex', reasoning_level: 'extreme' } },
+      '`agent_config.harness.reasoning_level`: Codex CLI takes minimal, low, medium, high, not "extreme".',
+    ],
+    [
+      { harness_auth_secrets: { codex_auth_secret_name: 'sched-codex' } },
+      '`agent_config.harness_auth_secrets.codex_auth_secret_name` applies only when `agent_config.harness.type` is "codex"; this schedule\'s harness is "oz". Leave it out, or set the harness.',
+    ],
+  ];
+  for (const [agentConfig, detail] of refused) {
+    const res = await ctx.api
+      .post(BASE)
+      .set(auth(key))
+      .send({ name: 'x', cron_schedule: '0 9 * * *', prompt: 'p', agent_config: agentConfig });
+    expect([res.status, res.body.error_code, res.body.detail]).toEqual([400, 'invalid_request', detail]);
+  }
+  expect(((await ctx.api.get(BASE).set(auth(key))).body as { schedules: unknown[] }).schedules).toEqual([]);
 });
 
 /** With RECORD_REPLAY_FIXTURES=1, keeps a firing's history for the replay test. */

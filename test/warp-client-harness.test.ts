@@ -62,3 +62,49 @@ test(`${WARP_CLIENT} runs Claude Code with config.harness and a team secret, str
   });
   expect(ctx.model.calls(marker).map((c) => c.apiKey)).toEqual([secret, secret]);
 }, 300_000);
+
+test(`${WARP_CLIENT} keeps a harness and its secret on an agent and on a schedule, strictly validated`, async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  for (const [name, value] of [
+    ['agent-claude', 'sk-ant-api-warp-agent'],
+    ['agent-codex', 'sk-openai-warp-agent'],
+  ]) {
+    expect((await ctx.api.post('/api/v1/agent/secrets').set(auth(key)).send({ name, value })).status).toBe(201);
+  }
+  let out: { stdout: string };
+  try {
+    out = await run(python, [path.join(__dirname, 'contract', 'warp_client_agent_harness.py')], {
+      env: {
+        ...process.env,
+        WARP_BASE_URL: `${ctx.baseUrl}/api/v1`,
+        WARP_API_KEY: key,
+        AGENT_NAME: uniqueName('warp-agent'),
+        CLAUDE_SECRET: 'agent-claude',
+        CODEX_SECRET: 'agent-codex',
+      },
+      timeout: 120_000,
+    });
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
+    throw new Error(`the Python client failed:\n${stderr ?? ''}\n${stdout ?? ''}`);
+  }
+  const claude = {
+    harness: { type: 'claude', model_id: 'claude-haiku-4-5' },
+    base_harness: 'claude',
+    harness_auth_secrets: { claude_auth_secret_name: 'agent-claude' },
+  };
+  const codex = {
+    harness: { type: 'codex', reasoning_level: 'high' },
+    base_harness: 'codex',
+    harness_auth_secrets: { codex_auth_secret_name: 'agent-codex' },
+  };
+  expect(JSON.parse(out.stdout.trim().split('\n').pop()!)).toEqual({
+    created: claude,
+    kept: claude,
+    replaced: codex,
+    got: codex,
+    listed: [codex],
+    schedule: { type: 'claude', model_id: 'claude-sonnet-4-5' },
+    cleared: { harness: { type: 'oz' }, base_harness: 'oz', harness_auth_secrets: null },
+  });
+}, 180_000);

@@ -1,5 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { AGENT_TYPES } from '../../db/agent-identities';
+import { HARNESS_TYPES } from '../../core/harnesses';
 import { agentIdentityBodySchema } from '../../core/schemas/agent-identity-schemas';
 import { z } from '../../core/schemas/zod';
 import { linksTo, locationHeader, registerOperation } from './common';
@@ -27,7 +28,16 @@ const agentIdentitySchema = z
     skills: z.array(z.string()),
     worker_host: z.string().nullable(),
     on_behalf_of_enabled: z.boolean(),
-    harness: z.object({ type: z.literal('oz') }),
+    harness: z
+      .object({ type: z.enum(HARNESS_TYPES), model_id: z.string().optional(), reasoning_level: z.string().optional() })
+      .openapi({ description: "The harness the agent's runs use unless they name one; `oz` when none is set." }),
+    base_harness: z.enum(HARNESS_TYPES).openapi({ description: 'Deprecated: `harness.type`.' }),
+    harness_auth_secrets: z
+      .object({ claude_auth_secret_name: z.string().optional(), codex_auth_secret_name: z.string().optional() })
+      .nullable()
+      .openapi({
+        description: 'The names of the managed secrets its harness authenticates with (never their values).',
+      }),
     available: z.boolean(),
     default_runner_uid: z.string(),
     memory: z.object({

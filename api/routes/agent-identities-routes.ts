@@ -17,6 +17,7 @@ import { findFactory } from '../../db/factories';
 import { ApiError, notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { applyIdentityUpdate } from '../../services/identities/agent-identity-update';
+import { checkIdentityHarness, foremanHarnessCheck } from '../../services/identities/identity-harness';
 import { assertFactoryMembership, assertNotFileAgent } from '../../services/factories/factory-membership';
 import { assertSkillOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf, requireAdmin } from '../middleware/auth';
@@ -46,19 +47,6 @@ export function createAgentIdentitiesRouter({
   /** Refuses what this service cannot honour and checks the fields given against the team. */
   const checkBody = async (body: AgentIdentityUpdate, teamId: string, uid = ''): Promise<void> => {
     rejectUnsupported([
-      {
-        path: 'harness.type',
-        value: body.harness?.type,
-        why: 'runs use this service\'s own agent loop; omit it or send "oz".',
-        given: (v) => v !== undefined && v !== null && v !== 'oz',
-      },
-      {
-        path: 'base_harness',
-        value: body.base_harness,
-        why: 'runs use this service\'s own agent loop; omit it or send "oz".',
-        given: (v) => typeof v === 'string' && v !== '' && v !== 'oz',
-      },
-      { path: 'harness_auth_secrets', value: body.harness_auth_secrets, why: 'there are no third-party harnesses.' },
       {
         path: 'inference_providers',
         value: body.inference_providers,
@@ -102,9 +90,16 @@ export function createAgentIdentitiesRouter({
       requireAdmin(ctx.state, 'let an agent act on behalf of members (`on_behalf_of_enabled`)');
     await checkBody(body, teamId);
     const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKey);
+    await checkIdentityHarness(dataSource.manager, teamId, body, fields);
     const identity = await dataSource.transaction(async (tx) => {
       await assertTeamHasRoom(tx, 'agent_identities', teamId, config.quotas.teamMaxAgents);
-      await assertFactoryMembership(tx, { teamId, factoryUid: fields.factoryUid, agentType: fields.agentType });
+      await assertFactoryMembership(tx, {
+        teamId,
+        factoryUid: fields.factoryUid,
+        agentType: fields.agentType,
+        name: fields.name,
+        harness: foremanHarnessCheck(body, fields),
+      });
       return createAgentIdentity(tx, teamId, fields);
     });
     ctx.status = 201;
@@ -148,12 +143,15 @@ export function createAgentIdentitiesRouter({
     }
     await checkBody(body, teamId, uid);
     const fields = applyIdentityUpdate(existing, body, secretsKey);
+    await checkIdentityHarness(dataSource.manager, teamId, body, fields);
     const identity = await dataSource.transaction(async (tx) => {
       await assertFactoryMembership(tx, {
         teamId,
         factoryUid: fields.factoryUid,
         agentType: fields.agentType,
         identityUid: uid,
+        name: fields.name,
+        harness: foremanHarnessCheck(body, fields),
       });
       return updateAgentIdentity(tx, uid, teamId, fields);
     });

@@ -1,15 +1,19 @@
 import { AGENT_TYPES } from '../agent-types';
+import { HARNESS_TYPES } from '../harnesses';
 import { unavailableList, unavailableMap, unavailableString, unavailableChoice } from './not-available';
+import { harnessAuthSecretsSchema } from './agent-config-schemas';
 import { agentConfigSchema, harnessSchema, mcpServersSchema, MAX_PROMPT_CHARS, skillSpecSchema } from './run-schemas';
 import { resourcePageQuery } from './resource-page-schemas';
 import { nonBlankText } from './text';
 import { z } from './zod';
 
+/** `base_harness`: the older way to name `harness.type`; an empty string clears it in an update. */
+const BASE_HARNESSES = ['', ...HARNESS_TYPES] as const;
+
 /**
  * `POST`/`PUT /agent/identities` bodies. Fields the clients send that have no meaning here
- * (memory, secrets, runners, other harnesses, inference providers, credential strategies) are
- * recognised so that asking for them is a clear `feature_not_available`, and asking for nothing
- * (null, empty) is fine.
+ * (memory, secrets, runners, inference providers, credential strategies) are recognised so that
+ * asking for them is a clear `feature_not_available`, and asking for nothing (null, empty) is fine.
  */
 export const agentIdentityBodySchema = z
   .strictObject({
@@ -24,13 +28,21 @@ export const agentIdentityBodySchema = z
     skills: z.array(skillSpecSchema).max(50).nullish(),
     worker_host: z.string().max(255).trim().nullish(),
     on_behalf_of_enabled: z.boolean().nullish(),
-    harness: harnessSchema.nullish(),
+    harness: harnessSchema.nullish().openapi({
+      description:
+        "The harness this agent's runs use unless a run names its own: `oz` (default), `claude`, `codex` or `gemini`. A harness other than `oz` takes its model from `model_id`, so `base_model` must then be empty; a factory's FOREMAN keeps `oz`.",
+    }),
     base_harness: z
-      .string()
-      .max(50)
+      .enum(BASE_HARNESSES, {
+        error: (issue) =>
+          `unknown harness ${JSON.stringify(issue.input)}; the harnesses are ${HARNESS_TYPES.join(', ')} (an empty string clears it)`,
+      })
       .nullish()
-      .openapi({ enum: ['', 'oz', null], description: 'Only `oz` (or nothing); other harnesses are 400.' }),
-    harness_auth_secrets: unavailableMap('there are no third-party harnesses'),
+      .openapi({
+        description:
+          'Deprecated: `harness.type` alone (the older clients send it). With `harness` too, `harness` wins and a different type is 400.',
+      }),
+    harness_auth_secrets: harnessAuthSecretsSchema.nullish(),
     inference_providers: unavailableMap('models come from the providers the operator configures'),
     credential_strategy: unavailableChoice(
       ['CREATOR', 'EXECUTOR'],

@@ -3,11 +3,25 @@ import type { McpServerConfig } from '../../core/run-types';
 import { encryptMcpServersKeepingRedacted } from '../../core/secrets';
 import { invalid } from '../../core/api-error';
 import type { AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
+import { namedSecrets, normalHarness } from '../runs/run-request-fields';
 
 /** A field as an update gives it: absent or null keeps the value, an empty string clears it. */
 function text(given: string | null | undefined, current: string | null): string | null {
   if (given === undefined || given === null) return current;
   return given === '' ? null : given;
+}
+
+/**
+ * The harness after `update`: `harness` replaces it (`oz`, the default, is stored as none); else
+ * `base_harness`, the older field, names a type ("" or `oz` clears it; the current harness's own
+ * type keeps its model and reasoning level); neither sent keeps it.
+ */
+function harnessAfter(update: AgentIdentityUpdate, current: AgentIdentityFields['harness']) {
+  if (update.harness !== undefined && update.harness !== null) return normalHarness(update.harness) ?? null;
+  const base = update.base_harness;
+  if (base === undefined || base === null) return current;
+  if (base === current?.type) return current;
+  return normalHarness({ type: base || 'oz' }) ?? null;
 }
 
 /**
@@ -47,5 +61,11 @@ export function applyIdentityUpdate(
     skills: update.skills ?? current.skills,
     workerHost: text(update.worker_host, current.workerHost),
     onBehalfOfEnabled: update.on_behalf_of_enabled ?? current.onBehalfOfEnabled,
+    harness: harnessAfter(update, current.harness),
+    // Sent, it replaces the stored names (`{}` clears them); not sent, they are kept.
+    harnessAuthSecrets:
+      update.harness_auth_secrets === undefined || update.harness_auth_secrets === null
+        ? current.harnessAuthSecrets
+        : (namedSecrets(update.harness_auth_secrets) ?? null),
   };
 }

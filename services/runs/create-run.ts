@@ -18,7 +18,7 @@ import type { StoredResponse } from './idempotency';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { honouredConfig } from './run-request-fields';
-import { checkHarnessRequest } from './harness-request';
+import { checkRunHarness } from './harness-request';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
 
@@ -96,7 +96,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
                 throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
               }
               if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
-              await checkHarnessRequest(tx, principal.teamId, resolved);
+              await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
               created = createdOrigin(origin, executor);
               resolvedHarness = resolved.harness?.type ?? 'oz';
               const run = newRun(creator, executor, body, resolved, origin, {

@@ -7,6 +7,7 @@ import type { Run, RunScheduleRef } from '../../db/rows/run';
 import type { Factory } from '../../db/factories';
 import { newSessionId } from '../../core/ids';
 import type { ResolvedAgentConfig } from '../../core/run-types';
+import { harnessWithDefaults } from './harness-request';
 
 /** Who a run is recorded as created by. */
 export interface RunCreator {
@@ -40,13 +41,20 @@ export function autoTitle(prompt: string, skill?: string): string {
   return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1).trimEnd()}…` : line;
 }
 
-/** The identity's defaults under the run's own config: the run's values win, MCP servers by name. */
+/**
+ * The identity's defaults under the run's own config: the run's values win, MCP servers by name;
+ * its harness and harness secrets as `harnessWithDefaults` resolves them (`oz` stored as none).
+ */
 export function withIdentityDefaults(config: ResolvedAgentConfig, identity: AgentIdentity | null): ResolvedAgentConfig {
-  if (!identity) return config;
+  const own: ResolvedAgentConfig = { ...config };
+  delete own.harness;
+  delete own.harness_auth_secrets;
+  const harness = harnessWithDefaults(config, identity);
+  if (!identity) return { ...own, ...harness };
   const skills = [...new Set([...identity.skills, ...(config.skills ?? [])])];
   const mcpServers = { ...(identity.mcpServers as ResolvedAgentConfig['mcp_servers']), ...config.mcp_servers };
   return {
-    ...config,
+    ...own,
     name: config.name ?? identity.name,
     ...(config.base_prompt === undefined && identity.prompt ? { base_prompt: identity.prompt } : {}),
     ...(config.environment_id === undefined && identity.environmentId
@@ -57,6 +65,7 @@ export function withIdentityDefaults(config: ResolvedAgentConfig, identity: Agen
       : {}),
     ...(skills.length ? { skills } : {}),
     ...(Object.keys(mcpServers).length ? { mcp_servers: mcpServers } : {}),
+    ...harness,
   };
 }
 

@@ -46,17 +46,18 @@ const NOT_HONOURED = [
 
 /**
  * The request's config without the recognised fields that mean nothing here (checked empty
- * above); `worker_host` stays when it names a worker ("warp", the hosted default, means any).
+ * above); `worker_host` stays when it names a worker ("warp", the hosted default, means any); a
+ * harness sent stays, `oz` included, so that it wins over an agent's (see chosenHarness).
  */
 export function honouredConfig(config: CreateRunRequest['config']) {
   if (!config) return undefined;
   const honoured: Record<string, unknown> = { ...config };
   for (const field of NOT_HONOURED) delete honoured[field];
-  const harness = normalHarness(config.harness);
+  const harness = chosenHarness(config.harness);
   if (harness) honoured.harness = harness;
   else delete honoured.harness;
-  const secrets = Object.fromEntries(Object.entries(config.harness_auth_secrets ?? {}).filter(([, name]) => name));
-  if (Object.keys(secrets).length) honoured.harness_auth_secrets = secrets;
+  const secrets = namedSecrets(config.harness_auth_secrets);
+  if (secrets) honoured.harness_auth_secrets = secrets;
   else delete honoured.harness_auth_secrets;
   const host = config.worker_host?.trim();
   if (host && host !== 'warp') honoured.worker_host = host;
@@ -71,12 +72,32 @@ export function honouredConfig(config: CreateRunRequest['config']) {
   };
 }
 
+type HarnessRequest = ResolvedAgentConfig['harness'] | null | undefined;
+
 /**
- * A harness as stored: nulls and empty strings left out; nothing at all for none or for `oz`
- * (this service's own loop, the default, whose model is `config.model_id`).
+ * The harness a request chose: nulls and empty strings left out, `{type: "oz"}` for this
+ * service's own loop (named, or a harness without a type, which is the default); undefined when
+ * none was sent (null or absent), so that an agent's default applies.
  */
-export function normalHarness(harness: ResolvedAgentConfig['harness'] | null | undefined) {
+export function chosenHarness(harness: HarnessRequest): NonNullable<ResolvedAgentConfig['harness']> | undefined {
+  if (!harness) return undefined;
+  return normalHarness(harness) ?? { type: 'oz' };
+}
+
+/**
+ * A harness as a run (or an agent) stores it: nulls and empty strings left out; nothing at all
+ * for none or for `oz` (this service's own loop, the default, whose model is `config.model_id`).
+ */
+export function normalHarness(harness: HarnessRequest) {
   if (!harness || !harness.type || harness.type === 'oz') return undefined;
   const kept = Object.fromEntries(Object.entries(harness).filter(([, v]) => v !== null && v !== undefined && v !== ''));
   return Object.keys(kept).length ? (kept as NonNullable<ResolvedAgentConfig['harness']>) : undefined;
+}
+
+/** `harness_auth_secrets` as stored: the fields that name a secret; undefined when none does. */
+export function namedSecrets(
+  secrets: Partial<Record<string, string | null | undefined>> | null | undefined,
+): ResolvedAgentConfig['harness_auth_secrets'] {
+  const named = Object.fromEntries(Object.entries(secrets ?? {}).filter(([, name]) => name));
+  return Object.keys(named).length ? (named as ResolvedAgentConfig['harness_auth_secrets']) : undefined;
 }

@@ -15,7 +15,8 @@ import { encryptMcpServers } from '../../core/secrets';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
 import { findAgentIdentity } from '../../db/agent-identities';
 import { honouredConfig } from '../runs/run-request-fields';
-import { checkHarnessRequest } from '../runs/harness-request';
+import { checkRunHarness, harnessWithDefaults } from '../runs/harness-request';
+import { findFactory } from '../../db/factories';
 import { findEnvironment } from '../../db/environments';
 import {
   deleteSchedule,
@@ -169,11 +170,20 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
     ) {
       throw notFound(`\`agent_config.environment_id\`: no environment ${config.environment_id} in your team.`);
     }
-    if (body.agent_uid && !(await findAgentIdentity(dataSource.manager, body.agent_uid, principal.teamId))) {
-      throw notFound(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
-    }
-    // A secret deleted later fails that firing (last_spawn_error); one missing now is refused now.
-    await checkHarnessRequest(dataSource.manager, principal.teamId, config, 'agent_config.');
+    const agent = body.agent_uid ? await findAgentIdentity(dataSource.manager, body.agent_uid, principal.teamId) : null;
+    if (body.agent_uid && !agent) throw notFound(`\`agent_uid\`: no agent ${body.agent_uid} in your team.`);
+    // The harness each firing's run resolves to, as its creation will check it.
+    await checkRunHarness(
+      dataSource.manager,
+      principal.teamId,
+      {
+        requested: config,
+        resolved: harnessWithDefaults(config, agent),
+        executor: agent,
+        factory: agent?.factoryUid ? await findFactory(dataSource.manager, agent.factoryUid, principal.teamId) : null,
+      },
+      { at: 'agent_config.', subject: 'schedule' },
+    );
     return definition;
   }
 

@@ -98,19 +98,27 @@ describe('honouredConfig', () => {
       worker_host: 'warp',
     } as RunConfig;
     const before = structuredClone(config);
-    expect(honouredConfig(config)).toStrictEqual({ model_id: 'openai/gpt-4o', max_steps: 7, skills: ['acme/s:a'] });
+    expect(honouredConfig(config)).toStrictEqual({
+      model_id: 'openai/gpt-4o',
+      max_steps: 7,
+      skills: ['acme/s:a'],
+      harness: { type: 'oz' },
+    });
     // The request's own object is left as it was.
     expect(config).toStrictEqual(before);
   });
 
-  test('a CLI harness is kept without its empty fields; `oz` (the default) and empty secret names are dropped', () => {
+  test('a harness sent is kept without its empty fields (`oz`, or none named, as `{type: "oz"}`, which wins over an agent\'s); empty secret names are dropped', () => {
     expect(
       honouredConfig({
         harness: { type: 'claude', model_id: '' },
         harness_auth_secrets: { claude_auth_secret_name: 'team-claude', codex_auth_secret_name: '' },
       }),
     ).toStrictEqual({ harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'team-claude' } });
-    expect(honouredConfig({ harness: { type: 'oz', model_id: 'x' } })).toStrictEqual({});
+    expect(honouredConfig({ harness: { type: 'oz', model_id: 'x' } })).toStrictEqual({ harness: { type: 'oz' } });
+    expect(honouredConfig({ harness: { model_id: 'claude-opus-4-1' } })).toStrictEqual({ harness: { type: 'oz' } });
+    // Not sent: the run takes its agent's.
+    expect(honouredConfig({ harness: null, harness_auth_secrets: null })).toStrictEqual({});
   });
 
   test('worker_host is kept, trimmed, when it names a worker; "warp", blank and null mean any', () => {
