@@ -453,7 +453,7 @@ test("harness fields are checked as a run's are: a 400 naming the field, and not
     ],
     [
       { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'codex-key' } },
-      '`harness_auth_secrets.claude_auth_secret_name`: the secret "codex-key" is a openai_api_key; Claude Code takes anthropic_api_key or claude_oauth_token.',
+      '`harness_auth_secrets.claude_auth_secret_name`: the secret "codex-key" is of kind openai_api_key; Claude Code takes anthropic_api_key or claude_oauth_token.',
     ],
     [
       { harness_auth_secrets: { codex_auth_secret_name: 'codex-key' } },
