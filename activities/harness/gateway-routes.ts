@@ -14,7 +14,8 @@ const ALLOWED: Record<HarnessProvider, { method: string; path: RegExp }[]> = {
     { method: 'GET', path: /^\/v1\/models(\/[\w.-]+)?$/ },
   ],
   openai: [
-    { method: 'POST', path: /^\/v1\/(responses|chat\/completions)$/ },
+    // Codex CLI speaks the Responses API only; Chat Completions would stream without usage unless asked.
+    { method: 'POST', path: /^\/v1\/responses$/ },
     { method: 'GET', path: /^\/v1\/models(\/[\w.-]+)?$/ },
   ],
   gemini: [
@@ -59,7 +60,27 @@ export function presentedToken(
   return header('x-goog-api-key') ?? new URLSearchParams(search).get('key') ?? undefined;
 }
 
-const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'];
+/**
+ * The request headers a CLI's call may carry upstream: what the protocols need and the SDKs'
+ * own descriptions of themselves. Others (an `OpenAI-Organization` or `OpenAI-Project` that
+ * bills elsewhere, anything a sandboxed process makes up) stay behind.
+ */
+const FORWARDED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'accept',
+  'user-agent',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'openai-beta',
+  'originator',
+  'session_id',
+  'conversation_id',
+  'version',
+  'x-goog-api-client',
+]);
+const FORWARDED_PREFIXES = ['x-stainless-', 'x-app'];
 
 /** The request's headers for upstream: the run's token out, the real credential in, no compression. */
 export function upstreamHeaders(
@@ -70,9 +91,8 @@ export function upstreamHeaders(
 ): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || hopByHop.has(name) || CREDENTIAL_HEADERS.includes(name)) continue;
-    if (name === 'host' || name === 'accept-encoding') continue;
-    headers[name] = value;
+    if (value === undefined || hopByHop.has(name)) continue;
+    if (FORWARDED_HEADERS.has(name) || FORWARDED_PREFIXES.some((p) => name.startsWith(p))) headers[name] = value;
   }
   // Read in passing for its usage, so uncompressed.
   headers['accept-encoding'] = 'identity';

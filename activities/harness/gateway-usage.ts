@@ -48,6 +48,7 @@ export class UsageReader {
   }
 
   write(chunk: Buffer): void {
+    this.bytes += chunk.length;
     if (this.sse) return this.sse.feed(this.decoder.decode(chunk, { stream: true }));
     if (!this.json) return;
     this.jsonBytes += chunk.length;
@@ -55,9 +56,16 @@ export class UsageReader {
     else this.json.push(chunk);
   }
 
-  /** The usage the whole response reported; undefined when it reported none. */
+  /** Bytes of the response read so far. */
+  bytes = 0;
+
+  /**
+   * The usage the response reported, as far as it was read (a response cut short is charged for
+   * what it said it used until then); undefined when it reported none.
+   */
   end(): ResponseUsage | undefined {
     if (this.json) this.take(Buffer.concat(this.json).toString('utf8'));
+    this.json = undefined;
     if (!this.seen) return undefined;
     const u = this.found;
     const total =
@@ -67,12 +75,17 @@ export class UsageReader {
   }
 
   private take(data: string): void {
-    let event: Json;
+    let parsed: unknown;
     try {
-      event = obj(JSON.parse(data));
+      parsed = JSON.parse(data);
     } catch {
       return;
     }
+    // Gemini's streamGenerateContent without `alt=sse` answers one JSON array of its chunks.
+    for (const item of Array.isArray(parsed) ? parsed : [parsed]) this.takeEvent(obj(item));
+  }
+
+  private takeEvent(event: Json): void {
     if (this.provider === 'anthropic') this.anthropic(event);
     else if (this.provider === 'openai') this.openai(event);
     else this.gemini(event);

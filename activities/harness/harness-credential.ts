@@ -3,6 +3,7 @@ import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import { decryptSecret } from '../../core/secrets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import { findManagedSecret } from '../../db/managed-secrets';
+import { HARNESS_SECRET_KINDS } from '../../core/managed-secrets';
 import type { EntityManager } from 'typeorm';
 import type { ProviderCredential } from './gateway-routes';
 
@@ -41,6 +42,12 @@ export async function harnessCredential(
     if (!secret) {
       throw new HarnessCredentialError(
         `The secret ${JSON.stringify(name)} that config.harness_auth_secrets.${spec.secretField} names is no longer in your team; store it again (POST /api/v1/agent/secrets) and send a follow-up.`,
+      );
+    }
+    // Checked when the run was made, and again now: the secret may have been replaced since.
+    if (!(HARNESS_SECRET_KINDS[type] as readonly string[]).includes(secret.kind)) {
+      throw new HarnessCredentialError(
+        `The secret ${JSON.stringify(name)} that config.harness_auth_secrets.${spec.secretField} names is now of kind ${secret.kind}; ${spec.title} takes ${HARNESS_SECRET_KINDS[type].join(' or ')}.`,
       );
     }
     const value = decryptSecret(secret.encryptedValue, secretsKey);

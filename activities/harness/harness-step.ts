@@ -42,6 +42,8 @@ import { sessionRecap } from './session-recap';
 export const RESUME_AFTER_INTERRUPTION =
   '[The previous attempt at this turn was interrupted: the worker running it stopped. Continue the task from where it was left; check the state of the workspace before repeating anything.]';
 
+const SKILL_DIR_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
 /** The largest raw event stream kept as an artifact per invocation; the rest is cut. */
 const MAX_RAW_LOG_BYTES = 16 * 1024 * 1024;
 
@@ -119,7 +121,10 @@ export function createHarnessStep(deps: ActivityDeps) {
     }
     const processes = runProcesses(sandbox, runId);
     const files = workspaceFiles(processes);
-    const skills = (await loadAdvertisedSkills(run, files)).map((s) => ({ name: s.name, content: s.content }));
+    // Written under the CLI's home by name: a name from a repository's front matter is a path part only if plain.
+    const skills = (await loadAdvertisedSkills(run, files))
+      .filter((s) => SKILL_DIR_NAME.test(s.name))
+      .map((s) => ({ name: s.name, content: s.content }));
     const networkPolicy = await loadRunNetworkPolicy(dataSource.manager, config, {
       environmentId: run.config.environment_id,
       teamId: run.team_id,

@@ -5,6 +5,23 @@ import { recordHarnessSession } from '../../db/harness-state';
 import { capText } from '../tools/output-capture';
 import type { HarnessEntry } from './cli-harness';
 
+/** Entries one invocation may add to the transcript, and how many may wait to be written. */
+const MAX_ENTRIES = 20_000;
+const MAX_WAITING = 1_000;
+/** The most of a message, a notice, or a tool call's arguments kept in an entry. */
+const MAX_TEXT_BYTES = 256 * 1024;
+const MAX_NOTICE_BYTES = 8 * 1024;
+const MAX_ARGUMENTS_CHARS = 64 * 1024;
+const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/** A tool call's arguments as kept: whole when small, else a preview of their JSON. */
+function boundedObject(value: Record<string, unknown>): Record<string, unknown> {
+  const json = JSON.stringify(value) ?? '{}';
+  return json.length <= MAX_ARGUMENTS_CHARS ? value : { truncated: true, preview: json.slice(0, 4096) };
+}
+
 /** What one invocation reported beyond its transcript: its usage, its tool calls, how it ended. */
 export interface InvocationReport {
   usage: Record<string, number>;
@@ -28,6 +45,9 @@ export class HarnessTranscript {
   private seq = 0;
   private queue: Promise<void> = Promise.resolve();
   private failure: unknown;
+  private taken = 0;
+  private waiting = 0;
+  private dropped = 0;
 
   constructor(
     private readonly deps: { dataSource: DataSource; outputLimitBytes: number },
@@ -44,10 +64,21 @@ export class HarnessTranscript {
 
   add(entries: HarnessEntry[]): void {
     for (const entry of entries) {
+      // What a sandboxed process can make the CLI print is bounded: so many entries per
+      // invocation, so many waiting to be written; the rest is counted, not kept.
+      if (this.taken >= MAX_ENTRIES || this.waiting >= MAX_WAITING) {
+        this.dropped += 1;
+        continue;
+      }
+      this.taken += 1;
+      this.waiting += 1;
       this.queue = this.queue
         .then(() => this.record(entry))
         .catch((err: unknown) => {
           this.failure ??= err;
+        })
+        .finally(() => {
+          this.waiting -= 1;
         });
     }
   }
@@ -56,6 +87,14 @@ export class HarnessTranscript {
   async flushed(): Promise<void> {
     await this.queue;
     if (this.failure) throw this.failure;
+    if (this.dropped) {
+      const dropped = this.dropped;
+      this.dropped = 0;
+      await this.record({
+        kind: 'notice',
+        message: `${dropped} more events of this invocation were not recorded (at most ${MAX_ENTRIES}, ${MAX_WAITING} waiting at once); the raw event stream artifact has what fits.`,
+      });
+    }
   }
 
   private key(): string {
@@ -76,6 +115,8 @@ export class HarnessTranscript {
       >[1]);
     switch (entry.kind) {
       case 'session':
+        // Resumed later as an argument of the CLI: only an id of the usual shape is taken.
+        if (!SESSION_ID.test(entry.sessionId)) return;
         this.report.sessionId = entry.sessionId;
         if (entry.model) this.report.model = entry.model;
         await recordHarnessSession(dataSource.manager, runId, entry.sessionId);
@@ -84,16 +125,18 @@ export class HarnessTranscript {
         for (const call of entry.toolCalls)
           this.report.toolCalls[call.name] = (this.report.toolCalls[call.name] ?? 0) + 1;
         await append('assistant', {
-          text: entry.text,
+          text: capText(entry.text, MAX_TEXT_BYTES),
           model_id: this.modelId(entry.model),
-          ...(entry.toolCalls.length ? { tool_calls: entry.toolCalls } : {}),
+          ...(entry.toolCalls.length
+            ? { tool_calls: entry.toolCalls.map((c) => ({ ...c, arguments: boundedObject(c.arguments) })) }
+            : {}),
         });
         return;
       case 'tool_started':
         await append('tool_call_started', {
           tool_call_id: entry.toolCallId,
           name: entry.name,
-          input: entry.input,
+          input: boundedObject(entry.input),
           step,
           call_index: 0,
         });
@@ -102,22 +145,26 @@ export class HarnessTranscript {
         await append('tool_call', {
           tool_call_id: entry.toolCallId,
           name: entry.name,
-          input: entry.input,
+          input: boundedObject(entry.input),
           output: capText(entry.output, this.deps.outputLimitBytes),
           is_error: entry.isError,
           ...(entry.exitCode !== undefined ? { exit_code: entry.exitCode } : {}),
         });
         return;
       case 'usage':
-        for (const [k, v] of Object.entries(entry.usage)) this.report.usage[k] = (this.report.usage[k] ?? 0) + v;
-        if (entry.costUsd !== undefined) this.report.costUsd = (this.report.costUsd ?? 0) + entry.costUsd;
+        for (const [k, v] of Object.entries(entry.usage)) {
+          if (isCount(v)) this.report.usage[k] = (this.report.usage[k] ?? 0) + v;
+        }
+        if (isCount(entry.costUsd)) this.report.costUsd = (this.report.costUsd ?? 0) + entry.costUsd;
         return;
-      case 'error':
-        this.report.errors.push(entry.message);
-        await append('notice', { message: `[${this.at.harness}] ${entry.message}` });
+      case 'error': {
+        const message = capText(entry.message, MAX_NOTICE_BYTES);
+        this.report.errors.push(message);
+        await append('notice', { message: `[${this.at.harness}] ${message}` });
         return;
+      }
       case 'notice':
-        await append('notice', { message: `[${this.at.harness}] ${entry.message}` });
+        await append('notice', { message: `[${this.at.harness}] ${capText(entry.message, MAX_NOTICE_BYTES)}` });
         return;
       case 'result':
         this.report.result = { text: entry.text, isError: entry.isError };
@@ -126,23 +173,60 @@ export class HarnessTranscript {
   }
 }
 
-/** Splits a byte stream into lines, parsing each as a JSON object; other lines are kept as text. */
+/** The longest line of a CLI's output taken in; a longer one is dropped whole (its bytes are not kept). */
+export const MAX_LINE_CHARS = 1024 * 1024;
+
+/**
+ * Splits a byte stream into lines, parsing each as a JSON object; other lines are kept as text.
+ * The output is the sandbox's to write (any process of the run can write to the CLI's stdout),
+ * so a line is held in parts, never re-joined per chunk, and one past MAX_LINE_CHARS is dropped.
+ */
 export class JsonLines {
-  private rest = '';
+  private parts: string[] = [];
+  private partChars = 0;
+  private dropping = 0;
   private readonly decoder = new TextDecoder();
 
   constructor(private readonly onLine: (event: Record<string, unknown> | undefined, raw: string) => void) {}
 
   write(chunk: Buffer): void {
-    const text = this.rest + this.decoder.decode(chunk, { stream: true });
-    const lines = text.split('\n');
-    this.rest = lines.pop() ?? '';
-    for (const line of lines) this.take(line);
+    let text = this.decoder.decode(chunk, { stream: true });
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n')) {
+      this.add(text.slice(0, nl));
+      this.finishLine();
+      text = text.slice(nl + 1);
+    }
+    this.add(text);
   }
 
   end(): void {
-    if (this.rest) this.take(this.rest);
-    this.rest = '';
+    this.finishLine();
+  }
+
+  private add(text: string): void {
+    if (!text) return;
+    if (this.dropping) {
+      this.dropping += text.length;
+      return;
+    }
+    this.parts.push(text);
+    this.partChars += text.length;
+    if (this.partChars > MAX_LINE_CHARS) {
+      this.dropping = this.partChars;
+      this.parts = [];
+      this.partChars = 0;
+    }
+  }
+
+  private finishLine(): void {
+    if (this.dropping) {
+      this.onLine(undefined, `[agent-runs: a line of ${this.dropping}+ characters was dropped]`);
+    } else if (this.parts.length) {
+      this.take(this.parts.join(''));
+    }
+    this.parts = [];
+    this.partChars = 0;
+    this.dropping = 0;
   }
 
   private take(line: string): void {

@@ -156,16 +156,27 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
           else usage.write(chunk);
         });
         answerFromProvider.pipe(res);
-        answerFromProvider.on('end', () => {
+        // Charged once, whether the answer ended or the CLI went away in the middle of it.
+        let settled = false;
+        const settle = () => {
+          if (settled) return;
+          settled = true;
           if (status >= 400) lastError = { status, message: errorMessageOf(errorBody) };
           if (status === 401 || status === 403) options.onCredentialRefused?.(status);
-          const used = status < 400 ? usage.end() : undefined;
+          const used =
+            status < 400 && isInference(req.method, url.pathname) ? usageOrEstimate(usage, requestBytes) : undefined;
           void (used ? options.onUsage(used) : Promise.resolve()).catch(() => undefined).finally(done);
-        });
-        answerFromProvider.on('error', done);
+        };
+        answerFromProvider.on('end', settle);
+        answerFromProvider.on('error', settle);
         res.on('close', () => {
           if (!answerFromProvider.complete) upstream.destroy();
+          settle();
         });
+      });
+      let requestBytes = 0;
+      req.on('data', (chunk: Buffer) => {
+        requestBytes += chunk.length;
       });
       req.pipe(upstream);
     });
@@ -220,4 +231,27 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
       },
     };
   })();
+}
+
+/** A call the provider bills tokens for (not a model listing or a token count). */
+function isInference(method: string | undefined, pathname: string): boolean {
+  return method === 'POST' && !/count_?tokens/i.test(pathname);
+}
+
+/**
+ * What an answered call used: what the provider reported, or, when it reported nothing (a
+ * response cut before its usage, a body too large to read), an estimate of four bytes a token
+ * over what went each way, so that no call escapes the run's budget.
+ */
+function usageOrEstimate(usage: UsageReader, requestBytes: number): ResponseUsage {
+  const reported = usage.end();
+  if (reported && reported.totalTokens > 0) {
+    if (reported.outputTokens !== undefined) return reported;
+    // Cut before the answer said how long it was: its bytes stand for it.
+    const outputTokens = Math.ceil(usage.bytes / 4);
+    return { ...reported, outputTokens, totalTokens: reported.totalTokens + outputTokens };
+  }
+  const inputTokens = Math.ceil(requestBytes / 4);
+  const outputTokens = Math.ceil(usage.bytes / 4);
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
 }

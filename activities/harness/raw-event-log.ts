@@ -7,11 +7,11 @@ export class RawEventLog {
   constructor(private readonly maxBytes: number) {}
 
   add(line: string): void {
-    if (this.bytes >= this.maxBytes) {
+    const bytes = Buffer.from(`${line}\n`, 'utf8');
+    if (this.bytes + bytes.length > this.maxBytes) {
       this.cut = true;
       return;
     }
-    const bytes = Buffer.from(`${line}\n`, 'utf8');
     this.chunks.push(bytes);
     this.bytes += bytes.length;
   }
