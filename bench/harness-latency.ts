@@ -6,7 +6,7 @@
  * created → first provider request (provisioning and, for a CLI, its start), the step between
  * the two calls (the command and the CLI's own handling), created → SUCCEEDED, and follow-up →
  * first provider request of the resumed turn.
- * Usage: npm run bench:harness -- [runs=3]
+ * Usage: npm run bench:harness -- [runs=3] [harnesses=oz,claude,codex,gemini]
  */
 import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
@@ -73,13 +73,16 @@ async function main(): Promise<void> {
 
   const waitFor = async (id: string, turnEnded: (run: { state: string }) => boolean) => {
     for (;;) {
-      const run = (await (await fetch(`${base}/agent/runs/${id}`, { headers })).json()) as { state: string };
+      const run = (await (await fetch(`${base}/agent/runs/${id}`, { headers })).json()) as {
+        state: string;
+        status_message?: unknown;
+      };
       if (turnEnded(run)) return run;
       await new Promise((r) => setTimeout(r, 10));
     }
   };
   const row = (name: string, values: number[]) =>
-    `${name.padEnd(34)}${
+    `${name.padEnd(38)}${
       values.length
         ? `p50 ${percentile(values, 50).toFixed(0).padStart(6)} ms   max ${Math.max(...values)
             .toFixed(0)
@@ -87,7 +90,8 @@ async function main(): Promise<void> {
         : 'n/a'
     }`;
 
-  for (const harness of ['oz', 'claude', 'codex', 'gemini']) {
+  const harnesses = process.argv[3] ? process.argv[3].split(',') : ['oz', 'claude', 'codex', 'gemini'];
+  for (const harness of harnesses) {
     const toFirst: number[] = [];
     const step: number[] = [];
     const total: number[] = [];
@@ -110,7 +114,9 @@ async function main(): Promise<void> {
       });
       const { run_id: id } = (await res.json()) as { run_id: string };
       const ended = await waitFor(id, (r) => !['QUEUED', 'INPROGRESS'].includes(r.state));
-      if (ended.state !== 'SUCCEEDED') throw new Error(`${harness} run ${id} ended ${ended.state}`);
+      if (ended.state !== 'SUCCEEDED') {
+        throw new Error(`${harness} run ${id} ended ${ended.state}: ${JSON.stringify(ended.status_message)}`);
+      }
       total.push(Date.now() - t0);
       toFirst.push(at[1]! - t0);
       step.push(at[2]! - at[1]!);

@@ -258,3 +258,17 @@ test('what Claude Code cannot take is a 400 naming the field, and no run is made
   ])) as [{ count: number }];
   expect(count).toBe(0);
 });
+
+test('a message too long to hand to a CLI fails the run at once, saying so (not retried)', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-long');
+  ctx.model.script(marker, () => ({ text: 'never asked' }));
+  // 60,000 characters of three bytes each: a valid prompt, past Linux's 128 KiB per argument.
+  const runId = await createRun(ctx, key, { prompt: `${marker} ${'€'.repeat(60_000)}`, config: claude });
+  const status = (await waitForState(ctx, key, runId, ['FAILED'], undefined, 60_000)).status_message as Status;
+  expect(status.error_code).toBe('invalid_request');
+  expect(status.message).toMatch(
+    /^The message for Claude Code is \d+ bytes; a CLI is given at most 131071 bytes at once\./,
+  );
+  expect(ctx.model.calls(marker)).toEqual([]);
+});

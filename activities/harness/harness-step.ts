@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, chmod } from 'node:fs/promises';
-import path from 'node:path';
 import type { Context } from '@temporalio/activity';
 import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import type { Logger } from '../../core/logger';
@@ -26,6 +25,7 @@ import type { ActivityDeps } from '../deps';
 import { modelCostUsd } from '../model/model-cost';
 import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
 import { runProcesses } from '../sandbox/sandboxed-process';
+import { socketPath } from '../sandbox/socket-path';
 import { workspaceFiles } from '../sandbox/workspace-files';
 import { userFailure } from '../user-failure';
 import { gatewaySocketDir } from '../workspace/workspace-paths';
@@ -41,6 +41,9 @@ import { sessionRecap } from './session-recap';
 /** What an interrupted invocation's successor is told, resuming the CLI's session. */
 export const RESUME_AFTER_INTERRUPTION =
   '[The previous attempt at this turn was interrupted: the worker running it stopped. Continue the task from where it was left; check the state of the workspace before repeating anything.]';
+
+/** Linux's MAX_ARG_STRLEN (32 pages) less one for the terminating NUL. */
+const MAX_ARGUMENT_BYTES = 128 * 1024 - 1;
 
 const SKILL_DIR_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -138,7 +141,7 @@ export function createHarnessStep(deps: ActivityDeps) {
     // Stops the CLI once the provider refused the key: its own retries could only be refused again.
     const keyRefused = new AbortController();
     const gateway = await openGatewayChannel({
-      socketPath: path.join(socketDir, `${randomBytes(12).toString('base64url')}.sock`),
+      socketPath: socketPath(socketDir, `${randomBytes(12).toString('base64url')}.sock`),
       token,
       provider: spec.provider,
       baseUrl: credential.baseUrl,
@@ -185,6 +188,14 @@ export function createHarnessStep(deps: ActivityDeps) {
           home: sandbox.homePath(runId),
           workspace: processes.workspacePath,
         });
+        // The CLIs take the message as an argument, and Linux caps one argument (MAX_ARG_STRLEN).
+        const longest = Math.max(...invocation.argv.map((a) => Buffer.byteLength(a)));
+        if (longest > MAX_ARGUMENT_BYTES) {
+          throw userFailure(
+            `The message for ${spec.title} is ${longest} bytes; a CLI is given at most ${MAX_ARGUMENT_BYTES} bytes at once. Send a shorter prompt or follow-up (follow-ups sent while it works are handed over together).`,
+            'invalid_request',
+          );
+        }
         await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
         const transcript = new HarnessTranscript(
           { dataSource, outputLimitBytes: config.agent.toolOutputLimitBytes },

@@ -1,7 +1,10 @@
 import type { StoredRunEvent } from '../../db/run-events';
 
-/** The most of an earlier conversation a recap carries; the start is cut first. */
-export const MAX_RECAP_CHARS = 100_000;
+/**
+ * The most of an earlier conversation a recap carries, in bytes (it is a CLI's argument, with
+ * the new message, under Linux's 128 KiB); the start is cut first.
+ */
+export const MAX_RECAP_BYTES = 48 * 1024;
 
 /**
  * What a CLI is told when the session it would resume is gone (its workspace was rebuilt on
@@ -16,7 +19,10 @@ export function sessionRecap(events: Pick<StoredRunEvent, 'kind' | 'payload'>[],
     return [];
   });
   let recap = said.join('\n\n');
-  if (recap.length > MAX_RECAP_CHARS) recap = `[…]${recap.slice(-MAX_RECAP_CHARS)}`;
+  if (Buffer.byteLength(recap) > MAX_RECAP_BYTES) {
+    while (Buffer.byteLength(recap) > MAX_RECAP_BYTES - 8) recap = recap.slice(Math.ceil(recap.length / 8));
+    recap = `[…]${recap}`;
+  }
   return [
     '[This conversation continues an earlier session of yours that could not be resumed here. What was said so far:]',
     recap,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { socketPath } from './socket-path';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chmod, chown, lchown, lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -182,7 +183,7 @@ export class BwrapSandbox implements Sandbox {
     const env: Record<string, string> = { ...baseEnvironment(home, searchPath) };
     const bridged: BridgedSocket[] = [];
     if (spec.network.kind === 'proxy' && spec.network.policy !== 'none') {
-      const socket = path.join(dir, 'sockets', `${randomBytes(9).toString('base64url')}.sock`);
+      const socket = socketPath(path.join(dir, 'sockets'), `${randomBytes(9).toString('base64url')}.sock`);
       const channel = await this.options.proxy.openChannel(socket, spec.network.policy, spec.network.onRefusal);
       release = () => channel.close();
       args.push('--bind', socket, SANDBOX_PROXY_SOCKET);
