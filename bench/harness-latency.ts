@@ -25,6 +25,13 @@ const COMMAND: Record<string, ScriptedToolCall> = {
   gemini: { name: 'run_shell_command', arguments: { command: 'true' } },
 };
 
+/**
+ * The model each CLI is run with, where its default would not do: with its default model Gemini
+ * CLI makes extra calls around each step that a scripted provider does not answer as it expects
+ * (measured: 4 s between two calls, the run ending ~90 s after its answer).
+ */
+const MODEL: Record<string, string | undefined> = { gemini: process.env.BENCH_GEMINI_MODEL ?? 'gemini-2.5-flash' };
+
 async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 3);
   const model = new ScriptedModelServer();
@@ -109,7 +116,9 @@ async function main(): Promise<void> {
         headers,
         body: JSON.stringify({
           prompt: marker,
-          ...(harness === 'oz' ? {} : { config: { harness: { type: harness } } }),
+          ...(harness === 'oz'
+            ? {}
+            : { config: { harness: { type: harness, ...(MODEL[harness] ? { model_id: MODEL[harness] } : {}) } } }),
         }),
       });
       const { run_id: id } = (await res.json()) as { run_id: string };
