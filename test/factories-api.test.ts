@@ -197,7 +197,7 @@ test('bad requests are 400 (or 404 for another team environment) naming the prob
     [{ name: 'x', colour: 'red' }, 400, '`colour`'],
     [{ name: 'x', agents: [] }, 400, '`agents`'],
     [{ name: 'x', environment_id: 'not a uid!' }, 400, '`environment_id`'],
-    [{ name: 'x', environment_id: otherEnv }, 404, '`environment_id`'],
+    [{ name: 'x', environment_id: otherEnv }, 400, '`environment_id`: no environment'],
   ];
   for (const [body, status, detail] of cases) {
     for (const res of [

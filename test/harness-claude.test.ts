@@ -93,6 +93,21 @@ test('a command Claude Code runs writes a file; its output is in the conversatio
   });
   expect((run.request_usage as { total_tokens: number }).total_tokens).toBeGreaterThan(0);
 
+  // The conversation endpoint shows it as it shows a run of this service's own loop.
+  const conversation = await ctx.api.get(`/api/v1/agent/conversations/${run.conversation_id as string}`).set(auth(key));
+  expect(conversation.status).toBe(200);
+  const actions = conversation.body.actions as { kind: string; tool?: string; text?: string; output?: string }[];
+  expect(actions.map((a) => a.kind)).toEqual([
+    'user_message',
+    'agent_message',
+    'agent_message',
+    'tool_call',
+    'agent_message',
+    'files_changed',
+  ]);
+  expect(actions[3]).toMatchObject({ tool: 'Bash', output: expect.stringMatching(/^hello\n/) });
+  expect(actions[4]!.text).toBe('Done: out.txt says hello.');
+
   // The raw event stream is kept as an artifact of the run.
   const artifacts = run.artifacts as { data: { filename: string } }[];
   expect(artifacts.map((a) => a.data.filename)).toContain('claude-t1-s0-a1.jsonl');

@@ -14,7 +14,7 @@ import {
 } from '../../db/agent-identities';
 import { findEnvironment } from '../../db/environments';
 import { findFactory } from '../../db/factories';
-import { ApiError, notFound } from '../../core/api-error';
+import { ApiError, invalid, notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { applyIdentityUpdate } from '../../services/identities/agent-identity-update';
 import { checkIdentityHarness, foremanHarnessCheck } from '../../services/identities/identity-harness';
@@ -75,7 +75,8 @@ export function createAgentIdentitiesRouter({
       });
     }
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      // The request names something missing, not the resource its URL names: 400, not 404.
+      throw invalid(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     for (const [index, skill] of (body.skills ?? []).entries()) {
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);

@@ -13,7 +13,7 @@ import {
   updateFactory,
   type FactoryFields,
 } from '../../db/factories';
-import { notFound } from '../../core/api-error';
+import { invalid, notFound } from '../../core/api-error';
 import { fileFactoryConflict } from '../../services/factories/factory-membership';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
@@ -32,7 +32,8 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
 
   const fieldsOf = async (body: FactoryBody, teamId: string): Promise<FactoryFields> => {
     if (body.environment_id && !(await findEnvironment(dataSource.manager, body.environment_id, teamId))) {
-      throw notFound(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
+      // The request names something missing, not the resource its URL names: 400, not 404.
+      throw invalid(`\`environment_id\`: no environment ${body.environment_id} in your team.`);
     }
     return { name: body.name, description: body.description ?? null, environmentId: body.environment_id ?? null };
   };
