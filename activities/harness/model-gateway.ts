@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { HOP_BY_HOP_HEADERS } from '../sandbox/hop-by-hop';
 import { chmod, rm } from 'node:fs/promises';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
@@ -57,18 +58,8 @@ export interface GatewayChannel {
 /** Calls one run may have upstream at once: its budget is checked before each, so this bounds the overshoot. */
 const MAX_CONCURRENT_CALLS = 4;
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-]);
+// The length too: a body is piped on, re-framed by Node.
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'content-length']);
 
 const sameToken = (a: string | undefined, b: string) =>
   a !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));

@@ -1,4 +1,5 @@
 import { chmod, rm } from 'node:fs/promises';
+import { HOP_BY_HOP_HEADERS } from './hop-by-hop';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -17,17 +18,7 @@ export interface ProxyChannel {
 /** Connections one sandboxed process may have waiting for a decision (name resolution) at once. */
 const MAX_PENDING_DECISIONS = 16;
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
 
 /**
  * The only way out of a sandbox: an HTTP proxy (plain requests and CONNECT tunnels) on a Unix
