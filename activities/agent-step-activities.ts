@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../core/run-events';
 import { hasRunEvent, recordedEventKeys } from '../db/run-events';
-import { deliverFollowups, lockRun } from '../db/run-store';
+import { deliverFollowups, lockRunForStep } from '../db/run-store';
 import { loadStepRun } from '../db/run-step-reads';
 import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';
 import { createCallModel } from './agent-step/call-model';
@@ -61,12 +61,14 @@ export function createAgentStepActivities(deps: ActivityDeps) {
           return runHarnessStep({ runId, turn, step, run: run!, type: harness, workspace, ctx, log });
         }
         const assistantKey = assistantEventKey(turn, step);
-        await dataSource.transaction(async (tx) => {
-          await lockRun(tx, runId);
+        const turnOpen = await dataSource.transaction(async (tx) => {
+          if (!(await lockRunForStep(tx, runId, turn))) return false;
           // A retried step whose model call is recorded finishes its tool calls first: a follow-up
           // may not land between the model's tool calls and their results.
           if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
+          return true;
         });
+        if (!turnOpen) return { done: true, turnEnded: true };
         // A summary is written before its step's reply and never takes in the last exchange: this
         // step's reply, what followed it and the latest entry are always among those loaded.
         const conversation = await loadStepConversation(dataSource.manager, runId);

@@ -54,6 +54,15 @@ export function isAllowedMove(from: RunState, to: RunState, move: RunMove): bool
   }
 }
 
+/**
+ * Whether the run, as stored, has moved past `turn`: that turn ended (a terminal state) or a
+ * follow-up reopened the run in a later one. A step of `turn` then must not run: its workflow
+ * took a turn's end recorded by a workflow task that never completed for one still going.
+ */
+export function turnIsOver(stored: { state: RunState; turn: number }, turn: number): boolean {
+  return stored.turn > turn || (stored.turn === turn && isTerminal(stored.state));
+}
+
 /** Every `source` the official clients know (`RunSourceType`); all are valid list filters. */
 export const RUN_SOURCES = [
   'API',

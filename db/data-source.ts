@@ -23,6 +23,7 @@ import { WorkspaceHolders1763940000000 } from './migrations/1763940000000-worksp
 import { Harnesses1763950000000 } from './migrations/1763950000000-harnesses';
 import { RootRun1763955000000 } from './migrations/1763955000000-root-run';
 import { IdentityHarnesses1763958000000 } from './migrations/1763958000000-identity-harnesses';
+import { HarnessStepAttempts1763960000000 } from './migrations/1763960000000-harness-step-attempts';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -46,6 +47,7 @@ export const MIGRATIONS = [
   Harnesses1763950000000,
   RootRun1763955000000,
   IdentityHarnesses1763958000000,
+  HarnessStepAttempts1763960000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

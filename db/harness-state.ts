@@ -9,6 +9,8 @@ export interface HarnessState {
   promptedThrough: string;
   startedStep: string | null;
   finishedStep: string | null;
+  /** How many times `startedStep` was started: 1 for its first invocation, 2 for its first resume. */
+  stepAttempt: number;
   /** The CLI's own cumulative counters (sums over its invocations), in its native categories. */
   usage: Record<string, number> | null;
   toolCalls: Record<string, number> | null;
@@ -25,6 +27,7 @@ function toState(row: Record<string, unknown>): HarnessState {
     promptedThrough: String(row.prompted_through),
     startedStep: (row.started_step as string | null) ?? null,
     finishedStep: (row.finished_step as string | null) ?? null,
+    stepAttempt: Number(row.step_attempt ?? 0),
     usage: (row.usage as Record<string, number> | null) ?? null,
     toolCalls: (row.tool_calls as Record<string, number> | null) ?? null,
     costUsd: row.cost_usd === null || row.cost_usd === undefined ? null : Number(row.cost_usd),
@@ -51,8 +54,9 @@ export interface PendingMessage {
 
 /**
  * Starts invocation `step` of the run's CLI: takes the prompt and follow-ups recorded since the
- * last invocation (each is handed over exactly once) and marks the step started. The caller
- * holds the run's lock, in the transaction that delivered the follow-ups.
+ * last invocation (each is handed over exactly once) and marks the step started, counting its
+ * attempts. The caller holds the run's lock, in the transaction that delivered the follow-ups.
+ * The returned state is the one before this claim, with the new `stepAttempt`.
  */
 export async function claimHarnessInvocation(
   manager: EntityManager,
@@ -74,11 +78,12 @@ export async function claimHarnessInvocation(
     [runId, state.promptedThrough],
   )) as PendingMessage[];
   const through = pending.length ? pending[pending.length - 1]!.id : state.promptedThrough;
+  const stepAttempt = state.startedStep === step ? state.stepAttempt + 1 : 1;
   await manager.query(
-    `UPDATE run_harness_state SET prompted_through = $2::bigint, started_step = $3 WHERE run_id = $1`,
-    [runId, through, step],
+    `UPDATE run_harness_state SET prompted_through = $2::bigint, started_step = $3, step_attempt = $4 WHERE run_id = $1`,
+    [runId, through, step, stepAttempt],
   );
-  return { state: { ...state, promptedThrough: through }, pending };
+  return { state: { ...state, promptedThrough: through, stepAttempt }, pending };
 }
 
 export async function recordHarnessSession(manager: EntityManager, runId: string, sessionId: string): Promise<void> {

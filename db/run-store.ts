@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { storableJson } from './storable';
-import { isAllowedMove, RUN_STATES, stateRank, type RunState } from '../core/run-state';
+import { isAllowedMove, RUN_STATES, stateRank, turnIsOver, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
 import { appendRunEvent } from './run-events';
 
@@ -36,6 +36,15 @@ export async function lockRun(manager: EntityManager, runId: string): Promise<Lo
   )) as { state: RunState; turn: number; pending: number; idle: number }[];
   const row = rows[0];
   return row ? { state: row.state, turn: row.turn, pendingFollowups: row.pending, idleTimeoutMinutes: row.idle } : null;
+}
+
+/**
+ * Locks the run for a step of `turn`; false when the stored run has moved past that turn (see
+ * `turnIsOver`), and the step must not run. Caller is in a transaction.
+ */
+export async function lockRunForStep(manager: EntityManager, runId: string, turn: number): Promise<boolean> {
+  const locked = await lockRun(manager, runId);
+  return locked !== null && !turnIsOver(locked, turn);
 }
 
 /** Moves a run in a terminal state back to QUEUED in a new turn (queued for a slot anew). Caller holds the row lock. */

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { claimHarnessInvocation } from '../db/harness-state';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -243,6 +244,23 @@ test("a session that is gone from the run's home (a workspace rebuilt elsewhere)
   const notices = (await transcript(ctx, runId)).filter((e) => e.kind === 'notice').map((e) => e.payload.message);
   expect(notices.filter((n) => String(n).includes('resume'))).toEqual([
     expect.stringMatching(/^Claude Code could not resume its session \S+ on this worker/),
+  ]);
+});
+
+test('each start of a step is an attempt of its own, counted by the service whatever Temporal numbers it', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-attempts');
+  ctx.model.script(marker, () => ({ text: 'ok' }));
+  const runId = await createRun(ctx, key, { prompt: `Say ok ${marker}`, config: claude });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  // A step rescheduled after its queue's schedule-to-start timeout is Temporal attempt 1 again:
+  // the keys of its transcript entries come from this count, so they cannot collide.
+  const claim = (step: string) =>
+    ctx.dataSource.transaction(
+      async (tx) => (await claimHarnessInvocation(tx, runId, 'claude', step)).state.stepAttempt,
+    );
+  expect([await claim('t1-s0'), await claim('t1-s0'), await claim('t2-s0'), await claim('t2-s0')]).toEqual([
+    2, 3, 1, 2,
   ]);
 });
 

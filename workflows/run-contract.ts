@@ -91,6 +91,11 @@ export interface AgentStepOutcome {
    * them out, then runs the same step again to finish it.
    */
   orchestration?: OrchestrationCall[];
+  /**
+   * The stored run has moved past this step's turn (it ended, or a follow-up reopened the run):
+   * the step did nothing, and the workflow starts the run's turn anew from what is stored.
+   */
+  turnEnded?: boolean;
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   recordHarnessStepFinished,
 } from '../../db/harness-state';
 import { appendRunEvent, loadRunEvents } from '../../db/run-events';
-import { deliverFollowups, lockRun } from '../../db/run-store';
+import { deliverFollowups, lockRunForStep } from '../../db/run-store';
 import { addRunUsage } from '../../db/run-usage';
 import type { StepRun } from '../../db/run-step-reads';
 import type { AgentStepOutcome } from '../../workflows/run-contract';
@@ -75,7 +75,6 @@ export function createHarnessStep(deps: ActivityDeps) {
     const spec = CLI_HARNESSES[type];
     const signal = ctx.cancellationSignal;
     const stepKey = `t${turn}-s${step}`;
-    const attempt = ctx.info.attempt;
 
     const install = installedHarness(type);
     if ('missing' in install) {
@@ -89,11 +88,16 @@ export function createHarnessStep(deps: ActivityDeps) {
       throw userFailure(`The run's ${budgetSpent(maxTokens)}`, 'budget_exceeded');
     }
 
-    const { state, pending } = await dataSource.transaction(async (tx) => {
-      await lockRun(tx, runId);
+    const claimed = await dataSource.transaction(async (tx) => {
+      if (!(await lockRunForStep(tx, runId, turn))) return null;
       await deliverFollowups(tx, runId, turn);
       return claimHarnessInvocation(tx, runId, type, stepKey);
     });
+    if (!claimed) return { done: true, turnEnded: true };
+    const { state, pending } = claimed;
+    // Counted by the service, not taken from Temporal: a step rescheduled after its worker's
+    // queue timed out starts over at Temporal attempt 1, and its events need keys of their own.
+    const attempt = state.stepAttempt;
     let prompt: string;
     if (pending.length) {
       prompt = conversationFromEvents(pending.map((p) => ({ kind: p.kind, payload: p.payload })))
@@ -103,7 +107,7 @@ export function createHarnessStep(deps: ActivityDeps) {
       prompt = RESUME_AFTER_INTERRUPTION;
       await appendRunEvent(dataSource.manager, {
         runId,
-        eventKey: `h-resume-${stepKey}-a${attempt}`,
+        eventKey: `h-resume-${stepKey}-i${attempt}`,
         kind: 'notice',
         turn,
         payload: {
@@ -224,7 +228,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           const name = `${type}-t${turn}-s${step}-a${attemptKey}.jsonl`;
           await recordFileArtifact(dataSource, blobs, {
             runId,
-            toolCallKey: `harness-log-${stepKey}-a${attemptKey}`,
+            toolCallKey: `harness-log-${stepKey}-i${attemptKey}`,
             filepath: `.agent-runs/harness/${name}`,
             filename: name,
             mimeType: 'application/x-ndjson',
@@ -241,7 +245,7 @@ export function createHarnessStep(deps: ActivityDeps) {
       if (state.sessionId && gateway.forwarded === 0 && result.exitCode !== 0 && !signal.aborted) {
         await appendRunEvent(dataSource.manager, {
           runId,
-          eventKey: `h-lost-${stepKey}-a${attempt}`,
+          eventKey: `h-lost-${stepKey}-i${attempt}`,
           kind: 'notice',
           turn,
           payload: {

@@ -55,7 +55,7 @@ export class HarnessTranscript {
       runId: string;
       turn: number;
       step: number;
-      /** The activity attempt, and `r` for an invocation that replaced a session it could not resume. */
+      /** The step's attempt (counted by the service), and `r` for an invocation that replaced a session it could not resume. */
       attempt: string;
       harness: CliHarnessType;
       model?: string;
@@ -99,7 +99,7 @@ export class HarnessTranscript {
 
   private key(): string {
     const { turn, step, attempt } = this.at;
-    return `h-t${turn}-s${step}-a${attempt}-${this.seq++}`;
+    return `h-t${turn}-s${step}-i${attempt}-${this.seq++}`;
   }
 
   private modelId(model?: string): string {

@@ -1,4 +1,12 @@
-import { isAllowedMove, isTerminal, RUN_STATES, stateRank, type RunMove, type RunState } from '../../core/run-state';
+import {
+  isAllowedMove,
+  isTerminal,
+  RUN_STATES,
+  stateRank,
+  turnIsOver,
+  type RunMove,
+  type RunState,
+} from '../../core/run-state';
 
 /** Every change of a run's state, written out: the table below is what the service allows. */
 const ALLOWED: Record<RunMove, [RunState, RunState][]> = {
@@ -42,4 +50,11 @@ test('within a turn a run only moves forward, and a terminal state is the end of
     if (isTerminal(state)) expect(RUN_STATES.filter((to) => isAllowedMove(state, to, 'forward'))).toEqual([]);
   }
   expect(RUN_STATES.map(stateRank)).toEqual([0, 1, 2, 2, 2, 2]);
+});
+
+test('a turn is over for a step once the stored run ended it or a follow-up reopened the run past it', () => {
+  const over = RUN_STATES.filter((state) => turnIsOver({ state, turn: 3 }, 3));
+  expect(over).toEqual(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+  expect(RUN_STATES.filter((state) => turnIsOver({ state, turn: 4 }, 3))).toEqual(RUN_STATES);
+  expect(RUN_STATES.filter((state) => turnIsOver({ state, turn: 3 }, 4))).toEqual([]);
 });

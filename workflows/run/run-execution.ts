@@ -154,6 +154,14 @@ export class RunExecution {
         }
         const { done } = outcome;
         step += 1;
+        // The stored run is past this turn: a workflow task that recorded its end was lost and,
+        // replayed with a follow-up's signal beside the last step's result, went on with the turn.
+        // It ends as recorded; the next turn is started from what is stored. (No patch: only a
+        // step of this code returns `turnEnded`, so histories already in flight replay as before.)
+        if (outcome.turnEnded) {
+          this.followupPending = true;
+          break;
+        }
         if (done && !this.followupPending) break;
         if (workflowInfo().continueAsNewSuggested) {
           await continueAsNew<AgentRunWorkflow>({
