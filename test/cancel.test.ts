@@ -98,7 +98,12 @@ test('a cancelled run continues with a follow-up', async () => {
     .post(`/api/v1/agent/runs/${runId}/followups`)
     .set(auth(key))
     .send({ message: 'Resume please' });
-  expect(res.body).toEqual({ run_id: runId, state: 'QUEUED' });
+  expect(res.body).toEqual({
+    run_id: runId,
+    state: 'QUEUED',
+    followup_id: expect.any(String),
+    outcome: 'handoff_execution',
+  });
   const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
   expect(JSON.stringify(run.status_message)).not.toMatch(/cancel/i);
   expect(ctx.model.calls(marker)[1]!.messages.map((m) => m.content)).toEqual([`Long task ${marker}`, 'Resume please']);

@@ -29,7 +29,12 @@ test('a follow-up to a QUEUED run is delivered when the agent starts, right afte
     const runId = await createRun(queued, key, { prompt: `Build it ${marker}` });
     const res = await followup(queued, key, runId, 'Also add tests');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ run_id: runId, state: 'QUEUED' });
+    expect(res.body).toEqual({
+      run_id: runId,
+      state: 'QUEUED',
+      followup_id: expect.any(String),
+      outcome: 'queued_prompt',
+    });
 
     await queued.startWorker();
     await waitForState(queued, key, runId, ['SUCCEEDED']);
@@ -51,7 +56,15 @@ test('follow-ups sent while INPROGRESS join at the next step, in order, each exa
 
   const messages = ['one', 'two', 'three', 'four', 'five'];
   const responses = await Promise.all(messages.map((m) => followup(ctx, key, runId, m)));
-  for (const r of responses) expect(r.body).toEqual({ run_id: runId, state: 'INPROGRESS' });
+  for (const r of responses) {
+    expect(r.body).toEqual({
+      run_id: runId,
+      state: 'INPROGRESS',
+      followup_id: expect.any(String),
+      outcome: 'live_session',
+    });
+  }
+  expect(new Set(responses.map((r) => r.body.followup_id)).size).toBe(messages.length);
   const seqs = (await ctx.dataSource.query(`SELECT message FROM followups WHERE run_id = $1 ORDER BY seq`, [
     runId,
   ])) as {
@@ -84,7 +97,12 @@ test('a follow-up after SUCCEEDED continues the same run and conversation: QUEUE
   const done = await waitForState(ctx, key, runId, ['SUCCEEDED']);
 
   const res = await followup(ctx, key, runId, 'Go deeper');
-  expect(res.body).toEqual({ run_id: runId, state: 'QUEUED' });
+  expect(res.body).toEqual({
+    run_id: runId,
+    state: 'QUEUED',
+    followup_id: expect.any(String),
+    outcome: 'handoff_execution',
+  });
   const requeued = await getRun(ctx, key, runId);
   expect(['QUEUED', 'INPROGRESS', 'SUCCEEDED']).toContain(requeued.state);
   expect(Date.parse(requeued.updated_at as string)).toBeGreaterThan(Date.parse(done.updated_at as string));
@@ -123,7 +141,11 @@ test('after the idle window closes the workflow, a follow-up starts a new execut
     'the workflow to complete after its idle window',
   );
 
-  expect((await followup(ctx, key, runId, 'And in French?')).body).toEqual({ run_id: runId, state: 'QUEUED' });
+  expect((await followup(ctx, key, runId, 'And in French?')).body).toMatchObject({
+    run_id: runId,
+    state: 'QUEUED',
+    outcome: 'handoff_execution',
+  });
   await ctx.model.waitForCalls(marker, 2);
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const latest = await handle.describe();

@@ -257,7 +257,12 @@ describe('Idempotency-Key on follow-ups', () => {
     const key = uniqueName('followup-key');
     const first = await followup(owner.key, runId, { message: 'Now add tests', mode: 'normal' }, key);
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ run_id: runId, state: 'QUEUED' });
+    expect(first.body).toEqual({
+      run_id: runId,
+      state: 'QUEUED',
+      followup_id: expect.any(String),
+      outcome: 'handoff_execution',
+    });
     const second = await followup(owner.key, runId, { message: 'Now add tests', mode: 'normal' }, key);
     expect({ status: second.status, body: second.body as unknown }).toEqual({ status: 200, body: first.body });
     expect([first.headers['idempotent-replayed'], second.headers['idempotent-replayed']]).toEqual([undefined, 'true']);
@@ -289,7 +294,13 @@ describe('Idempotency-Key on follow-ups', () => {
       Array.from({ length: 5 }, () => followup(owner.key, runId, { message: 'Once only' }, key)),
     );
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    for (const res of responses) expect(res.body).toEqual({ run_id: runId, state: 'QUEUED' });
+    for (const res of responses) expect(res.body).toEqual(responses[0]!.body);
+    expect(responses[0]!.body).toEqual({
+      run_id: runId,
+      state: 'QUEUED',
+      followup_id: expect.any(String),
+      outcome: 'handoff_execution',
+    });
     expect(await followupsOf(runId)).toEqual([{ message: 'Once only', mode: 'normal' }]);
     await waitForState(ctx, owner.key, runId, ['SUCCEEDED']);
     expect(ctx.model.calls(marker)).toHaveLength(2);

@@ -47,6 +47,10 @@ const SCENARIOS = [
   // TEAM_MAX_CONCURRENT_RUNS (test/team-quotas.test.ts): a run that waited QUEUED for a slot of
   // its team, was woken when one freed, and ran (patch team-admission).
   'waits-for-team-slot',
+  // An interrupt (test/interrupt.test.ts): the turn's scope cancelled during a model call and
+  // during a command, then a follow-up's turn.
+  'interrupt-during-model-call',
+  'interrupt-during-command',
 ];
 
 function histories() {

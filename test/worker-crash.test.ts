@@ -106,7 +106,12 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
       .set(auth(key))
       .send({ message: followupMessage });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ run_id: runId, state: 'INPROGRESS' });
+    expect(res.body).toEqual({
+      run_id: runId,
+      state: 'INPROGRESS',
+      followup_id: expect.any(String),
+      outcome: 'live_session',
+    });
 
     const killedAt = Date.now();
     first.proc.kill('SIGKILL');

@@ -62,6 +62,17 @@ export interface FollowupSignal {
 
 export const followupSignal = defineSignal<[FollowupSignal]>('followup');
 
+/**
+ * Stop the turn the run is working on (its model call or tool call in flight) without ending the
+ * run: the turn ends SUCCEEDED, saying it was interrupted, and the run takes the next follow-up.
+ * Ignored when no turn is being worked on.
+ */
+export const interruptSignal = defineSignal('interrupt');
+
+/** The status message of a turn ended by `interruptSignal`. */
+export const INTERRUPTED_MESSAGE =
+  "Interrupted at the caller's request: the agent stopped this turn; send a follow-up to go on.";
+
 /** A child run's turn ended (it may get follow-ups and run again). */
 export interface ChildRunEnded {
   runId: string;

@@ -44,6 +44,14 @@ const header = (description: string, schema: Record<string, unknown> = { type: '
   schema,
 });
 
+/** The `Location` of a redirect to a signed download (core/download-urls.ts). */
+export const SIGNED_LOCATION_HEADER = {
+  Location: header('A signed URL that works without a key for DOWNLOAD_URL_TTL_SECONDS; follow it.', {
+    type: 'string',
+    format: 'uri',
+  }),
+};
+
 /** Headers every response carries. */
 const REQUEST_ID_HEADER = {
   'x-request-id': header('The request id (echoed from the request when it sent a sane one).'),
@@ -124,9 +132,9 @@ export function registerErrorComponents(registry: OpenAPIRegistry): void {
 
 const problemResponse = (status: ErrorStatus) => ({ $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[status]}` });
 
-/** A successful response: a JSON body by default, or `content` as given; `null` for none. */
+/** A successful response: a JSON body by default, or `content` as given; none for 204 and 302. */
 export interface Success {
-  status: 200 | 201 | 204 | 503;
+  status: 200 | 201 | 202 | 204 | 302 | 503;
   description: string;
   schema?: z.ZodType;
   contentType?: string;
@@ -198,7 +206,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
       description: success.description,
       headers: { ...REQUEST_ID_HEADER, ...(auth ? RATE_LIMIT_HEADERS : {}), ...success.headers },
       ...(success.links ? { links: success.links } : {}),
-      ...(success.status === 204
+      ...(success.status === 204 || success.status === 302
         ? {}
         : {
             content: {

@@ -132,7 +132,15 @@ export const createRunResponseSchema = z
   .openapi('CreateRunResponse');
 
 export const followupResponseSchema = z
-  .object({ run_id: z.uuid(), state: z.enum(RUN_STATES) })
+  .object({
+    run_id: z.uuid(),
+    state: z.enum(RUN_STATES),
+    followup_id: z.uuid().optional().openapi({ description: 'The durable record of the follow-up.' }),
+    outcome: z.enum(['live_session', 'queued_prompt', 'handoff_execution', 'queue_pending']).optional().openapi({
+      description:
+        '`queued_prompt`: the run had not started, the message follows its prompt; `live_session`: the working agent gets it at its next step; `handoff_execution`: the run had ended, a new turn of it continues the conversation; `queue_pending`: the run, reopened, waits for its turn to start. Absent only in answers replayed from before it was added.',
+    }),
+  })
   .openapi('FollowupResponse');
 
 export const handoffAttachmentsSchema = z

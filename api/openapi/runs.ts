@@ -131,6 +131,52 @@ export function registerRunOperations(registry: OpenAPIRegistry): void {
 
   registerOperation(registry, {
     method: 'post',
+    path: '/api/v1/agent/conversations/{conversationId}/followups',
+    operationId: 'sendConversationFollowup',
+    summary: "Send a follow-up to a conversation's newest run",
+    description: 'As `POST /agent/runs/{runId}/followups`, to the newest run of the conversation; `run_id` names it.',
+    tags,
+    params: z.object({ conversationId: z.uuid().openapi({ param: { description: 'The conversation id.' } }) }),
+    headers: idempotencyHeaders,
+    body: { schema: followupSchema },
+    responses: [{ status: 200, description: 'The follow-up was recorded.', schema: followupResponseSchema }],
+    errors: [400, 404, 409],
+  });
+
+  const interruptDescription =
+    "Stops the turn in progress — the model call or the command in flight — without ending the run: the turn ends `SUCCEEDED` with a status message saying it was interrupted, the workspace stays for the run's idle window, and the next follow-up continues the conversation. Durable once answered (a signal of the run's workflow). A run that is not `INPROGRESS` is 400 `operation_not_supported`.";
+  const interruptBody = {
+    schema: z.strictObject({}).openapi({ description: 'No fields; the body may be omitted.' }),
+    required: false,
+  };
+  const interruptAccepted = z.object({ run_id: z.uuid() }).openapi('InterruptAccepted');
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/agent/runs/{runId}/interrupt',
+    operationId: 'interruptRun',
+    summary: "Interrupt the run's current turn",
+    description: interruptDescription,
+    tags,
+    params: runIdParams,
+    body: interruptBody,
+    responses: [{ status: 202, description: 'The interrupt was accepted.', schema: interruptAccepted }],
+    errors: [400, 404],
+  });
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/agent/conversations/{conversationId}/interrupt',
+    operationId: 'interruptConversation',
+    summary: "Interrupt the current turn of a conversation's newest run",
+    description: `As \`POST /agent/runs/{runId}/interrupt\`, to the newest run of the conversation; \`run_id\` names it. ${interruptDescription}`,
+    tags,
+    params: z.object({ conversationId: z.uuid().openapi({ param: { description: 'The conversation id.' } }) }),
+    body: interruptBody,
+    responses: [{ status: 202, description: 'The interrupt was accepted.', schema: interruptAccepted }],
+    errors: [400, 404],
+  });
+
+  registerOperation(registry, {
+    method: 'post',
     path: '/api/v1/agent/runs/{runId}/cancel',
     operationId: 'cancelRun',
     summary: 'Cancel a run',

@@ -6,7 +6,7 @@ import { isTerminal } from '../../core/run-state';
 import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
-import { findRun, listRuns } from '../../db/run-queries';
+import { findRun, listConversationRuns, listRuns } from '../../db/run-queries';
 import { loadHarnessState } from '../../db/harness-state';
 import { toHarnessUsage } from '../../services/views/harness-usage';
 import { invalid, notFound } from '../../core/api-error';
@@ -117,14 +117,58 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     ctx.body = { attachments: files.map((f) => toHandoffItem(f, downloads)) };
   });
 
-  router.post('/agent/runs/:runId/followups', async (ctx) => {
-    rejectQueryParameters(ctx.query);
+  /** The newest run of a conversation of the caller's team: what its follow-ups and interrupts go to. */
+  const newestRunOf = async (ctx: Parameters<RouterMiddleware>[0], conversationId: string): Promise<string> => {
+    const runs = isUuid(conversationId)
+      ? await listConversationRuns(dataSource.manager, conversationId, principalOf(ctx.state).teamId)
+      : [];
+    if (runs.length === 0) throw notFound(`No conversation ${conversationId}.`);
+    return runs[runs.length - 1]!.run.runId;
+  };
+
+  const followupTo = async (ctx: Parameters<RouterMiddleware>[0], runId: string) => {
     const body = validate(followupSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
-    const accepted = await runService.sendFollowup(principalOf(ctx.state), ctx.params.runId!, body, key);
+    const accepted = await runService.sendFollowup(principalOf(ctx.state), runId, body, key);
     ctx.status = 200;
     if (accepted.replayed) ctx.set(REPLAYED_HEADER, 'true');
-    ctx.body = { run_id: accepted.runId, state: accepted.state };
+    ctx.body = {
+      run_id: accepted.runId,
+      state: accepted.state,
+      ...(accepted.followup ? { followup_id: accepted.followup.id, outcome: accepted.followup.outcome } : {}),
+    };
+  };
+
+  router.post('/agent/runs/:runId/followups', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    await followupTo(ctx, ctx.params.runId!);
+  });
+
+  // The conversation's newest run of the caller's team takes it, as the official clients document.
+  router.post('/agent/conversations/:conversationId/followups', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const conversationId = ctx.params.conversationId!;
+    await followupTo(ctx, await newestRunOf(ctx, conversationId));
+  });
+
+  const interrupt = async (ctx: Parameters<RouterMiddleware>[0], runId: string) => {
+    validate(emptyBodySchema, ctx.state.body);
+    await runService.interruptRun(principalOf(ctx.state), runId);
+    ctx.status = 202;
+    ctx.body = { run_id: runId };
+  };
+
+  router.post('/agent/runs/:runId/interrupt', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const runId = ctx.params.runId!;
+    if (!isUuid(runId)) throw notFound(`No run ${runId}.`);
+    await interrupt(ctx, runId);
+  });
+
+  // The conversation's newest run, as for its follow-ups.
+  router.post('/agent/conversations/:conversationId/interrupt', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    await interrupt(ctx, await newestRunOf(ctx, ctx.params.conversationId!));
   });
 
   router.post('/agent/runs/:runId/cancel', async (ctx) => {

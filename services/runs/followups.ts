@@ -1,6 +1,6 @@
 import { ApiError, notFound } from '../../core/api-error';
 import { isUuid } from '../../core/ids';
-import { isTerminal } from '../../core/run-state';
+import { isTerminal, type RunState } from '../../core/run-state';
 import type { FollowupRequest } from '../../core/schemas/run-schemas';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../../db/followups';
@@ -10,6 +10,20 @@ import type { StoredResponse } from './idempotency';
 import { ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
+
+/** How a follow-up reaches the run, in the newest official client's words (`outcome`). */
+export type FollowupOutcome = 'live_session' | 'queued_prompt' | 'handoff_execution' | 'queue_pending';
+
+/**
+ * The outcome of a follow-up to a run found in `locked` state: joined to the prompt of a run not
+ * started yet, handed to a working agent at its next step, continuing an ended run in a new turn
+ * (the same run), or waiting with a reopened run for its turn to start.
+ */
+export function followupOutcome(locked: { state: RunState; turn: number }): FollowupOutcome {
+  if (isTerminal(locked.state)) return 'handoff_execution';
+  if (locked.state === 'INPROGRESS') return 'live_session';
+  return locked.turn === 1 ? 'queued_prompt' : 'queue_pending';
+}
 
 /** `POST /agent/runs/{id}/followups`: recorded with the run's row locked, then signalled to its workflow. */
 export function createFollowups({ config, temporal }: RunServiceDeps, writes: RunWrites) {
@@ -34,6 +48,7 @@ export function createFollowups({ config, temporal }: RunServiceDeps, writes: Ru
         (fire) =>
           withIdempotency(principal, claim, async (tx) => {
             const { run, locked } = await lockTeamRun(tx, principal, runId);
+            const outcome = followupOutcome(locked);
             recorded = await recordFollowup(
               tx,
               { runId, message: body.message, mode: body.mode ?? 'normal', creatorUid: principal.uid, locked },
@@ -49,7 +64,11 @@ export function createFollowups({ config, temporal }: RunServiceDeps, writes: Ru
                 signalArgs: [{ seq }],
               }),
             );
-            return { status: 200, body: { run_id: runId, state }, headers: {} };
+            return {
+              status: 200,
+              body: { run_id: runId, state, followup_id: recorded.id, outcome },
+              headers: {},
+            };
           }),
         async (tx) => {
           const withdrawn = await withdrawFollowup(tx, runId, recorded!);

@@ -1,7 +1,8 @@
 import { createCancellation } from './cancel-run';
+import { createInterruption } from './interrupt-run';
 import { checkCreateRequest } from './create-request';
 import { createRunCreation } from './create-run';
-import { createFollowups } from './followups';
+import { createFollowups, type FollowupOutcome } from './followups';
 import type { RunPrincipal } from './run-executor';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 import { createRunWrites, type RunServiceDeps } from './run-writes';
@@ -38,6 +39,7 @@ export function createRunService(deps: RunServiceDeps) {
       return accepted(await followups.sendFollowup(...args));
     },
     ...createCancellation(deps, writes),
+    ...createInterruption(deps, writes),
   };
 }
 
@@ -47,11 +49,18 @@ export interface RunAccepted {
   state: RunState;
   /** The answer of an earlier request with the same Idempotency-Key and body; `state` is as it was then. */
   replayed: boolean;
+  /** A follow-up's record and how it reaches the run. */
+  followup?: { id: string; outcome: FollowupOutcome };
 }
 
 function accepted(response: StoredResponse): RunAccepted {
-  const body = response.body as { run_id: string; state: RunState };
-  return { runId: body.run_id, state: body.state, replayed: response.headers[REPLAYED_HEADER] === 'true' };
+  const body = response.body as { run_id: string; state: RunState; followup_id?: string; outcome?: FollowupOutcome };
+  return {
+    runId: body.run_id,
+    state: body.state,
+    replayed: response.headers[REPLAYED_HEADER] === 'true',
+    ...(body.followup_id && body.outcome ? { followup: { id: body.followup_id, outcome: body.outcome } } : {}),
+  };
 }
 
 /** Who a run is created for: the caller's key, or the creator of the schedule that fires. */

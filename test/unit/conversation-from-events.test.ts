@@ -1,4 +1,4 @@
-import { conversationFromEvents } from '../../activities/agent-step/conversation-from-events';
+import { conversationFromEvents, UNFINISHED_TOOL_CALL } from '../../activities/agent-step/conversation-from-events';
 import { inMode, PLAN_MODE_NOTE } from '../../activities/agent-step/plan-mode';
 import type { StoredRunEvent } from '../../db/run-events';
 
@@ -104,4 +104,34 @@ test('entries that are not conversation (states, summaries, notices, started cal
     entry('state', { state: 'SUCCEEDED' }),
   ]);
   expect(messages).toEqual([{ role: 'user', content: 'Hi' }]);
+});
+
+test('a tool call a stopped turn left without a result is answered as unfinished before the next message, and only then', () => {
+  const calls = [
+    { id: 'c1', name: 'run_command', arguments: { command: 'make' } },
+    { id: 'c2', name: 'run_command', arguments: { command: 'sleep 600' } },
+  ];
+  const messages = conversationFromEvents([
+    entry('prompt', { text: 'Build it.' }),
+    entry('assistant', { text: '', tool_calls: calls }),
+    entry('tool_call', { tool_call_id: 'c1', name: 'run_command', output: 'built', is_error: false }),
+    entry('followup', { message: 'Stop, do X instead.', mode: 'normal' }),
+    entry('assistant', { text: '', tool_calls: [{ id: 'c3', name: 'read_file', arguments: { path: 'x' } }] }),
+  ]);
+  expect(messages.map((m) => [m.role, 'toolCallId' in m ? m.toolCallId : undefined])).toEqual([
+    ['user', undefined],
+    ['assistant', undefined],
+    ['tool', 'c1'],
+    ['tool', 'c2'],
+    ['user', undefined],
+    // The last call is the step's own, still to run: not answered here.
+    ['assistant', undefined],
+  ]);
+  expect(messages[3]).toEqual({
+    role: 'tool',
+    toolCallId: 'c2',
+    name: 'run_command',
+    content: UNFINISHED_TOOL_CALL,
+    isError: true,
+  });
 });

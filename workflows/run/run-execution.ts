@@ -1,4 +1,5 @@
 import {
+  CancellationScope,
   condition,
   ContinueAsNew,
   continueAsNew,
@@ -14,6 +15,8 @@ import { createOrchestrator, tellParent } from '../orchestration';
 import {
   admissionSignal,
   followupSignal,
+  INTERRUPTED_MESSAGE,
+  interruptSignal,
   runStateQuery,
   searchAttributes,
   type AgentRunWorkflow,
@@ -36,6 +39,9 @@ export class RunExecution {
   followupPending = false;
   private slotMayHaveFreed = false;
   private state: RunState | 'STARTING' = 'STARTING';
+  /** The scope of the turn being worked on; an interrupt cancels it (and only it). */
+  private turnScope: CancellationScope | undefined;
+  private interrupted = false;
   /** The turn this execution last admitted or started: a cancel is recorded against it, and only it. */
   knownTurn: number | undefined;
   // Asked first, in this order: where a patch is first asked decides where its marker is.
@@ -48,6 +54,11 @@ export class RunExecution {
   constructor(private readonly input: RunWorkflowInput) {
     setHandler(followupSignal, () => {
       this.followupPending = true;
+    });
+    setHandler(interruptSignal, () => {
+      if (!this.turnScope) return;
+      this.interrupted = true;
+      this.turnScope.cancel();
     });
     setHandler(admissionSignal, () => {
       this.slotMayHaveFreed = true;
@@ -140,41 +151,56 @@ export class RunExecution {
     let to: TerminalRunState = 'SUCCEEDED';
     let statusMessage: RunStatusMessage | undefined;
     try {
-      await this.workspace.run(turn, async () => undefined);
-      for (;;) {
-        // Each step first appends the follow-ups recorded so far, so they join at this boundary.
-        this.followupPending = false;
-        const runStep = () =>
-          this.workspace.run(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
-        let outcome = await runStep();
-        // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
-        while (outcome.orchestration) {
-          for (const call of outcome.orchestration) await this.orchestrator.carryOut(turn, step, call);
-          outcome = await runStep();
+      // No patch: the scope adds no command, and only an interrupt (a signal of this code) cancels it.
+      await CancellationScope.cancellable(async () => {
+        this.turnScope = CancellationScope.current();
+        await this.workspace.run(turn, async () => undefined);
+        for (;;) {
+          // Each step first appends the follow-ups recorded so far, so they join at this boundary.
+          this.followupPending = false;
+          const runStep = () =>
+            this.workspace.run(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
+          let outcome = await runStep();
+          // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
+          while (outcome.orchestration) {
+            for (const call of outcome.orchestration) await this.orchestrator.carryOut(turn, step, call);
+            outcome = await runStep();
+          }
+          const { done } = outcome;
+          step += 1;
+          // The stored run is past this turn: a workflow task that recorded its end was lost and,
+          // replayed with a follow-up's signal beside the last step's result, went on with the turn.
+          // It ends as recorded; the next turn is started from what is stored. (No patch: only a
+          // step of this code returns `turnEnded`, so histories already in flight replay as before.)
+          if (outcome.turnEnded) {
+            this.followupPending = true;
+            break;
+          }
+          if (done && !this.followupPending) break;
+          if (workflowInfo().continueAsNewSuggested) {
+            await continueAsNew<AgentRunWorkflow>({
+              ...this.input,
+              workspaceQueue: this.workspace.queue,
+              workspaceId: this.workspace.id,
+              resume: { turn, step },
+            });
+          }
         }
-        const { done } = outcome;
-        step += 1;
-        // The stored run is past this turn: a workflow task that recorded its end was lost and,
-        // replayed with a follow-up's signal beside the last step's result, went on with the turn.
-        // It ends as recorded; the next turn is started from what is stored. (No patch: only a
-        // step of this code returns `turnEnded`, so histories already in flight replay as before.)
-        if (outcome.turnEnded) {
-          this.followupPending = true;
-          break;
-        }
-        if (done && !this.followupPending) break;
-        if (workflowInfo().continueAsNewSuggested) {
-          await continueAsNew<AgentRunWorkflow>({
-            ...this.input,
-            workspaceQueue: this.workspace.queue,
-            workspaceId: this.workspace.id,
-            resume: { turn, step },
-          });
-        }
-      }
+      });
     } catch (err) {
-      if (isCancellation(err) || err instanceof ContinueAsNew) throw err;
-      ({ to, statusMessage } = classifyFailure(err));
+      if (err instanceof ContinueAsNew) throw err;
+      if (this.interrupted && !CancellationScope.current().consideredCancelled) {
+        // Only this turn was interrupted: whatever its activities ended with (a cancelled one may
+        // report the cancel as a failure of its own), the turn ends as the interrupt says.
+        statusMessage = { message: INTERRUPTED_MESSAGE };
+      } else if (isCancellation(err)) {
+        throw err;
+      } else {
+        ({ to, statusMessage } = classifyFailure(err));
+      }
+    } finally {
+      this.turnScope = undefined;
+      this.interrupted = false;
     }
     await store.recordTransition({ runId, turn, state: to, statusMessage });
     this.setState(to);
