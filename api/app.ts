@@ -23,6 +23,9 @@ import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from '../services/schedules/schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
 import { createArtifactsRouter } from './routes/artifacts-routes';
+import { createPlatformRouter } from './routes/platform-routes';
+import { createTranscriptRouter } from './routes/transcript-routes';
+import { createTimelineRouter } from './routes/timeline-routes';
 import { createDownloadRouter } from './routes/download-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
@@ -110,6 +113,9 @@ export function createApp(deps: AppDeps): Koa {
     createFactoriesRouter({ config, dataSource }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
+    createPlatformRouter({ config }),
+    createTranscriptRouter({ dataSource, downloads }),
+    createTimelineRouter({ dataSource }),
     createRunEventsRouter({ dataSource, secretsKey, streams }),
     createWebhooksRouter({ config, dataSource, secretsKey }),
     createSecretsRouter({ config, dataSource, secretsKey }),
@@ -129,7 +135,7 @@ export function createApp(deps: AppDeps): Koa {
     }),
     createSessionRouter({ dataSource, secretsKey, streams }),
     createRedirectRouter({ dataSource }),
-    createDownloadRouter({ dataSource, blobs, signingKey }),
+    createDownloadRouter({ dataSource, blobs, signingKey, secretsKey }),
     createErrorReferenceRouter(),
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createOpenApiRouter(openApiLimits(config)),

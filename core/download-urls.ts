@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /** What a signed download URL gives access to. */
-export type DownloadKind = 'artifacts' | 'handoff';
+export type DownloadKind = 'artifacts' | 'handoff' | 'transcripts' | 'conversation-transcripts';
 
 /**
  * The key that signs download URLs, derived (HKDF-SHA256) from the service's secrets key

@@ -179,6 +179,22 @@ export async function loadConversationEvents(
   return rows.map(toStoredRunEvent);
 }
 
+/**
+ * The entries a run's timeline is made of, in order: its state changes, the notice of each
+ * workspace made for it (key `workspace-t…`), and each `config` entry (the agent set up).
+ */
+export async function loadTimelineEntries(manager: EntityManager, runId: string): Promise<StoredRunEvent[]> {
+  const range = runEventsRange('after');
+  const rows = (await manager.query(
+    `SELECT id, event_key, kind, turn, payload, created_at FROM run_events
+      WHERE ${range.where}
+        AND (kind IN ('state', 'config') OR (kind = 'notice' AND event_key LIKE 'workspace-t%'))
+      ORDER BY ${range.orderBy}`,
+    [runId, '0'],
+  )) as RunEventRow[];
+  return rows.map(toStoredRunEvent);
+}
+
 /** The latest diff of every file a run's steps recorded, as a digest (md5) per repository and path. */
 export async function latestDiffDigests(manager: EntityManager, runId: string): Promise<Map<string, string>> {
   const rows = (await manager.query(

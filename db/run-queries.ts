@@ -185,6 +185,18 @@ export async function listConversationRuns(
   }));
 }
 
+/**
+ * The runs of a conversation, oldest first, whatever their team: only for a signed download URL
+ * (the signature is the capability; a conversation's runs are all of one team).
+ */
+export async function listConversationRunsUnscoped(manager: EntityManager, conversationId: string): Promise<Run[]> {
+  const rows = (await manager.query(
+    `SELECT r.* FROM runs r WHERE r.conversation_id = $1 ORDER BY r.created_at, r.run_id`,
+    [conversationId],
+  )) as Record<string, unknown>[];
+  return rows.map(rowToRun);
+}
+
 /** Maps a raw `runs` row (snake_case) to the entity shape. */
 export function rowToRun(row: Record<string, unknown>): Run {
   return {

@@ -3,6 +3,8 @@ import { agentListQuerySchema, conversationQuerySchema } from '../../core/schema
 import { z } from '../../core/schemas/zod';
 import { pageInfoSchema, registerOperation, timestamp } from './common';
 import { runItemSchema } from './run-responses';
+import type { conversationSteps } from '../../services/views/conversation-steps';
+import type { Fits } from './fits';
 
 const skillListSchema = z
   .object({
@@ -65,9 +67,67 @@ const conversationActionSchema = z
   ])
   .openapi('ConversationAction');
 
+const actionCategory = z.enum(['command', 'files', 'search', 'integration', 'documents', 'skill']);
+const blockBase = { message_id: z.string() };
+
+/** One turn of a run of the conversation (services/views/conversation-steps.ts). */
+const conversationStepSchema = z
+  .object({
+    id: z.string().openapi({ description: '`{run_id}/t{turn}`.' }),
+    description: z.string().optional().openapi({ description: 'The message that started the turn.' }),
+    summary: z.string().optional().openapi({ description: "The agent's last answer in the turn." }),
+    started_at: timestamp().optional(),
+    completed_at: timestamp().optional(),
+    messages: z.array(
+      z.object({
+        role: z.enum(['user', 'assistant', 'tool', 'system']),
+        message_ids: z.array(z.string()),
+        timestamp: timestamp(),
+        content: z.array(
+          z.union([
+            z.object({ ...blockBase, type: z.literal('text'), text: z.string() }),
+            z.object({
+              ...blockBase,
+              type: z.literal('action'),
+              id: z.string(),
+              category: actionCategory,
+              name: z.string(),
+              input: z.record(z.string(), z.unknown()),
+            }),
+            z.object({
+              ...blockBase,
+              type: z.literal('action_result'),
+              action_id: z.string(),
+              category: actionCategory,
+              name: z.string(),
+              output: z.record(z.string(), z.unknown()),
+              state: z.enum(['completed', 'failed']),
+            }),
+            z.object({
+              ...blockBase,
+              type: z.literal('event'),
+              name: z.string(),
+              data: z.record(z.string(), z.unknown()),
+            }),
+          ]),
+        ),
+      }),
+    ),
+    steps: z.array(z.unknown()).openapi({ description: 'Nested work; always empty here.' }),
+  })
+  .openapi('ConversationStep');
+
+const runConversationSchema = z
+  .object({ conversation_id: z.string(), steps: z.array(conversationStepSchema) })
+  .openapi('RunConversation');
+
 const conversationSchema = z
   .object({
     conversation_id: z.string(),
+    steps: z
+      .array(conversationStepSchema)
+      .optional()
+      .openapi({ description: 'Every turn of the conversation, on the first page (without `cursor`).' }),
     runs: z.array(runItemSchema),
     advertised_skills: z.array(z.object({ name: z.string() }).catchall(z.unknown())),
     actions: z.array(conversationActionSchema),
@@ -100,4 +160,18 @@ export function registerAgentOperations(registry: OpenAPIRegistry): void {
     responses: [{ status: 200, description: 'The conversation.', schema: conversationSchema }],
     errors: [400, 404],
   });
+
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/runs/{runId}/conversation',
+    operationId: 'getRunConversation',
+    summary: "The run's conversation, turn by turn",
+    description: 'Every run of the conversation the run serves, each turn a step of messages and tool calls.',
+    tags: ['Runs'],
+    params: z.object({ runId: z.uuid().openapi({ param: { description: 'The run id.' } }) }),
+    responses: [{ status: 200, description: 'The conversation.', schema: runConversationSchema }],
+    errors: [400, 404],
+  });
 }
+
+export type ConversationStepFits = Fits<typeof conversationStepSchema, ReturnType<typeof conversationSteps>[number]>;

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../../core/schemas/zod';
-import { registerOperation, timestamp } from './common';
+import { registerOperation, SIGNED_LOCATION_HEADER, timestamp } from './common';
 import type { toArtifactResponse } from '../../services/views/artifact-views';
 import type { Fits } from './fits';
 
@@ -47,6 +47,82 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
     responses: [{ status: 200, description: 'The artifact.', schema: artifactSchema }],
     errors: [400, 404],
   });
+
+  const redirect = (description: string) => ({ status: 302 as const, description, headers: SIGNED_LOCATION_HEADER });
+  const uuidParam = (description: string) => z.uuid().openapi({ param: { description } });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/artifacts/{artifactUid}/download',
+    operationId: 'downloadArtifactRedirect',
+    summary: "Redirect to an artifact's signed download",
+    tags: ['Artifacts'],
+    params: z.object({ artifactUid: uuidParam('The artifact uid.') }),
+    responses: [redirect('To the signed download of the file.')],
+    errors: [400, 404],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/conversations/{conversationId}/screenshots/{screenshotUid}/download',
+    operationId: 'downloadScreenshot',
+    summary: "Redirect to a conversation's screenshot",
+    description: "A screenshot is an image artifact (`image/*`) of one of the conversation's runs.",
+    tags: ['Artifacts'],
+    params: z.object({
+      conversationId: uuidParam('The conversation id.'),
+      screenshotUid: uuidParam("The image artifact's uid."),
+    }),
+    responses: [redirect('To the signed download of the image.')],
+    errors: [400, 404],
+  });
+  for (const [path, operationId, what, param] of [
+    ['/api/v1/agent/runs/{runId}/transcript', 'getRunTranscript', 'the run', 'runId'],
+    [
+      '/api/v1/agent/conversations/{conversationId}/transcript',
+      'getConversationTranscript',
+      'every run of the conversation, in order,',
+      'conversationId',
+    ],
+  ] as const) {
+    registerOperation(registry, {
+      method: 'get',
+      path,
+      operationId,
+      summary: `Redirect to the raw transcript of ${what.replace(/,$/, '')}`,
+      description: `A signed, expiring download of the transcript of ${what} as JSON Lines: each entry as the event stream sends it (\`id\`, \`run_id\`, \`kind\`, \`turn\`, \`created_at\`, \`payload\`).`,
+      tags: ['Runs'],
+      params: z.object({ [param]: uuidParam(param === 'runId' ? 'The run id.' : 'The conversation id.') }),
+      responses: [redirect('To the signed download of the transcript.')],
+      errors: [400, 404],
+    });
+  }
+
+  for (const [kind, what, param] of [
+    ['transcripts', "a run's transcript", 'The run id.'],
+    ['conversation-transcripts', "a conversation's transcript", 'The conversation id.'],
+  ] as const) {
+    registerOperation(registry, {
+      method: 'get',
+      path: `/downloads/${kind}/{id}`,
+      operationId: kind === 'transcripts' ? 'downloadRunTranscript' : 'downloadConversationTranscript',
+      summary: `Download ${what}`,
+      description:
+        'The signed URL is the capability: no key is needed. JSON Lines, one transcript entry per line, secrets masked.',
+      tags: ['Runs'],
+      auth: false,
+      params: z.object({ id: z.string().openapi({ param: { description: param } }) }),
+      query: signatureQuery,
+      responses: [
+        {
+          status: 200,
+          description: 'The transcript.',
+          contentType: 'application/x-ndjson',
+          schema: z.string(),
+          headers: downloadHeaders,
+        },
+      ],
+      errors: [400, 403, 404],
+    });
+  }
 
   for (const [kind, what, param] of [
     ['artifacts', 'an artifact', 'The artifact uid.'],

@@ -9,6 +9,8 @@ import { registerFactoryOperations } from './factories';
 import { registerIdentityOperations } from './identities';
 import { forbidNulInRequests } from './no-nul';
 import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../../core/schemas/not-available';
+import { registerPlatformOperations } from './platform';
+import { registerTimelineOperations } from './timeline';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
 import { registerSecretOperations } from './secrets';
@@ -55,6 +57,8 @@ function registry(): OpenAPIRegistry {
   registerServiceOperations(registry);
   registerLiveOperations(registry);
   registerSecretOperations(registry);
+  registerPlatformOperations(registry);
+  registerTimelineOperations(registry);
   return registry;
 }
 

@@ -4,19 +4,21 @@ import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { listTeamSkills } from '../../db/environment-skills';
-import { listConversationRuns } from '../../db/run-queries';
+import { findRun, listConversationRuns } from '../../db/run-queries';
 import { notFound } from '../../core/api-error';
 import { loadConversationActions } from '../conversation-actions';
+import { loadConversationSteps } from '../conversation-steps';
 import { encodeActionCursor, parseConversationQuery } from '../conversation-query';
 import { principalOf } from '../middleware/auth';
 import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../../services/views/run-item';
 import { agentListQuerySchema } from '../../core/schemas/agent-schemas';
-import { validate } from '../validate';
+import { rejectQueryParameters, validate } from '../validate';
 
 /**
  * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect;
- * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and a page of its ordered actions.
+ * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and a page of its ordered actions
+ * (with its `steps` on the first page); `GET /agent/runs/{id}/conversation`: the run's conversation as `steps`.
  */
 export function createAgentRouter({
   config,
@@ -73,8 +75,11 @@ export function createAgentRouter({
       dataSource.manager,
       runs.map((r) => r.runId),
     );
+    // The newest client's shape, on the first page (each page would repeat it whole).
+    const steps = query.after ? undefined : await loadConversationSteps(dataSource.manager, runs, secretsKey);
     ctx.body = {
       conversation_id: conversationId,
+      ...(steps ? { steps } : {}),
       runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey, artifacts.get(r.runId))),
       advertised_skills: [...advertised.values()],
       actions,
@@ -82,6 +87,19 @@ export function createAgentRouter({
         has_next_page: next !== undefined,
         ...(next ? { next_cursor: encodeActionCursor(conversationId, next) } : {}),
       },
+    };
+  });
+
+  router.get('/agent/runs/:runId/conversation', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const runId = ctx.params.runId!;
+    const teamId = principalOf(ctx.state).teamId;
+    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, teamId) : null;
+    if (!run) throw notFound(`No run ${runId}.`);
+    const runs = (await listConversationRuns(dataSource.manager, run.conversationId, teamId)).map((c) => c.run);
+    ctx.body = {
+      conversation_id: run.conversationId,
+      steps: await loadConversationSteps(dataSource.manager, runs, secretsKey),
     };
   });
 

@@ -2,12 +2,17 @@ import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
+import { findRun } from '../../db/run-queries';
 import { notFound } from '../../core/api-error';
-import { toArtifactResponse, type DownloadSigner } from '../../services/views/artifact-views';
+import { signedUrl, toArtifactResponse, type DownloadSigner } from '../../services/views/artifact-views';
 import { principalOf } from '../middleware/auth';
 import { rejectQueryParameters } from '../validate';
 
-/** `GET /agent/artifacts/{uid}`: an artifact of the caller's team, with a signed download URL. */
+/**
+ * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, with a signed download URL;
+ * `…/download`, and a conversation's screenshot (an image artifact of one of its runs), redirect
+ * to that URL.
+ */
 export function createArtifactsRouter({
   dataSource,
   downloads,
@@ -16,12 +21,34 @@ export function createArtifactsRouter({
   downloads: DownloadSigner;
 }): Router {
   const router = new Router();
+  const teamArtifact = async (uid: string, teamId: string) => {
+    const artifact = isUuid(uid) ? await findArtifact(dataSource.manager, uid, teamId) : null;
+    if (!artifact) throw notFound(`No artifact ${uid}.`);
+    return artifact;
+  };
+
   router.get('/agent/artifacts/:artifactUid', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const uid = ctx.params.artifactUid!;
-    const artifact = isUuid(uid) ? await findArtifact(dataSource.manager, uid, principalOf(ctx.state).teamId) : null;
-    if (!artifact) throw notFound(`No artifact ${uid}.`);
+    const artifact = await teamArtifact(ctx.params.artifactUid!, principalOf(ctx.state).teamId);
     ctx.body = toArtifactResponse(artifact, downloads);
+  });
+
+  router.get('/agent/artifacts/:artifactUid/download', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const artifact = await teamArtifact(ctx.params.artifactUid!, principalOf(ctx.state).teamId);
+    ctx.redirect(signedUrl(downloads, 'artifacts', artifact.artifactUid));
+  });
+
+  router.get('/agent/conversations/:conversationId/screenshots/:screenshotUid/download', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const { conversationId, screenshotUid } = ctx.params as { conversationId: string; screenshotUid: string };
+    const teamId = principalOf(ctx.state).teamId;
+    const artifact = isUuid(screenshotUid) ? await findArtifact(dataSource.manager, screenshotUid, teamId) : null;
+    const run = artifact && (await findRun(dataSource.manager, artifact.runId, teamId));
+    if (!artifact || !artifact.mimeType.startsWith('image/') || run?.conversationId !== conversationId) {
+      throw notFound(`No screenshot ${screenshotUid} in conversation ${conversationId}.`);
+    }
+    ctx.redirect(signedUrl(downloads, 'artifacts', artifact.artifactUid));
   });
   return router;
 }

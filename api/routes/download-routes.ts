@@ -4,6 +4,9 @@ import { checkDownloadSignature, type DownloadKind } from '../../core/download-u
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
 import { findHandoffAttachment } from '../../db/attachments';
+import { findRun, listConversationRunsUnscoped } from '../../db/run-queries';
+import type { Run } from '../../db/rows/run';
+import { transcriptJsonLines } from '../transcript-download';
 import type { BlobStore } from '../../db/blob-store';
 import { ApiError, invalid, notFound } from '../../core/api-error';
 
@@ -24,10 +27,12 @@ export function createDownloadRouter({
   dataSource,
   blobs,
   signingKey,
+  secretsKey,
 }: {
   dataSource: DataSource;
   blobs: BlobStore;
   signingKey: Buffer;
+  secretsKey: Buffer;
 }): Router {
   const router = new Router();
 
@@ -49,6 +54,15 @@ export function createDownloadRouter({
         ? 'This download link lacks a valid `expires` and `signature`; use the `download_url` exactly as the API returned it.'
         : `This download link's signature is not valid (the link was altered); get a fresh one from ${fetchAgain}.`,
     );
+  }
+
+  function sendTranscript(ctx: RouterContext, runs: Run[], filename: string): void {
+    ctx.set('Content-Disposition', contentDisposition(filename));
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.type = 'application/x-ndjson';
+    ctx.body = transcriptJsonLines(dataSource.manager, runs, secretsKey);
   }
 
   async function send(ctx: RouterContext, blobId: string, filename: string, mimeType: string): Promise<void> {
@@ -77,6 +91,22 @@ export function createDownloadRouter({
     const file = isUuid(id) ? await findHandoffAttachment(dataSource.manager, id) : null;
     if (!file) throw notFound(`No handoff attachment ${id}; a later turn of the run may have replaced it.`);
     await send(ctx, file.blobId, file.filename, file.mimeType);
+  });
+
+  router.get('/downloads/transcripts/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    assertSigned(ctx, 'transcripts', id, `GET /api/v1/agent/runs/${id}/transcript`);
+    const run = isUuid(id) ? await findRun(dataSource.manager, id) : null;
+    if (!run) throw notFound(`No run ${id}.`);
+    sendTranscript(ctx, [run], `transcript-${id}.jsonl`);
+  });
+
+  router.get('/downloads/conversation-transcripts/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    assertSigned(ctx, 'conversation-transcripts', id, `GET /api/v1/agent/conversations/${id}/transcript`);
+    const runs = isUuid(id) ? await listConversationRunsUnscoped(dataSource.manager, id) : [];
+    if (runs.length === 0) throw notFound(`No conversation ${id}.`);
+    sendTranscript(ctx, runs, `conversation-${id}.jsonl`);
   });
 
   return router;

@@ -89,6 +89,13 @@ export const network = group('Network', {
     readBy: ['workers'],
     unset: 'unset',
   },
+  EGRESS_CIDRS: {
+    schema: optionalString,
+    description:
+      "comma-separated IPv4 and IPv6 networks (`203.0.113.0/24`, `2001:db8::/48`, or single addresses) that runs' traffic leaves from, as `GET /networking/egress-ranges` tells callers who allowlist it",
+    readBy: ['API'],
+    unset: 'unset: an empty list (not known)',
+  },
   OUTBOUND_ALLOWED_PRIVATE_HOSTS: {
     schema: optionalString,
     description:

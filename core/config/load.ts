@@ -10,6 +10,7 @@ import {
   parseModelMap,
   parseNetworkPolicy,
   parseOtlpHeaders,
+  parseEgressCidrs,
 } from './parsers';
 import { envSchema, type Env } from './variables';
 
@@ -165,6 +166,8 @@ function configFrom(e: Env) {
       sandboxAllowedPrivateHosts: commaList(e.AGENT_NETWORK_ALLOWED_PRIVATE_HOSTS),
       /** Private hosts and CIDRs the worker may connect to for MCP servers and webhooks. */
       outboundAllowedPrivateHosts: commaList(e.OUTBOUND_ALLOWED_PRIVATE_HOSTS),
+      /** The networks runs' traffic leaves from, canonical and deduplicated; empty when not known. */
+      egressCidrs: parseEgressCidrs(e.EGRESS_CIDRS),
     },
     /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
     secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,

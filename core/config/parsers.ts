@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { parseNetworkPolicyText, type NetworkPolicy } from '../network-policy';
 
@@ -53,6 +54,26 @@ export const commaList = (raw: string | undefined): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+
+/**
+ * EGRESS_CIDRS: networks in canonical form (the network address of a CIDR, IPv6 compressed as
+ * RFC 5952 writes it; a single address as /32 or /128), without duplicates, in the order given.
+ */
+export function parseEgressCidrs(raw: string | undefined): string[] {
+  const cidrs = commaList(raw).map((entry) => {
+    const withPrefix = entry.includes('/') ? entry : `${entry}/${ipaddr.IPv6.isValid(entry) ? 128 : 32}`;
+    if (ipaddr.IPv4.isValidCIDRFourPartDecimal(withPrefix)) {
+      return `${ipaddr.IPv4.networkAddressFromCIDR(withPrefix).toString()}/${ipaddr.IPv4.parseCIDR(withPrefix)[1]}`;
+    }
+    if (!withPrefix.includes('.') && ipaddr.IPv6.isValidCIDR(withPrefix)) {
+      return `${ipaddr.IPv6.networkAddressFromCIDR(withPrefix).toString()}/${ipaddr.IPv6.parseCIDR(withPrefix)[1]}`;
+    }
+    throw new ConfigError(
+      `Invalid configuration:\n  EGRESS_CIDRS: \`${entry}\` is not an IPv4 or IPv6 network; write networks like 203.0.113.0/24 or 2001:db8::/48, separated by commas`,
+    );
+  });
+  return [...new Set(cidrs)];
+}
 
 /** `key=value,key2=value2` as OpenTelemetry's OTEL_EXPORTER_OTLP_HEADERS spells it (values URL-encoded). */
 export function parseOtlpHeaders(name: string, raw: string | undefined): Record<string, string> {

@@ -1,4 +1,4 @@
-import { signedDownloadUrl } from '../../core/download-urls';
+import { signedDownloadUrl, type DownloadKind } from '../../core/download-urls';
 import type { FileArtifact } from '../../db/artifacts';
 import type { HandoffAttachment } from '../../db/attachments';
 
@@ -7,6 +7,11 @@ export interface DownloadSigner {
   key: Buffer;
   publicUrl: string;
   ttlSeconds: number;
+}
+
+/** A signed URL that downloads `id` (of `kind`) without a key until the signer's TTL passes. */
+export function signedUrl(signer: DownloadSigner, kind: DownloadKind, id: string): string {
+  return signedDownloadUrl(signer.publicUrl, signer.key, kind, id, signer.ttlSeconds).url;
 }
 
 /** An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients, `FILE` kind). */

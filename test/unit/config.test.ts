@@ -153,7 +153,12 @@ describe('loadConfig', () => {
         leaseSeconds: 60,
         sweepIntervalSeconds: 300,
       },
-      network: { defaultPolicy: 'open', sandboxAllowedPrivateHosts: [], outboundAllowedPrivateHosts: [] },
+      network: {
+        defaultPolicy: 'open',
+        sandboxAllowedPrivateHosts: [],
+        outboundAllowedPrivateHosts: [],
+        egressCidrs: [],
+      },
       reconcileIntervalSeconds: 20,
       downloadUrlTtlSeconds: 3600,
       sseHeartbeatSeconds: 15,
@@ -238,6 +243,8 @@ describe('loadConfig', () => {
     ['PUBLIC_URL', { PUBLIC_URL: 'agent-runs.example.com' }],
     ['OPENAI_BASE_URL', { OPENAI_BASE_URL: 'not a url' }],
     ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: '11' }],
+    ['EGRESS_CIDRS', { EGRESS_CIDRS: '203.0.113.0/24,example.com' }],
+    ['EGRESS_CIDRS', { EGRESS_CIDRS: '10.0.0.0/33' }],
   ];
 
   test.each(badValues)('a bad %s stops it, naming the variable', (name, env) => {
@@ -249,5 +256,17 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '99999', LOG_LEVEL: 'loud', AGENT_RUN_LIMITS: 'maybe' })).toThrow(
       /^Invalid configuration:\n {2}PORT: .*\n {2}LOG_LEVEL: .*\n {2}AGENT_RUN_LIMITS: .*$/,
     );
+  });
+
+  test('EGRESS_CIDRS: networks in canonical form, without duplicates, in the order given', () => {
+    const config = loadConfig({
+      EGRESS_CIDRS: ' 203.0.113.7/24, 2001:DB8:0:0::1/48,198.51.100.9 ,203.0.113.0/24,2001:db8::5',
+    });
+    expect(config.network.egressCidrs).toEqual([
+      '203.0.113.0/24',
+      '2001:db8::/48',
+      '198.51.100.9/32',
+      '2001:db8::5/128',
+    ]);
   });
 });

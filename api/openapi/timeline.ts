@@ -1,0 +1,47 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { z } from '../../core/schemas/zod';
+import type { runTimeline } from '../../services/views/run-timeline';
+import { registerOperation, timestamp } from './common';
+import type { Fits } from './fits';
+
+/** `GET /agent/runs/{id}/timeline` (services/views/run-timeline.ts). */
+const timelineSchema = z
+  .object({
+    events: z.array(
+      z.object({
+        event_type: z.enum([
+          'oz_run_created',
+          'oz_run_claimed',
+          'worker_container_ready',
+          'agent_started',
+          'oz_run_done',
+          'oz_run_cancelled',
+          'oz_run_failed',
+          'oz_run_errored',
+        ]),
+        event_uuid: z.uuid().openapi({ description: 'Stable: the same event has the same id on every read.' }),
+        occurred_at: timestamp(),
+        run_id: z.uuid(),
+        execution_id: z.number().int().openapi({ description: 'The turn of the run the event belongs to.' }),
+        payload: z.record(z.string(), z.unknown()),
+      }),
+    ),
+  })
+  .openapi('RunTimeline');
+
+export function registerTimelineOperations(registry: OpenAPIRegistry): void {
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/runs/{runId}/timeline',
+    operationId: 'getRunTimeline',
+    summary: "The run's lifecycle events, in order",
+    description:
+      'Created; then per turn: claimed (in progress), its workspace ready (when the turn made one), the agent started, and how the turn ended.',
+    tags: ['Runs'],
+    params: z.object({ runId: z.uuid().openapi({ param: { description: 'The run id.' } }) }),
+    responses: [{ status: 200, description: 'The timeline.', schema: timelineSchema }],
+    errors: [400, 404],
+  });
+}
+
+export type TimelineFits = Fits<typeof timelineSchema, ReturnType<typeof runTimeline>>;

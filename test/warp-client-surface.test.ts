@@ -1,0 +1,199 @@
+import { WARP_CLIENT } from '../infra/python-client';
+import { ensureWarpClient } from '../infra/python-client';
+import { warpClientCalls, type WarpCall, type WarpResult } from './helpers/warp-client';
+import { createRun, waitForState } from './helpers/runs';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+
+/**
+ * The newest official client (warp-platform-sdk 1.0.0) with strict response validation, method by
+ * method (test/contract/warp_client_calls.py): each answers what its docstring says.
+ */
+let ctx: TestContext;
+beforeAll(async () => {
+  await ensureWarpClient();
+  ctx = await createTestContext({
+    env: {
+      EGRESS_CIDRS: '203.0.113.7/24, 2001:DB8::1/48',
+      MODEL_PRICES: '{"anthropic/claude-opus-4-1":{"input":15,"output":75}}',
+    },
+  });
+}, 360_000);
+afterAll(async () => {
+  await ctx?.close();
+});
+
+async function calls(key: string, list: WarpCall[]): Promise<WarpResult[]> {
+  return warpClientCalls(ctx.baseUrl, key, list);
+}
+
+test(`${WARP_CLIENT}: agent.list_models lists what this deployment can run, the default first`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const [listed] = await calls(key, [{ call: 'agent.list_models' }]);
+  expect(listed).toEqual({ ok: expect.objectContaining({ default_model_id: 'openai/test-model' }) });
+  const { models } = (listed as { ok: { models: { id: string; provider: string; disable_reason?: string }[] } }).ok;
+  // OpenAI's key is configured here, Anthropic's is not: no Anthropic model, not even a priced one.
+  expect(models[0]).toMatchObject({ id: 'openai/test-model', provider: 'OPENAI', vision_supported: false });
+  expect(models.map((m) => m.id)).toEqual(expect.arrayContaining(['openai/gpt-4o', 'openai/gpt-4.1-mini']));
+  expect(models.filter((m) => m.provider !== 'OPENAI')).toEqual([]);
+  expect(models.filter((m) => m.disable_reason)).toEqual([]);
+});
+
+test(`${WARP_CLIENT}: get_egress_ranges answers EGRESS_CIDRS, canonical`, async () => {
+  const { key } = await ctx.newTeamKey();
+  expect(await calls(key, [{ call: 'networking.get_egress_ranges' }])).toEqual([
+    { ok: { cidrs: ['203.0.113.0/24', '2001:db8::/48'] } },
+  ]);
+});
+
+/** A run that wrote and uploaded a screenshot and a notes file, and answered. */
+async function finishedRun(key: string, marker: string) {
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: 'Taking a screenshot.',
+          toolCalls: [
+            {
+              name: 'run_command',
+              arguments: { command: 'printf "PNG-BYTES" > shot.png && printf "notes" > notes.txt' },
+            },
+          ],
+        }
+      : call === 2
+        ? {
+            text: '',
+            toolCalls: [
+              { name: 'upload_artifact', arguments: { filepath: 'shot.png', title: 'Screen' } },
+              { name: 'upload_artifact', arguments: { filepath: 'notes.txt' } },
+            ],
+          }
+        : { text: `All done ${marker}` },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Take a screenshot ${marker}` });
+  return waitForState(ctx, key, runId, ['SUCCEEDED']);
+}
+
+test(`${WARP_CLIENT}: a run's conversation, timeline, transcript and artifacts, and none of them for another team`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('surface');
+  const run = await finishedRun(key, marker);
+  const runId = run.run_id as string;
+  const conversationId = run.conversation_id as string;
+  const artifacts = (run.artifacts as { data: { artifact_uid: string; filename: string } }[]).map((a) => a.data);
+  const shot = artifacts.find((a) => a.filename === 'shot.png')!.artifact_uid;
+  const notes = artifacts.find((a) => a.filename === 'notes.txt')!.artifact_uid;
+  const reads: WarpCall[] = [
+    { call: 'agent.runs.get_conversation', args: [runId] },
+    { call: 'agent.conversations.retrieve', args: [conversationId] },
+    { call: 'agent.runs.get_timeline', args: [runId] },
+    { call: 'agent.runs.get_transcript', args: [runId] },
+    { call: 'agent.conversations.get_transcript', args: [conversationId] },
+    { call: 'agent.download_artifact', args: [notes] },
+    { call: 'agent.conversations.download_screenshot', args: [shot], kwargs: { conversation_id: conversationId } },
+  ];
+  const [conversation, retrieved, timeline, transcript, conversationTranscript, download, screenshot] = await calls(
+    key,
+    reads,
+  );
+
+  // One step for the one turn: the prompt, the agent's messages with its actions, their results.
+  const steps = (conversation as { ok: { conversation_id: string; steps: Step[] } }).ok;
+  expect(steps.conversation_id).toBe(conversationId);
+  expect(steps.steps).toHaveLength(1);
+  const [step] = steps.steps;
+  expect(step).toMatchObject({
+    id: `${runId}/t1`,
+    description: `Take a screenshot ${marker}`,
+    summary: `All done ${marker}`,
+  });
+  // The files the command wrote show as a system event after its result.
+  expect(step!.messages.map((m) => m.role)).toEqual([
+    'user',
+    'assistant',
+    'tool',
+    'system',
+    'assistant',
+    'tool',
+    'tool',
+    'assistant',
+  ]);
+  expect(step!.messages[1]!.content).toEqual([
+    expect.objectContaining({ type: 'text', text: 'Taking a screenshot.' }),
+    expect.objectContaining({ type: 'action', category: 'command', name: 'run_command' }),
+  ]);
+  expect(step!.messages[3]!.content[0]).toMatchObject({ type: 'event', name: 'files_changed' });
+  expect(step!.messages[2]!.content[0]).toMatchObject({
+    type: 'action_result',
+    state: 'completed',
+    output: { exit_code: 0 },
+  });
+  expect((retrieved as { ok: { steps: Step[] } }).ok.steps).toEqual(steps.steps);
+
+  const events = (timeline as { ok: { events: { event_type: string; execution_id: number }[] } }).ok.events;
+  expect(events.map((e) => e.event_type)).toEqual([
+    'oz_run_created',
+    'oz_run_claimed',
+    'worker_container_ready',
+    'agent_started',
+    'oz_run_done',
+  ]);
+  expect(new Set(events.map((e) => e.execution_id))).toEqual(new Set([1]));
+
+  // The transcripts: followed redirects to signed JSON Lines, the run's entries in order.
+  for (const got of [transcript, conversationTranscript]) {
+    const { bytes, content_type } = (got as { ok: { bytes: string; content_type: string } }).ok;
+    expect(content_type).toBe('application/x-ndjson');
+    const lines = bytes
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { run_id: string; kind: string });
+    expect(lines[0]).toMatchObject({ run_id: runId, kind: 'prompt' });
+    expect(lines.filter((l) => l.kind === 'tool_call')).toHaveLength(3);
+    expect(lines.at(-1)).toMatchObject({ kind: 'state' });
+  }
+  expect(download).toEqual({ ok: { bytes: 'notes', content_type: 'text/plain; charset=utf-8' } });
+  expect(screenshot).toEqual({ ok: { bytes: 'PNG-BYTES', content_type: 'image/png' } });
+
+  // The notes file is no screenshot; another team sees none of it.
+  const [notScreenshot] = await calls(key, [
+    { call: 'agent.conversations.download_screenshot', args: [notes], kwargs: { conversation_id: conversationId } },
+  ]);
+  expect(notScreenshot).toMatchObject({ error: 'NotFoundError', status: 404 });
+  const other = await ctx.newTeamKey();
+  const theirs = await calls(other.key, reads);
+  expect(theirs.map((r) => ('status' in r ? r.status : r))).toEqual(reads.map(() => 404));
+});
+
+type Step = {
+  id: string;
+  messages: { role: string; content: Record<string, unknown>[] }[];
+};
+
+test(`${WARP_CLIENT}: follow-ups by run and by conversation say how they reach the run`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('surface-followup');
+  const run = await finishedRun(key, marker);
+  const runId = run.run_id as string;
+  const [byRun] = await calls(key, [
+    { call: 'agent.runs.submit_followup', args: [runId], kwargs: { message: 'More' } },
+  ]);
+  expect(byRun).toEqual({
+    ok: { followup_id: expect.any(String), outcome: 'handoff_execution', run_id: runId, state: 'QUEUED' },
+  });
+  await ctx.model.waitForCalls(marker, 4);
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const [byConversation] = await calls(key, [
+    { call: 'agent.conversations.submit_followup', args: [run.conversation_id], kwargs: { message: 'Even more' } },
+  ]);
+  expect(byConversation).toEqual({
+    ok: { followup_id: expect.any(String), outcome: 'handoff_execution', run_id: runId, state: 'QUEUED' },
+  });
+  await ctx.model.waitForCalls(marker, 5);
+  expect(ctx.model.calls(marker)[4]!.messages.at(-1)).toMatchObject({ role: 'user', content: 'Even more' });
+  const other = await ctx.newTeamKey();
+  expect(
+    await calls(other.key, [
+      { call: 'agent.conversations.submit_followup', args: [run.conversation_id], kwargs: { message: 'x' } },
+      { call: 'agent.runs.submit_followup', args: [runId], kwargs: { message: 'x' } },
+    ]),
+  ).toEqual([expect.objectContaining({ status: 404 }), expect.objectContaining({ status: 404 })]);
+});
