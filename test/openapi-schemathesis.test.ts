@@ -14,7 +14,7 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
 const run = promisify(execFile);
 
 /** Test cases per operation and phase: the whole run stays within a few minutes. */
-const MAX_EXAMPLES = 25;
+const MAX_EXAMPLES = 15;
 
 /**
  * schemathesis against the test stack, with all its checks, over every operation of
