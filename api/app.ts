@@ -26,6 +26,9 @@ import { createArtifactsRouter } from './routes/artifacts-routes';
 import { createPlatformRouter } from './routes/platform-routes';
 import { createTranscriptRouter } from './routes/transcript-routes';
 import { createTimelineRouter } from './routes/timeline-routes';
+import { createFactoryResourceRouter } from './routes/factory-resource-routes';
+import { createFactoryTaskRouter } from './routes/factory-task-routes';
+import { createFactoryTasks } from '../services/factories/factory-tasks';
 import { createDownloadRouter } from './routes/download-routes';
 import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
@@ -116,6 +119,14 @@ export function createApp(deps: AppDeps): Koa {
     createPlatformRouter({ config }),
     createTranscriptRouter({ dataSource, downloads }),
     createTimelineRouter({ dataSource }),
+    createFactoryResourceRouter({ dataSource, runService }),
+    createFactoryTaskRouter({
+      dataSource,
+      tasks: createFactoryTasks({
+        dataSource,
+        cancelRun: (principal, runId) => runService.cancelRun(principal, runId),
+      }),
+    }),
     createRunEventsRouter({ dataSource, secretsKey, streams }),
     createWebhooksRouter({ config, dataSource, secretsKey }),
     createSecretsRouter({ config, dataSource, secretsKey }),

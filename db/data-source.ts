@@ -24,6 +24,7 @@ import { Harnesses1763950000000 } from './migrations/1763950000000-harnesses';
 import { RootRun1763955000000 } from './migrations/1763955000000-root-run';
 import { IdentityHarnesses1763958000000 } from './migrations/1763958000000-identity-harnesses';
 import { HarnessStepAttempts1763960000000 } from './migrations/1763960000000-harness-step-attempts';
+import { FactoryTasks1763962000000 } from './migrations/1763962000000-factory-tasks';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -48,6 +49,7 @@ export const MIGRATIONS = [
   RootRun1763955000000,
   IdentityHarnesses1763958000000,
   HarnessStepAttempts1763960000000,
+  FactoryTasks1763962000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -130,6 +130,21 @@ export async function deleteEnvironment(manager: EntityManager, uid: string, tea
   return rows[1] > 0;
 }
 
+/** The repositories of each of the team's environments `uids` names (missing ones are absent). */
+export async function environmentRepositories(
+  manager: EntityManager,
+  teamId: string,
+  uids: string[],
+): Promise<Map<string, { owner: string; repo: string }[]>> {
+  if (uids.length === 0) return new Map();
+  const rows = (await manager.query(
+    `SELECT uid, config->'github_repos' AS repos FROM environments
+      WHERE team_id = $1 AND uid = ANY($2::text[]) AND deleted_at IS NULL`,
+    [teamId, uids],
+  )) as { uid: string; repos: { owner: string; repo: string }[] | null }[];
+  return new Map(rows.map((r) => [r.uid, (r.repos ?? []).map(({ owner, repo }) => ({ owner, repo }))]));
+}
+
 export async function markEnvironmentSetupFailed(manager: EntityManager, uid: string, failed: boolean): Promise<void> {
   await manager.query(`UPDATE environments SET setup_failed = $2 WHERE uid = $1`, [uid, failed]);
 }

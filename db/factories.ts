@@ -53,10 +53,17 @@ export async function listFactories(
   manager: EntityManager,
   teamId: string,
   page: { limit: number; after?: KeysetPosition },
+  /** Only factories whose name contains it, ignoring case. */
+  search?: string,
 ): Promise<KeysetPage<FactoryWithAgents>> {
   const { rows, next } = await selectKeysetPage(
     manager,
-    { columns: COLUMNS, from: 'factories', where: 'team_id = $1', params: [teamId] },
+    {
+      columns: COLUMNS,
+      from: 'factories',
+      where: `team_id = $1 AND ($2::text IS NULL OR strpos(lower(name), lower($2::text)) > 0)`,
+      params: [teamId, search ?? null],
+    },
     FACTORY_ORDER,
     page.limit,
     page.after,

@@ -1,7 +1,9 @@
 import { WARP_CLIENT } from '../infra/python-client';
 import { ensureWarpClient } from '../infra/python-client';
 import { warpClientCalls, type WarpCall, type WarpResult } from './helpers/warp-client';
-import { createRun, waitForState } from './helpers/runs';
+import { createFactory } from './helpers/factories';
+import { auth, createRun, getRun, waitForState } from './helpers/runs';
+import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
 /**
@@ -196,4 +198,163 @@ test(`${WARP_CLIENT}: follow-ups by run and by conversation say how they reach t
       { call: 'agent.runs.submit_followup', args: [runId], kwargs: { message: 'x' } },
     ]),
   ).toEqual([expect.objectContaining({ status: 404 }), expect.objectContaining({ status: 404 })]);
+});
+
+test(`${WARP_CLIENT}: factories at /factory: listed, searched, read, and work dispatched for a ticket`, async () => {
+  const { key, team } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }]);
+  const name = ((await ctx.api.get(`/api/v1/agent/factories/${factory.uid}`).set(auth(key))).body as { name: string })
+    .name;
+  const marker = uniqueName('ticket');
+  ctx.model.script(marker, () => ({ text: 'On it.' }));
+  const teamUid = ((await ctx.dataSource.query(`SELECT id FROM teams WHERE name = $1`, [team])) as { id: string }[])[0]
+    ?.id;
+  const [listed, searched, missed, got, dispatched] = await calls(key, [
+    { call: 'factories.list' },
+    { call: 'factories.list', kwargs: { search: name.slice(-6).toUpperCase() } },
+    { call: 'factories.list', kwargs: { search: 'no-such-factory' } },
+    { call: 'factories.get', args: [factory.uid] },
+    {
+      call: 'factories.runs.create',
+      args: [factory.uid],
+      kwargs: {
+        prompt: `Fix the login page ${marker}`,
+        ticket_ref: 'APP-123',
+        ticket_url: 'https://tracker.example.com/APP-123',
+      },
+    },
+  ]);
+  const uids = (r: WarpResult | undefined) => ((r as { ok: { uid: string }[] }).ok ?? []).map((f) => f.uid);
+  expect(uids(listed)).toEqual([factory.uid]);
+  expect(uids(searched)).toEqual([factory.uid]);
+  expect(uids(missed)).toEqual([]);
+  expect(got).toEqual({
+    ok: expect.objectContaining({
+      uid: factory.uid,
+      name,
+      code_forge: 'NONE',
+      repositories: [],
+      credential_strategy: 'CREATOR',
+    }),
+  });
+  expect((got as { ok: { team_uid: string } }).ok.team_uid).toBe(teamUid);
+  expect(teamUid).toEqual(expect.any(String));
+  const run = (dispatched as { ok: { run_id: string; foreman_agent: string; ticket_ref: string; factory_uid: string } })
+    .ok;
+  expect(run).toMatchObject({ factory_uid: factory.uid, ticket_ref: 'APP-123', state: 'QUEUED' });
+  expect(run.foreman_agent).toMatch(/^foreman-/);
+  const done = await waitForState(ctx, key, run.run_id, ['SUCCEEDED']);
+  expect(done.metadata).toEqual({ ticket_ref: 'APP-123', ticket_url: 'https://tracker.example.com/APP-123' });
+  expect((done.executor as { uid: string }).uid).toBe(factory.agents.FOREMAN);
+
+  const other = await ctx.newTeamKey();
+  const theirs = await calls(other.key, [
+    { call: 'factories.list' },
+    { call: 'factories.get', args: [factory.uid] },
+    { call: 'factories.runs.create', args: [factory.uid], kwargs: { prompt: 'x' } },
+  ]);
+  expect(theirs).toEqual([
+    { ok: [] },
+    expect.objectContaining({ status: 404 }),
+    expect.objectContaining({ status: 404 }),
+  ]);
+});
+
+test(`${WARP_CLIENT}: a factory's task board: bind, list, move, find by run or conversation, cancel, delete`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }]);
+  const marker = uniqueName('tasks');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (req) =>
+    JSON.stringify(req.messages).includes('Keep working') ? { hold: held.promise } : { text: 'Done.' },
+  );
+  const done = await createRun(ctx, key, { prompt: `Write the spec ${marker}` });
+  const doneRun = await waitForState(ctx, key, done, ['SUCCEEDED']);
+  const busy = await createRun(ctx, key, { prompt: `Keep working ${marker}` });
+  await ctx.model.waitForCalls(marker, 2);
+  const busyRun = await getRun(ctx, key, busy);
+  const uid = factory.uid;
+
+  type TaskBody = { uid: string; stage: string; run_id: string; title: string; description?: string };
+  const ok = <T = TaskBody>(r: WarpResult | undefined) => (r as { ok: T }).ok;
+  const [specTask, again, busyTask] = await calls(key, [
+    {
+      call: 'factories.tasks.create',
+      args: [uid],
+      kwargs: { conversation_id: doneRun.conversation_id, title: 'Spec the login page', description: 'First draft' },
+    },
+    {
+      call: 'factories.tasks.create',
+      args: [uid],
+      kwargs: { conversation_id: doneRun.conversation_id, title: 'Again' },
+    },
+    {
+      call: 'factories.tasks.create',
+      args: [uid],
+      kwargs: { conversation_id: busyRun.conversation_id, title: 'Implement it', stage: 'IMPLEMENT' },
+    },
+  ]);
+  expect(ok(specTask)).toMatchObject({
+    stage: 'TRIAGE',
+    run_id: done,
+    title: 'Spec the login page',
+    description: 'First draft',
+  });
+  expect(again).toMatchObject({ status: 409 });
+  const spec = ok(specTask).uid;
+  const impl = ok(busyTask).uid;
+
+  const [all, implementing, searched, moved, byRun, byConversation] = await calls(key, [
+    { call: 'factories.tasks.list', args: [uid], kwargs: { include_current_run: true } },
+    { call: 'factories.tasks.list', args: [uid], kwargs: { stage: ['IMPLEMENT', 'REVIEW'] } },
+    { call: 'factories.tasks.list', args: [uid], kwargs: { q: 'LOGIN' } },
+    { call: 'factories.tasks.update', args: [spec], kwargs: { uid, stage: 'REVIEW', description: null } },
+    { call: 'factories.tasks.get_by_run', args: [uid], kwargs: { run_id: done } },
+    { call: 'factories.tasks.get_by_conversation', args: [uid], kwargs: { conversation_id: busyRun.conversation_id } },
+  ]);
+  const listed = ok<(TaskBody & { current_run?: { state: string } })[]>(all);
+  expect(listed.map((t) => t.uid)).toEqual([impl, spec]);
+  expect(listed.map((t) => t.current_run?.state)).toEqual(['INPROGRESS', 'SUCCEEDED']);
+  expect(ok<TaskBody[]>(implementing).map((t) => t.uid)).toEqual([impl]);
+  expect(ok<TaskBody[]>(searched).map((t) => t.uid)).toEqual([spec]);
+  expect(ok(moved)).toMatchObject({ uid: spec, stage: 'REVIEW', title: 'Spec the login page' });
+  expect(ok(moved).description).toBeUndefined();
+  expect(ok(byRun).uid).toBe(spec);
+  expect(ok(byConversation).uid).toBe(impl);
+
+  // Cancelling the task cancels its run; deleting the other frees its conversation.
+  const [cancelled] = await calls(key, [{ call: 'factories.tasks.cancel', args: [impl], kwargs: { uid } }]);
+  expect(ok(cancelled)).toMatchObject({ uid: impl, stage: 'CANCELLED' });
+  await waitForState(ctx, key, busy, ['CANCELLED']);
+  held.release({ text: 'late' });
+  const [deleted, gone, rebound] = await calls(key, [
+    { call: 'factories.tasks.delete', args: [spec], kwargs: { uid } },
+    { call: 'factories.tasks.get', args: [spec], kwargs: { uid } },
+    {
+      call: 'factories.tasks.create',
+      args: [uid],
+      kwargs: { conversation_id: doneRun.conversation_id, title: 'Spec, take two' },
+    },
+  ]);
+  expect(deleted).toEqual({ ok: null });
+  expect(gone).toMatchObject({ status: 404 });
+  expect(ok(rebound)).toMatchObject({ stage: 'TRIAGE', title: 'Spec, take two' });
+
+  // Another team: no board, and none of its conversations can be bound here.
+  const other = await ctx.newTeamKey();
+  const theirs = await calls(other.key, [
+    { call: 'factories.tasks.list', args: [uid] },
+    { call: 'factories.tasks.get', args: [impl], kwargs: { uid } },
+    { call: 'factories.tasks.get_by_run', args: [uid], kwargs: { run_id: done } },
+  ]);
+  expect(theirs.map((r) => ('status' in r ? r.status : r))).toEqual([404, 404, 404]);
+  const theirFactory = await createFactory(ctx, other.key, [{ type: 'FOREMAN' }]);
+  const [foreign] = await calls(other.key, [
+    {
+      call: 'factories.tasks.create',
+      args: [theirFactory.uid],
+      kwargs: { conversation_id: busyRun.conversation_id, title: 'x' },
+    },
+  ]);
+  expect(foreign).toMatchObject({ status: 400 });
 });

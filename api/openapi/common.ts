@@ -162,7 +162,7 @@ export function linksTo(pointer: string, parameter: string, operationIds: string
 
 /** One operation: everything `registerPath` needs, with the errors it can answer listed by status. */
 export interface Operation {
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI style: `/api/v1/agent/runs/{runId}`. */
   path: string;
   operationId: string;

@@ -1,9 +1,15 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { AGENT_TYPES } from '../../db/agent-identities';
-import { factoryBodySchema, factoryValidateBodySchema } from '../../core/schemas/factory-schemas';
+import {
+  factoryBodySchema,
+  factoryResourceListQuerySchema,
+  factoryTicketDispatchSchema,
+  factoryValidateBodySchema,
+} from '../../core/schemas/factory-schemas';
+import { RUN_STATES } from '../../core/run-state';
 import { z } from '../../core/schemas/zod';
-import { linksTo, locationHeader, registerOperation, timestamp } from './common';
-import type { toFactoryItem } from '../factory-item';
+import { idempotencyHeaders, linksTo, locationHeader, registerOperation, timestamp } from './common';
+import type { toFactoryItem, toFactoryResource } from '../factory-item';
 import type { Fits } from './fits';
 import { resourcePageInfoSchema, resourcePageQuerySchema } from '../../core/schemas/resource-page-schemas';
 
@@ -145,3 +151,83 @@ export function registerFactoryOperations(registry: OpenAPIRegistry): void {
 
 /** What api/factory-item.ts builds is what the document says a factory is. */
 export type FactoryFits = Fits<typeof factorySchema, ReturnType<typeof toFactoryItem>>;
+
+/** A factory at `/factory` (api/factory-item.ts `toFactoryResource`). */
+const factoryResourceSchema = factorySchema
+  .extend({
+    team_uid: z.string(),
+    default_environment: z.string().optional(),
+    agent_defaults: z.object({
+      default_runner_uid: z.string(),
+      mcp_servers: z.record(z.string(), z.unknown()),
+      secrets: z.array(z.unknown()),
+      worker_host: z.string(),
+    }),
+    code_forge: z.enum(['GITHUB', 'NONE']),
+    code_forges: z.array(z.enum(['GITHUB', 'NONE'])),
+    credential_strategy: z.literal('CREATOR'),
+    repositories: z.array(z.object({ owner: z.string(), repo: z.string(), code_forge: z.literal('GITHUB') })),
+    scorer_defaults: z.object({}),
+    scoring: z.object({}),
+  })
+  .openapi('FactoryResource', {
+    description: "A factory as `/factory` shows it: the `Factory` fields and the newest official client's.",
+  });
+
+export type FactoryResourceFits = Fits<typeof factoryResourceSchema, ReturnType<typeof toFactoryResource>>;
+
+const factoryTicketRunSchema = z
+  .object({
+    factory_uid: z.string(),
+    foreman_agent: z.string().openapi({ description: "The foreman's name." }),
+    run_id: z.uuid(),
+    state: z.enum(RUN_STATES),
+    ticket_ref: z.string().openapi({ description: 'As sent; empty when none was.' }),
+  })
+  .openapi('FactoryTicketRun');
+
+/** `/factory`: the newest official client's paths for the same factories. */
+export function registerFactoryResourceOperations(registry: OpenAPIRegistry): void {
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/factory',
+    operationId: 'listFactoryResources',
+    summary: "List your team's factories (the newest client's shape)",
+    tags,
+    query: factoryResourceListQuerySchema,
+    responses: [
+      {
+        status: 200,
+        description: 'The factories, oldest first.',
+        schema: z.object({ factories: z.array(factoryResourceSchema), page_info: resourcePageInfoSchema }),
+      },
+    ],
+    errors: [400],
+  });
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/factory/{uid}',
+    operationId: 'getFactoryResource',
+    summary: "Get a factory (the newest client's shape)",
+    tags,
+    params: uidParams,
+    responses: [{ status: 200, description: 'The factory.', schema: factoryResourceSchema }],
+    errors: [400, 404],
+  });
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/factory/{uid}/runs',
+    operationId: 'dispatchTicketToFactory',
+    summary: "Create a run of a factory's foreman, for a ticket",
+    description:
+      "As `POST /agent/factories/{uid}/runs`; `ticket_ref` and `ticket_url` are kept in the run's `metadata`.",
+    tags,
+    params: uidParams,
+    headers: idempotencyHeaders,
+    body: { schema: factoryTicketDispatchSchema },
+    responses: [
+      { status: 201, description: 'The run was created.', schema: factoryTicketRunSchema, headers: locationHeader },
+    ],
+    errors: [400, 403, 404, 409],
+  });
+}
