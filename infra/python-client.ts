@@ -16,3 +16,11 @@ export async function ensurePythonClient(): Promise<string> {
 export async function ensureWarpClient(): Promise<string> {
   return path.join(await ensurePythonVenv('warp-client', WARP_CLIENT), 'bin', 'python');
 }
+
+/** The oldest official Python client (`WarpAPI`, Dec 2025), which reads runs as tasks (`/agent/tasks`). */
+export const OLDEST_CLIENT = 'warp-sdk==0.1.1';
+
+/** The python of a cached virtual environment with the oldest official Python client. */
+export async function ensureOldestClient(): Promise<string> {
+  return path.join(await ensurePythonVenv('oldest-client', OLDEST_CLIENT), 'bin', 'python');
+}

@@ -34,12 +34,14 @@ test('a run goes QUEUED → INPROGRESS → SUCCEEDED and its transcript holds pr
   const seen = ['QUEUED'];
   const inProgress = await waitForState(ctx, key, runId, ['INPROGRESS'], seen);
   expect(inProgress.started_at).toEqual(expect.any(String));
+  expect(inProgress.finished_at).toBeUndefined();
   expect(inProgress.session_link).toMatch(new RegExp(`^${ctx.baseUrl}/sessions/[A-Za-z0-9_-]{32}$`));
   await ctx.model.waitForCalls(marker, 1);
   hold.release({ text: 'Fixed it.', totalTokens: 42 });
 
   const done = await waitForState(ctx, key, runId, ['SUCCEEDED'], seen);
   expect(seen).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED']);
+  expect(Date.parse(done.finished_at as string)).toBeGreaterThanOrEqual(Date.parse(done.started_at as string));
   expect(done).toMatchObject({
     run_id: runId,
     task_id: runId,

@@ -1,5 +1,4 @@
-import { WARP_CLIENT } from '../infra/python-client';
-import { ensureWarpClient } from '../infra/python-client';
+import { ensureOldestClient, ensureWarpClient, OLDEST_CLIENT, WARP_CLIENT } from '../infra/python-client';
 import { warpClientCalls, type WarpCall, type WarpResult } from './helpers/warp-client';
 import { createFactory } from './helpers/factories';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
@@ -12,7 +11,7 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
  */
 let ctx: TestContext;
 beforeAll(async () => {
-  await ensureWarpClient();
+  await Promise.all([ensureWarpClient(), ensureOldestClient()]);
   ctx = await createTestContext({
     env: {
       EGRESS_CIDRS: '203.0.113.7/24, 2001:DB8::1/48',
@@ -357,4 +356,45 @@ test(`${WARP_CLIENT}: a factory's task board: bind, list, move, find by run or c
     },
   ]);
   expect(foreign).toMatchObject({ status: 400 });
+});
+
+test(`${OLDEST_CLIENT} reads runs as tasks: listed, filtered by its states, and read one by one`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('oldest');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (req) =>
+    JSON.stringify(req.messages).includes('Stop me') ? { hold: held.promise } : { text: 'Done.' },
+  );
+  const done = await createRun(ctx, key, { prompt: `Answer ${marker}` });
+  await waitForState(ctx, key, done, ['SUCCEEDED']);
+  const stopped = await createRun(ctx, key, { prompt: `Stop me ${marker}` });
+  await ctx.model.waitForCalls(marker, 2);
+  expect((await ctx.api.post(`/api/v1/agent/runs/${stopped}/cancel`).set(auth(key))).status).toBe(200);
+  await waitForState(ctx, key, stopped, ['CANCELLED']);
+  held.release({ text: 'late' });
+
+  const [all, failed, succeeded, one, missing] = await warpClientCalls(
+    ctx.baseUrl,
+    key,
+    [
+      { call: 'agent.tasks.list' },
+      { call: 'agent.tasks.list', kwargs: { state: ['FAILED'] } },
+      { call: 'agent.tasks.list', kwargs: { state: ['SUCCEEDED'], limit: 1 } },
+      { call: 'agent.tasks.retrieve', args: [done] },
+      { call: 'agent.tasks.retrieve', args: ['01a20000-0000-7000-8000-000000000000'] },
+    ],
+    'oldest',
+  );
+  type Listed = { tasks: { task_id: string; state: string; status_message?: { message: string } }[] };
+  expect((all as { ok: Listed }).ok.tasks.map((t) => [t.task_id, t.state])).toEqual([
+    [stopped, 'FAILED'],
+    [done, 'SUCCEEDED'],
+  ]);
+  expect((failed as { ok: Listed }).ok.tasks.map((t) => t.task_id)).toEqual([stopped]);
+  expect((failed as { ok: Listed }).ok.tasks[0]!.status_message!.message).toMatch(/^CANCELLED: /);
+  expect((succeeded as { ok: Listed }).ok.tasks.map((t) => t.task_id)).toEqual([done]);
+  expect(one).toEqual({
+    ok: expect.objectContaining({ task_id: done, state: 'SUCCEEDED', prompt: `Answer ${marker}`, source: 'API' }),
+  });
+  expect(missing).toMatchObject({ status: 404 });
 });

@@ -12,6 +12,7 @@ import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../../core/schemas/not
 import { registerPlatformOperations } from './platform';
 import { registerTimelineOperations } from './timeline';
 import { registerFactoryTaskOperations } from './factory-tasks';
+import { registerTaskViewOperations } from './task-view';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
 import { registerSecretOperations } from './secrets';
@@ -55,6 +56,7 @@ function registry(): OpenAPIRegistry {
   registerFactoryOperations(registry);
   registerFactoryResourceOperations(registry);
   registerFactoryTaskOperations(registry);
+  registerTaskViewOperations(registry);
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);
   registerServiceOperations(registry);

@@ -117,6 +117,9 @@ export const runItemSchema = z
       .uuid()
       .openapi({ description: "The top-level run of this run's orchestration tree; its own id for a top-level run." }),
     factory_uid: z.string().optional(),
+    finished_at: timestamp()
+      .optional()
+      .openapi({ description: 'When the run last reached a terminal state; absent while it works.' }),
     worker_id: z
       .string()
       .optional()

@@ -16,6 +16,7 @@ import type { RunAccepted } from '../../services/runs/run-service';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../../services/views/run-item';
+import { runStatesOfTaskState, toTaskItem } from '../../services/views/task-item';
 import type { createRunService } from '../../services/runs/run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
@@ -67,8 +68,9 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     answerCreated(ctx, await runService.dispatchToFactory(principalOf(ctx.state), ctx.params.uid!, body, key));
   });
 
-  router.get('/agent/runs', async (ctx) => {
-    const query = parseListRunsQuery(ctx.query);
+  /** A page of the team's runs as `GET /agent/runs` lists them, for `rawQuery`. */
+  const runPage = async (ctx: Parameters<RouterMiddleware>[0], rawQuery: Record<string, unknown>) => {
+    const query = parseListRunsQuery(rawQuery as typeof ctx.query);
     const { teamId } = principalOf(ctx.state);
     const ancestor = query.filters.ancestorRunId;
     // The official clients document it: the referenced run must exist and be the caller's.
@@ -85,13 +87,35 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
       dataSource.manager,
       runs.map((r) => r.runId),
     );
-    ctx.body = {
+    return {
       runs: runs.map((run) => toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId))),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
       },
     };
+  };
+
+  router.get('/agent/runs', async (ctx) => {
+    ctx.body = await runPage(ctx, ctx.query);
+  });
+
+  // The oldest official client (warp-sdk 0.1.1) reads runs as tasks: the same list and item.
+  router.get('/agent/tasks', async (ctx) => {
+    const states = ctx.query.state === undefined ? undefined : [ctx.query.state].flat();
+    const query = {
+      ...ctx.query,
+      ...(states ? { state: states.flatMap((s) => runStatesOfTaskState(String(s))) } : {}),
+    };
+    const page = await runPage(ctx, query);
+    ctx.body = { tasks: page.runs.map(toTaskItem), page_info: page.page_info };
+  });
+
+  router.get('/agent/tasks/:taskId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const run = await findTeamRun(ctx.params.taskId!, principalOf(ctx.state).teamId);
+    const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
+    ctx.body = toTaskItem(toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId)));
   });
 
   router.get('/agent/runs/:runId', async (ctx) => {

@@ -33,6 +33,7 @@ export interface RunItem {
   root_run_id: string;
   /** The factory whose agent executes the run. */
   factory_uid?: string;
+  finished_at?: string;
   /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
   worker_id?: string;
   is_run_type_cancellable: boolean;
@@ -99,6 +100,7 @@ export function toRunItem(
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   if (run.factoryUid) item.factory_uid = run.factoryUid;
+  if (isTerminal(run.state) && run.endedAt) item.finished_at = run.endedAt.toISOString();
   if (run.schedule) item.schedule = run.schedule;
   if (run.workerId) item.worker_id = run.workerId;
   return item;

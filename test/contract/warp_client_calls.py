@@ -1,4 +1,7 @@
-"""Makes calls of the newest official client (warp-platform-sdk), strictly validated; prints what each answered.
+"""Makes calls of an official client, strictly validated; prints what each answered.
+
+The client is the newest (warp-platform-sdk, `WarpClient`) unless CLIENT_PACKAGE and CLIENT_CLASS
+name another (warp_sdk, `WarpAPI`: the oldest).
 
 Reads a JSON list of calls on stdin, each {"call": "agent.runs.retrieve", "args": [...], "kwargs": {...}};
 prints one JSON line: a list of {"ok": <the response as JSON>} or {"error": <class>, "status": <HTTP status>,
@@ -11,10 +14,14 @@ import json
 import os
 import sys
 
-from warp_platform_sdk import APIResponseValidationError, APIStatusError, WarpClient
-from warp_platform_sdk._response import BinaryAPIResponse
+import importlib
 
-client = WarpClient(
+package = importlib.import_module(os.environ.get("CLIENT_PACKAGE", "warp_platform_sdk"))
+APIResponseValidationError = package.APIResponseValidationError
+APIStatusError = package.APIStatusError
+BinaryAPIResponse = importlib.import_module(f"{package.__name__}._response").BinaryAPIResponse
+
+client = getattr(package, os.environ.get("CLIENT_CLASS", "WarpClient"))(
     api_key=os.environ["WARP_API_KEY"],
     base_url=os.environ["WARP_BASE_URL"],
     _strict_response_validation=True,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { ensureWarpClient } from '../../infra/python-client';
+import { ensureOldestClient, ensureWarpClient } from '../../infra/python-client';
 
 export interface WarpCall {
   /** The client's method, by its path from the client: `agent.list_models`, `agent.runs.retrieve`. */
@@ -12,17 +12,24 @@ export interface WarpCall {
 export type WarpResult = { ok: unknown } | { error: string; status?: number; detail?: string; body?: unknown };
 
 /**
- * Makes `calls` with the newest official Python client (warp-platform-sdk, strict response
- * validation), as `key` against `baseUrl`; answers what each returned, in order.
+ * Makes `calls` with an official Python client (the newest, warp-platform-sdk, or the oldest,
+ * warp-sdk 0.1.1), with strict response validation, as `key` against `baseUrl`; answers what each
+ * returned, in order.
  */
-export async function warpClientCalls(baseUrl: string, key: string, calls: WarpCall[]): Promise<WarpResult[]> {
-  const python = await ensureWarpClient();
+export async function warpClientCalls(
+  baseUrl: string,
+  key: string,
+  calls: WarpCall[],
+  client: 'newest' | 'oldest' = 'newest',
+): Promise<WarpResult[]> {
+  const python = client === 'newest' ? await ensureWarpClient() : await ensureOldestClient();
+  const which = client === 'newest' ? {} : { CLIENT_PACKAGE: 'warp_sdk', CLIENT_CLASS: 'WarpAPI' };
   const script = path.join(__dirname, '..', 'contract', 'warp_client_calls.py');
   const output = await new Promise<string>((resolve, reject) => {
     const child = execFile(
       python,
       [script],
-      { env: { ...process.env, WARP_BASE_URL: `${baseUrl}/api/v1`, WARP_API_KEY: key }, timeout: 120_000 },
+      { env: { ...process.env, ...which, WARP_BASE_URL: `${baseUrl}/api/v1`, WARP_API_KEY: key }, timeout: 120_000 },
       (err, stdout, stderr) =>
         err ? reject(new Error(`the Python client failed:\n${stderr}\n${stdout}`)) : resolve(stdout),
     );
