@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { externalReferencesOfRuns, type ExternalReference } from './external-references';
 import { storableText } from './storable';
 import { newUuidV7 } from '../core/ids';
 import type { BlobStore } from './blob-store';
@@ -8,6 +9,7 @@ import type { BlobStore } from './blob-store';
 export { ARTIFACT_TYPES, type ArtifactType } from '../core/artifact-types';
 
 export interface FileArtifact {
+  kind: 'FILE';
   artifactUid: string;
   runId: string;
   teamId: string;
@@ -26,6 +28,7 @@ const COLUMNS = `artifact_uid, run_id, team_id, filepath, filename, mime_type, d
 /** Maps a raw `artifacts` row to the artifact. */
 export function toArtifact(row: Record<string, unknown>): FileArtifact {
   return {
+    kind: 'FILE',
     artifactUid: row.artifact_uid as string,
     runId: row.run_id as string,
     teamId: row.team_id as string,
@@ -104,15 +107,21 @@ export async function findArtifact(
   return rows[0] ? toArtifact(rows[0]) : null;
 }
 
-/** The artifacts of each of `runIds`, oldest first. */
-export async function artifactsOfRuns(manager: EntityManager, runIds: string[]): Promise<Map<string, FileArtifact[]>> {
-  const byRun = new Map<string, FileArtifact[]>();
+/** What a run leaves behind that its `artifacts` list: files it uploaded, and what it reported making elsewhere. */
+export type RunArtifact = FileArtifact | ExternalReference;
+
+/** The artifacts of each of `runIds` (files and external references), oldest first. */
+export async function artifactsOfRuns(manager: EntityManager, runIds: string[]): Promise<Map<string, RunArtifact[]>> {
+  const byRun = new Map<string, RunArtifact[]>();
   if (runIds.length === 0) return byRun;
   const rows = (await manager.query(
     `SELECT ${COLUMNS} FROM artifacts WHERE run_id = ANY($1::uuid[]) ORDER BY created_at, artifact_uid`,
     [runIds],
   )) as Record<string, unknown>[];
-  for (const artifact of rows.map(toArtifact)) {
+  const all: RunArtifact[] = [...rows.map(toArtifact), ...(await externalReferencesOfRuns(manager, runIds))];
+  // A stable sort: files keep their order among themselves, and so do references.
+  all.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  for (const artifact of all) {
     const list = byRun.get(artifact.runId) ?? [];
     list.push(artifact);
     byRun.set(artifact.runId, list);

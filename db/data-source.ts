@@ -25,6 +25,7 @@ import { RootRun1763955000000 } from './migrations/1763955000000-root-run';
 import { IdentityHarnesses1763958000000 } from './migrations/1763958000000-identity-harnesses';
 import { HarnessStepAttempts1763960000000 } from './migrations/1763960000000-harness-step-attempts';
 import { FactoryTasks1763962000000 } from './migrations/1763962000000-factory-tasks';
+import { ExternalReferences1763964000000 } from './migrations/1763964000000-external-references';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -50,6 +51,7 @@ export const MIGRATIONS = [
   IdentityHarnesses1763958000000,
   HarnessStepAttempts1763960000000,
   FactoryTasks1763962000000,
+  ExternalReferences1763964000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -126,7 +126,9 @@ export async function listRuns(
     add((p) => `(r.title ILIKE ${p} OR r.prompt ILIKE ${p} OR r.skill_spec ILIKE ${p})`, pattern);
   }
   if (f.metadata && Object.keys(f.metadata).length) add((p) => `r.metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
-  if (f.artifactType !== undefined) {
+  if (f.artifactType === 'EXTERNAL_REFERENCE') {
+    where.push(`EXISTS (SELECT 1 FROM run_external_references x WHERE x.run_id = r.run_id)`);
+  } else if (f.artifactType !== undefined) {
     add(
       (p) => `EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id = r.run_id AND a.artifact_type = ${p})`,
       f.artifactType,

@@ -24,3 +24,11 @@ export const OLDEST_CLIENT = 'warp-sdk==0.1.1';
 export async function ensureOldestClient(): Promise<string> {
   return path.join(await ensurePythonVenv('oldest-client', OLDEST_CLIENT), 'bin', 'python');
 }
+
+/** The official Python client between the oldest and oz-agent-sdk (`WarpAPI`, 12 methods). */
+export const AGENT_CLIENT = 'warp-agent-sdk==0.4.0';
+
+/** The python of a cached virtual environment with warp-agent-sdk. */
+export async function ensureAgentClient(): Promise<string> {
+  return path.join(await ensurePythonVenv('agent-client', AGENT_CLIENT), 'bin', 'python');
+}

@@ -316,7 +316,12 @@ test('kill -9 of the whole `npm start` group mid-run, then a restart on the same
 
   const followup = await api.post(`/api/v1/agent/runs/${runA}/followups`).set(auth).send({ message: followupMessage });
   expect(followup.status).toBe(200);
-  expect(followup.body).toEqual({ run_id: runA, state: 'INPROGRESS' });
+  expect(followup.body).toEqual({
+    run_id: runA,
+    state: 'INPROGRESS',
+    followup_id: expect.any(String),
+    outcome: 'live_session',
+  });
 
   // kill -9 of everything `npm start` runs: the node process, PostgreSQL and the Temporal dev server.
   trackProcesses(first);

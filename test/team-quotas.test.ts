@@ -135,7 +135,12 @@ test('a follow-up that continues a finished run queues its new turn for a slot t
   await ctx.model.waitForCalls(mH, 1);
 
   const res = await ctx.api.post(`/api/v1/agent/runs/${f}/followups`).set(auth(key)).send({ message: 'And more' });
-  expect(res.body).toEqual({ run_id: f, state: 'QUEUED' });
+  expect(res.body).toEqual({
+    run_id: f,
+    state: 'QUEUED',
+    followup_id: expect.any(String),
+    outcome: 'handoff_execution',
+  });
   await waitingForSlot(ctx, key, f);
   expect(ctx.model.calls(mF)).toHaveLength(1);
 

@@ -1,7 +1,15 @@
-import { ensureOldestClient, ensureWarpClient, OLDEST_CLIENT, WARP_CLIENT } from '../infra/python-client';
+import {
+  AGENT_CLIENT,
+  ensureAgentClient,
+  ensureOldestClient,
+  ensurePythonClient,
+  ensureWarpClient,
+  OLDEST_CLIENT,
+  WARP_CLIENT,
+} from '../infra/python-client';
 import { warpClientCalls, type WarpCall, type WarpResult } from './helpers/warp-client';
 import { createFactory } from './helpers/factories';
-import { auth, createRun, getRun, waitForState } from './helpers/runs';
+import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -11,7 +19,7 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
  */
 let ctx: TestContext;
 beforeAll(async () => {
-  await Promise.all([ensureWarpClient(), ensureOldestClient()]);
+  await Promise.all([ensureWarpClient(), ensureOldestClient(), ensurePythonClient(), ensureAgentClient()]);
   ctx = await createTestContext({
     env: {
       EGRESS_CIDRS: '203.0.113.7/24, 2001:DB8::1/48',
@@ -397,4 +405,114 @@ test(`${OLDEST_CLIENT} reads runs as tasks: listed, filtered by its states, and 
     ok: expect.objectContaining({ task_id: done, state: 'SUCCEEDED', prompt: `Answer ${marker}`, source: 'API' }),
   });
   expect(missing).toMatchObject({ status: 404 });
+});
+
+test(`${WARP_CLIENT}: a run that reported a pull request is found by its URL, however it is spelled`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('reference');
+  const pr = `https://github.com/acme/app/pull/${Date.now() % 100000}`;
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: 'Opened the pull request.',
+          toolCalls: [
+            { name: 'report_external_reference', arguments: { url: pr, reference_type: 'pull_request' } },
+            {
+              name: 'report_external_reference',
+              arguments: {
+                url: `${pr.toUpperCase().replace('/ACME/APP/PULL', '/acme/app/pull')}/#top`,
+                reference_type: 'pull_request',
+                title: 'Fix login',
+              },
+            },
+            { name: 'report_external_reference', arguments: { url: 'ftp://example.com/x' } },
+          ],
+        }
+      : { text: 'Done.' },
+  );
+  const runId = await createRun(ctx, key, { prompt: `Open a PR ${marker}` });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  expect(run.artifacts).toEqual([
+    {
+      artifact_type: 'EXTERNAL_REFERENCE',
+      created_at: expect.any(String),
+      data: { reference_type: 'pull_request', url: pr, title: 'Fix login' },
+    },
+  ]);
+  const [found, spelled, unknown, invalidUrl, retrieved] = await calls(key, [
+    { call: 'agent.get_run_by_external_reference', kwargs: { url: pr } },
+    { call: 'agent.get_run_by_external_reference', kwargs: { url: `${pr}/` } },
+    { call: 'agent.get_run_by_external_reference', kwargs: { url: 'https://github.com/acme/app/pull/0' } },
+    { call: 'agent.get_run_by_external_reference', kwargs: { url: 'not a url' } },
+    { call: 'agent.runs.retrieve', args: [runId] },
+  ]);
+  expect([found, spelled]).toEqual([{ ok: { run_id: runId } }, { ok: { run_id: runId } }]);
+  expect([unknown, invalidUrl]).toMatchObject([{ status: 404 }, { status: 400 }]);
+  expect(retrieved).toMatchObject({ ok: { artifacts: [{ artifact_type: 'EXTERNAL_REFERENCE' }] } });
+  const listed = await ctx.api.get('/api/v1/agent/runs?artifact_type=EXTERNAL_REFERENCE').set(auth(key));
+  expect((listed.body as { runs: { run_id: string }[] }).runs.map((r) => r.run_id)).toEqual([runId]);
+  // The older client reads the same artifact.
+  const [old] = await warpClientCalls(ctx.baseUrl, key, [{ call: 'agent.runs.retrieve', args: [runId] }], 'oz');
+  expect(old).toMatchObject({ ok: { artifacts: [{ artifact_type: 'EXTERNAL_REFERENCE', data: { url: pr } }] } });
+  const other = await ctx.newTeamKey();
+  expect(await calls(other.key, [{ call: 'agent.get_run_by_external_reference', kwargs: { url: pr } }])).toMatchObject([
+    { status: 404 },
+  ]);
+  const refused = (await transcript(ctx, runId)).find(
+    (e) => e.kind === 'tool_call' && String(e.payload.output).includes('http or https'),
+  );
+  expect(refused?.payload.is_error).toBe(true);
+});
+
+test(`${AGENT_CLIENT}: all 12 of its methods, strictly validated`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('agent-sdk');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (req) =>
+    JSON.stringify(req.messages).includes('Hold on') ? { hold: held.promise } : { text: 'Hello.' },
+  );
+  const client = (list: WarpCall[]) => warpClientCalls(ctx.baseUrl, key, list, 'agent');
+  const [created, skills] = await client([
+    { call: 'agent.run', kwargs: { prompt: `Say hello ${marker}`, title: 'Hello' } },
+    { call: 'agent.list' },
+  ]);
+  const runId = (created as { ok: { run_id: string } }).ok.run_id;
+  expect(skills).toEqual({ ok: { agents: [] } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const busy = await createRun(ctx, key, { prompt: `Hold on ${marker}` });
+  await ctx.model.waitForCalls(marker, 2);
+  const [retrieved, listed, cancelled, schedule] = await client([
+    { call: 'agent.runs.retrieve', args: [runId] },
+    { call: 'agent.runs.list', kwargs: { limit: 5 } },
+    { call: 'agent.runs.cancel', args: [busy] },
+    {
+      call: 'agent.schedules.create',
+      kwargs: { name: 'nightly', cron_schedule: '0 3 * * *', prompt: `Triage ${marker}`, enabled: false },
+    },
+  ]);
+  expect(retrieved).toMatchObject({ ok: { run_id: runId, state: 'SUCCEEDED', title: 'Hello' } });
+  expect(listed).toMatchObject({ ok: { runs: [{ run_id: busy }, { run_id: runId }] } });
+  expect(cancelled).toEqual({ ok: busy });
+  await waitForState(ctx, key, busy, ['CANCELLED']);
+  held.release({ text: 'late' });
+  const scheduleId = (schedule as { ok: { id: string } }).ok.id;
+  const [got, updated, paused, resumed, all, deleted, gone] = await client([
+    { call: 'agent.schedules.retrieve', args: [scheduleId] },
+    {
+      call: 'agent.schedules.update',
+      args: [scheduleId],
+      kwargs: { name: 'nightly', cron_schedule: '0 4 * * *', prompt: `Triage ${marker}`, enabled: false },
+    },
+    { call: 'agent.schedules.pause', args: [scheduleId] },
+    { call: 'agent.schedules.resume', args: [scheduleId] },
+    { call: 'agent.schedules.list' },
+    { call: 'agent.schedules.delete', args: [scheduleId] },
+    { call: 'agent.schedules.retrieve', args: [scheduleId] },
+  ]);
+  expect(got).toMatchObject({ ok: { id: scheduleId, cron_schedule: '0 3 * * *', enabled: false } });
+  expect(updated).toMatchObject({ ok: { cron_schedule: '0 4 * * *' } });
+  expect([paused, resumed]).toMatchObject([{ ok: { enabled: false } }, { ok: { enabled: true } }]);
+  expect((all as { ok: { schedules: { id: string }[] } }).ok.schedules.map((s) => s.id)).toEqual([scheduleId]);
+  expect(deleted).toMatchObject({ ok: expect.anything() });
+  expect(gone).toMatchObject({ status: 404 });
 });

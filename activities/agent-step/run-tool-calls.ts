@@ -2,6 +2,7 @@ import type { Context } from '@temporalio/activity';
 import type { ToolCallRecord } from '../../core/run-events';
 import { observeToolCall, observeToolCallNotRun } from '../../core/metrics';
 import { recordFileArtifact } from '../../db/artifacts';
+import { recordExternalReference } from '../../db/external-references';
 import { appendRunEvent, recordedEventKeys, type StoredRunEvent } from '../../db/run-events';
 import type { StepRun } from '../../db/run-step-reads';
 import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
@@ -24,13 +25,15 @@ import { toolCallKeys } from './tool-call-keys';
 
 /**
  * Built-in tools a retried step runs again rather than calling them interrupted: those that only
- * read, and `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs.
+ * read, `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs,
+ * and `report_external_reference`, recorded once per URL.
  */
 const REPEATABLE_TOOLS = new Set([
   'read_file',
   'list_directory',
   'read_skill',
   'upload_artifact',
+  'report_external_reference',
   VALIDATE_FACTORY_FILE_TOOL,
 ]);
 
@@ -145,6 +148,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
             skills: advertised,
             recordArtifact: (artifact) =>
               recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
+            recordExternalReference: (ref) => recordExternalReference(dataSource.manager, { runId, ...ref }),
             disk,
             memoryLimitMb: config.sandbox.limits.memoryMb,
           });

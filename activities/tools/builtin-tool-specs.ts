@@ -84,6 +84,21 @@ export const BUILTIN_TOOLS: ToolSpec[] = [
     },
   },
   {
+    name: 'report_external_reference',
+    description:
+      "Report something this run made outside the workspace (a pull request, an issue, a document) by its URL, so the user finds it among the run's artifacts and can look the run up by it.",
+    parameters: {
+      type: 'object',
+      properties: {
+        url: str('Its http(s) URL.'),
+        reference_type: str('What it is, as a lowercase identifier: pull_request, issue, document… (default: link).'),
+        title: str('A short label (optional).'),
+      },
+      required: ['url'],
+      additionalProperties: false,
+    },
+  },
+  {
     name: 'read_skill',
     description: 'Load one of the skills listed in the system prompt by its name, and follow its instructions.',
     parameters: {

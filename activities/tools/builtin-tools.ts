@@ -6,6 +6,7 @@ import { numberArg, relativeName, stringArg } from './tool-arguments';
 import type { ToolContext, ToolOutcome } from './tool-types';
 import { traceToolCall } from './traced-tool-call';
 import { uploadArtifact } from './upload-artifact-tool';
+import { reportExternalReference } from './external-reference-tool';
 
 export type { AdvertisedSkill, ArtifactUpload, ToolContext, ToolOutcome } from './tool-types';
 export { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS } from './builtin-tool-specs';
@@ -54,6 +55,8 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
       }
       case 'upload_artifact':
         return await uploadArtifact(args, ctx);
+      case 'report_external_reference':
+        return await reportExternalReference(args, ctx);
       case 'read_skill': {
         const wanted = stringArg(args, 'name');
         const skill = ctx.skills.find(

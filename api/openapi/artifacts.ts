@@ -1,6 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../../core/schemas/zod';
 import { registerOperation, SIGNED_LOCATION_HEADER, timestamp } from './common';
+import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
 import type { toArtifactResponse } from '../../services/views/artifact-views';
 import type { Fits } from './fits';
 
@@ -45,6 +46,19 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
     tags: ['Artifacts'],
     params: z.object({ artifactUid: z.uuid().openapi({ param: { description: 'The artifact uid.' } }) }),
     responses: [{ status: 200, description: 'The artifact.', schema: artifactSchema }],
+    errors: [400, 404],
+  });
+
+  registerOperation(registry, {
+    method: 'get',
+    path: '/api/v1/agent/run-by-external-reference',
+    operationId: 'getRunByExternalReference',
+    summary: 'The run that reported an external reference',
+    description:
+      "The newest run of your team that reported the URL (the agent's `report_external_reference` tool), compared in canonical form: scheme and host in lowercase, no fragment, no trailing slash.",
+    tags: ['Artifacts'],
+    query: externalReferenceQuerySchema,
+    responses: [{ status: 200, description: 'The run.', schema: z.object({ run_id: z.uuid() }) }],
     errors: [400, 404],
   });
 

@@ -59,20 +59,35 @@ const principalSchema = z.object({
 });
 
 export const artifactItemSchema = z
-  .object({
-    artifact_type: z.literal('FILE'),
-    created_at: timestamp(),
-    data: z.object({
-      artifact_uid: z.string(),
-      filename: z.string(),
-      filepath: z.string(),
-      mime_type: z.string(),
-      size_bytes: z.number().int(),
-      description: z.string().optional(),
-      title: z.string().optional(),
+  .union([
+    z.object({
+      artifact_type: z.literal('FILE'),
+      created_at: timestamp(),
+      data: z.object({
+        artifact_uid: z.string(),
+        filename: z.string(),
+        filepath: z.string(),
+        mime_type: z.string(),
+        size_bytes: z.number().int(),
+        description: z.string().optional(),
+        title: z.string().optional(),
+      }),
     }),
-  })
-  .openapi('ArtifactItem');
+    z.object({
+      artifact_type: z.literal('EXTERNAL_REFERENCE'),
+      created_at: timestamp(),
+      data: z.object({
+        reference_type: z.string().openapi({ description: 'What it is, e.g. `pull_request`, `linear_issue`.' }),
+        url: z
+          .string()
+          .openapi({ description: 'Canonical: how `GET /agent/run-by-external-reference` finds the run.' }),
+        title: z.string().optional(),
+      }),
+    }),
+  ])
+  .openapi('ArtifactItem', {
+    description: 'A file the run uploaded (`FILE`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
+  });
 
 export const runItemSchema = z
   .object({

@@ -3,15 +3,18 @@ import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
 import { findRun } from '../../db/run-queries';
-import { notFound } from '../../core/api-error';
+import { invalid, notFound } from '../../core/api-error';
+import { canonicalReferenceUrl } from '../../core/external-references';
+import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
+import { findRunByExternalReference } from '../../db/external-references';
 import { signedUrl, toArtifactResponse, type DownloadSigner } from '../../services/views/artifact-views';
 import { principalOf } from '../middleware/auth';
-import { rejectQueryParameters } from '../validate';
+import { rejectQueryParameters, validate } from '../validate';
 
 /**
  * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, with a signed download URL;
  * `…/download`, and a conversation's screenshot (an image artifact of one of its runs), redirect
- * to that URL.
+ * to that URL; `GET /agent/run-by-external-reference` finds the run that reported a URL.
  */
 export function createArtifactsRouter({
   dataSource,
@@ -49,6 +52,18 @@ export function createArtifactsRouter({
       throw notFound(`No screenshot ${screenshotUid} in conversation ${conversationId}.`);
     }
     ctx.redirect(signedUrl(downloads, 'artifacts', artifact.artifactUid));
+  });
+  router.get('/agent/run-by-external-reference', async (ctx) => {
+    const { url } = validate(externalReferenceQuerySchema, ctx.query, 'query');
+    let canonical: string;
+    try {
+      canonical = canonicalReferenceUrl(url);
+    } catch (err) {
+      throw invalid(`Query parameter \`url\`: ${(err as Error).message}.`);
+    }
+    const runId = await findRunByExternalReference(dataSource.manager, principalOf(ctx.state).teamId, canonical);
+    if (!runId) throw notFound(`No run of your team reported ${canonical}.`);
+    ctx.body = { run_id: runId };
   });
   return router;
 }

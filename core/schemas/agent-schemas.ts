@@ -24,3 +24,8 @@ export const conversationQuerySchema = z.strictObject({
     .openapi({ default: CONVERSATION_PAGE_DEFAULT, description: 'Actions per page.' }),
   cursor: z.string().optional().openapi({ description: '`page_info.next_cursor` of the previous page.' }),
 });
+
+/** `GET /agent/run-by-external-reference`. */
+export const externalReferenceQuerySchema = z.strictObject({
+  url: z.string().max(4096).openapi({ description: 'The URL a run reported (compared in canonical form).' }),
+});

@@ -1,5 +1,5 @@
 import { signedDownloadUrl, type DownloadKind } from '../../core/download-urls';
-import type { FileArtifact } from '../../db/artifacts';
+import type { FileArtifact, RunArtifact } from '../../db/artifacts';
 import type { HandoffAttachment } from '../../db/attachments';
 
 /** What signs download URLs: the derived key, the public base URL and how long a URL works. */
@@ -14,8 +14,15 @@ export function signedUrl(signer: DownloadSigner, kind: DownloadKind, id: string
   return signedDownloadUrl(signer.publicUrl, signer.key, kind, id, signer.ttlSeconds).url;
 }
 
-/** An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients, `FILE` kind). */
-export function toArtifactItem(a: FileArtifact) {
+/** An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients): a `FILE` or an `EXTERNAL_REFERENCE`. */
+export function toArtifactItem(a: RunArtifact) {
+  if (a.kind === 'EXTERNAL_REFERENCE') {
+    return {
+      artifact_type: 'EXTERNAL_REFERENCE' as const,
+      created_at: a.createdAt.toISOString(),
+      data: { reference_type: a.referenceType, url: a.url, ...(a.title !== null ? { title: a.title } : {}) },
+    };
+  }
   return {
     artifact_type: 'FILE' as const,
     created_at: a.createdAt.toISOString(),

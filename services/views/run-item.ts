@@ -1,5 +1,5 @@
 import { isTerminal } from '../../core/run-state';
-import type { FileArtifact } from '../../db/artifacts';
+import type { RunArtifact } from '../../db/artifacts';
 import type { Run } from '../../db/rows/run';
 import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';
@@ -60,7 +60,7 @@ export function toRunItem(
   run: Run,
   publicUrl: string,
   secretsKey: Buffer,
-  artifacts: FileArtifact[] = [],
+  artifacts: RunArtifact[] = [],
   now: Date = new Date(),
 ): RunItem {
   const started = run.startedAt !== null;
