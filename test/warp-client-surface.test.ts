@@ -516,3 +516,91 @@ test(`${AGENT_CLIENT}: all 12 of its methods, strictly validated`, async () => {
   expect(deleted).toMatchObject({ ok: expect.anything() });
   expect(gone).toMatchObject({ status: 404 });
 });
+
+test(`${WARP_CLIENT}: the rest of its methods (runs, skills, environments, artifacts, redirects, schedules, agents), strictly validated`, async () => {
+  const { key } = await ctx.newTeamKey('personal', undefined, 'admin');
+  const marker = uniqueName('rest');
+  const held = gate<{ text: string }>();
+  ctx.model.script(marker, (req, call) =>
+    JSON.stringify(req.messages).includes('Hold on')
+      ? { hold: held.promise }
+      : call === 1
+        ? { text: '', toolCalls: [{ name: 'run_command', arguments: { command: 'printf notes > notes.txt' } }] }
+        : call === 2
+          ? { text: '', toolCalls: [{ name: 'upload_artifact', arguments: { filepath: 'notes.txt' } }] }
+          : { text: 'Done.' },
+  );
+  const done = await createRun(ctx, key, { prompt: `Write notes ${marker}` });
+  const run = await waitForState(ctx, key, done, ['SUCCEEDED']);
+  const busy = await createRun(ctx, key, { prompt: `Hold on ${marker}` });
+  await ctx.model.waitForCalls(marker, 4);
+  const artifactUid = (run.artifacts as { data: { artifact_uid: string } }[])[0]!.data.artifact_uid;
+  const results = await calls(key, [
+    { call: 'agent.list' },
+    { call: 'agent.list_environments' },
+    { call: 'agent.get_artifact', args: [artifactUid] },
+    { call: 'agent.runs.list', kwargs: { limit: 5 } },
+    { call: 'agent.runs.retrieve', args: [done] },
+    { call: 'agent.runs.list_handoff_attachments', args: [done] },
+    { call: 'agent.runs.get_harness_usage', args: [done] },
+    { call: 'agent.conversations.check_redirect', args: [run.conversation_id] },
+    { call: 'agent.sessions.check_redirect', args: [run.session_id] },
+    { call: 'agent.runs.cancel', args: [busy] },
+  ]);
+  const [skills, environments, artifact, runs, retrieved, handoff, usage, conversation, session, cancelled] = results;
+  expect(results.filter((r) => !('ok' in r))).toEqual([]);
+  expect(skills).toEqual({ ok: { agents: [] } });
+  expect(environments).toMatchObject({ ok: expect.anything() });
+  expect(artifact).toMatchObject({ ok: { artifact_uid: artifactUid, data: { filename: 'notes.txt' } } });
+  expect((runs as { ok: { run_id: string }[] }).ok.map((r) => r.run_id)).toEqual([busy, done]);
+  expect(retrieved).toMatchObject({ ok: { run_id: done, state: 'SUCCEEDED', root_run_id: done } });
+  expect(handoff).toMatchObject({ ok: { attachments: expect.any(Array) } });
+  expect(usage).toMatchObject({ ok: { run_id: done } });
+  expect([conversation, session]).toMatchObject([{ ok: expect.anything() }, { ok: expect.anything() }]);
+  expect(cancelled).toEqual({ ok: busy });
+  await waitForState(ctx, key, busy, ['CANCELLED']);
+  held.release({ text: 'late' });
+
+  const [schedule, agent] = await calls(key, [
+    {
+      call: 'agent.schedules.create',
+      kwargs: { name: 'nightly', cron_schedule: '0 3 * * *', prompt: `Triage ${marker}`, enabled: false },
+    },
+    { call: 'agent.agent.create', kwargs: { name: uniqueName('agent'), description: 'Reviews pull requests' } },
+  ]);
+  const scheduleId = (schedule as { ok: { id: string } }).ok.id;
+  const agentUid = (agent as { ok: { uid: string } }).ok.uid;
+  const more = await calls(key, [
+    { call: 'agent.schedules.retrieve', args: [scheduleId] },
+    {
+      call: 'agent.schedules.update',
+      args: [scheduleId],
+      kwargs: { name: 'nightly', cron_schedule: '0 4 * * *', prompt: `Triage ${marker}`, enabled: false },
+    },
+    { call: 'agent.schedules.list' },
+    { call: 'agent.schedules.pause', args: [scheduleId] },
+    { call: 'agent.schedules.resume', args: [scheduleId] },
+    { call: 'agent.schedules.delete', args: [scheduleId] },
+    { call: 'agent.agent.get', args: [agentUid] },
+    { call: 'agent.agent.list' },
+    { call: 'agent.agent.update', args: [agentUid], kwargs: { description: 'Reviews everything' } },
+    { call: 'agent.agent.delete', args: [agentUid] },
+    { call: 'agent.agent.get', args: [agentUid] },
+  ]);
+  const [got, updated, listed, paused, resumed, deleted, agentGot, agents, agentUpdated, agentDeleted, agentGone] =
+    more;
+  expect(more.slice(0, 10).filter((r) => !('ok' in r))).toEqual([]);
+  expect(got).toMatchObject({ ok: { id: scheduleId, cron_schedule: '0 3 * * *' } });
+  expect(updated).toMatchObject({ ok: { cron_schedule: '0 4 * * *' } });
+  expect(listed).toMatchObject({ ok: { schedules: [{ id: scheduleId }] } });
+  expect([paused, resumed]).toMatchObject([{ ok: { enabled: false } }, { ok: { enabled: true } }]);
+  expect(deleted).toMatchObject({ ok: expect.anything() });
+  expect(agentGot).toMatchObject({ ok: { uid: agentUid, description: 'Reviews pull requests' } });
+  expect(JSON.stringify(agents)).toContain(agentUid);
+  // A partial update: the name, not sent, stays.
+  expect(agentUpdated).toMatchObject({
+    ok: { uid: agentUid, description: 'Reviews everything', name: (agent as { ok: { name: string } }).ok.name },
+  });
+  expect(agentDeleted).toEqual({ ok: null });
+  expect(agentGone).toMatchObject({ status: 404 });
+});
