@@ -25,6 +25,12 @@ async function followup(key: string, runId: string, message: string) {
   expect(res.status).toBe(200);
 }
 
+/** The run's turn ended as an interrupt ends it: SUCCEEDED, saying it was interrupted. */
+async function expectInterrupted(key: string, runId: string) {
+  const ended = await waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, 20_000);
+  expect([ended.state, ended.status_message]).toEqual(['SUCCEEDED', { message: INTERRUPTED_MESSAGE }]);
+}
+
 test(`${WARP_CLIENT}: interrupting a busy model call ends the turn, and the next follow-up goes on without it`, async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('interrupt-model');
@@ -36,8 +42,7 @@ test(`${WARP_CLIENT}: interrupting a busy model call ends the turn, and the next
   expect(await warpClientCalls(ctx.baseUrl, key, [{ call: 'agent.runs.interrupt', args: [runId] }])).toEqual([
     { ok: { run_id: runId } },
   ]);
-  const interrupted = await waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
-  expect([interrupted.state, interrupted.status_message]).toEqual(['SUCCEEDED', { message: INTERRUPTED_MESSAGE }]);
+  await expectInterrupted(key, runId);
   // The answer that comes too late is nobody's.
   held.release({ text: 'too late' });
 
@@ -80,15 +85,7 @@ test('interrupting a busy command by its conversation stops the command; the mod
     { call: 'agent.conversations.interrupt', args: [conversationId] },
   ]);
   expect(accepted).toEqual({ ok: { run_id: runId } });
-  const interrupted = await waitForState(
-    ctx,
-    key,
-    runId,
-    ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'],
-    undefined,
-    20_000,
-  );
-  expect([interrupted.state, interrupted.status_message]).toEqual(['SUCCEEDED', { message: INTERRUPTED_MESSAGE }]);
+  await expectInterrupted(key, runId);
   await waitFor(
     async () => hostPidsRunning(sleeper).length,
     (n) => n === 0,
@@ -116,15 +113,7 @@ test("interrupting a Claude Code turn stops it; the follow-up resumes Claude Cod
   });
   await ctx.model.waitForCalls(marker, 1);
   expect((await ctx.api.post(`/api/v1/agent/runs/${runId}/interrupt`).set(auth(key))).status).toBe(202);
-  const interrupted = await waitForState(
-    ctx,
-    key,
-    runId,
-    ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'],
-    undefined,
-    20_000,
-  );
-  expect([interrupted.state, interrupted.status_message]).toEqual(['SUCCEEDED', { message: INTERRUPTED_MESSAGE }]);
+  await expectInterrupted(key, runId);
   held.release({ text: 'too late' });
 
   await followup(key, runId, 'Answer now');

@@ -6,20 +6,13 @@ import type { Logger } from '../../core/logger';
 import { decryptMcpServers } from '../../core/secrets';
 import { observeHarnessInvocation, observeHarnessTokens } from '../../core/metrics';
 import { recordFileArtifact } from '../../db/artifacts';
-import {
-  addHarnessUsage,
-  claimHarnessInvocation,
-  loadGatewayAdmission,
-  recordHarnessStepFinished,
-} from '../../db/harness-state';
+import { addHarnessUsage, loadGatewayAdmission, recordHarnessStepFinished } from '../../db/harness-state';
 import { appendRunEvent, loadRunEvents } from '../../db/run-events';
-import { deliverFollowups, lockRunForStep } from '../../db/run-store';
 import { addRunUsage } from '../../db/run-usage';
 import type { StepRun } from '../../db/run-step-reads';
 import type { AgentStepOutcome } from '../../workflows/run-contract';
 import { loadAdvertisedSkills } from '../agent-step/advertised-skills';
 import { createRecordChangedFiles } from '../agent-step/changed-files';
-import { conversationFromEvents } from '../agent-step/conversation-from-events';
 import { createRecordHandoff } from '../agent-step/handoff-patch';
 import type { ActivityDeps } from '../deps';
 import { modelCostUsd } from '../model/model-cost';
@@ -32,15 +25,12 @@ import { gatewaySocketDir } from '../workspace/workspace-paths';
 import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError } from './harness-credential';
 import { HarnessTranscript, JsonLines } from './harness-transcript';
+import { claimHarnessStep } from './harness-claim';
 import { invocationFailure } from './invocation-failure';
 import { writeHomeFiles } from './home-files';
 import { openGatewayChannel } from './model-gateway';
 import { RawEventLog } from './raw-event-log';
 import { sessionRecap } from './session-recap';
-
-/** What an interrupted invocation's successor is told, resuming the CLI's session. */
-export const RESUME_AFTER_INTERRUPTION =
-  '[The previous attempt at this turn was interrupted: the worker running it stopped. Continue the task from where it was left; check the state of the workspace before repeating anything.]';
 
 /** Linux's MAX_ARG_STRLEN (32 pages) less one for the terminating NUL. */
 const MAX_ARGUMENT_BYTES = 128 * 1024 - 1;
@@ -88,36 +78,10 @@ export function createHarnessStep(deps: ActivityDeps) {
       throw userFailure(`The run's ${budgetSpent(maxTokens)}`, 'budget_exceeded');
     }
 
-    const claimed = await dataSource.transaction(async (tx) => {
-      if (!(await lockRunForStep(tx, runId, turn))) return null;
-      await deliverFollowups(tx, runId, turn);
-      return claimHarnessInvocation(tx, runId, type, stepKey);
-    });
-    if (!claimed) return { done: true, turnEnded: true };
-    const { state, pending } = claimed;
-    // Counted by the service, not taken from Temporal: a step rescheduled after its worker's
-    // queue timed out starts over at Temporal attempt 1, and its events need keys of their own.
-    const attempt = state.stepAttempt;
-    let prompt: string;
-    if (pending.length) {
-      prompt = conversationFromEvents(pending.map((p) => ({ kind: p.kind, payload: p.payload })))
-        .map((m) => m.content)
-        .join('\n\n');
-    } else if (state.startedStep === stepKey && state.finishedStep !== stepKey) {
-      prompt = RESUME_AFTER_INTERRUPTION;
-      await appendRunEvent(dataSource.manager, {
-        runId,
-        eventKey: `h-resume-${stepKey}-i${attempt}`,
-        kind: 'notice',
-        turn,
-        payload: {
-          message: `${spec.title} was interrupted (its worker stopped); attempt ${attempt} resumes ${state.sessionId ? `its session ${state.sessionId}` : 'the turn in a new session'}.`,
-        },
-      });
-    } else {
-      // Nothing new since the CLI last answered (a retried step whose invocation had finished).
-      return { done: true };
-    }
+    const claim = await claimHarnessStep(dataSource, { runId, turn, stepKey, harness: type, title: spec.title });
+    if (claim.kind === 'turn-ended') return { done: true, turnEnded: true };
+    if (claim.kind === 'nothing-new') return { done: true };
+    const { prompt, state, pending, attempt } = claim;
 
     let credential;
     try {

@@ -4,12 +4,13 @@ import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { listTeamSkills } from '../../db/environment-skills';
-import { findRun, listConversationRuns } from '../../db/run-queries';
+import { listConversationRuns } from '../../db/run-queries';
 import { notFound } from '../../core/api-error';
 import { loadConversationActions } from '../conversation-actions';
 import { loadConversationSteps } from '../conversation-steps';
 import { encodeActionCursor, parseConversationQuery } from '../conversation-query';
 import { principalOf } from '../middleware/auth';
+import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../../services/views/run-item';
 import { agentListQuerySchema } from '../../core/schemas/agent-schemas';
@@ -92,11 +93,9 @@ export function createAgentRouter({
 
   router.get('/agent/runs/:runId/conversation', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const runId = ctx.params.runId!;
     const teamId = principalOf(ctx.state).teamId;
-    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, teamId) : null;
-    if (!run) throw notFound(`No run ${runId}.`);
-    const runs = (await listConversationRuns(dataSource.manager, run.conversationId, teamId)).map((c) => c.run);
+    const run = await teamRunOr404(dataSource.manager, ctx.params.runId!, teamId);
+    const runs = await teamConversationRunsOr404(dataSource.manager, run.conversationId, teamId);
     ctx.body = {
       conversation_id: run.conversationId,
       steps: await loadConversationSteps(dataSource.manager, runs, secretsKey),

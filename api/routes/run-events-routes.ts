@@ -1,9 +1,8 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { isUuid } from '../../core/ids';
-import { findRun } from '../../db/run-queries';
-import { invalid, notFound } from '../../core/api-error';
+import { invalid } from '../../core/api-error';
 import { principalOf } from '../middleware/auth';
+import { teamRunOr404 } from '../team-runs';
 import type { RunEventStreams } from '../run-event-stream';
 import { serveRunTranscript } from '../run-transcript-stream';
 
@@ -28,11 +27,7 @@ export function createRunEventsRouter({
     const runId = ctx.params.runId!;
     await serveRunTranscript(ctx, streams, {
       secretsKey,
-      loadRun: async () => {
-        const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
-        if (!run) throw notFound(`No run ${runId}.`);
-        return run;
-      },
+      loadRun: () => teamRunOr404(dataSource.manager, runId, principalOf(ctx.state).teamId),
     });
   });
   return router;

@@ -6,7 +6,7 @@ import { isTerminal } from '../../core/run-state';
 import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { handoffAttachmentsOfTurn } from '../../db/attachments';
-import { findRun, listConversationRuns, listRuns } from '../../db/run-queries';
+import { findRun, listRuns } from '../../db/run-queries';
 import { loadHarnessState } from '../../db/harness-state';
 import { toHarnessUsage } from '../../services/views/harness-usage';
 import { invalid, notFound } from '../../core/api-error';
@@ -16,6 +16,7 @@ import type { RunAccepted } from '../../services/runs/run-service';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
 import { principalOf } from '../middleware/auth';
 import { toRunItem } from '../../services/views/run-item';
+import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { runStatesOfTaskState, toTaskItem } from '../../services/views/task-item';
 import type { createRunService } from '../../services/runs/run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
@@ -46,11 +47,7 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
   const router = new Router();
   router.param('uid', storablePathId('factory'));
 
-  const findTeamRun = async (runId: string, teamId: string) => {
-    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, teamId) : null;
-    if (!run) throw notFound(`No run ${runId}.`);
-    return run;
-  };
+  const findTeamRun = (runId: string, teamId: string) => teamRunOr404(dataSource.manager, runId, teamId);
 
   const create: RouterMiddleware = async (ctx) => {
     rejectQueryParameters(ctx.query);
@@ -142,13 +139,8 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
   });
 
   /** The newest run of a conversation of the caller's team: what its follow-ups and interrupts go to. */
-  const newestRunOf = async (ctx: Parameters<RouterMiddleware>[0], conversationId: string): Promise<string> => {
-    const runs = isUuid(conversationId)
-      ? await listConversationRuns(dataSource.manager, conversationId, principalOf(ctx.state).teamId)
-      : [];
-    if (runs.length === 0) throw notFound(`No conversation ${conversationId}.`);
-    return runs[runs.length - 1]!.run.runId;
-  };
+  const newestRunOf = async (ctx: Parameters<RouterMiddleware>[0], conversationId: string): Promise<string> =>
+    (await teamConversationRunsOr404(dataSource.manager, conversationId, principalOf(ctx.state).teamId)).at(-1)!.runId;
 
   const followupTo = async (ctx: Parameters<RouterMiddleware>[0], runId: string) => {
     const body = validate(followupSchema, ctx.state.body);

@@ -1,10 +1,8 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { isUuid } from '../../core/ids';
-import { findRun, listConversationRuns } from '../../db/run-queries';
-import { notFound } from '../../core/api-error';
 import { signedUrl, type DownloadSigner } from '../../services/views/artifact-views';
 import { principalOf } from '../middleware/auth';
+import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { rejectQueryParameters } from '../validate';
 
 /**
@@ -22,18 +20,13 @@ export function createTranscriptRouter({
   const router = new Router();
   router.get('/agent/runs/:runId/transcript', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const runId = ctx.params.runId!;
-    const run = isUuid(runId) ? await findRun(dataSource.manager, runId, principalOf(ctx.state).teamId) : null;
-    if (!run) throw notFound(`No run ${runId}.`);
+    const run = await teamRunOr404(dataSource.manager, ctx.params.runId!, principalOf(ctx.state).teamId);
     ctx.redirect(signedUrl(downloads, 'transcripts', run.runId));
   });
   router.get('/agent/conversations/:conversationId/transcript', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const conversationId = ctx.params.conversationId!;
-    const runs = isUuid(conversationId)
-      ? await listConversationRuns(dataSource.manager, conversationId, principalOf(ctx.state).teamId)
-      : [];
-    if (runs.length === 0) throw notFound(`No conversation ${conversationId}.`);
+    await teamConversationRunsOr404(dataSource.manager, conversationId, principalOf(ctx.state).teamId);
     ctx.redirect(signedUrl(downloads, 'conversation-transcripts', conversationId));
   });
   return router;
