@@ -12,6 +12,7 @@ import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { createClientAddressLimit, limitOpenRoutes } from './middleware/client-address-limit';
 import { jsonBody } from './middleware/json-body';
+import { createFactoryFilesRouter, FACTORY_FILES_PREFIX } from './routes/factory-files-routes';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
 import { preferSpecificRoutes } from './middleware/specific-routes';
@@ -150,6 +151,7 @@ export function createApp(deps: AppDeps): Koa {
     createErrorReferenceRouter(),
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createOpenApiRouter(openApiLimits(config)),
+    createFactoryFilesRouter({ config }),
     createMetricsRouter({ bearerToken: config.metrics.bearerToken, extraMetrics: deps.extraMetrics }),
   ];
 
@@ -158,7 +160,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
-  app.use(limitOpenRoutes(anonymousLimit, '/api/v1'));
+  app.use(limitOpenRoutes(anonymousLimit, '/api/v1', [FACTORY_FILES_PREFIX]));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods()).use(preferSpecificRoutes());

@@ -9,6 +9,7 @@ export {
   syncFileFactories,
   type FileFactorySyncResult,
   type FoundFactoryFile,
+  type SkippedFactoryFile,
 } from './file-factories';
 
 export async function findFactory(manager: EntityManager, uid: string, teamId: string): Promise<Factory | null> {

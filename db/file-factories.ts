@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { FactoryFile, FactoryFileAgent } from '../core/factory-file';
+import type { FactoryFile, FactoryFileAgent, FactoryFileProblem } from '../core/factory-file';
 import {
   createAgentIdentity,
   deleteAgentIdentity,
@@ -16,13 +16,20 @@ import {
   type FactorySource,
 } from './factory-rows';
 
-/** A FACTORY.md found in a repository of an environment. */
+/** A factory file found in a repository of an environment: a FACTORY.md, or a tree's factory.yaml. */
 export interface FoundFactoryFile {
   /** `owner/repo`. */
   repository: string;
-  /** Path of the file inside the repository: `.agents/factories/<name>/FACTORY.md`. */
+  /** Path of the file inside the repository: `.agents/factories/<name>/FACTORY.md` or `…/factory.yaml`. */
   path: string;
   factory: FactoryFile;
+}
+
+/** A factory file that exists but was not recorded, and why. */
+export interface SkippedFactoryFile {
+  repository: string;
+  path: string;
+  errors: FactoryFileProblem[];
 }
 
 export interface FileFactorySyncResult {

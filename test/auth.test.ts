@@ -515,17 +515,19 @@ describe('unauthenticated traffic', () => {
     try {
       const { key } = await limited.newTeamKey();
       const statuses: number[] = [];
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < 3; i++) {
         statuses.push((await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope')).status);
       }
-      // The open pages count too.
+      // The open pages count too, and so do the open routes of the API (the factory file format).
+      statuses.push((await limited.api.get('/api/v1/factory-files/schemas')).status);
       statuses.push((await limited.api.get('/sessions/unknown-session')).status);
       const refused = await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope');
-      expect(statuses).toEqual([401, 401, 401, 401, 404]);
+      expect(statuses).toEqual([401, 401, 401, 200, 404]);
       expect(refused.status).toBe(429);
       expect(refused.body).toMatchObject({ error_code: 'rate_limited', retryable: true });
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
       expect((await limited.api.get('/sessions/unknown-session')).status).toBe(429);
+      expect((await limited.api.post('/api/v1/factory-files/validate').send({ files: [] })).status).toBe(429);
       // A valid key from the same address works, and health checks are never limited.
       expect((await limited.api.get('/api/v1/agent/runs').set(auth(key))).status).toBe(200);
       expect((await limited.api.get('/healthz')).status).toBe(200);

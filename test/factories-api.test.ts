@@ -49,6 +49,19 @@ git.addRepo('acme', 'broken', {
   'docs/dir/FACTORY.md': REVIEW_TEAM.replace('name: review-team', 'name: dir-link'),
 });
 
+git.addRepo('acme', 'trees', {
+  '.agents/factories/tree-team/factory.yaml':
+    'name: tree-team\ndescription: A factory as a tree\ninstructions: Test everything.\n',
+  '.agents/factories/tree-team/agents/lead/agent.md': '---\nagent_type: FOREMAN\ndescription: Leads\n---\nYou lead.\n',
+  '.agents/factories/tree-team/agents/fixer/agent.md':
+    '---\nagent_type: IMPLEMENT\nbase_model: openai/fixer-model\nskills: [acme/tools:lint]\n---\nYou fix.\n',
+  '.agents/factories/bad-tree/factory.yaml': 'name: bad-tree\ndescription: Two foremen\n',
+  '.agents/factories/bad-tree/agents/one/agent.md': '---\nagent_type: FOREMAN\n---\n',
+  '.agents/factories/bad-tree/agents/two/agent.md': '---\nagent_type: FOREMAN\ncolour: red\n---\n',
+  '.agents/factories/both/FACTORY.md': REVIEW_TEAM.replace('name: review-team', 'name: both'),
+  '.agents/factories/both/factory.yaml': 'name: both\ndescription: Twice\n',
+});
+
 /** Commits changes to a repository of the git host: a string writes the file, null removes it, `{symlink}` makes one. */
 function commit(owner: string, repo: string, changes: Record<string, string | null | { symlink: string }>): void {
   const dir = path.join(git.root, owner, repo);
@@ -582,4 +595,35 @@ test('discovery: a malformed, oversized or symlinked FACTORY.md is a notice on t
   expect(linked).toContain('acme/broken:.agents/factories/linked/FACTORY.md: file: is a symlink; not followed');
   expect(await listFactories(key)).toEqual([]);
   expect((await ctx.api.get(IDENTITIES).set(auth(key))).body.agents).toEqual([]);
+});
+
+test('discovery: a factory tree (factory.yaml and agents/<name>/agent.md) becomes a FILE factory; a bad one is a notice at its line', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, { name: 'trees', github_repos: [{ owner: 'acme', repo: 'trees' }] });
+  const runId = await runInEnvironment(key, envId);
+  const factories = await listFactories(key);
+  expect(factories.map((f) => f.name).sort()).toEqual(['both', 'tree-team']);
+  const tree = factories.find((f) => f.name === 'tree-team')!;
+  expect(tree).toMatchObject({
+    description: 'A factory as a tree',
+    instructions: 'Test everything.',
+    source: { type: 'FILE', repository: 'acme/trees', path: '.agents/factories/tree-team/factory.yaml' },
+  });
+  expect(tree.agents.map((a) => [a.name, a.agent_type]).sort()).toEqual([
+    ['tree-team/fixer', 'IMPLEMENT'],
+    ['tree-team/lead', 'FOREMAN'],
+  ]);
+  const fixer = await ctx.api
+    .get(`${IDENTITIES}/${tree.agents.find((a) => a.name === 'tree-team/fixer')!.uid}`)
+    .set(auth(key));
+  expect(fixer.body).toMatchObject({ base_model: 'openai/fixer-model', skills: ['acme/tools:lint'] });
+  // The FACTORY.md of a directory that holds both formats is the one recorded; the tree is skipped.
+  expect(factories.find((f) => f.name === 'both')!.source).toMatchObject({ path: '.agents/factories/both/FACTORY.md' });
+  const skipped = (await notices(runId)).filter((n) => n.startsWith('Skipped factory file'));
+  expect(skipped).toHaveLength(2);
+  const [bad, both] = skipped;
+  expect(bad).toContain('acme/trees:.agents/factories/bad-tree/factory.yaml: ');
+  expect(bad).toContain('.agents/factories/bad-tree/agents/two/agent.md:3:1: unknown field `colour`');
+  expect(bad).toContain('(FF_UNKNOWN_FIELD)');
+  expect(both).toContain('.agents/factories/both holds a FACTORY.md too');
 });

@@ -604,3 +604,114 @@ test(`${WARP_CLIENT}: the rest of its methods (runs, skills, environments, artif
   expect(agentDeleted).toEqual({ ok: null });
   expect(agentGone).toMatchObject({ status: 404 });
 });
+
+const FACTORY_TREE = [
+  {
+    path: '.agents/factories/bugfix/factory.yaml',
+    content: 'schema_version: v1alpha1\nname: bugfix\ndescription: Fixes reported bugs.\n',
+  },
+  { path: '.agents/factories/bugfix/agents/lead/agent.md', content: '---\nagent_type: FOREMAN\n---\nLead the fix.\n' },
+  {
+    path: '.agents/factories/bugfix/agents/fixer/agent.md',
+    content: '---\nagent_type: IMPLEMENT\nskills:\n  - acme/tools:lint\n---\nFix it.\n',
+  },
+];
+
+test(`${WARP_CLIENT}: factory files: the schema documents and the validator that uses them, with no key`, async () => {
+  // The client sends no key to these methods (their security is empty): any string will do.
+  const [list, bundle, document, unknown, valid, invalid] = await calls('no key is sent', [
+    { call: 'factories.files.schemas.list' },
+    { call: 'factories.files.schemas.retrieve', args: ['v1alpha1'] },
+    {
+      call: 'factories.files.schemas.get_document',
+      args: ['factory.schema.json'],
+      kwargs: { schema_version: 'v1alpha1' },
+    },
+    { call: 'factories.files.schemas.retrieve', args: ['v9'] },
+    { call: 'factories.files.validate', kwargs: { files: FACTORY_TREE } },
+    {
+      call: 'factories.files.validate',
+      kwargs: {
+        files: [
+          { ...FACTORY_TREE[0]!, content: 'name: Bug Fix\ndescription: Fixes.\nowner: me\n' },
+          { ...FACTORY_TREE[1]!, content: '---\nagent_type: REVIEW\n---\n' },
+          { path: 'automations/nightly.yaml', content: 'cron: daily\n' },
+        ],
+      },
+    },
+  ]);
+  expect(list).toEqual({
+    ok: {
+      current_version: 'v1alpha1',
+      versions: [{ schema_version: 'v1alpha1', schema_url: '/api/v1/factory-files/schemas/v1alpha1' }],
+    },
+  });
+  const documents = (bundle as { ok: { documents: Record<string, { $id: string; $schema: string }> } }).ok.documents;
+  expect(Object.keys(documents).sort()).toEqual(['agent.schema.json', 'common.schema.json', 'factory.schema.json']);
+  for (const [name, doc] of Object.entries(documents)) {
+    expect(doc).toMatchObject({ $id: name, $schema: 'https://json-schema.org/draft/2020-12/schema' });
+  }
+  expect((document as { ok: unknown }).ok).toEqual(documents['factory.schema.json']);
+  expect(unknown).toMatchObject({
+    error: 'NotFoundError',
+    status: 404,
+    body: { detail: expect.stringContaining('v1alpha1') },
+  });
+  expect(valid).toEqual({
+    ok: {
+      valid: true,
+      schema_version: 'v1alpha1',
+      diagnostics: [],
+      deferred_resolutions: [{ path: FACTORY_TREE[2]!.path, field: 'skills[0]', kind: 'skill' }],
+      state_dependent_checks_not_run: expect.arrayContaining(['skills_resolve']),
+      validation_scope: { parser: 'checked', state_independent: 'checked', state_dependent: 'not_checked' },
+    },
+  });
+  expect((invalid as { ok: { valid: boolean; diagnostics: unknown[] } }).ok).toMatchObject({
+    valid: false,
+    validation_scope: { parser: 'checked', state_independent: 'not_run' },
+    diagnostics: [
+      {
+        path: FACTORY_TREE[0]!.path,
+        code: 'FF_INVALID_VALUE',
+        line: 1,
+        column: 7,
+        message: expect.stringContaining('`name`'),
+      },
+      {
+        path: FACTORY_TREE[0]!.path,
+        code: 'FF_UNKNOWN_FIELD',
+        line: 3,
+        column: 1,
+        message: expect.stringContaining('`owner`'),
+      },
+      { path: 'automations/nightly.yaml', code: 'FF_UNKNOWN_FILE', line: 1, column: 1 },
+    ],
+  });
+});
+
+test('factory files over HTTP: cacheable schemas (ETag, 304), a schema media type, bounded bodies, nothing for a key', async () => {
+  const first = await ctx.api.get('/api/v1/factory-files/schemas/v1alpha1');
+  expect(first.status).toBe(200);
+  expect(first.headers.etag).toMatch(/^"[\w-]+"$/);
+  const again = await ctx.api.get('/api/v1/factory-files/schemas/v1alpha1').set('If-None-Match', first.headers.etag!);
+  expect(again.status).toBe(304);
+  const doc = await ctx.api.get('/api/v1/factory-files/schemas/v1alpha1/agent.schema.json');
+  expect(doc.headers['content-type']).toMatch(/^application\/schema\+json/);
+  expect(JSON.parse(doc.text)).toMatchObject({ $id: 'agent.schema.json' });
+  expect((await ctx.api.get('/api/v1/factory-files/schemas/v1alpha1/../../openapi.json')).status).toBe(404);
+  expect((await ctx.api.get('/api/v1/factory-files/schemas/v1alpha1/constructor')).status).toBe(404);
+  const tooBig = await ctx.api
+    .post('/api/v1/factory-files/validate')
+    .send({ files: [{ path: 'factory.yaml', content: 'x'.repeat(5 * 1024 * 1024) }] });
+  expect(tooBig.status).toBe(413);
+  const notAList = await ctx.api.post('/api/v1/factory-files/validate').send({ files: 'factory.yaml' });
+  expect(notAList.status).toBe(400);
+  expect(notAList.body.detail).toContain('files');
+  // Validation reads no team's state: a key changes nothing about the answer.
+  const { key } = await ctx.newTeamKey();
+  const withKey = await ctx.api.post('/api/v1/factory-files/validate').set(auth(key)).send({ files: FACTORY_TREE });
+  const without = await ctx.api.post('/api/v1/factory-files/validate').send({ files: FACTORY_TREE });
+  expect(withKey.body).toEqual(without.body);
+  expect(without.body.valid).toBe(true);
+});

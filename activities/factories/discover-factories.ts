@@ -1,29 +1,23 @@
 import type { DataSource } from 'typeorm';
-import {
-  checkFactoryFile,
-  FACTORIES_DIR,
-  FACTORY_FILE_NAME,
-  MAX_FACTORY_FILE_BYTES,
-  type FactoryFileProblem,
-} from '../../core/factory-file';
+import { checkFactoryFile, FACTORIES_DIR, FACTORY_FILE_NAME, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
 import type { Environment } from '../../db/environments';
-import { syncFileFactories, type FileFactorySyncResult, type FoundFactoryFile } from '../../db/factories';
+import {
+  syncFileFactories,
+  type FileFactorySyncResult,
+  type FoundFactoryFile,
+  type SkippedFactoryFile,
+} from '../../db/factories';
 import { appendRunEvent } from '../../db/run-events';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { discoverFactoryTrees } from './discover-factory-trees';
 
 /** Factory directories read per repository; more is a mistake, not a factory. */
 export const MAX_FACTORY_DIRS = 100;
 
-/** A FACTORY.md that exists but was not recorded, and why. */
-export interface SkippedFactoryFile {
-  repository: string;
-  path: string;
-  errors: FactoryFileProblem[];
-}
-
 /**
  * Reads and parses every `.agents/factories/<name>/FACTORY.md` of a repository in the workspace,
+ * and every factory tree (`factory.yaml` with `agents/<agent>/agent.md`, discover-factory-trees.ts),
  * through the run's sandbox (the bytes are the repository's: untrusted, size-capped, no symlink
  * followed). `allowedSkill` says whether this service may load an agent's skill.
  */
@@ -39,7 +33,10 @@ export async function discoverFactoryFiles(
     maxBytes: MAX_FACTORY_FILE_BYTES,
     maxEntries: MAX_FACTORY_DIRS,
   });
+  const markdownDirs = new Set<string>();
   for (const entry of entries) {
+    if (entry.path.endsWith(`/${FACTORY_FILE_NAME}`))
+      markdownDirs.add(entry.path.slice(0, -FACTORY_FILE_NAME.length - 1));
     if (entry.content === undefined) {
       skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
       continue;
@@ -48,7 +45,8 @@ export async function discoverFactoryFiles(
     if (checked.valid) found.push({ repository, path: entry.path, factory: checked.factory });
     else skipped.push({ repository, path: entry.path, errors: checked.errors });
   }
-  return { found, skipped };
+  const trees = await discoverFactoryTrees(files, repoDir, repository, allowedSkill, markdownDirs, MAX_FACTORY_DIRS);
+  return { found: [...found, ...trees.found], skipped: [...skipped, ...trees.skipped] };
 }
 
 /**

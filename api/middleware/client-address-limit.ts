@@ -47,10 +47,20 @@ export function createClientAddressLimit(perMinute: number): ClientAddressLimit 
 /** Paths a load balancer or Prometheus polls: never limited by address. */
 const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Counts every request to the routes that need no key (the API's own count failed authentications). */
-export function limitOpenRoutes(limit: ClientAddressLimit | undefined, apiPrefix: string): Middleware {
+/**
+ * Counts every request to the routes that need no key: those outside `apiPrefix`, and those under
+ * one of `openApiPrefixes` (the API's keyed routes count failed authentications instead).
+ */
+export function limitOpenRoutes(
+  limit: ClientAddressLimit | undefined,
+  apiPrefix: string,
+  openApiPrefixes: readonly string[] = [],
+): Middleware {
+  const open = (path: string) =>
+    !path.startsWith(`${apiPrefix}/`) ||
+    openApiPrefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   return async (ctx: Context, next) => {
-    if (limit && !UNLIMITED.has(ctx.path) && !ctx.path.startsWith(`${apiPrefix}/`)) await limit.take(ctx.ip);
+    if (limit && !UNLIMITED.has(ctx.path) && open(ctx.path)) await limit.take(ctx.ip);
     await next();
   };
 }

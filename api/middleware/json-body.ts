@@ -21,13 +21,13 @@ export function matchesRoute(pattern: string, path: string): boolean {
  * Reads a JSON object body into `ctx.state.body` (undefined when there is no body). Too large
  * is 413, another media type 415, anything but a JSON object 400. On `attachmentPaths` (route
  * patterns, see matchesRoute), a body that carries `attachments` may exceed MAX_BODY_BYTES, up
- * to MAX_BODY_WITH_ATTACHMENTS_BYTES.
+ * to MAX_BODY_WITH_ATTACHMENTS_BYTES. `maxBytes` sets one limit for every body instead.
  */
-export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}): Middleware {
+export function jsonBody(options: { attachmentPaths?: readonly string[]; maxBytes?: number } = {}): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
     const withAttachments = options.attachmentPaths?.some((pattern) => matchesRoute(pattern, ctx.path)) ?? false;
-    const limit = withAttachments ? MAX_BODY_WITH_ATTACHMENTS_BYTES : MAX_BODY_BYTES;
+    const limit = options.maxBytes ?? (withAttachments ? MAX_BODY_WITH_ATTACHMENTS_BYTES : MAX_BODY_BYTES);
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limit) throw tooLarge(limit);
     const raw = await readBody(ctx.req, limit);
@@ -59,7 +59,11 @@ export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}):
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw invalid('The body must be a JSON object.');
     }
-    if (raw.length > MAX_BODY_BYTES && !Array.isArray((parsed as { attachments?: unknown }).attachments)) {
+    if (
+      options.maxBytes === undefined &&
+      raw.length > MAX_BODY_BYTES &&
+      !Array.isArray((parsed as { attachments?: unknown }).attachments)
+    ) {
       throw tooLarge(MAX_BODY_BYTES);
     }
     ctx.state.body = parsed;
@@ -69,7 +73,7 @@ export function jsonBody(options: { attachmentPaths?: readonly string[] } = {}):
 
 function tooLarge(limit: number): ApiError {
   const detail =
-    limit === MAX_BODY_BYTES
+    limit !== MAX_BODY_WITH_ATTACHMENTS_BYTES
       ? `The body is larger than the limit of ${limit} bytes.`
       : `The body is larger than the limit of ${limit} bytes (attachments included).`;
   return new ApiError('invalid_request', detail, { status: 413 });

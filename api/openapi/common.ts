@@ -134,7 +134,7 @@ const problemResponse = (status: ErrorStatus) => ({ $ref: `#/components/response
 
 /** A successful response: a JSON body by default, or `content` as given; none for 204 and 302. */
 export interface Success {
-  status: 200 | 201 | 202 | 204 | 302 | 503;
+  status: 200 | 201 | 202 | 204 | 302 | 304 | 503;
   description: string;
   schema?: z.ZodType;
   contentType?: string;
@@ -206,7 +206,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
       description: success.description,
       headers: { ...REQUEST_ID_HEADER, ...(auth ? RATE_LIMIT_HEADERS : {}), ...success.headers },
       ...(success.links ? { links: success.links } : {}),
-      ...(success.status === 204 || success.status === 302
+      ...(success.status === 204 || success.status === 302 || success.status === 304
         ? {}
         : {
             content: {

@@ -12,6 +12,7 @@ import { NOTHING_JSON_SCHEMA, NOTHING_SCHEMA_NAME } from '../../core/schemas/not
 import { registerPlatformOperations } from './platform';
 import { registerTimelineOperations } from './timeline';
 import { registerFactoryTaskOperations } from './factory-tasks';
+import { registerFactoryFileOperations } from './factory-files';
 import { registerTaskViewOperations } from './task-view';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
@@ -56,6 +57,7 @@ function registry(): OpenAPIRegistry {
   registerFactoryOperations(registry);
   registerFactoryResourceOperations(registry);
   registerFactoryTaskOperations(registry);
+  registerFactoryFileOperations(registry);
   registerTaskViewOperations(registry);
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);

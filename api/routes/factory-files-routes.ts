@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { notFound } from '../../core/api-error';
+import type { Config } from '../../core/config';
+import {
+  CURRENT_FACTORY_SCHEMA_VERSION,
+  factorySchemaDocuments,
+  FACTORY_SCHEMA_VERSIONS,
+  isFactorySchemaVersion,
+  type FactorySchemaVersion,
+} from '../../core/factory-tree/schema-documents';
+import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
+import { factoryTreeValidateBodySchema, MAX_TREE_BODY_BYTES } from '../../core/schemas/factory-files-schemas';
+import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { jsonBody } from '../middleware/json-body';
+import { rejectQueryParameters, validate } from '../validate';
+
+export const FACTORY_FILES_PREFIX = '/api/v1/factory-files';
+
+/**
+ * The factory tree format, open to anyone like the OpenAPI document: its JSON Schema documents
+ * by version (cacheable, with ETags), and `POST /validate`, which reads no team's state. Requests
+ * count against RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE per client address (app.ts) and a body is
+ * at most MAX_TREE_BODY_BYTES.
+ */
+export function createFactoryFilesRouter({ config }: { config: Config }): Router {
+  const router = new Router({ prefix: FACTORY_FILES_PREFIX });
+
+  router.get('/schemas', (ctx) => {
+    rejectQueryParameters(ctx.query);
+    answerCacheable(ctx, {
+      current_version: CURRENT_FACTORY_SCHEMA_VERSION,
+      versions: FACTORY_SCHEMA_VERSIONS.map((version) => ({
+        schema_version: version,
+        schema_url: `${FACTORY_FILES_PREFIX}/schemas/${version}`,
+      })),
+    });
+  });
+
+  router.get('/schemas/:schema_version', (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const version = knownVersion(ctx.params.schema_version!);
+    answerCacheable(ctx, { schema_version: version, documents: factorySchemaDocuments(version) });
+  });
+
+  router.get('/schemas/:schema_version/:document', (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const version = knownVersion(ctx.params.schema_version!);
+    const documents = factorySchemaDocuments(version);
+    const document = Object.hasOwn(documents, ctx.params.document!) ? documents[ctx.params.document!] : undefined;
+    if (!document) {
+      throw notFound(
+        `Schema version ${version} has no document "${ctx.params.document}"; it has ${Object.keys(documents).join(', ')}.`,
+      );
+    }
+    answerCacheable(ctx, document);
+    ctx.type = 'application/schema+json';
+  });
+
+  router.post('/validate', jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const { files } = validate(factoryTreeValidateBodySchema, ctx.state.body);
+    ctx.body = validateFactoryTree(files, (spec) =>
+      isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+    ).validation;
+  });
+
+  return router;
+}
+
+function knownVersion(version: string): FactorySchemaVersion {
+  if (isFactorySchemaVersion(version)) return version;
+  throw notFound(
+    `No factory file schema version "${version}"; this server describes ${FACTORY_SCHEMA_VERSIONS.join(', ')} (GET ${FACTORY_FILES_PREFIX}/schemas).`,
+  );
+}
+
+/** A body that changes only with the service's version: an ETag, and 304 to a matching If-None-Match. */
+function answerCacheable(ctx: Context, body: object): void {
+  const text = JSON.stringify(body);
+  ctx.status = 200;
+  ctx.set('ETag', `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`);
+  ctx.set('Cache-Control', 'public, max-age=300');
+  if (ctx.fresh) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.body = body;
+}

@@ -1,0 +1,23 @@
+import { z } from './zod';
+
+/** Files one validation may send: a factory.yaml and at most 20 agents fit many times over. */
+export const MAX_TREE_FILES = 100;
+/** Content of one file as a request may carry it (the format's own cap is far lower, 256 KiB). */
+export const MAX_TREE_FILE_CHARS = 2 * 1024 * 1024;
+/** A `POST /factory-files/validate` body; it needs no key, so it is bounded apart from the API's 1 MiB. */
+export const MAX_TREE_BODY_BYTES = 4 * 1024 * 1024;
+
+/** `POST /factory-files/validate` (core/factory-tree/validate-tree.ts). */
+export const factoryTreeValidateBodySchema = z.strictObject({
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().min(1).max(1024).openapi({
+          description: 'Repository-relative path, e.g. `factory.yaml` or `agents/triage/agent.md`.',
+        }),
+        content: z.string().max(MAX_TREE_FILE_CHARS).openapi({ description: 'The UTF-8 text of the file.' }),
+      }),
+    )
+    .max(MAX_TREE_FILES)
+    .openapi({ description: "The tree's `factory.yaml` and its `agents/<name>/agent.md` files." }),
+});
