@@ -7,6 +7,10 @@ import {
   OLDEST_CLIENT,
   WARP_CLIENT,
 } from '../infra/python-client';
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { warpClientCalls, type WarpCall, type WarpResult } from './helpers/warp-client';
 import { createFactory } from './helpers/factories';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
@@ -714,4 +718,16 @@ test('factory files over HTTP: cacheable schemas (ETag, 304), a schema media typ
   const without = await ctx.api.post('/api/v1/factory-files/validate').send({ files: FACTORY_TREE });
   expect(withKey.body).toEqual(without.body);
   expect(without.body.valid).toBe(true);
+});
+
+test(`${WARP_CLIENT}: every one of its 52 methods is driven by a test`, async () => {
+  const script = path.join(__dirname, 'contract', 'warp_client_methods.py');
+  const methods = JSON.parse((await promisify(execFile)(await ensureWarpClient(), [script])).stdout) as string[];
+  expect(methods).toHaveLength(52);
+  const driven = new Set<string>();
+  for (const file of readdirSync(__dirname).filter((name) => name.endsWith('.test.ts'))) {
+    for (const match of readFileSync(path.join(__dirname, file), 'utf8').matchAll(/call: '([\w.]+)'/g))
+      driven.add(match[1]!);
+  }
+  expect(methods.filter((method) => !driven.has(method))).toEqual([]);
 });
