@@ -9,7 +9,8 @@ export async function runCommand(args: Record<string, unknown>, ctx: ToolContext
   const command = stringArg(args, 'command');
   const cwdArg = stringArg(args, 'cwd', false);
   const cwd = cwdArg ? workspaceRelative(ctx, cwdArg) : '';
-  if (cwd === undefined || !(await ctx.files.isDirectory(cwd)))
+  // The workspace's root is a directory by construction: asking the sandbox costs a process start.
+  if (cwd === undefined || (cwd !== '' && !(await ctx.files.isDirectory(cwd))))
     throw new ToolInputError(`cwd ${cwdArg} is not a directory of the workspace`);
   const requested = numberArg(args, 'timeout_seconds');
   const timeoutSeconds = Math.max(1, Math.min(requested ?? ctx.commandTimeoutSeconds, ctx.commandTimeoutSeconds));

@@ -41,6 +41,11 @@ const SAFE_GIT_ARGS = ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/
  */
 const GIT_TIMEOUT_MS = 120_000;
 
+/** `value` as one word of a POSIX shell command. */
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
 /** git on a workspace repository (local operations only), in the run's sandbox. */
 function git(
   processes: RunProcesses,
@@ -186,6 +191,8 @@ export async function resolveCommit(
 /**
  * Unified diff per changed file of a repository against HEAD, untracked files included;
  * `.gitignore` is respected, and without one the well-known dependency directories are left out.
+ * Runs after every step, so its three git calls (stage into the private index, resolve HEAD,
+ * diff) are one sandboxed process: starting a process is most of what they cost.
  */
 export async function diffAgainstHead(
   processes: RunProcesses,
@@ -193,10 +200,19 @@ export async function diffAgainstHead(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean } = {},
 ): Promise<Map<string, string>> {
-  const env = await stageSnapshot(processes, repo, signal, options.hasGitignore);
-  const base = (await resolveCommit(processes, repo, 'HEAD', signal)) ?? EMPTY_TREE;
-  const diff = await git(processes, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', base], repo, {
-    env,
+  const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
+  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
+  const exclude = options.hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  const script = [
+    `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`,
+    `base=$(${git} rev-parse --verify --quiet 'HEAD^{commit}') || base=${EMPTY_TREE}`,
+    `GIT_INDEX_FILE=${index} exec ${git} diff --cached --no-color --no-ext-diff --no-textconv "$base"`,
+  ].join('\n');
+  const diff = await processes.exec(['sh', '-c', script], {
+    cwd: repo,
+    env: SAFE_GIT_ENV,
+    maxBuffer: 256 * 1024 * 1024,
+    timeoutMs: GIT_TIMEOUT_MS,
     signal,
   });
   const files = new Map<string, string>();

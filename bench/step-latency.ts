@@ -1,0 +1,235 @@
+/**
+ * Benchmark: what one agent step costs, against the floors Temporal and the sandbox set, on one
+ * self-contained stack (embedded PostgreSQL, Temporal dev server, the API and a worker in this
+ * process, a scripted model that answers at once). A step of ours is one model call plus one
+ * sandboxed `run_command true`; the floors are a workflow of one activity per step that spawns a
+ * bare `bwrap … true`, and one of a local activity per step (bench/step-floor-workflow.ts).
+ *
+ * 1. Latency per step, one run at a time: the gaps between a run's model calls (ours) or its
+ *    activities (the floors).
+ * 2. CPU per step with `parallel` runs of 10 steps in flight: every process of the stack (this
+ *    one, PostgreSQL, Temporal, the sandboxes), summed, divided by the steps.
+ * 3. A burst of `burst` runs of 10 steps created at once: steps per second and QUEUED → INPROGRESS.
+ *
+ * Usage: npm run bench:steps -- [steps=40] [parallel=10] [burst=50]
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Worker } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { closeServer, listen } from '../api/server';
+import { createLogger } from '../core/logger';
+import { createApiKey } from '../db/api-keys';
+import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
+import { ScriptedModelServer } from '../test/helpers/scripted-model';
+import { createWorker } from '../worker/create-worker';
+import { percentile, startBenchStack } from './bench-stack';
+import { cpuSince, descendantCpuMs } from './process-tree-cpu';
+
+const run = promisify(execFile);
+const FLOOR_QUEUE = 'bench-step-floor';
+const log = (m: string) => process.stdout.write(`${m}\n`);
+
+const line = (name: string, values: number[]) =>
+  `${name.padEnd(34)} p50 ${percentile(values, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(values, 99)
+    .toFixed(1)
+    .padStart(7)} ms   max ${Math.max(...values)
+    .toFixed(0)
+    .padStart(6)} ms   (${values.length} steps)`;
+
+const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
+
+/** CPU time (ms) of this process and every process it started, by command, while `work` runs. */
+async function cpuOf(work: () => Promise<void>): Promise<{ total: number; byCommand: Map<string, number> }> {
+  const own = process.cpuUsage();
+  const before = descendantCpuMs();
+  await work();
+  const used = process.cpuUsage(own);
+  const byCommand = cpuSince(before, descendantCpuMs());
+  byCommand.set('node (API + worker)', (used.user + used.system) / 1000);
+  return { total: [...byCommand.values()].reduce((a, b) => a + b, 0), byCommand };
+}
+
+async function main(): Promise<void> {
+  const steps = Number(process.argv[2] ?? 40);
+  const parallel = Number(process.argv[3] ?? 10);
+  const burst = Number(process.argv[4] ?? 50);
+  const model = new ScriptedModelServer();
+  const modelUrl = await model.start();
+  const stack = await startBenchStack({
+    name: 'steps',
+    env: {
+      OPENAI_API_KEY: 'bench',
+      OPENAI_BASE_URL: modelUrl,
+      AGENT_DEFAULT_MODEL: 'openai/bench',
+      AGENT_IDLE_TIMEOUT_MINUTES: '0',
+    },
+  });
+  const { config, secretsKey, dataSource } = stack;
+  const logger = createLogger('error', 'bench');
+  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
+  const workerConnection = await connectWorkerConnection(stack.temporalAddress);
+  const worker = await createWorker({
+    config,
+    dataSource,
+    connection: workerConnection,
+    logger,
+    platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
+    secretsKey,
+  });
+  const workerRun = worker.run();
+
+  // The floors' worker: the same connection and server, its own queue and bundle.
+  let floorTimes: number[] = [];
+  const bwrapArgs = [
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--unshare-all',
+    '--die-with-parent',
+    'true',
+  ];
+  const floorWorker = await Worker.create({
+    connection: workerConnection,
+    namespace: config.temporal.namespace,
+    taskQueue: FLOOR_QUEUE,
+    workflowsPath: require.resolve('./step-floor-workflow'),
+    activities: {
+      async bareSandboxStep() {
+        floorTimes.push(performance.now());
+        await run('bwrap', bwrapArgs);
+        return 0;
+      },
+      async localStep() {
+        floorTimes.push(performance.now());
+        return 0;
+      },
+    },
+  });
+  const floorRun = floorWorker.run();
+  const floor = async (count: number, kind: 'activity' | 'local', each = steps) => {
+    await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        client.workflow.execute('stepFloorWorkflow', {
+          taskQueue: FLOOR_QUEUE,
+          workflowId: `floor-${kind}-${Date.now()}-${i}-${Math.random().toString(36).slice(2)}`,
+          args: [each, kind],
+        }),
+      ),
+    );
+  };
+
+  const app = createApp({
+    config,
+    dataSource,
+    temporalClient: client,
+    temporalConnection: connection,
+    logger,
+    secretsKey,
+  });
+  const server = await listen(app, 0, '127.0.0.1');
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
+  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
+
+  /** Creates a run of `each` steps, each but the last a `run_command true`; notes its model calls' times. */
+  const createRun = async (each: number, callTimes: number[] = []) => {
+    const marker = `steps-${Math.random().toString(36).slice(2)}`;
+    model.script(marker, (_req, call) => {
+      callTimes.push(performance.now());
+      return call < each
+        ? { text: '', toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] }
+        : { text: 'done' };
+    });
+    const res = await fetch(`${base}/agent/runs`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ prompt: marker }),
+    });
+    if (res.status !== 201) throw new Error(`POST /agent/runs: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { run_id: string }).run_id;
+  };
+  const finished = async (id: string) => {
+    for (;;) {
+      const got = (await (await fetch(`${base}/agent/runs/${id}`, { headers })).json()) as {
+        state: string;
+        created_at: string;
+        started_at?: string;
+      };
+      if (got.state === 'SUCCEEDED') return Date.parse(got.started_at!) - Date.parse(got.created_at);
+      if (got.state !== 'QUEUED' && got.state !== 'INPROGRESS') throw new Error(`run ${id} ended ${got.state}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  // Warm-up: the first run of each kind pays for connections, bundles and caches.
+  await finished(await createRun(3));
+  await floor(1, 'activity', 3);
+  await floor(1, 'local', 3);
+
+  log(`\n1. Latency per step, one run at a time (3 runs of ${steps} steps each):`);
+  const ours: number[] = [];
+  for (let i = 0; i < 3; i += 1) {
+    const times: number[] = [];
+    await finished(await createRun(steps, times));
+    ours.push(...gaps(times));
+  }
+  const floors: Record<'activity' | 'local', number[]> = { activity: [], local: [] };
+  for (const kind of ['activity', 'local'] as const) {
+    for (let i = 0; i < 3; i += 1) {
+      floorTimes = [];
+      await floor(1, kind);
+      floors[kind].push(...gaps(floorTimes));
+    }
+  }
+  log(line('ours: model call + run_command', ours));
+  log(line('floor: activity + bare bwrap', floors.activity));
+  log(line('floor: local activity', floors.local));
+  log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);
+
+  log(`\n2. CPU per step, ${parallel} runs of 10 steps in flight (every process of the stack):`);
+  const oursCpu = await cpuOf(async () => {
+    const ids = await Promise.all(Array.from({ length: parallel }, () => createRun(10)));
+    await Promise.all(ids.map(finished));
+  });
+  const floorCpu = await cpuOf(() => floor(parallel, 'activity', 10));
+  const perStep = (cpu: { total: number }) => cpu.total / (parallel * 10);
+  const byCommand = (cpu: { byCommand: Map<string, number> }) =>
+    [...cpu.byCommand]
+      .filter(([, ms]) => ms / (parallel * 10) >= 0.5)
+      .sort((a, b) => b[1] - a[1])
+      .map(([command, ms]) => `${command} ${(ms / (parallel * 10)).toFixed(1)}`)
+      .join(', ');
+  log(`ours                               ${perStep(oursCpu).toFixed(1)} ms/step (${byCommand(oursCpu)})`);
+  log(`floor: activity + bare bwrap       ${perStep(floorCpu).toFixed(1)} ms/step (${byCommand(floorCpu)})`);
+  log(`ours / floor                       ${(perStep(oursCpu) / perStep(floorCpu)).toFixed(2)}x`);
+
+  log(`\n3. A burst: ${burst} runs of 10 steps created at once:`);
+  const burstStarted = performance.now();
+  const burstIds = await Promise.all(Array.from({ length: burst }, () => createRun(10)));
+  const pickups = await Promise.all(burstIds.map(finished));
+  const burstSeconds = (performance.now() - burstStarted) / 1000;
+  log(
+    `steps per second                   ${((burst * 10) / burstSeconds).toFixed(1)} (${burstSeconds.toFixed(1)} s in all)`,
+  );
+  log(line('QUEUED → INPROGRESS', pickups).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  log(`RSS of this process (API + worker)  ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
+
+  floorWorker.shutdown();
+  worker.shutdown();
+  await Promise.all([floorRun, workerRun]);
+  await closeServer(server);
+  await workerConnection.close();
+  await connection.close();
+  await model.stop();
+  await stack.stop();
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
