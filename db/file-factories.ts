@@ -30,6 +30,8 @@ export interface SkippedFactoryFile {
   repository: string;
   path: string;
   errors: FactoryFileProblem[];
+  /** False when what the file recorded before must go too (another file of its directory replaces it). */
+  keepRecorded?: false;
 }
 
 export interface FileFactorySyncResult {

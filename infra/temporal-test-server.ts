@@ -57,7 +57,8 @@ export async function ensureTemporalTestServer(): Promise<string> {
     );
   }
   const classpath = readFileSync(classpathFile, 'utf8').trim();
-  writeFileSync(script, `#!/bin/sh\nexec java -cp '${classpath}' io.temporal.testserver.TestServer "$@"\n`);
+  const quoted = `'${classpath.replace(/'/g, `'\\''`)}'`;
+  writeFileSync(script, `#!/bin/sh\nexec java -cp ${quoted} io.temporal.testserver.TestServer "$@"\n`);
   chmodSync(script, 0o755);
   writeFileSync(path.join(dir, COMPLETE_MARKER), `${TEMPORAL_TEST_SERVER_VERSION}\n`);
   return script;

@@ -518,8 +518,9 @@ describe('unauthenticated traffic', () => {
       for (let i = 0; i < 3; i++) {
         statuses.push((await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope')).status);
       }
-      // The open pages count too, and so do the open routes of the API (the factory file format).
-      statuses.push((await limited.api.get('/api/v1/factory-files/schemas')).status);
+      // The open pages count too, and so do the open routes of the API (the factory file format),
+      // whatever the case of the path the router takes.
+      statuses.push((await limited.api.get('/api/v1/Factory-Files/schemas')).status);
       statuses.push((await limited.api.get('/sessions/unknown-session')).status);
       const refused = await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope');
       expect(statuses).toEqual([401, 401, 401, 200, 404]);
@@ -531,6 +532,26 @@ describe('unauthenticated traffic', () => {
       // A valid key from the same address works, and health checks are never limited.
       expect((await limited.api.get('/api/v1/agent/runs').set(auth(key))).status).toBe(200);
       expect((await limited.api.get('/healthz')).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('factory file validations have a limit of their own per client address, counted before the body is read', async () => {
+    const limited = await createTestContext({
+      worker: false,
+      env: { RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE: '2' },
+    });
+    try {
+      const validate = () => limited.api.post('/api/v1/factory-files/validate').send({ files: [] });
+      expect([(await validate()).status, (await validate()).status]).toEqual([200, 200]);
+      const refused = await validate();
+      expect(refused.status).toBe(429);
+      expect(refused.body.detail).toContain('RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE is 2');
+      // A refused request's body is never parsed: a malformed one is refused the same.
+      expect((await limited.api.post('/api/v1/factory-files/validate').send('{not json')).status).toBe(429);
+      // The schemas are not validations.
+      expect((await limited.api.get('/api/v1/factory-files/schemas')).status).toBe(200);
     } finally {
       await limited.close();
     }

@@ -626,4 +626,26 @@ test('discovery: a factory tree (factory.yaml and agents/<name>/agent.md) become
   expect(bad).toContain('.agents/factories/bad-tree/agents/two/agent.md:3:1: unknown field `colour`');
   expect(bad).toContain('(FF_UNKNOWN_FIELD)');
   expect(both).toContain('.agents/factories/both holds a FACTORY.md too');
+
+  // An agent file that cannot be read skips the tree, as a tree: what it recorded stays.
+  commit('acme', 'trees', {
+    '.agents/factories/tree-team/agents/fixer/agent.md': null,
+  });
+  commit('acme', 'trees', {
+    '.agents/factories/tree-team/agents/fixer/agent.md': { symlink: '../lead/agent.md' },
+  });
+  const symlinkRun = await runInEnvironment(key, envId);
+  expect((await notices(symlinkRun)).join('\n')).toContain(
+    'Skipped factory file acme/trees:.agents/factories/tree-team/factory.yaml: file: .agents/factories/tree-team/agents/fixer/agent.md is a symlink; not followed',
+  );
+  expect((await listFactories(key)).find((f) => f.name === 'tree-team')).toEqual(tree);
+
+  // A FACTORY.md added beside a recorded tree replaces it, agents and all.
+  commit('acme', 'trees', {
+    '.agents/factories/tree-team/FACTORY.md': REVIEW_TEAM.replace('name: review-team', 'name: tree-team'),
+  });
+  await runInEnvironment(key, envId);
+  const replaced = (await listFactories(key)).find((f) => f.name === 'tree-team')!;
+  expect(replaced.source).toMatchObject({ path: '.agents/factories/tree-team/FACTORY.md' });
+  expect(replaced.agents.map((a) => a.name).sort()).toEqual(['tree-team/checker', 'tree-team/fixer', 'tree-team/lead']);
 });

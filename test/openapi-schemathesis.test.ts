@@ -55,7 +55,7 @@ beforeAll(async () => {
       // Every-minute schedules the fuzzer creates keep the dev server's scheduler busy at each
       // minute; describing them then takes longer than the default 5 s of a production cluster.
       TEMPORAL_RPC_TIMEOUT_SECONDS: '20',
-      // Pings every second: a stream the fuzzer reads for its 2 s (schemathesis.toml) carries some.
+      // Pings every second: a stream the fuzzer reads for its 3 s (schemathesis.toml) carries some.
       SSE_HEARTBEAT_SECONDS: '1',
     },
   });

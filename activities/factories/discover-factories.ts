@@ -35,8 +35,10 @@ export async function discoverFactoryFiles(
   });
   const markdownDirs = new Set<string>();
   for (const entry of entries) {
-    if (entry.path.endsWith(`/${FACTORY_FILE_NAME}`))
+    // Not the entry that says the directories ran past MAX_FACTORY_DIRS: it names one it did not read.
+    if (entry.path.endsWith(`/${FACTORY_FILE_NAME}`) && !entry.error?.startsWith('not read:')) {
       markdownDirs.add(entry.path.slice(0, -FACTORY_FILE_NAME.length - 1));
+    }
     if (entry.content === undefined) {
       skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
       continue;
@@ -79,7 +81,7 @@ export async function recordEnvironmentFactories(input: {
     teamId: env.teamId,
     environmentId: env.uid,
     found,
-    keep: skipped,
+    keep: skipped.filter((file) => file.keepRecorded !== false),
   });
 
   const notices = [

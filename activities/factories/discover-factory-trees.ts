@@ -34,16 +34,27 @@ export async function discoverFactoryTrees(
       continue;
     }
     if (markdownDirs.has(dir)) {
-      skip(root.path, `${dir} holds a FACTORY.md too; a factory directory holds one format, so remove one of them`);
+      skipped.push({
+        repository,
+        path: root.path,
+        errors: [
+          {
+            path: 'file',
+            message: `${dir} holds a FACTORY.md too, which is the one recorded; a factory directory holds one format, so remove one of them`,
+          },
+        ],
+        keepRecorded: false,
+      });
       continue;
     }
     const agentEntries = await files.filesInSubdirectories(repoDir, `${dir}/agents`, AGENT_FILE, {
       maxBytes: MAX_FACTORY_FILE_BYTES,
       maxEntries: MAX_FACTORY_AGENTS + 1,
     });
+    // Skipped as the tree (its factory.yaml), so that what the tree recorded before stays.
     const unreadable = agentEntries.find((entry) => entry.content === undefined);
     if (unreadable) {
-      skip(unreadable.path, unreadable.error ?? 'unreadable');
+      skip(root.path, `${unreadable.path} ${unreadable.error ?? 'is unreadable'}`);
       continue;
     }
     const tree: TreeFile[] = [{ path: root.path, content: root.content }];

@@ -212,7 +212,8 @@ export async function diffAgainstHead(
     cwd: repo,
     env: SAFE_GIT_ENV,
     maxBuffer: 256 * 1024 * 1024,
-    timeoutMs: GIT_TIMEOUT_MS,
+    // The three git calls' budgets, as when each was a process of its own.
+    timeoutMs: 3 * GIT_TIMEOUT_MS,
     signal,
   });
   const files = new Map<string, string>();

@@ -16,7 +16,13 @@ export interface ClientAddressLimit {
   exhausted(address: string): Promise<boolean>;
 }
 
-export function createClientAddressLimit(perMinute: number): ClientAddressLimit | undefined {
+export function createClientAddressLimit(
+  perMinute: number,
+  what: { requests: string; variable: string } = {
+    requests: 'requests without a valid API key',
+    variable: 'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE',
+  },
+): ClientAddressLimit | undefined {
   if (perMinute <= 0) return undefined;
   const limiter = new RateLimiterMemory({ points: perMinute, duration: 60 });
   const refuse = (res: RateLimiterRes) => {
@@ -24,7 +30,7 @@ export function createClientAddressLimit(perMinute: number): ClientAddressLimit 
     const retryAfter = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
     return new ApiError(
       'rate_limited',
-      `Too many requests without a valid API key from your address (RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE is ${perMinute}); retry in ${retryAfter} seconds.`,
+      `Too many ${what.requests} from your address (${what.variable} is ${perMinute}); retry in ${retryAfter} seconds.`,
       { headers: { 'Retry-After': String(retryAfter) } },
     );
   };
@@ -60,7 +66,9 @@ export function limitOpenRoutes(
     !path.startsWith(`${apiPrefix}/`) ||
     openApiPrefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   return async (ctx: Context, next) => {
-    if (limit && !UNLIMITED.has(ctx.path) && open(ctx.path)) await limit.take(ctx.ip);
+    // In lower case: the routers match a path whatever its case, so the count must too.
+    const path = ctx.path.toLowerCase();
+    if (limit && !UNLIMITED.has(path) && open(path)) await limit.take(ctx.ip);
     await next();
   };
 }

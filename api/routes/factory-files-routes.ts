@@ -13,6 +13,7 @@ import {
 import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
 import { factoryTreeValidateBodySchema, MAX_TREE_BODY_BYTES } from '../../core/schemas/factory-files-schemas';
 import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { createClientAddressLimit } from '../middleware/client-address-limit';
 import { jsonBody } from '../middleware/json-body';
 import { rejectQueryParameters, validate } from '../validate';
 
@@ -21,8 +22,8 @@ export const FACTORY_FILES_PREFIX = '/api/v1/factory-files';
 /**
  * The factory tree format, open to anyone like the OpenAPI document: its JSON Schema documents
  * by version (cacheable, with ETags), and `POST /validate`, which reads no team's state. Requests
- * count against RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE per client address (app.ts) and a body is
- * at most MAX_TREE_BODY_BYTES.
+ * count against RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE per client address (app.ts), a validation
+ * against RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE too, and its body is at most MAX_TREE_BODY_BYTES.
  */
 export function createFactoryFilesRouter({ config }: { config: Config }): Router {
   const router = new Router({ prefix: FACTORY_FILES_PREFIX });
@@ -58,6 +59,15 @@ export function createFactoryFilesRouter({ config }: { config: Config }): Router
     ctx.type = 'application/schema+json';
   });
 
+  const validateLimit = createClientAddressLimit(config.quotas.factoryValidatePerMinute, {
+    requests: 'factory file validations',
+    variable: 'RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE',
+  });
+  router.post('/validate', async (ctx, next) => {
+    // Counted before the body is read: parsing YAML is the expensive part.
+    await validateLimit?.take(ctx.ip);
+    await next();
+  });
   router.post('/validate', jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), (ctx) => {
     rejectQueryParameters(ctx.query);
     const { files } = validate(factoryTreeValidateBodySchema, ctx.state.body);

@@ -196,6 +196,8 @@ function configFrom(e: Env) {
       requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
       /** Requests without a valid key one client address may make per minute (per API process). */
       unauthenticatedPerMinute: e.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
+      /** `POST /factory-files/validate` requests one client address may make per minute (per API process). */
+      factoryValidatePerMinute: e.RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE,
       /** Runs one team may create per hour (API, factory dispatches, schedule firings). */
       teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
       /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */

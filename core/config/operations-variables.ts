@@ -84,6 +84,12 @@ export const quotas = group('Rate limits and quotas', {
     description: 'requests without a valid key one client address may make per minute, per API process, 0 = off',
     readBy: ['API'],
   },
+  RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE: {
+    schema: intFrom(30, 0, 1_000_000),
+    description:
+      '`POST /factory-files/validate` requests (open, no key) one client address may make per minute, per API process, besides RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE, 0 = off',
+    readBy: ['API'],
+  },
   SSE_MAX_STREAMS: {
     schema: intFrom(1000, 1, 1_000_000),
     description: 'event streams one API process serves at once, in all; past it 429 with `Retry-After`',

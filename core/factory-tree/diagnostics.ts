@@ -24,6 +24,7 @@ export const DIAGNOSTIC_CODES = {
   multipleForemen: 'FF_MULTIPLE_FOREMEN',
   promptTooLong: 'FF_PROMPT_TOO_LONG',
   skillNotAllowed: 'FF_SKILL_NOT_ALLOWED',
+  moreDiagnostics: 'FF_MORE_DIAGNOSTICS',
 } as const;
 
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[keyof typeof DIAGNOSTIC_CODES];
@@ -39,11 +40,41 @@ export interface Diagnostic {
 
 export const FILE_START: SourcePosition = { line: 1, column: 1 };
 
-/** Collects a file's diagnostics. */
-export function diagnosticsOf(path: string, into: Diagnostic[]) {
-  return (code: DiagnosticCode, message: string, at: SourcePosition = FILE_START): void => {
-    into.push({ code, path, line: at.line, column: at.column, message });
-  };
+/** How many diagnostics a file, and a whole tree, may get: input nobody authenticated must not buy an unbounded answer. */
+export const MAX_DIAGNOSTICS_PER_FILE = 50;
+export const MAX_DIAGNOSTICS = 200;
+
+/** Diagnostics left out per file, for the lists diagnosticsOf fills. */
+const leftOut = new WeakMap<Diagnostic[], Map<string, number>>();
+
+export interface Report {
+  (code: DiagnosticCode, message: string, at?: SourcePosition): void;
+  /** Whether nothing more of this file would be listed (so a caller may stop looking). */
+  full(): boolean;
 }
 
-export type Report = ReturnType<typeof diagnosticsOf>;
+/** Collects a file's diagnostics into `into`, up to the caps; the rest are counted (moreDiagnostics). */
+export function diagnosticsOf(path: string, into: Diagnostic[]): Report {
+  const full = () =>
+    into.length >= MAX_DIAGNOSTICS || into.filter((d) => d.path === path).length >= MAX_DIAGNOSTICS_PER_FILE;
+  const report = (code: DiagnosticCode, message: string, at: SourcePosition = FILE_START): void => {
+    if (full()) {
+      const counts = leftOut.get(into) ?? new Map<string, number>();
+      counts.set(path, (counts.get(path) ?? 0) + 1);
+      leftOut.set(into, counts);
+      return;
+    }
+    into.push({ code, path, line: at.line, column: at.column, message });
+  };
+  return Object.assign(report, { full });
+}
+
+/** One FF_MORE_DIAGNOSTICS per file whose diagnostics were not all listed, saying how many were not. */
+export function leftOutDiagnostics(into: Diagnostic[]): Diagnostic[] {
+  return [...(leftOut.get(into) ?? [])].map(([path, count]) => ({
+    code: DIAGNOSTIC_CODES.moreDiagnostics,
+    path,
+    ...FILE_START,
+    message: `${count} more problem${count === 1 ? '' : 's'} of this file ${count === 1 ? 'is' : 'are'} not listed; fix these and validate again`,
+  }));
+}

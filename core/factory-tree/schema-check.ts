@@ -35,7 +35,8 @@ export function checkAgainstSchema(
   if (validate(value)) return true;
   for (const error of validate.errors ?? []) {
     const { code, message, pointer, atKey } = describeError(error, what);
-    report(code, message, positionOf(pointer, atKey));
+    // Past the cap only the count matters: no need to find where each one is.
+    report(code, message, report.full() ? undefined : positionOf(pointer, atKey));
   }
   return false;
 }

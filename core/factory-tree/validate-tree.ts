@@ -6,7 +6,7 @@ import {
   type FactoryFile,
   type FactoryFileAgent,
 } from '../factory-file-format';
-import { DIAGNOSTIC_CODES, diagnosticsOf, type Diagnostic } from './diagnostics';
+import { DIAGNOSTIC_CODES, diagnosticsOf, leftOutDiagnostics, type Diagnostic } from './diagnostics';
 import { readAgentFile, readFactoryYaml, type ParsedAgentFile, type ParsedYaml } from './read-tree-file';
 import { checkAgainstSchema } from './schema-check';
 import {
@@ -129,7 +129,7 @@ export function validateFactoryTree(
   const validation: TreeValidation = {
     valid,
     schema_version: version,
-    diagnostics: diagnostics.sort(byPlace),
+    diagnostics: [...diagnostics.sort(byPlace), ...leftOutDiagnostics(diagnostics)],
     deferred_resolutions: deferred,
     state_dependent_checks_not_run: [...STATE_DEPENDENT_CHECKS],
     validation_scope: {

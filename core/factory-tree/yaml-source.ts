@@ -1,4 +1,4 @@
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 
 /** A 1-based place in a file. */
 export interface SourcePosition {
@@ -19,17 +19,21 @@ const MAX_ALIASES = 100;
  */
 export function parseYamlSource(text: string, firstLine = 1): YamlSource {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  // The library's own unique-key check compares every pair of keys: quadratic in what a caller sends.
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: false });
   const at = (offset: number): SourcePosition => {
     const { line, col } = lines.linePos(offset);
     return { line: line + firstLine - 1, column: col };
   };
-  if (doc.errors.length) {
-    return {
-      ok: false,
-      errors: doc.errors.slice(0, 10).map((error) => ({ position: at(error.pos[0]), message: error.message })),
-    };
-  }
+  const errors = doc.errors.map((error) => ({ position: at(error.pos[0]), message: error.message }));
+  if (!errors.length)
+    errors.push(
+      ...duplicateKeys(doc).map(({ offset, key }) => ({
+        position: at(offset),
+        message: `duplicate key "${key}"; a key may appear once in a mapping`,
+      })),
+    );
+  if (errors.length) return { ok: false, errors: errors.slice(0, 10) };
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: MAX_ALIASES });
@@ -62,6 +66,22 @@ function offsetOf(doc: Document, pointer: string, key: boolean): number {
     offset = rangeStart(node) ?? offset;
   }
   return offset;
+}
+
+/** Keys that repeat in a mapping, each where it repeats; one pass with a set per mapping. */
+function duplicateKeys(doc: Document): { offset: number; key: string }[] {
+  const found: { offset: number; key: string }[] = [];
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : JSON.stringify(pair.key);
+        if (seen.has(key)) found.push({ offset: rangeStart(pair.key) ?? 0, key: key.slice(0, 80) });
+        seen.add(key);
+      }
+    },
+  });
+  return found;
 }
 
 function rangeStart(node: unknown): number | undefined {

@@ -1,11 +1,11 @@
 import { z } from './zod';
 
-/** Files one validation may send: a factory.yaml and at most 20 agents fit many times over. */
-export const MAX_TREE_FILES = 100;
-/** Content of one file as a request may carry it (the format's own cap is far lower, 256 KiB). */
+/** Files one validation may send: a factory.yaml and its at most 20 agents, and room for strays to be named. */
+export const MAX_TREE_FILES = 50;
+/** Content of one file as the client types it (the body's cap is lower, and the format's own, 256 KiB, lower still). */
 export const MAX_TREE_FILE_CHARS = 2 * 1024 * 1024;
-/** A `POST /factory-files/validate` body; it needs no key, so it is bounded apart from the API's 1 MiB. */
-export const MAX_TREE_BODY_BYTES = 4 * 1024 * 1024;
+/** A `POST /factory-files/validate` body: it needs no key, so no more than the API's 1 MiB (parsing it costs ~1 s of CPU at worst). */
+export const MAX_TREE_BODY_BYTES = 1024 * 1024;
 
 /** `POST /factory-files/validate` (core/factory-tree/validate-tree.ts). */
 export const factoryTreeValidateBodySchema = z.strictObject({

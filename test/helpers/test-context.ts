@@ -107,6 +107,7 @@ export async function createTestContext(
     // Tests poll every 50 ms with one key; test/rate-limits.test.ts sets its own limit.
     RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
+    RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE: '0',
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test', {

@@ -172,6 +172,7 @@ describe('loadConfig', () => {
       quotas: {
         requestsPerMinute: 600,
         unauthenticatedPerMinute: 300,
+        factoryValidatePerMinute: 30,
         teamMaxRunsPerHour: 1000,
         teamMaxConcurrentRuns: 100,
         teamMaxSchedules: 100,

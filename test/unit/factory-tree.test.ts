@@ -274,3 +274,50 @@ test('the served documents are valid JSON Schema 2020-12 and resolve their relat
   expect(validate({ name: 'ok', description: 'x' })).toBe(true);
   expect(validate({ name: 'Not OK', description: 'x' })).toBe(false);
 });
+
+test('input nobody authenticated buys a bounded answer: at most 50 diagnostics a file, the rest counted', () => {
+  const keys = Array.from({ length: 5000 }, (_, i) => `k${i}: 1`).join('\n');
+  const { validation } = validateFactoryTree(
+    tree({
+      'factory.yaml': `name: team\ndescription: x\n${keys}\n`,
+      'agents/lead/agent.md': `---\nagent_type: FOREMAN\n${keys}\n---\n`,
+    }),
+    allowAll,
+  );
+  const byFile = (path: string) => validation.diagnostics.filter((d) => d.path === path);
+  expect(byFile('factory.yaml')).toHaveLength(51);
+  expect(byFile('factory.yaml').at(-1)).toEqual({
+    code: 'FF_MORE_DIAGNOSTICS',
+    path: 'factory.yaml',
+    line: 1,
+    column: 1,
+    message: '4950 more problems of this file are not listed; fix these and validate again',
+  });
+  expect(byFile('agents/lead/agent.md').filter((d) => d.code === 'FF_UNKNOWN_FIELD')).toHaveLength(50);
+  const many = Object.fromEntries(
+    Array.from({ length: 10 }, (_, i) => [`agents/a${i}/agent.md`, `---\n${keys}\n---\n`]),
+  );
+  expect(validateFactoryTree(tree(many), allowAll).validation.diagnostics.length).toBeLessThanOrEqual(200 + 13);
+});
+
+test('an alias bomb is a YAML error, and keys like __proto__ are unknown fields, never properties', () => {
+  const bomb = [
+    'a: &a [x, x, x, x, x, x, x, x, x, x]',
+    ...Array.from({ length: 8 }, (_, i) => {
+      const prev = i === 0 ? 'a' : `l${i - 1}`;
+      return `l${i}: &l${i} [*${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}]`;
+    }),
+  ].join('\n');
+  expect(codes(tree({ 'factory.yaml': `${bomb}\nname: team\ndescription: x\n` })).map((d) => d.code)).toEqual([
+    'FF_YAML_SYNTAX',
+  ]);
+  const polluting = validateFactoryTree(
+    tree({ 'factory.yaml': 'name: team\ndescription: x\n__proto__: {polluted: true}\nconstructor: 1\n' }),
+    allowAll,
+  ).validation;
+  expect(polluting.diagnostics.map((d) => [d.code, d.line])).toEqual([
+    ['FF_UNKNOWN_FIELD', 3],
+    ['FF_UNKNOWN_FIELD', 4],
+  ]);
+  expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
+});
