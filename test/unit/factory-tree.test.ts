@@ -321,3 +321,29 @@ test('an alias bomb is a YAML error, and keys like __proto__ are unknown fields,
   ]);
   expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
 });
+
+test('a key twice in one mapping is a YAML error where it repeats', () => {
+  const { validation } = validateFactoryTree(
+    tree({
+      'factory.yaml': 'name: team\ndescription: x\nname: again\n',
+      'agents/lead/agent.md': '---\nagent_type: FOREMAN\nskills: []\nskills: []\n---\n',
+    }),
+    allowAll,
+  );
+  expect(validation.diagnostics).toEqual([
+    expect.objectContaining({
+      code: 'FF_YAML_SYNTAX',
+      path: 'agents/lead/agent.md',
+      line: 4,
+      column: 1,
+      message: expect.stringContaining('duplicate key "skills"'),
+    }),
+    expect.objectContaining({
+      code: 'FF_YAML_SYNTAX',
+      path: 'factory.yaml',
+      line: 3,
+      column: 1,
+      message: expect.stringContaining('duplicate key "name"'),
+    }),
+  ]);
+});
