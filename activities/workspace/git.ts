@@ -101,21 +101,16 @@ export async function cloneRepository(
 
 /** Makes a workspace directory a git repository with one empty commit, so changes in it can be diffed. */
 export async function initRepository(processes: RunProcesses, dir = ''): Promise<void> {
-  await git(processes, ['init', '--quiet'], dir);
-  await git(
-    processes,
-    [
-      '-c',
-      'user.name=agent-runs',
-      '-c',
-      'user.email=agent-runs@localhost',
-      'commit',
-      '--quiet',
-      '--allow-empty',
-      '-m',
-      'workspace',
-    ],
-    dir,
+  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
+  const identity = ['-c', 'user.name=agent-runs', '-c', 'user.email=agent-runs@localhost'].map(shellQuote).join(' ');
+  // One sandboxed process for both calls: starting one is most of what they cost.
+  await processes.exec(
+    ['sh', '-c', `${git} init --quiet && exec ${git} ${identity} commit --quiet --allow-empty -m workspace`],
+    {
+      cwd: dir,
+      env: SAFE_GIT_ENV,
+      timeoutMs: 2 * GIT_TIMEOUT_MS,
+    },
   );
 }
 
@@ -158,19 +153,6 @@ const DEPENDENCY_DIRS = [
   'target',
 ];
 
-/** Stages everything of `repo` (untracked too) in the private snapshot index; returns that index's environment. */
-async function stageSnapshot(
-  processes: RunProcesses,
-  repo: string,
-  signal: AbortSignal | undefined,
-  hasGitignore: boolean | undefined,
-): Promise<Record<string, string>> {
-  const env = { GIT_INDEX_FILE: path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX) };
-  const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
-  await git(processes, ['add', '-A', '--', '.', ...exclude], repo, { env, signal });
-  return env;
-}
-
 /** The commit `rev` names in `repo`, or undefined when it names none (an unborn HEAD, a commit the agent removed). */
 export async function resolveCommit(
   processes: RunProcesses,
@@ -189,10 +171,34 @@ export async function resolveCommit(
 }
 
 /**
+ * A script for `sh -c script sh <base>` that stages everything of `repo` (untracked too) in the
+ * private snapshot index, compares it with the commit `<base>` names (else HEAD, else the empty
+ * tree), and prints `git diff --cached <diffArgs>`: one sandboxed process for four git calls, as
+ * starting a process is most of what they cost. `.gitignore` is respected; without one the
+ * well-known dependency directories are left out.
+ */
+function snapshotDiffScript(
+  processes: RunProcesses,
+  repo: string,
+  hasGitignore: boolean | undefined,
+  diffArgs: string[],
+): string {
+  const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
+  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
+  const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  return [
+    `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`,
+    'from=',
+    `[ -z "$1" ] || from=$(${git} rev-parse --verify --quiet "$1^{commit}") || from=`,
+    `[ -n "$from" ] || from=$(${git} rev-parse --verify --quiet 'HEAD^{commit}') || from=${EMPTY_TREE}`,
+    `GIT_INDEX_FILE=${index} exec ${git} diff --cached ${diffArgs.map(shellQuote).join(' ')} "$from"`,
+  ].join('\n');
+}
+
+/**
  * Unified diff per changed file of a repository against HEAD, untracked files included;
  * `.gitignore` is respected, and without one the well-known dependency directories are left out.
- * Runs after every step, so its three git calls (stage into the private index, resolve HEAD,
- * diff) are one sandboxed process: starting a process is most of what they cost.
+ * Runs after every step: one sandboxed process (snapshotDiffScript).
  */
 export async function diffAgainstHead(
   processes: RunProcesses,
@@ -200,15 +206,12 @@ export async function diffAgainstHead(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean } = {},
 ): Promise<Map<string, string>> {
-  const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
-  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
-  const exclude = options.hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
-  const script = [
-    `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`,
-    `base=$(${git} rev-parse --verify --quiet 'HEAD^{commit}') || base=${EMPTY_TREE}`,
-    `GIT_INDEX_FILE=${index} exec ${git} diff --cached --no-color --no-ext-diff --no-textconv "$base"`,
-  ].join('\n');
-  const diff = await processes.exec(['sh', '-c', script], {
+  const script = snapshotDiffScript(processes, repo, options.hasGitignore, [
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+  ]);
+  const diff = await processes.exec(['sh', '-c', script, 'sh', ''], {
     cwd: repo,
     env: SAFE_GIT_ENV,
     maxBuffer: 256 * 1024 * 1024,
@@ -236,30 +239,18 @@ export async function patchAgainst(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean; maxBytes?: number } = {},
 ): Promise<string> {
-  const env = await stageSnapshot(processes, repo, signal, options.hasGitignore);
-  const from =
-    (base && (await resolveCommit(processes, repo, base, signal))) ??
-    (await resolveCommit(processes, repo, 'HEAD', signal)) ??
-    EMPTY_TREE;
-  return processes.exec(
-    [
-      'git',
-      ...SAFE_GIT_ARGS,
-      'diff',
-      '--cached',
-      '--binary',
-      '--full-index',
-      '--no-color',
-      '--no-ext-diff',
-      '--no-textconv',
-      from,
-    ],
-    {
-      cwd: repo,
-      env: { ...SAFE_GIT_ENV, ...env },
-      maxBuffer: options.maxBytes ?? 256 * 1024 * 1024,
-      timeoutMs: GIT_TIMEOUT_MS,
-      signal,
-    },
-  );
+  const script = snapshotDiffScript(processes, repo, options.hasGitignore, [
+    '--binary',
+    '--full-index',
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+  ]);
+  return processes.exec(['sh', '-c', script, 'sh', base ?? ''], {
+    cwd: repo,
+    env: SAFE_GIT_ENV,
+    maxBuffer: options.maxBytes ?? 256 * 1024 * 1024,
+    timeoutMs: 4 * GIT_TIMEOUT_MS,
+    signal,
+  });
 }
