@@ -308,6 +308,8 @@ test.each([
   ],
   ['too many setup commands', { config: { name: 'x', setup_commands: tooManyCommands } }, '`config.setup_commands`'],
   ['a setup command that is not a string', { config: { name: 'x', setup_commands: [42] } }, 'setup_commands.0'],
+  ['an image reference in capitals', { config: { name: 'x', docker_image: 'Python:3' } }, '`config.docker_image`'],
+  ['an image with a broken digest', { config: { name: 'x', docker_image: 'python@sha256:12' } }, 'sha256'],
 ])('POST with %s is 400 naming the field and creates nothing', async (_what, body, field) => {
   const { key, team } = await ctx.newTeamKey();
   const res = await ctx.api.post(PATH).set(auth(key)).send(body);
@@ -436,4 +438,36 @@ test('a skill in two environments is one variant naming both; an environment tha
   expect(await environmentsOfDeploy()).toEqual([{ uid: envB, name: 'ops-b2' }]);
   expect((await put(envB, { name: 'ops-b2', github_repos: [{ owner: 'acme', repo: 'other' }] })).status).toBe(200);
   expect((await ctx.api.get('/api/v1/agent').set(auth(key))).body).toEqual({ agents: [] });
+});
+
+test('IMAGE_ALLOWED_REGISTRIES: an image from another registry is 400 naming it, on create and on replace', async () => {
+  const limited = await createTestContext({
+    worker: false,
+    env: { IMAGE_ALLOWED_REGISTRIES: 'ghcr.io,registry.internal:5000' },
+  });
+  try {
+    const { key } = await limited.newTeamKey();
+    const create = (docker_image: string) =>
+      limited.api
+        .post(PATH)
+        .set(auth(key))
+        .send({ config: { name: 'imaged', docker_image } });
+    const refused = await create('python:3.12');
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail).toContain('`config.docker_image` comes from the registry docker.io');
+    expect(refused.body.detail).toContain('IMAGE_ALLOWED_REGISTRIES (ghcr.io, registry.internal:5000)');
+    expect((await create('registry.internal:5001/tools')).status).toBe(400);
+    const made = await create('registry.internal:5000/tools:1.2');
+    expect(made.status).toBe(201);
+    expect(made.body.config.docker_image).toBe('registry.internal:5000/tools:1.2');
+    const replace = await limited.api
+      .put(`${PATH}/${made.body.uid}`)
+      .set(auth(key))
+      .send({ config: { name: 'imaged', docker_image: 'quay.io/acme/tools' } });
+    expect(replace.status).toBe(400);
+    const kept = await limited.api.get(`${PATH}/${made.body.uid}`).set(auth(key));
+    expect(kept.body.config.docker_image).toBe('registry.internal:5000/tools:1.2');
+  } finally {
+    await limited.close();
+  }
 });

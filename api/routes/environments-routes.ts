@@ -15,6 +15,7 @@ import {
 } from '../../db/environments';
 import { syncFileFactories } from '../../db/factories';
 import { notFound } from '../../core/api-error';
+import { assertImageAllowed } from '../../services/images/image-policy';
 import { assertGitOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
@@ -39,6 +40,9 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
   const checkOwners = (env: EnvironmentConfig) => {
     for (const [index, repository] of (env.github_repos ?? []).entries()) {
       assertGitOwnerAllowed(config.workspace.gitAllowedOwners, repository, `config.github_repos.${index}.owner`);
+    }
+    if (env.docker_image !== undefined) {
+      assertImageAllowed(config.workspace.imageAllowedRegistries, env.docker_image, 'config.docker_image');
     }
   };
   const load = async (uid: string, teamId: string) => {

@@ -11,6 +11,7 @@ import {
   parseNetworkPolicy,
   parseOtlpHeaders,
   parseEgressCidrs,
+  parseRegistries,
 } from './parsers';
 import { envSchema, type Env } from './variables';
 
@@ -131,6 +132,8 @@ function configFrom(e: Env) {
       gitToken: e.GIT_TOKEN,
       /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
       gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
+      /** Registries an environment's image may come from; empty allows every registry. */
+      imageAllowedRegistries: parseRegistries(e.IMAGE_ALLOWED_REGISTRIES),
       setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,
       scheduleToStartSeconds: e.WORKSPACE_SCHEDULE_TO_START_SECONDS,
     },

@@ -157,6 +157,13 @@ export const workspaces = group('Workspaces and git', {
     readBy: ['API', 'workers'],
     unset: 'unset: every owner',
   },
+  IMAGE_ALLOWED_REGISTRIES: {
+    schema: optionalString,
+    description:
+      "comma-separated registry hosts (with the port where there is one, e.g. `ghcr.io,registry.internal:5000`) an environment's `docker_image` may come from; others are 400",
+    readBy: ['API', 'workers'],
+    unset: 'unset: every registry',
+  },
   SETUP_COMMAND_TIMEOUT_SECONDS: {
     schema: intFrom(900, 1, 86_400),
     description: 'timeout of each setup command of an environment',

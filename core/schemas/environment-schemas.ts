@@ -1,3 +1,4 @@
+import { IMAGE_REFERENCE_PATTERN, IMAGE_REFERENCE_RULE } from '../image-reference';
 import { nonBlankText } from './text';
 import { resourcePageQuery } from './resource-page-schemas';
 import { jsonSchema, z } from './zod';
@@ -12,7 +13,15 @@ export const environmentConfigSchema = z
   .strictObject({
     name: nonBlankText(200),
     description: z.string().max(2000).nullable().optional(),
-    docker_image: z.string().min(1).max(500).optional(),
+    docker_image: z
+      .string()
+      .min(1)
+      .max(500)
+      .optional()
+      .openapi({
+        pattern: IMAGE_REFERENCE_PATTERN,
+        description: `The environment's container image: ${IMAGE_REFERENCE_RULE}. Its registry must be one IMAGE_ALLOWED_REGISTRIES lists (when set).`,
+      }),
     github_repos: z
       .array(
         z.strictObject({

@@ -134,6 +134,7 @@ describe('loadConfig', () => {
         gitBaseUrl: 'https://github.com',
         gitToken: undefined,
         gitAllowedOwners: undefined,
+        imageAllowedRegistries: [],
         setupCommandTimeoutSeconds: 900,
         scheduleToStartSeconds: 60,
       },
@@ -246,6 +247,7 @@ describe('loadConfig', () => {
     ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: '11' }],
     ['EGRESS_CIDRS', { EGRESS_CIDRS: '203.0.113.0/24,example.com' }],
     ['EGRESS_CIDRS', { EGRESS_CIDRS: '10.0.0.0/33' }],
+    ['IMAGE_ALLOWED_REGISTRIES', { IMAGE_ALLOWED_REGISTRIES: 'ghcr.io,https://registry.internal' }],
   ];
 
   test.each(badValues)('a bad %s stops it, naming the variable', (name, env) => {
@@ -257,6 +259,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '99999', LOG_LEVEL: 'loud', AGENT_RUN_LIMITS: 'maybe' })).toThrow(
       /^Invalid configuration:\n {2}PORT: .*\n {2}LOG_LEVEL: .*\n {2}AGENT_RUN_LIMITS: .*$/,
     );
+  });
+
+  test('IMAGE_ALLOWED_REGISTRIES: hosts with their ports, in lower case', () => {
+    expect(
+      loadConfig({ IMAGE_ALLOWED_REGISTRIES: ' GHCR.io, registry.internal:5000 ' }).workspace.imageAllowedRegistries,
+    ).toEqual(['ghcr.io', 'registry.internal:5000']);
   });
 
   test('EGRESS_CIDRS: networks in canonical form, without duplicates, in the order given', () => {
