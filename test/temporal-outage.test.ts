@@ -115,7 +115,24 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
     (n) => n === accepted.length,
     'every accepted run to succeed',
     120_000,
-  );
+  ).catch(async (err: Error) => {
+    // What the runs that did not get there are doing, for whoever reads the failure.
+    const stuck = (await ctx.dataSource.query(
+      `SELECT run_id, state, turn, updated_at FROM runs WHERE run_id = ANY($1::uuid[]) AND state <> 'SUCCEEDED'`,
+      [accepted],
+    )) as { run_id: string }[];
+    const histories = await Promise.all(
+      stuck.map(async (run) => {
+        const description = await ctx.client.workflow
+          .getHandle(runWorkflowId(run.run_id))
+          .describe()
+          .then((d) => `${d.status.name}, ${d.historyLength} events`)
+          .catch((e: Error) => e.message);
+        return { ...run, workflow: description };
+      }),
+    );
+    throw new Error(`${err.message}\n${JSON.stringify(histories, null, 2)}`);
+  });
   const followups = await waitFor(
     async () =>
       (
