@@ -224,3 +224,40 @@ test('a run whose skill is factory-files has the tool from the start; paths and 
   expect(linked!.output).toMatch(/outside the workspace|dangling symlink/);
   expect(noPath).toMatchObject({ isError: true, output: `${TOOL} failed: \`path\` must be a string` });
 });
+
+test('a factory tree (factory.yaml and agents/<name>/agent.md) is validated as a tree, each problem at its line', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, { name: 'web', github_repos: [{ owner: 'acme', repo: 'web' }] });
+  const marker = uniqueName('validate-tree');
+  const tree = 'web/.agents/factories/tree-team';
+  const write = (path: string, content: string) => ({ name: 'write_file', arguments: { path, content } });
+  scriptSteps(marker, [
+    [{ name: 'read_skill', arguments: { name: 'factory-files' } }],
+    [
+      write(`${tree}/factory.yaml`, 'name: tree-team\ndescription: A tree.\n'),
+      write(`${tree}/agents/lead/agent.md`, '---\nagent_type: FOREMAN\n---\nLead.\n'),
+      write(`${tree}/agents/fixer/agent.md`, '---\nagent_type: IMPLEMENT\nskills: [acme/tools:lint]\n---\nFix.\n'),
+      write('web/.agents/factories/wrong/factory.yaml', 'name: other\ndescription: Misplaced.\n'),
+      write('web/.agents/factories/wrong/agents/lead/agent.md', '---\nagent_type: FOREMAN\ncolour: red\n---\n'),
+    ],
+    [
+      { name: TOOL, arguments: { path: `${tree}/factory.yaml` } },
+      { name: TOOL, arguments: { path: 'web/.agents/factories/wrong/factory.yaml' } },
+    ],
+  ]);
+  const runId = await createRun(ctx, key, { prompt: `Define a tree ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
+  const [valid, invalid] = (await toolCalls(runId)).filter((c) => c.name === TOOL) as [ToolEntry, ToolEntry];
+  expect(valid.isError).toBe(false);
+  expect(valid.output).toContain(
+    'Valid: factory "tree-team" in `.agents/factories/tree-team/factory.yaml` of repository `web`.',
+  );
+  expect(valid.output).toMatch(/^- fixer \(IMPLEMENT\): .*skills: acme\/tools:lint; prompt: 4 characters$/m);
+  expect(valid.output).toContain('tree-team/fixer, tree-team/lead');
+  expect(invalid.output.split('\n')).toEqual([
+    'Invalid: 1 problem in the tree of `.agents/factories/wrong/factory.yaml` of repository `web`; discovery would skip it. Fix each, then validate again:',
+    expect.stringMatching(
+      /^- \.agents\/factories\/wrong\/agents\/lead\/agent\.md:3:1: unknown field `colour`.* \(FF_UNKNOWN_FIELD\)$/,
+    ),
+  ]);
+});

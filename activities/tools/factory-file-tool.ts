@@ -4,10 +4,13 @@ import {
   checkFactoryFile,
   FACTORIES_DIR,
   FACTORY_FILE_NAME,
+  MAX_FACTORY_AGENTS,
   MAX_FACTORY_FILE_BYTES,
   type FactoryFile,
   type FactoryFileProblem,
 } from '../../core/factory-file';
+import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
+import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
 import { hasLoadedBundledSkill } from '../../db/run-events';
 import type { ToolSpec } from '../model/types';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
@@ -26,11 +29,14 @@ export const VALIDATE_FACTORY_FILE_TOOL = 'validate_factory_file';
 
 export const VALIDATE_FACTORY_FILE_SPEC: ToolSpec = {
   name: VALIDATE_FACTORY_FILE_TOOL,
-  description: `Validate a factory definition in the workspace (\`<repository>/${FACTORIES_DIR}/<name>/${FACTORY_FILE_NAME}\`) with the check the service's factory discovery makes. Returns every problem with where it is, or a summary of the factory when it is valid.`,
+  description: `Validate a factory definition in the workspace (\`<repository>/${FACTORIES_DIR}/<name>/${FACTORY_FILE_NAME}\`, or a factory tree's \`<repository>/${FACTORIES_DIR}/<name>/${FACTORY_YAML}\` with its \`agents/<agent>/${AGENT_FILE}\`) with the check the service's factory discovery makes. Returns every problem with where it is, or a summary of the factory when it is valid.`,
   parameters: {
     type: 'object',
     properties: {
-      path: { type: 'string', description: 'The FACTORY.md, relative to the workspace root.' },
+      path: {
+        type: 'string',
+        description: `The ${FACTORY_FILE_NAME} or the tree's ${FACTORY_YAML}, relative to the workspace root.`,
+      },
     },
     required: ['path'],
     additionalProperties: false,
@@ -74,6 +80,7 @@ export function runValidateFactoryFile(
     if (typeof requested !== 'string' || !requested) {
       return { output: `${VALIDATE_FACTORY_FILE_TOOL} failed: \`path\` must be a string`, isError: true };
     }
+    if (path.posix.basename(requested) === FACTORY_YAML) return validateTree(requested, ctx);
     let bytes: Buffer;
     try {
       // In the sandbox, like read_file: a path or symlink leading out of the workspace is refused,
@@ -95,6 +102,51 @@ export function runValidateFactoryFile(
   });
 }
 
+/**
+ * A factory tree: its factory.yaml and the `agents/<agent>/agent.md` beside it, read through the
+ * sandbox as discovery reads them, checked as `POST /factory-files/validate` checks them.
+ */
+async function validateTree(requested: string, ctx: FactoryFileToolContext): Promise<ToolOutcome> {
+  const fail = (message: string): ToolOutcome => ({
+    output: `${VALIDATE_FACTORY_FILE_TOOL} failed: ${message}`,
+    isError: true,
+  });
+  const dir = path.posix.dirname(requested);
+  let root: Buffer;
+  let agents: { path: string; content?: string; error?: string }[];
+  try {
+    root = await ctx.files.readBytes(requested, MAX_FACTORY_FILE_BYTES);
+    agents = await ctx.files.filesInSubdirectories('', `${dir}/agents`, AGENT_FILE, {
+      maxBytes: MAX_FACTORY_FILE_BYTES,
+      maxEntries: MAX_FACTORY_AGENTS + 1,
+    });
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    return fail(err instanceof Error ? err.message : String(err));
+  }
+  const unreadable = agents.find((entry) => entry.content === undefined);
+  if (unreadable)
+    return fail(`${unreadable.path} ${unreadable.error ?? 'is unreadable'}; discovery would skip this tree`);
+  const where = locate(ctx, requested);
+  // The tree's files as discovery names them: inside the repository that holds them.
+  const inRepo = (file: string) => where.repoPath.slice(0, -FACTORY_YAML.length) + file.slice(dir.length + 1);
+  const { validation, factory } = validateFactoryTree(
+    [
+      { path: where.repoPath, content: root.toString('utf8') },
+      ...agents.map((entry) => ({ path: inRepo(entry.path), content: entry.content! })),
+    ],
+    ctx.allowedSkill,
+  );
+  const text = factory
+    ? describeValid(factory, where)
+    : [
+        `Invalid: ${validation.diagnostics.length} problem${validation.diagnostics.length === 1 ? '' : 's'} in the tree of ${where.label}; discovery would skip it. Fix each, then validate again:`,
+        ...validation.diagnostics.map((d) => `- ${d.path}:${d.line}:${d.column}: ${d.message} (${d.code})`),
+        ...(where.note ? [where.note] : []),
+      ].join('\n');
+  return { output: capText(text, ctx.outputLimitBytes), isError: false };
+}
+
 interface Location {
   /** The path inside its repository, which the name is checked against. */
   repoPath: string;
@@ -113,7 +165,7 @@ function locate(ctx: FactoryFileToolContext, requested: string): Location {
     return { repoPath, label: `\`${repoPath}\` of repository \`${repo}\`` };
   }
   if (ctx.repositories.includes('')) return { repoPath: rel, label: `\`${rel}\`` };
-  const suffix = /(?:^|\/)(\.agents\/factories\/[^/]+\/FACTORY\.md)$/.exec(rel)?.[1];
+  const suffix = /(?:^|\/)(\.agents\/factories\/[^/]+\/(?:FACTORY\.md|factory\.yaml))$/.exec(rel)?.[1];
   return {
     repoPath: suffix ?? rel,
     label: `\`${rel}\``,
