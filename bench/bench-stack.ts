@@ -1,9 +1,15 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Server } from 'node:http';
+import type { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
+import { createApp } from '../api/app';
+import { listen } from '../api/server';
 import { loadConfig, type Config } from '../core/config';
+import type { Logger } from '../core/logger';
+import { createApiKey } from '../db/api-keys';
 import { runMigrations } from '../db/data-source';
 import { openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
@@ -85,4 +91,33 @@ export async function startBenchStack(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface BenchApi {
+  server: Server;
+  /** `http://127.0.0.1:<port>/api/v1`. */
+  base: string;
+  /** A bench team's key, and JSON. */
+  headers: Record<string, string>;
+}
+
+/** The service's API over `stack` on a free loopback port, as `npm start` builds it, with a key of a bench team. */
+export async function serveBenchApi(
+  stack: BenchStack,
+  temporal: { client: Client; connection: Connection },
+  logger: Logger,
+): Promise<BenchApi> {
+  const { config, dataSource, secretsKey } = stack;
+  const app = createApp({
+    config,
+    dataSource,
+    temporalClient: temporal.client,
+    temporalConnection: temporal.connection,
+    logger,
+    secretsKey,
+  });
+  const server = await listen(app, 0, '127.0.0.1');
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
+  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  return { server, base, headers: { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' } };
 }

@@ -8,14 +8,12 @@
  * first provider request of the resumed turn.
  * Usage: npm run bench:harness -- [runs=3] [harnesses=oz,claude,codex,gemini]
  */
-import { createApp } from '../api/app';
-import { closeServer, listen } from '../api/server';
+import { closeServer } from '../api/server';
 import { createLogger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
 import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
 import { ScriptedModelServer, type ScriptedToolCall } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
-import { percentile, startBenchStack } from './bench-stack';
+import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 
 /** The command tool of each harness, running `true`. */
 const COMMAND: Record<string, ScriptedToolCall> = {
@@ -64,18 +62,7 @@ async function main(): Promise<void> {
     secretsKey,
   });
   const workerRun = worker.run();
-  const app = createApp({
-    config,
-    dataSource,
-    temporalClient: client,
-    temporalConnection: connection,
-    logger,
-    secretsKey,
-  });
-  const server = await listen(app, 0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
-  const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
+  const { server, base, headers } = await serveBenchApi(stack, { client, connection }, logger);
   log(`offered: ${JSON.stringify(worker.harnesses.offered)}; ${runs} run(s) per harness, one at a time`);
 
   const waitFor = async (id: string, turnEnded: (run: { state: string }) => boolean) => {

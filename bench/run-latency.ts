@@ -12,17 +12,15 @@
  * `compare` requests of each kind, in rounds of 20).
  */
 import { randomUUID } from 'node:crypto';
-import { createApp } from '../api/app';
 import { runWorkflowOptions } from '../services/runs/run-workflow-options';
-import { closeServer, listen } from '../api/server';
+import { closeServer } from '../api/server';
 import { createLogger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
 import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
 import { startTracing } from '../infra/tracing';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
-import { percentile, startBenchStack, timedConcurrently } from './bench-stack';
+import { percentile, serveBenchApi, startBenchStack, timedConcurrently } from './bench-stack';
 import { startHttpFloor } from './http-floor';
 import { startHttpLoadThread } from './http-load-thread';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
@@ -69,18 +67,7 @@ async function main(): Promise<void> {
     tracing,
   });
   const workerRun = worker.run();
-  const app = createApp({
-    config,
-    dataSource,
-    temporalClient: client,
-    temporalConnection: connection,
-    logger,
-    secretsKey,
-  });
-  const server = await listen(app, 0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
-  const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
+  const { server, base, headers } = await serveBenchApi(stack, { client, connection }, logger);
   log(`stack up in ${Date.now() - bootStart} ms; ${runs} runs of ${steps} step(s), ${concurrency} at a time`);
   log(`tracing ${config.tracing ? `on, to ${config.tracing.tracesUrl}` : 'off'}`);
 

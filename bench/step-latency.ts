@@ -16,14 +16,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
-import { createApp } from '../api/app';
-import { closeServer, listen } from '../api/server';
+import { closeServer } from '../api/server';
 import { createLogger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
 import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
-import { percentile, startBenchStack } from './bench-stack';
+import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
 
 const run = promisify(execFile);
@@ -123,18 +121,7 @@ async function main(): Promise<void> {
     );
   };
 
-  const app = createApp({
-    config,
-    dataSource,
-    temporalClient: client,
-    temporalConnection: connection,
-    logger,
-    secretsKey,
-  });
-  const server = await listen(app, 0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
-  const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
+  const { server, base, headers } = await serveBenchApi(stack, { client, connection }, logger);
 
   /** Creates a run of `each` steps, each but the last a `run_command true`; notes its model calls' times. */
   const createRun = async (each: number, callTimes: number[] = []) => {

@@ -1,5 +1,6 @@
 import { FACTORIES_DIR, MAX_FACTORY_AGENTS, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
 import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
+import { diagnosticPlace } from '../../core/factory-tree/diagnostics';
 import { validateFactoryTree, type TreeFile } from '../../core/factory-tree/validate-tree';
 import type { FoundFactoryFile, SkippedFactoryFile } from '../../db/factories';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
@@ -20,8 +21,8 @@ export async function discoverFactoryTrees(
 ): Promise<{ found: FoundFactoryFile[]; skipped: SkippedFactoryFile[] }> {
   const found: FoundFactoryFile[] = [];
   const skipped: SkippedFactoryFile[] = [];
-  const skip = (path: string, message: string) =>
-    skipped.push({ repository, path, errors: [{ path: 'file', message }] });
+  const skip = (path: string, message: string, keep?: { keepRecorded: false }) =>
+    skipped.push({ repository, path, errors: [{ path: 'file', message }], ...keep });
   const roots = await files.filesInSubdirectories(repoDir, FACTORIES_DIR, FACTORY_YAML, {
     maxBytes: MAX_FACTORY_FILE_BYTES,
     maxEntries: maxDirs,
@@ -34,17 +35,11 @@ export async function discoverFactoryTrees(
       continue;
     }
     if (markdownDirs.has(dir)) {
-      skipped.push({
-        repository,
-        path: root.path,
-        errors: [
-          {
-            path: 'file',
-            message: `${dir} holds a FACTORY.md too, which is the one recorded; a factory directory holds one format, so remove one of them`,
-          },
-        ],
-        keepRecorded: false,
-      });
+      skip(
+        root.path,
+        `${dir} holds a FACTORY.md too, which is the one recorded; a factory directory holds one format, so remove one of them`,
+        { keepRecorded: false },
+      );
       continue;
     }
     const agentEntries = await files.filesInSubdirectories(repoDir, `${dir}/agents`, AGENT_FILE, {
@@ -67,10 +62,7 @@ export async function discoverFactoryTrees(
     skipped.push({
       repository,
       path: root.path,
-      errors: validation.diagnostics.map((d) => ({
-        path: `${d.path}:${d.line}:${d.column}`,
-        message: `${d.message} (${d.code})`,
-      })),
+      errors: validation.diagnostics.map((d) => ({ path: diagnosticPlace(d), message: `${d.message} (${d.code})` })),
     });
   }
   return { found, skipped };

@@ -9,6 +9,7 @@ import {
   type FactoryFile,
   type FactoryFileProblem,
 } from '../../core/factory-file';
+import { diagnosticPlace } from '../../core/factory-tree/diagnostics';
 import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
 import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
 import { hasLoadedBundledSkill } from '../../db/run-events';
@@ -141,7 +142,7 @@ async function validateTree(requested: string, ctx: FactoryFileToolContext): Pro
     ? describeValid(factory, where)
     : [
         `Invalid: ${validation.diagnostics.length} problem${validation.diagnostics.length === 1 ? '' : 's'} in the tree of ${where.label}; discovery would skip it. Fix each, then validate again:`,
-        ...validation.diagnostics.map((d) => `- ${d.path}:${d.line}:${d.column}: ${d.message} (${d.code})`),
+        ...validation.diagnostics.map((d) => `- ${diagnosticPlace(d)}: ${d.message} (${d.code})`),
         ...(where.note ? [where.note] : []),
       ].join('\n');
   return { output: capText(text, ctx.outputLimitBytes), isError: false };

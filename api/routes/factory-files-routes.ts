@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { notFound } from '../../core/api-error';
 import type { Config } from '../../core/config';
 import {
@@ -30,19 +30,12 @@ export function createFactoryFilesRouter({ config }: { config: Config }): Router
 
   router.get('/schemas', (ctx) => {
     rejectQueryParameters(ctx.query);
-    answerCacheable(ctx, {
-      current_version: CURRENT_FACTORY_SCHEMA_VERSION,
-      versions: FACTORY_SCHEMA_VERSIONS.map((version) => ({
-        schema_version: version,
-        schema_url: `${FACTORY_FILES_PREFIX}/schemas/${version}`,
-      })),
-    });
+    answerCacheable(ctx, SCHEMA_LIST);
   });
 
   router.get('/schemas/:schema_version', (ctx) => {
     rejectQueryParameters(ctx.query);
-    const version = knownVersion(ctx.params.schema_version!);
-    answerCacheable(ctx, { schema_version: version, documents: factorySchemaDocuments(version) });
+    answerCacheable(ctx, SCHEMA_BUNDLES.get(knownVersion(ctx.params.schema_version!))!);
   });
 
   router.get('/schemas/:schema_version/:document', (ctx) => {
@@ -63,12 +56,12 @@ export function createFactoryFilesRouter({ config }: { config: Config }): Router
     requests: 'factory file validations',
     variable: 'RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE',
   });
-  router.post('/validate', async (ctx, next) => {
-    // Counted before the body is read: parsing YAML is the expensive part.
+  const countValidation: Middleware = async (ctx, next) => {
     await validateLimit?.take(ctx.ip);
     await next();
-  });
-  router.post('/validate', jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), (ctx) => {
+  };
+  // Counted before the body is read: parsing YAML is the expensive part.
+  router.post('/validate', countValidation, jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), (ctx) => {
     rejectQueryParameters(ctx.query);
     const { files } = validate(factoryTreeValidateBodySchema, ctx.state.body);
     ctx.body = validateFactoryTree(files, (spec) =>
@@ -86,11 +79,33 @@ function knownVersion(version: string): FactorySchemaVersion {
   );
 }
 
+const SCHEMA_LIST = {
+  current_version: CURRENT_FACTORY_SCHEMA_VERSION,
+  versions: FACTORY_SCHEMA_VERSIONS.map((version) => ({
+    schema_version: version,
+    schema_url: `${FACTORY_FILES_PREFIX}/schemas/${version}`,
+  })),
+};
+
+const SCHEMA_BUNDLES = new Map(
+  FACTORY_SCHEMA_VERSIONS.map((version) => [
+    version,
+    { schema_version: version, documents: factorySchemaDocuments(version) },
+  ]),
+);
+
+/** The ETag of each constant body, made the first time it is served. */
+const etags = new WeakMap<object, string>();
+
 /** A body that changes only with the service's version: an ETag, and 304 to a matching If-None-Match. */
 function answerCacheable(ctx: Context, body: object): void {
-  const text = JSON.stringify(body);
+  let etag = etags.get(body);
+  if (etag === undefined) {
+    etag = `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
+    etags.set(body, etag);
+  }
   ctx.status = 200;
-  ctx.set('ETag', `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`);
+  ctx.set('ETag', etag);
   ctx.set('Cache-Control', 'public, max-age=300');
   if (ctx.fresh) {
     ctx.status = 304;

@@ -78,3 +78,8 @@ export function leftOutDiagnostics(into: Diagnostic[]): Diagnostic[] {
     message: `${count} more problem${count === 1 ? '' : 's'} of this file ${count === 1 ? 'is' : 'are'} not listed; fix these and validate again`,
   }));
 }
+
+/** Where a diagnostic is, as notices and the agent's tool name it: `path:line:column`. */
+export function diagnosticPlace(d: Diagnostic): string {
+  return `${d.path}:${d.line}:${d.column}`;
+}
