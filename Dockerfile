@@ -14,6 +14,12 @@ COPY . .
 # tsc to dist/, then dist/workflow-bundle.js, which production workers load.
 RUN npm run build
 
+# --- sandbox-init: the static first program of every sandboxed process (any image, no libc) --
+FROM golang:1.22-bookworm AS sandbox-init
+WORKDIR /src
+COPY activities/sandbox/sandbox-init/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /sandbox-init .
+
 # --- runtime: production dependencies, dist/ and docs/ ------------------------------------
 FROM node:20-bookworm-slim AS runtime
 # Workers clone repositories and run the agent's commands with git and bash, each in a
@@ -26,6 +32,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY --from=sandbox-init /sandbox-init /usr/local/lib/agent-runs/sandbox-init
+ENV AGENT_SANDBOX_INIT_PATH=/usr/local/lib/agent-runs/sandbox-init
 # The API serves docs/errors.md as the error reference; workers offer the bundled skills.
 COPY docs ./docs
 COPY bundled-skills ./bundled-skills

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
-import { chmod, chown, lchown, lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
 import type { EgressProxy } from './egress-proxy';
-import { BRIDGE_PORT, BRIDGE_SOURCE, bridgeMappings, GATEWAY_BRIDGE_PORT, type BridgedSocket } from './network-bridge';
+import { BRIDGE_PORT, bridgeMappings, GATEWAY_BRIDGE_PORT, type BridgedSocket } from './network-bridge';
 import { baseEnvironment, SANDBOX_PATH, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
 import { killRunSandboxes } from './sandbox-reaper';
 
@@ -15,6 +15,8 @@ export const SANDBOX_WORKSPACE = '/workspace';
 const SANDBOX_HOME = '/home/agent';
 const SANDBOX_PROXY_SOCKET = '/run/agent-runs/proxy.sock';
 const SANDBOX_GATEWAY_SOCKET = '/run/agent-runs/gateway.sock';
+/** sandbox-init: the first program of every sandboxed process (limits, network bridge, then the command). */
+const SANDBOX_INIT = '/run/agent-runs/init';
 /** Global git configuration of the platform's clones, in every sandbox's /etc. */
 export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
 /** The uid and gid the run's processes have inside their user namespace. */
@@ -50,8 +52,10 @@ export interface BwrapSandboxOptions {
   proxy: EgressProxy;
   /** Host uid the run's processes get when the worker runs as root; undefined keeps the worker's uid. */
   hostUid?: number;
-  /** The node binary for the in-sandbox network bridge. */
+  /** The node binary, shown read-only where it is not under /usr (the file tools' helper, the harness CLIs). */
   nodePath: string;
+  /** The static sandbox-init binary (sandbox-init-binary.ts). */
+  initPath: string;
 }
 
 /** Sandboxes built from Linux namespaces with bubblewrap: one per process a run starts. */
@@ -197,10 +201,12 @@ export class BwrapSandbox implements Sandbox {
       bridged.push({ socketPath: SANDBOX_GATEWAY_SOCKET, port: GATEWAY_BRIDGE_PORT });
     }
     if (bridged.length) env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
-    const inner = bridged.length ? [nodePath, '-e', BRIDGE_SOURCE, bridgeMappings(bridged), ...spec.argv] : spec.argv;
+    args.push('--ro-bind', this.initCopy, SANDBOX_INIT);
     args.push('--remount-ro', '/');
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
-    args.push('--', '/bin/bash', '-c', limitsPrelude(config.limits), 'sandbox', ...inner);
+    args.push('--', SANDBOX_INIT, '-limits', limitsSpec(config.limits));
+    if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
+    args.push('--', ...spec.argv);
 
     const file = hostUid === undefined ? bwrapPath : 'setpriv';
     const prefix =
@@ -214,7 +220,12 @@ export class BwrapSandbox implements Sandbox {
     return path.join(this.stateRoot, 'etc');
   }
 
-  /** The sandbox's own /etc/passwd, group, hosts and hostname, written once per worker. */
+  /** The worker's copy of sandbox-init, where the sandbox uid can read it (the cache may be private to the worker's user). */
+  private get initCopy(): string {
+    return path.join(this.stateRoot, 'sandbox-init');
+  }
+
+  /** The sandbox's own /etc/passwd, group, hosts and hostname, and sandbox-init, written once per worker. */
   private ensureEtc(): Promise<void> {
     this.etcReady ??= (async () => {
       await mkdir(this.etcDir, { recursive: true });
@@ -232,6 +243,11 @@ export class BwrapSandbox implements Sandbox {
       for (const [name, content] of Object.entries(files)) {
         await writeFile(path.join(this.etcDir, name), content, { mode: 0o644 });
       }
+      // Renamed into place: another worker on this directory may be running the current copy.
+      const partial = `${this.initCopy}.${process.pid}`;
+      await copyFile(this.options.initPath, partial);
+      await chmod(partial, 0o755);
+      await rename(partial, this.initCopy);
     })().catch((err: unknown) => {
       this.etcReady = undefined;
       throw err;
@@ -240,18 +256,17 @@ export class BwrapSandbox implements Sandbox {
   }
 }
 
-/** bash that sets the per-process resource limits, then becomes the command. */
-function limitsPrelude(limits: SandboxConfig['limits']): string {
+/** sandbox-init's `-limits`: each process's own limits, soft and hard alike (open files never above the worker's hard limit). */
+function limitsSpec(limits: SandboxConfig['limits']): string {
+  const mib = 1024 * 1024;
   return [
-    'ulimit -c 0',
-    `ulimit -u ${limits.maxProcesses}`,
-    `ulimit -d ${limits.memoryMb * 1024}`,
-    `ulimit -f ${limits.maxFileSizeMb * 1024}`,
-    `ulimit -t ${limits.cpuSeconds}`,
-    // Never above the hard limit the worker itself has.
-    `h=$(ulimit -H -n); if [ "$h" = unlimited ] || [ "$h" -ge ${limits.maxOpenFiles} ]; then ulimit -n ${limits.maxOpenFiles}; else ulimit -n "$h"; fi`,
-    'exec "$@"',
-  ].join(' && ');
+    'core=0',
+    `nproc=${limits.maxProcesses}`,
+    `data=${limits.memoryMb * mib}`,
+    `fsize=${limits.maxFileSizeMb * mib}`,
+    `cpu=${limits.cpuSeconds}`,
+    `nofile=${limits.maxOpenFiles}`,
+  ].join(',');
 }
 
 /** chown without following symlinks, through a whole tree. */

@@ -8,6 +8,7 @@ import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { LimitedSandbox } from './limited-sandbox';
+import { locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
 import { ExecError, runProcesses } from './sandboxed-process';
@@ -114,11 +115,20 @@ async function createIsolation(config: Config, rules: OutboundAddressRules, logg
     proxy: new EgressProxy(rules),
     hostUid: asRoot ? config.sandbox.uid : undefined,
     nodePath: process.execPath,
+    initPath: await sandboxInit(config.sandbox.initPath),
   });
   const killed = await killLeftoverSandboxes(root);
   if (killed.length) logger.warn('killed sandboxed processes a previous worker left running', { pids: killed });
   await probe(sandbox, root);
   return sandbox;
+}
+
+async function sandboxInit(configured: string | undefined): Promise<string> {
+  try {
+    return await locateSandboxInit(configured);
+  } catch (err) {
+    throw new SandboxUnavailableError((err as Error).message);
+  }
 }
 
 /** Builds one sandbox and checks from inside that it is one. */

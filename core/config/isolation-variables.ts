@@ -14,6 +14,13 @@ export const sandbox = group('Sandbox and limits', {
     readBy: ['workers'],
     unset: '`bwrap` on `PATH`',
   },
+  AGENT_SANDBOX_INIT_PATH: {
+    schema: optionalString,
+    description:
+      'the static `sandbox-init` binary every sandboxed process starts with (limits, network bridge); the container image sets it',
+    readBy: ['workers'],
+    unset: 'built once with Go from `activities/sandbox/sandbox-init` into the cache',
+  },
   AGENT_SANDBOX_UID: {
     schema: intFrom(200_000, 1000, 4_000_000_000),
     description: 'host uid of sandboxed processes when the worker runs as root',

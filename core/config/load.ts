@@ -140,6 +140,7 @@ function configFrom(e: Env) {
     sandbox: {
       kind: e.AGENT_SANDBOX,
       bwrapPath: e.AGENT_SANDBOX_BWRAP_PATH,
+      initPath: e.AGENT_SANDBOX_INIT_PATH,
       /** Host uid given to runs' processes when the worker runs as root. */
       uid: e.AGENT_SANDBOX_UID,
       /** Extra host paths mounted read-only into every sandbox (toolchains outside /usr). */

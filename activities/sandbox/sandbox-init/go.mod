@@ -1,0 +1,3 @@
+module agent-runs/sandbox-init
+
+go 1.21
