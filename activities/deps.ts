@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import type { BlobStore } from '../db/blob-store';
+import type { ImageStore } from './images/image-store';
 import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
 
@@ -22,4 +23,6 @@ export interface ActivityDeps {
   secretsKey: Buffer;
   /** Where artifacts and handoff files are stored. */
   blobs: BlobStore;
+  /** Environments' container images on this worker. */
+  images: ImageStore;
 }

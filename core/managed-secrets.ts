@@ -6,6 +6,7 @@ export const MANAGED_SECRET_KINDS = [
   'claude_oauth_token',
   'openai_api_key',
   'gemini_api_key',
+  'registry_credentials',
   'other',
 ] as const;
 export type ManagedSecretKind = (typeof MANAGED_SECRET_KINDS)[number];

@@ -26,6 +26,7 @@ import { IdentityHarnesses1763958000000 } from './migrations/1763958000000-ident
 import { HarnessStepAttempts1763960000000 } from './migrations/1763960000000-harness-step-attempts';
 import { FactoryTasks1763962000000 } from './migrations/1763962000000-factory-tasks';
 import { ExternalReferences1763964000000 } from './migrations/1763964000000-external-references';
+import { RunImages1763966000000 } from './migrations/1763966000000-run-images';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -52,6 +53,7 @@ export const MIGRATIONS = [
   HarnessStepAttempts1763960000000,
   FactoryTasks1763962000000,
   ExternalReferences1763964000000,
+  RunImages1763966000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -70,6 +70,19 @@ export async function findManagedSecret(
   return rows[0] ? toSecret(rows[0]) : null;
 }
 
+/** A team's secrets of one kind (its registry credentials, to find the one for an image's registry). */
+export async function listManagedSecretsOfKind(
+  manager: EntityManager,
+  teamId: string,
+  kind: string,
+): Promise<ManagedSecret[]> {
+  const rows = (await manager.query(
+    `SELECT ${COLUMNS} FROM managed_secrets WHERE team_id = $1 AND kind = $2 ORDER BY name`,
+    [teamId, kind],
+  )) as Record<string, unknown>[];
+  return rows.map(toSecret);
+}
+
 /** A team's secrets by name. */
 export const MANAGED_SECRET_ORDER: KeysetOrder = {
   column: 'name',

@@ -7,6 +7,7 @@ import { Worker, type NativeConnection, type State, type WorkerOptions } from '@
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhook-activities';
+import { ImageStore } from '../activities/images/image-store';
 import { createSandbox } from '../activities/sandbox/create-sandbox';
 import { startWorkspaceSweeper, type SweepResult } from '../activities/workspace/workspace-sweeper';
 import type { Sandbox } from '../activities/sandbox/sandbox';
@@ -92,7 +93,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   await sandboxRules.addPlatformEndpoints(platform);
   const outboundRules = new OutboundAddressRules(config.network.outboundAllowedPrivateHosts);
   await outboundRules.addPlatformEndpoints(platform);
-  const sandbox: Sandbox = await createSandbox(config, sandboxRules, logger);
+  const images = new ImageStore(config.images, config.workspace.imageAllowedRegistries, outboundRules);
+  const sandbox: Sandbox = await createSandbox(config, sandboxRules, logger, undefined, images);
   const mcpSessions = new McpSessionCache(
     {
       sandbox,
@@ -125,6 +127,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     temporal,
     secretsKey,
     blobs: postgresBlobStore,
+    images,
   });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;

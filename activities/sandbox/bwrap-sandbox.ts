@@ -1,13 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
-import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  copyFile,
+  lchown,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
 import type { EgressProxy } from './egress-proxy';
 import { BRIDGE_PORT, bridgeMappings, GATEWAY_BRIDGE_PORT, type BridgedSocket } from './network-bridge';
-import { baseEnvironment, SANDBOX_PATH, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
+import {
+  baseEnvironment,
+  SANDBOX_PATH,
+  type PreparedProcess,
+  type RunImageRoot,
+  type Sandbox,
+  type SandboxProcessSpec,
+} from './sandbox';
 import { killRunSandboxes } from './sandbox-reaper';
 
 /** Where things are inside every sandbox. */
@@ -56,6 +76,8 @@ export interface BwrapSandboxOptions {
   nodePath: string;
   /** The static sandbox-init binary (sandbox-init-binary.ts). */
   initPath: string;
+  /** The image cache, whose hold on a run's image ends with the run's workspace. */
+  images?: { release(runId: string): Promise<void> };
 }
 
 /** Sandboxes built from Linux namespaces with bubblewrap: one per process a run starts. */
@@ -67,6 +89,8 @@ export class BwrapSandbox implements Sandbox {
   private readonly destroying = new Set<string>();
   /** Runs whose private state this worker has made: a command of theirs skips that work. */
   private readonly ready = new Set<string>();
+  /** Each run's image root (null: the host's), as provisioning recorded it. */
+  private readonly images = new Map<string, RunImageRoot | null>();
   /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
   private readonly systemArgs: string[];
 
@@ -126,14 +150,49 @@ export class BwrapSandbox implements Sandbox {
     this.ready.add(runId);
   }
 
+  async useImage(runId: string, image: RunImageRoot | undefined): Promise<void> {
+    if (!this.ready.has(runId)) await this.makeRunState(runId);
+    const file = path.join(this.runDir(runId), 'image.json');
+    if (image) await writeFile(file, JSON.stringify(image), { mode: 0o600 });
+    else await rm(file, { force: true });
+    this.images.set(runId, image ?? null);
+  }
+
+  /** The image root the run's commands get, if its environment has one (recorded at provisioning, read back after a restart). */
+  private async runImage(runId: string): Promise<RunImageRoot | undefined> {
+    let image = this.images.get(runId);
+    if (image === undefined) {
+      const text = await readFile(path.join(this.runDir(runId), 'image.json'), 'utf8').catch(() => undefined);
+      image = text ? (JSON.parse(text) as RunImageRoot) : null;
+      this.images.set(runId, image);
+    }
+    if (image && !existsSync(image.rootfs)) {
+      throw new Error(`the image ${image.digest} of run ${runId} is no longer in this worker's image cache`);
+    }
+    return image ?? undefined;
+  }
+
+  async shell(runId: string): Promise<string> {
+    const image = await this.runImage(runId);
+    if (!image) return '/bin/bash';
+    for (const candidate of ['/bin/bash', '/usr/bin/bash', '/bin/sh', '/usr/bin/sh']) {
+      if (await existsInRoot(image.rootfs, candidate)) return candidate;
+    }
+    throw new Error(
+      `the environment's image (${image.digest}) has no shell (/bin/bash or /bin/sh), and commands run through one; add one to the image`,
+    );
+  }
+
   async destroyRun(runId: string): Promise<void> {
     this.destroying.add(runId);
     this.ready.delete(runId);
+    this.images.delete(runId);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
     await killRunSandboxes(workspace);
     await rm(workspace, { recursive: true, force: true });
     await rm(this.runDir(runId), { recursive: true, force: true });
+    await this.options.images?.release(runId);
   }
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
@@ -160,17 +219,28 @@ export class BwrapSandbox implements Sandbox {
       'ALL',
       '--disable-userns',
     ];
-    args.push(...this.systemArgs);
-    for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
-    for (const name of ['passwd', 'group', 'hostname', CLONE_GITCONFIG])
-      args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
-    if (spec.network.kind === 'host') {
-      for (const name of HOST_NETWORK_ETC) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+    const image = spec.onImage ? await this.runImage(spec.runId) : undefined;
+    if (image) {
+      // The environment's image as `/`, read-only; the sandbox's own identity files over its /etc.
+      args.push('--ro-bind', image.rootfs, '/');
+      for (const name of ['passwd', 'group', 'hostname', 'hosts'])
+        args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
     } else {
-      args.push('--ro-bind', path.join(this.etcDir, 'hosts'), '/etc/hosts');
+      args.push(...this.systemArgs);
+      for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+      for (const name of ['passwd', 'group', 'hostname', CLONE_GITCONFIG])
+        args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
+      if (spec.network.kind === 'host') {
+        for (const name of HOST_NETWORK_ETC) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+      } else {
+        args.push('--ro-bind', path.join(this.etcDir, 'hosts'), '/etc/hosts');
+      }
     }
     const nodePrefix = path.dirname(path.dirname(nodePath));
-    const extraReadonly = [...config.readonlyPaths, ...(nodePrefix.startsWith('/usr') ? [] : [nodePrefix])];
+    // Host toolchains are the host root's; an image brings its own.
+    const extraReadonly = image
+      ? []
+      : [...config.readonlyPaths, ...(nodePrefix.startsWith('/usr') ? [] : [nodePrefix])];
     // /dev is a tmpfs (RAM): read-only but for a /dev/shm of bounded size.
     const shmBytes = Math.max(16, Math.floor(config.limits.memoryMb / 4)) * 1024 * 1024;
     args.push('--proc', '/proc', '--dev', '/dev');
@@ -180,11 +250,12 @@ export class BwrapSandbox implements Sandbox {
     const home = spec.homeless ? '/nonexistent' : SANDBOX_HOME;
     if (!spec.homeless) args.push('--bind', path.join(dir, 'home'), SANDBOX_HOME);
     // After /tmp, so that a path under the host's /tmp is not hidden by the private one.
-    for (const p of [...extraReadonly, ...(spec.readonlyBinds ?? [])]) args.push('--ro-bind-try', p, p);
+    for (const p of [...extraReadonly, ...(image ? [] : (spec.readonlyBinds ?? []))]) args.push('--ro-bind-try', p, p);
 
     let release = async () => undefined as void;
-    const searchPath = [SANDBOX_PATH, ...extraReadonly.map((p) => path.join(p, 'bin'))].join(':');
-    const env: Record<string, string> = { ...baseEnvironment(home, searchPath) };
+    const searchPath = [image?.path ?? SANDBOX_PATH, ...extraReadonly.map((p) => path.join(p, 'bin'))].join(':');
+    // The image's variables first: none of them can undo the sandbox's own (home, proxy, PATH's origin).
+    const env: Record<string, string> = { ...image?.env, ...baseEnvironment(home, searchPath) };
     const bridged: BridgedSocket[] = [];
     if (spec.network.kind === 'proxy' && spec.network.policy !== 'none') {
       const socket = socketPath(path.join(dir, 'sockets'), `${randomBytes(9).toString('base64url')}.sock`);
@@ -267,6 +338,31 @@ function limitsSpec(limits: SandboxConfig['limits']): string {
     `cpu=${limits.cpuSeconds}`,
     `nofile=${limits.maxOpenFiles}`,
   ].join(',');
+}
+
+/** Whether `file` (absolute, as the sandbox sees it) exists in `root`: symlinks are followed inside the root, never out of it. */
+async function existsInRoot(root: string, file: string): Promise<boolean> {
+  const pending = file.split('/').filter(Boolean);
+  const resolved: string[] = [];
+  for (let hops = 0; pending.length && hops < 64; hops++) {
+    const part = pending.shift()!;
+    if (part === '..') {
+      resolved.pop();
+      continue;
+    }
+    if (part === '.') continue;
+    const host = path.join(root, ...resolved, part);
+    const stat = await lstat(host).catch(() => undefined);
+    if (!stat) return false;
+    if (!stat.isSymbolicLink()) {
+      resolved.push(part);
+      continue;
+    }
+    const target = await readlink(host);
+    if (target.startsWith('/')) resolved.length = 0;
+    pending.unshift(...target.split('/').filter(Boolean));
+  }
+  return pending.length === 0;
 }
 
 /** chown without following symlinks, through a whole tree. */

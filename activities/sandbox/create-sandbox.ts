@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
-import { BwrapSandbox, SANDBOX_WORKSPACE } from './bwrap-sandbox';
+import { BwrapSandbox, SANDBOX_WORKSPACE, type BwrapSandboxOptions } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { LimitedSandbox } from './limited-sandbox';
@@ -50,8 +50,9 @@ export async function createSandbox(
   rules: OutboundAddressRules,
   logger: Logger,
   cgroupHost: CgroupHost = REAL_HOST,
+  images?: BwrapSandboxOptions['images'],
 ): Promise<Sandbox> {
-  return withRunLimits(await createIsolation(config, rules, logger), config, logger, cgroupHost);
+  return withRunLimits(await createIsolation(config, rules, logger, images), config, logger, cgroupHost);
 }
 
 /**
@@ -80,7 +81,12 @@ async function withRunLimits(sandbox: Sandbox, config: Config, logger: Logger, h
   return new LimitedSandbox(sandbox, found.cgroups);
 }
 
-async function createIsolation(config: Config, rules: OutboundAddressRules, logger: Logger): Promise<Sandbox> {
+async function createIsolation(
+  config: Config,
+  rules: OutboundAddressRules,
+  logger: Logger,
+  images: BwrapSandboxOptions['images'],
+): Promise<Sandbox> {
   const root = config.workspace.dir;
   await mkdir(root, { recursive: true });
   if (config.sandbox.kind === 'none') {
@@ -116,6 +122,7 @@ async function createIsolation(config: Config, rules: OutboundAddressRules, logg
     hostUid: asRoot ? config.sandbox.uid : undefined,
     nodePath: process.execPath,
     initPath: await sandboxInit(config.sandbox.initPath),
+    images,
   });
   const killed = await killLeftoverSandboxes(root);
   if (killed.length) logger.warn('killed sandboxed processes a previous worker left running', { pids: killed });

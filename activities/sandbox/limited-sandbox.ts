@@ -1,5 +1,5 @@
 import { joinArgv, type RunCgroups } from './run-cgroups';
-import type { PreparedProcess, Sandbox, SandboxProcessSpec } from './sandbox';
+import type { PreparedProcess, RunImageRoot, Sandbox, SandboxProcessSpec } from './sandbox';
 
 /**
  * A sandbox whose every process (commands, setup, MCP servers, git, the file helper) joins its
@@ -53,6 +53,15 @@ export class LimitedSandbox implements Sandbox {
   async destroyRun(runId: string): Promise<void> {
     await this.cgroups.remove(runId);
     await this.inner.destroyRun(runId);
+  }
+
+  useImage(runId: string, image: RunImageRoot | undefined): Promise<void> {
+    if (!this.inner.useImage) throw new Error('this sandbox cannot use images');
+    return this.inner.useImage(runId, image);
+  }
+
+  shell(runId: string): Promise<string> {
+    return this.inner.shell?.(runId) ?? Promise.resolve('/bin/bash');
   }
 
   oomKills(runId: string): Promise<number> {

@@ -22,6 +22,22 @@ export interface SandboxProcessSpec {
   readonlyBinds?: string[];
   /** The host socket of the worker's model gateway for this process, reached at `Sandbox.gatewayUrl`. */
   gatewaySocket?: string;
+  /**
+   * Runs on the environment's image, when the run has one (the agent's commands, setup commands,
+   * MCP servers); otherwise on the worker's root, as the platform's own helpers (git, the file
+   * tools) always do.
+   */
+  onImage?: boolean;
+}
+
+/** An environment image's root filesystem as a run's sandbox uses it (activities/images). */
+export interface RunImageRoot {
+  digest: string;
+  rootfs: string;
+  /** The image's `Env`, as variables (under the sandbox's own). */
+  env: Record<string, string>;
+  /** The image's PATH, when it sets one. */
+  path?: string;
 }
 
 /** A process ready to spawn; `release` frees what it needed outside (its proxy socket). */
@@ -62,6 +78,10 @@ export interface Sandbox {
   destroyRun(runId: string): Promise<void>;
   /** The host directories the run's processes write (its workspace, and its private home and tmp). */
   runPaths(runId: string): string[];
+  /** Makes the run's commands use an image's root filesystem (undefined: the host's); kept with the run's state. Only bubblewrap can. */
+  useImage?(runId: string, image: RunImageRoot | undefined): Promise<void>;
+  /** The shell that runs the run's commands: bash on the host's root; bash, else sh, on an image. */
+  shell?(runId: string): Promise<string>;
   /** How many of the run's processes the kernel killed for want of memory (where run limits are enforced). */
   oomKills?(runId: string): Promise<number>;
 }

@@ -76,6 +76,8 @@ export interface RunProcesses {
     onStdout?: (chunk: Buffer) => void;
     onRefusal?: (refusal: NetworkRefusal) => void;
     disk?: RunDiskQuota;
+    /** On the environment's image (SandboxProcessSpec.onImage). */
+    onImage?: boolean;
   }): Promise<SandboxedCommandResult>;
   /** Runs a program to completion and returns its standard output; rejects with ExecError. */
   exec(argv: [string, ...string[]], options?: ExecOptions): Promise<string>;
@@ -95,6 +97,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
     onStdout,
     onRefusal,
     disk,
+    onImage,
   }) => {
     const refusals: NetworkRefusal[] = [];
     const network: SandboxNetwork = {
@@ -105,7 +108,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         onRefusal?.(r);
       },
     };
-    const prepared = await sandbox.prepare({ runId, argv, cwd, env, network, readonlyBinds, gatewaySocket });
+    const prepared = await sandbox.prepare({ runId, argv, cwd, env, network, readonlyBinds, gatewaySocket, onImage });
     const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
     const overDisk = new AbortController();
     let diskUsed: number | undefined;
@@ -154,7 +157,17 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
   };
   return {
     workspacePath: sandbox.workspacePath(runId),
-    runCommand: ({ command, ...options }) => runProgram({ argv: ['/bin/bash', '-c', command], ...options }),
+    runCommand: async ({ command, ...options }) => {
+      let shell: string;
+      try {
+        shell = (await sandbox.shell?.(runId)) ?? '/bin/bash';
+      } catch (err) {
+        // What the command's caller (the agent, the setup log) is told, as a shell would say it.
+        const output = `sandbox: ${(err as Error).message}\n`;
+        return noShell(output);
+      }
+      return runProgram({ argv: [shell, '-c', command], onImage: true, ...options });
+    },
     runProgram,
 
     async exec(argv, options = {}) {
@@ -175,6 +188,20 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         await prepared.release();
       }
     },
+  };
+}
+
+function noShell(output: string): SandboxedCommandResult {
+  return {
+    exitCode: 127,
+    signal: null,
+    timedOut: false,
+    cancelled: false,
+    durationMs: 0,
+    output,
+    outputBytes: Buffer.byteLength(output),
+    refusals: [],
+    oomKilled: false,
   };
 }
 

@@ -88,6 +88,7 @@ async function connectOne(
         policy: scope.policy,
         onRefusal: (refusal) => deps.onRefusal(scope.runId, name, refusal),
       },
+      onImage: true,
     });
     releases.push(prepared.release);
     const transport = new StdioClientTransport({

@@ -8,6 +8,7 @@ import { findWorkspaceHolder, recordWorkspaceHolder } from '../../db/run-workspa
 import type { ActivityDeps } from '../deps';
 import { recordEnvironmentFactories } from '../factories/discover-factories';
 import { withHeartbeat } from '../heartbeat';
+import { provisionRunImage } from '../images/provision-image';
 import { runProcesses } from '../sandbox/sandboxed-process';
 import { workspaceFiles } from '../sandbox/workspace-files';
 import { userFailure } from '../user-failure';
@@ -105,6 +106,16 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
         const envId = run.config.environment_id;
         const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
         if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
+        if (env?.config.docker_image) {
+          let notices = 0;
+          await provisionRunImage(deps, {
+            runId,
+            run,
+            environment: { uid: env.uid, reference: env.config.docker_image },
+            signal: ctx.cancellationSignal,
+            say: (message) => note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}`, message),
+          });
+        }
         if (env) {
           for (const repo of env.config.github_repos ?? []) {
             // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.

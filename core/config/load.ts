@@ -133,9 +133,16 @@ function configFrom(e: Env) {
       /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
       gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
       /** Registries an environment's image may come from; empty allows every registry. */
-      imageAllowedRegistries: parseRegistries(e.IMAGE_ALLOWED_REGISTRIES),
+      imageAllowedRegistries: parseRegistries(e.IMAGE_ALLOWED_REGISTRIES, 'IMAGE_ALLOWED_REGISTRIES'),
       setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,
       scheduleToStartSeconds: e.WORKSPACE_SCHEDULE_TO_START_SECONDS,
+    },
+    /** Environments' container images on workers: where they are kept, how much, how they are reached. */
+    images: {
+      cacheDir: path.resolve(e.IMAGE_CACHE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'images')),
+      cacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
+      insecureRegistries: parseRegistries(e.IMAGE_INSECURE_REGISTRIES, 'IMAGE_INSECURE_REGISTRIES'),
+      pullTimeoutSeconds: e.IMAGE_PULL_TIMEOUT_SECONDS,
     },
     sandbox: {
       kind: e.AGENT_SANDBOX,

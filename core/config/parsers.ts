@@ -105,12 +105,12 @@ export function parseNetworkPolicy(raw: string): NetworkPolicy {
   return parsed as NetworkPolicy;
 }
 
-/** IMAGE_ALLOWED_REGISTRIES: registry hosts, each `host` or `host:port`, in lower case. */
-export function parseRegistries(raw: string | undefined): string[] {
+/** IMAGE_ALLOWED_REGISTRIES, IMAGE_INSECURE_REGISTRIES: registry hosts, each `host` or `host:port`, in lower case. */
+export function parseRegistries(raw: string | undefined, variable: string): string[] {
   return commaList(raw).map((entry) => {
     if (!/^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$/.test(entry) || entry.includes('..')) {
       throw new ConfigError(
-        `Invalid configuration:\n  IMAGE_ALLOWED_REGISTRIES: \`${entry}\` is not a registry host; write hosts with their port where there is one, like ghcr.io,registry.internal:5000, separated by commas`,
+        `Invalid configuration:\n  ${variable}: \`${entry}\` is not a registry host; write hosts with their port where there is one, like ghcr.io,registry.internal:5000, separated by commas`,
       );
     }
     return entry.toLowerCase();

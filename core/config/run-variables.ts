@@ -164,6 +164,30 @@ export const workspaces = group('Workspaces and git', {
     readBy: ['API', 'workers'],
     unset: 'unset: every registry',
   },
+  IMAGE_INSECURE_REGISTRIES: {
+    schema: optionalString,
+    description:
+      'comma-separated registry hosts (with port) reached over plain HTTP, such as a local mirror; every other registry needs TLS',
+    readBy: ['workers'],
+    unset: 'unset: TLS everywhere',
+  },
+  IMAGE_CACHE_DIR: {
+    schema: optionalString,
+    description: "where workers keep environments' images, unpacked, one directory per digest",
+    readBy: ['workers'],
+    unset: '`{AGENT_RUNS_DATA_DIR}/images`',
+  },
+  IMAGE_CACHE_MAX_BYTES: {
+    schema: intFrom(20 * 1024 ** 3, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    description:
+      'disk the image cache may use; least recently used images no live run uses are removed past it, and a larger image is refused (`image_too_large`)',
+    readBy: ['workers'],
+  },
+  IMAGE_PULL_TIMEOUT_SECONDS: {
+    schema: intFrom(1800, 10, 86_400),
+    description: 'longest one image pull (download and unpack) may take before it is tried again',
+    readBy: ['workers'],
+  },
   SETUP_COMMAND_TIMEOUT_SECONDS: {
     schema: intFrom(900, 1, 86_400),
     description: 'timeout of each setup command of an environment',

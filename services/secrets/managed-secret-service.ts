@@ -4,6 +4,7 @@ import type { Config } from '../../core/config';
 import { newUuidV7 } from '../../core/ids';
 import { inferSecretKind, MANAGED_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed-secrets';
 import type { CreateManagedSecretRequest } from '../../core/schemas/managed-secret-schemas';
+import { parseRegistryCredential, REGISTRY_CREDENTIAL_RULE } from '../../core/registry-credentials';
 import { encryptSecret } from '../../core/secrets';
 import { hasManagedSecret, upsertManagedSecret, type ManagedSecret } from '../../db/managed-secrets';
 import { assertTeamHasRoom } from '../team-caps';
@@ -18,6 +19,11 @@ export async function storeManagedSecret(
   if (!kind) {
     throw invalid(
       `Field \`kind\`: the value does not say what it is; send \`kind\`, one of ${MANAGED_SECRET_KINDS.join(', ')}.`,
+    );
+  }
+  if (kind === 'registry_credentials' && !parseRegistryCredential(body.value)) {
+    throw invalid(
+      `Field \`value\`: a secret of kind registry_credentials is ${REGISTRY_CREDENTIAL_RULE}; the registry part is not one.`,
     );
   }
   if (!(await hasManagedSecret(tx, teamId, body.name))) {

@@ -138,9 +138,16 @@ describe('loadConfig', () => {
         setupCommandTimeoutSeconds: 900,
         scheduleToStartSeconds: 60,
       },
+      images: {
+        cacheDir: path.join(dataDir, 'images'),
+        cacheMaxBytes: 20 * 1024 ** 3,
+        insecureRegistries: [],
+        pullTimeoutSeconds: 1800,
+      },
       sandbox: {
         kind: 'bwrap',
         bwrapPath: undefined,
+        initPath: undefined,
         uid: 200_000,
         readonlyPaths: [],
         limits: { memoryMb: 4096, maxProcesses: 512, maxFileSizeMb: 2048, cpuSeconds: 3600, maxOpenFiles: 4096 },

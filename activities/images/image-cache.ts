@@ -1,0 +1,170 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import lockfile from 'proper-lockfile';
+import type { ImageProcessConfig } from './unpack-image';
+
+const execFileAsync = promisify(execFile);
+
+/** An unpacked image in the cache: one directory per digest, read-only to every run that uses it. */
+export interface CachedImage extends ImageProcessConfig {
+  digest: string;
+  /** The root filesystem runs get as `/`. */
+  rootfs: string;
+  /** Bytes the unpacked image takes on disk. */
+  diskBytes: number;
+  downloadBytes: number;
+  platform: string;
+}
+
+const LOCK_OPTIONS = {
+  stale: 60_000,
+  update: 15_000,
+  realpath: false,
+  retries: { retries: 600, minTimeout: 50, maxTimeout: 1000 },
+};
+
+/**
+ * The directories of the image cache (IMAGE_CACHE_DIR), shared by the workers of one machine:
+ *
+ *   entries/<hex>/rootfs, image.json   complete images; an entry appears by one rename, whole
+ *   staging/<hex>.<random>/            a pull in progress (removed by the next pull of that digest)
+ *   leases/<hex>/<run id>              runs using an image: eviction never removes a leased one
+ *   locks/<hex>                        proper-lockfile: one pull, lease check or eviction of a digest at a time
+ *   trash/                             evicted entries on their way out
+ *
+ * The entry directory's mtime is when a run last started on it (least recently used goes first).
+ */
+export class ImageCache {
+  constructor(readonly dir: string) {}
+
+  private sub(...parts: string[]): string {
+    return path.join(this.dir, ...parts);
+  }
+
+  async open(): Promise<void> {
+    // The sandbox uid reaches rootfs directories by name; nothing here is listable to it.
+    for (const d of ['', 'entries', 'staging', 'leases', 'locks', 'trash']) {
+      await mkdir(this.sub(d), { recursive: true });
+      await chmod(this.sub(d), d === '' || d === 'entries' ? 0o711 : 0o700);
+    }
+    for (const name of await readdir(this.sub('trash')))
+      await rm(this.sub('trash', name), { recursive: true, force: true });
+  }
+
+  /** Runs `fn` holding the digest's lock (across the workers of this machine). */
+  async withLock<T>(hex: string, fn: () => Promise<T>): Promise<T> {
+    const release = await lockfile.lock(this.sub('locks', hex), LOCK_OPTIONS);
+    try {
+      return await fn();
+    } finally {
+      await release().catch(() => undefined);
+    }
+  }
+
+  /** The complete entry of a digest, or undefined. */
+  async find(digest: string): Promise<CachedImage | undefined> {
+    const entry = this.sub('entries', hexOf(digest));
+    try {
+      return JSON.parse(await readFile(path.join(entry, 'image.json'), 'utf8')) as CachedImage;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Marks the image used now (for least-recently-used eviction). */
+  async touch(digest: string): Promise<void> {
+    const now = new Date();
+    await utimes(this.sub('entries', hexOf(digest)), now, now).catch(() => undefined);
+  }
+
+  async lease(digest: string, runId: string): Promise<void> {
+    await mkdir(this.sub('leases', hexOf(digest)), { recursive: true });
+    await writeFile(this.sub('leases', hexOf(digest), runId), '');
+  }
+
+  /** Drops every lease of the run (its workspace is gone). */
+  async release(runId: string): Promise<void> {
+    const digests = await readdir(this.sub('leases')).catch(() => [] as string[]);
+    for (const hex of digests) await rm(this.sub('leases', hex, runId), { force: true });
+  }
+
+  private async leased(hex: string): Promise<boolean> {
+    return (await readdir(this.sub('leases', hex)).catch(() => [] as string[])).length > 0;
+  }
+
+  /** A fresh staging directory for a pull of `digest`; leftovers of an earlier pull of it (a crash) go first. Call under the lock. */
+  async stage(digest: string): Promise<string> {
+    const hex = hexOf(digest);
+    for (const name of await readdir(this.sub('staging'))) {
+      if (name.startsWith(`${hex}.`)) await rm(this.sub('staging', name), { recursive: true, force: true });
+    }
+    const dir = this.sub('staging', `${hex}.${randomBytes(6).toString('hex')}`);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
+  /** Makes a staged bundle the digest's entry, in one rename. Call under the lock. */
+  async commit(
+    digest: string,
+    bundleDir: string,
+    image: Omit<CachedImage, 'rootfs' | 'diskBytes'>,
+  ): Promise<CachedImage> {
+    const entry = this.sub('entries', hexOf(digest));
+    const rootfs = path.join(entry, 'rootfs');
+    const diskBytes = await diskUsage(path.join(bundleDir, 'rootfs'));
+    const complete: CachedImage = { ...image, rootfs, diskBytes };
+    await writeFile(path.join(bundleDir, 'image.json'), JSON.stringify(complete));
+    await chmod(bundleDir, 0o711);
+    await chmod(path.join(bundleDir, 'rootfs'), 0o755);
+    await rename(bundleDir, entry);
+    return complete;
+  }
+
+  /** Bytes the unpacked bundle would take (for the cap check before it is committed). */
+  diskUsage(dir: string): Promise<number> {
+    return diskUsage(dir);
+  }
+
+  /**
+   * Removes least recently used images until the cache holds at most `maxBytes`; leased images
+   * (a live run's) are never removed. Returns the digests removed.
+   */
+  async evict(maxBytes: number): Promise<string[]> {
+    const entries: { hex: string; bytes: number; used: number }[] = [];
+    for (const hex of await readdir(this.sub('entries'))) {
+      const image = await this.find(`sha256:${hex}`);
+      const info = await stat(this.sub('entries', hex)).catch(() => undefined);
+      if (image && info) entries.push({ hex, bytes: image.diskBytes, used: info.mtimeMs });
+    }
+    let total = entries.reduce((sum, e) => sum + e.bytes, 0);
+    const removed: string[] = [];
+    for (const candidate of entries.sort((a, b) => a.used - b.used)) {
+      if (total <= maxBytes) break;
+      const gone = await this.withLock(candidate.hex, async () => {
+        if (await this.leased(candidate.hex)) return false;
+        const trash = this.sub('trash', `${candidate.hex}.${randomBytes(6).toString('hex')}`);
+        await rename(this.sub('entries', candidate.hex), trash).catch(() => undefined);
+        await rmdir(this.sub('leases', candidate.hex)).catch(() => undefined);
+        return existsSync(trash) ? trash : false;
+      });
+      if (!gone) continue;
+      await rm(gone, { recursive: true, force: true });
+      total -= candidate.bytes;
+      removed.push(`sha256:${candidate.hex}`);
+    }
+    return removed;
+  }
+}
+
+export function hexOf(digest: string): string {
+  return digest.replace(/^sha256:/, '');
+}
+
+async function diskUsage(dir: string): Promise<number> {
+  const { stdout } = await execFileAsync('du', ['-s', '-B1', '-x', dir]);
+  return Number(stdout.split(/\s/)[0]);
+}

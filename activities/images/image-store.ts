@@ -1,0 +1,212 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Config } from '../../core/config';
+import { isRegistryAllowed, type ImageReference } from '../../core/image-reference';
+import type { OutboundAddressRules } from '../../core/outbound-addresses';
+import type { RegistryCredential } from '../../core/registry-credentials';
+import { hexOf, ImageCache, type CachedImage } from './image-cache';
+import { ImagePullError } from './image-pull-error';
+import { copyToLayout, resolveImage, type RegistryAccess } from './skopeo';
+import { unpackImage } from './unpack-image';
+
+/** What one run asks for: the environment's image, and the digest an earlier provisioning of the run recorded. */
+export interface ImageRequest {
+  runId: string;
+  /** As the environment wrote it (for messages). */
+  text: string;
+  image: ImageReference;
+  pinnedDigest?: string;
+  credential?: RegistryCredential;
+  signal?: AbortSignal;
+  /** Progress for the run's timeline and the activity's heartbeat. */
+  onProgress(message: string): void;
+}
+
+export interface ImageUse {
+  image: CachedImage;
+  /** Whether the unpacked image was already here. */
+  cached: boolean;
+  pullMs?: number;
+  unpackMs?: number;
+  /** Images removed to make room, least recently used first. */
+  evicted: string[];
+}
+
+/**
+ * Environments' images on this worker: resolves a reference to its digest with the team's
+ * credential (every time, so a cached private image is never used without it), pulls each digest
+ * once (coalesced within the worker, locked across the workers of the machine), unpacks it, and
+ * keeps it under IMAGE_CACHE_MAX_BYTES.
+ */
+export class ImageStore {
+  private readonly cache: ImageCache;
+  private readonly inflight = new Map<string, Promise<{ image: CachedImage; pullMs: number; unpackMs: number }>>();
+  private opened: Promise<void> | undefined;
+
+  constructor(
+    private readonly config: Config['images'],
+    private readonly allowedRegistries: readonly string[],
+    private readonly rules: OutboundAddressRules,
+  ) {
+    this.cache = new ImageCache(config.cacheDir);
+  }
+
+  private open(): Promise<void> {
+    this.opened ??= this.cache.open().catch((err: unknown) => {
+      this.opened = undefined;
+      throw err;
+    });
+    return this.opened;
+  }
+
+  /** Drops the run's hold on its image (its workspace is gone). */
+  async release(runId: string): Promise<void> {
+    await this.open();
+    await this.cache.release(runId);
+  }
+
+  async use(request: ImageRequest): Promise<ImageUse> {
+    await this.open();
+    const { image } = request;
+    await this.assertRegistryReachable(image.registry);
+    const repository = `${image.registry}/${image.repository}`;
+    const digestWanted = request.pinnedDigest ?? image.digest;
+    const location = digestWanted ? `${repository}@${digestWanted}` : `${repository}:${image.tag ?? 'latest'}`;
+    const home = await mkdtemp(path.join(os.tmpdir(), 'agent-runs-skopeo-'));
+    try {
+      const access = await this.access(image.registry, home, request.credential);
+      const timeoutMs = this.config.pullTimeoutSeconds * 1000;
+      const resolved = await resolveImage(location, repository, access, { signal: request.signal, timeoutMs });
+      if (resolved.downloadBytes > this.config.cacheMaxBytes) {
+        throw new ImagePullError(
+          'too_large',
+          `${request.text} is ${mib(resolved.downloadBytes)} to download, more than the image cache holds (IMAGE_CACHE_MAX_BYTES, ${mib(this.config.cacheMaxBytes)})`,
+        );
+      }
+      const { digest } = resolved;
+      const hex = hexOf(digest);
+      // Leased before it is looked for: an eviction that runs meanwhile sees the lease.
+      await this.cache.lease(digest, request.runId);
+      const found = await this.cache.withLock(hex, () => this.cache.find(digest));
+      if (found) {
+        await this.cache.touch(digest);
+        return { image: found, cached: true, evicted: [] };
+      }
+      let pull = this.inflight.get(hex);
+      if (!pull) {
+        request.onProgress(
+          `Pulling ${request.text} (${digest}, ${resolved.platform}, ${mib(resolved.downloadBytes)} to download).`,
+        );
+        pull = this.pull(repository, resolved, access, request).finally(() => this.inflight.delete(hex));
+        this.inflight.set(hex, pull);
+      } else {
+        request.onProgress(`Waiting for this worker's pull of ${digest}, which another run started.`);
+      }
+      const pulled = await pull;
+      await this.cache.touch(digest);
+      const evicted = await this.cache.evict(this.config.cacheMaxBytes);
+      return { image: pulled.image, cached: false, pullMs: pulled.pullMs, unpackMs: pulled.unpackMs, evicted };
+    } catch (err) {
+      await this.cache.release(request.runId).catch(() => undefined);
+      throw err;
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }
+
+  private pull(
+    repository: string,
+    resolved: { digest: string; downloadBytes: number; platform: string },
+    access: RegistryAccess,
+    request: ImageRequest,
+  ): Promise<{ image: CachedImage; pullMs: number; unpackMs: number }> {
+    const { digest } = resolved;
+    return this.cache.withLock(hexOf(digest), async () => {
+      // Another worker of this machine may have pulled it while this one waited for the lock.
+      const found = await this.cache.find(digest);
+      if (found) return { image: found, pullMs: 0, unpackMs: 0 };
+      const stage = await this.cache.stage(digest);
+      try {
+        const timeoutMs = this.config.pullTimeoutSeconds * 1000;
+        const started = Date.now();
+        let blobs = 0;
+        await copyToLayout(repository, digest, path.join(stage, 'layout'), access, {
+          signal: request.signal,
+          timeoutMs,
+          onProgress: (line) => {
+            if (line.startsWith('Copying blob')) blobs += 1;
+          },
+        });
+        const pullMs = Date.now() - started;
+        request.onProgress(`Downloaded ${digest}: ${blobs} layer${blobs === 1 ? '' : 's'} in ${seconds(pullMs)}.`);
+        const unpackStarted = Date.now();
+        const bundle = path.join(stage, 'bundle');
+        const processConfig = await unpackImage(path.join(stage, 'layout'), bundle, {
+          signal: request.signal,
+          timeoutMs,
+        });
+        const unpackedBytes = await this.cache.diskUsage(path.join(bundle, 'rootfs'));
+        if (unpackedBytes > this.config.cacheMaxBytes) {
+          throw new ImagePullError(
+            'too_large',
+            `${request.text} takes ${mib(unpackedBytes)} unpacked, more than the image cache holds (IMAGE_CACHE_MAX_BYTES, ${mib(this.config.cacheMaxBytes)})`,
+          );
+        }
+        const image = await this.cache.commit(digest, bundle, {
+          ...processConfig,
+          digest,
+          downloadBytes: resolved.downloadBytes,
+          platform: resolved.platform,
+        });
+        return { image, pullMs, unpackMs: Date.now() - unpackStarted };
+      } finally {
+        await rm(stage, { recursive: true, force: true });
+      }
+    });
+  }
+
+  /**
+   * A registry the operator did not name (IMAGE_ALLOWED_REGISTRIES, IMAGE_INSECURE_REGISTRIES)
+   * must be a public address: the worker connects to it, and a team must not reach the
+   * platform's private network through it.
+   */
+  private async assertRegistryReachable(registry: string): Promise<void> {
+    const named = [...this.allowedRegistries, ...this.config.insecureRegistries];
+    if (named.length && isRegistryAllowed(registry, named)) return;
+    const host = registry === 'docker.io' ? 'registry-1.docker.io' : registry;
+    const match = /^(.*?)(?::(\d+))?$/.exec(host)!;
+    const verdict = await this.rules.resolve(match[1]!, Number(match[2] ?? 443));
+    if (!verdict.allowed) {
+      throw new ImagePullError(
+        'registry_not_allowed',
+        `${verdict.reason}; an operator may allow a private registry with IMAGE_ALLOWED_REGISTRIES`,
+      );
+    }
+  }
+
+  private async access(
+    registry: string,
+    home: string,
+    credential: RegistryCredential | undefined,
+  ): Promise<RegistryAccess> {
+    const authFile = path.join(home, 'auth.json');
+    const auths = credential
+      ? { [registry]: { auth: Buffer.from(`${credential.username}:${credential.password}`).toString('base64') } }
+      : {};
+    await writeFile(authFile, JSON.stringify({ auths }), { mode: 0o600 });
+    return {
+      insecure: this.config.insecureRegistries.includes(registry),
+      authFile,
+      isolatedHome: home,
+    };
+  }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}

@@ -1,0 +1,203 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createEnvironment } from './helpers/environments';
+import {
+  busyboxFiles,
+  missingImageTools,
+  pushImage,
+  startRegistry,
+  type LocalRegistry,
+} from './helpers/image-registry';
+import { auth, createRun, transcript, waitForState } from './helpers/runs';
+import type { ChatRequest } from './helpers/scripted-model';
+import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+
+/**
+ * Environments' images: runs' commands get the image's root filesystem as `/`, pulled from a
+ * registry (a real one, on loopback), cached by digest, with the team's credential for private
+ * registries.
+ */
+const PASSWORD = `pw-${uniqueName('secret')}`;
+let ctx: TestContext;
+let open: LocalRegistry;
+let locked: LocalRegistry;
+let busyDigest: string;
+
+beforeAll(async () => {
+  expect(missingImageTools()).toEqual([]);
+  [open, locked] = await Promise.all([startRegistry(), startRegistry({ user: 'ci-bot', password: PASSWORD })]);
+  busyDigest = await pushImage(`${open.host}/tools/busy:v1`, busyboxFiles('marker-v1'), {
+    // An image's variables reach commands; none may undo the sandbox's own.
+    env: ['PATH=/bin:/opt/tool/bin', 'IMAGE_GREETING=hello-from-image', 'HTTP_PROXY=http://10.9.9.9:1', 'HOME=/root'],
+    workingDir: '/srv',
+  });
+  await pushImage(`${locked.host}/private/busy:v1`, busyboxFiles('marker-private'), { creds: `ci-bot:${PASSWORD}` });
+  ctx = await createTestContext({
+    env: {
+      IMAGE_INSECURE_REGISTRIES: `${open.host},${locked.host}`,
+      IMAGE_ALLOWED_REGISTRIES: `${open.host},${locked.host}`,
+    },
+  });
+});
+afterAll(async () => {
+  await ctx?.close();
+  await open?.stop();
+  await locked?.stop();
+});
+
+/** A model that runs `command` once, then finishes with the command's output in its answer. */
+function runsCommand(marker: string, command: string): void {
+  ctx.model.script(marker, (req: ChatRequest, call) => {
+    if (call === 1) return { text: '', toolCalls: [{ name: 'run_command', arguments: { command } }] };
+    const result = req.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
+    return { text: `Output:\n${result}` };
+  });
+}
+
+async function notices(runId: string): Promise<string[]> {
+  return (await transcript(ctx, runId)).filter((e) => e.kind === 'notice').map((e) => String(e.payload.message));
+}
+
+async function commandOutput(runId: string): Promise<string> {
+  const events = await transcript(ctx, runId);
+  return events
+    .filter((e) => e.kind === 'tool_call')
+    .map((e) => String(e.payload.output))
+    .join('\n');
+}
+
+test('commands and setup run on the image, not the host; the tag is recorded as its digest; the next run is a cache hit', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, {
+    name: 'busy',
+    docker_image: `${open.host}/tools/busy:v1`,
+    setup_commands: ['cat /etc/os-release > setup.txt'],
+  });
+  const marker = uniqueName('image');
+  runsCommand(
+    marker,
+    'cat /etc/os-release /marker; echo "greeting=$IMAGE_GREETING proxy=${HTTP_PROXY:-none} home=$HOME path=$PATH"; ls /usr/bin/node /lib/x86_64-linux-gnu 2>&1 | head -2; id -u; pwd',
+  );
+  const runId = await createRun(ctx, key, { prompt: `Look around ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+
+  const output = await commandOutput(runId);
+  expect(output).toContain('ID=agent-runs-test');
+  expect(output).toContain('marker-v1');
+  expect(output).toContain('greeting=hello-from-image');
+  // The sandbox's egress proxy and private home, not the image's.
+  expect(output).toContain('proxy=http://127.0.0.1:3128');
+  expect(output).not.toContain('10.9.9.9');
+  expect(output).toContain('home=/home/agent');
+  expect(output).toContain('path=/bin:/opt/tool/bin');
+  // Nothing of the host's root: no node, no glibc directory.
+  expect(output).toMatch(/\/usr\/bin\/node.*(No such file|can't access)/);
+  expect(output).not.toContain('debian');
+  expect(output).toContain('1000');
+  expect(output).toContain('/workspace');
+  // Setup ran there too.
+  const setup = readFileSync(path.join(ctx.config.workspace.dir, runId, 'setup.txt'), 'utf8');
+  expect(setup).toContain('ID=agent-runs-test');
+
+  const [row] = (await ctx.dataSource.query(`SELECT image_reference, image_digest FROM runs WHERE run_id = $1`, [
+    runId,
+  ])) as { image_reference: string; image_digest: string }[];
+  expect(row).toEqual({ image_reference: `${open.host}/tools/busy:v1`, image_digest: busyDigest });
+  const first = (await notices(runId)).join('\n');
+  expect(first).toContain(`Pulling ${open.host}/tools/busy:v1 (${busyDigest}`);
+  expect(first).toContain(`Image ${open.host}/tools/busy:v1 is ${busyDigest}`);
+  expect(first).toContain("the image's own user (0:0) and working directory (/srv) are not used");
+
+  const again = uniqueName('image');
+  runsCommand(again, 'cat /marker');
+  const secondId = await createRun(ctx, key, { prompt: `Again ${again}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, secondId, ['SUCCEEDED']);
+  const second = (await notices(secondId)).join('\n');
+  expect(second).toContain("already in this worker's image cache");
+  expect(second).not.toContain('Pulling');
+  expect(await commandOutput(secondId)).toContain('marker-v1');
+});
+
+test('two runs of a new image at once pull it once', async () => {
+  const { key } = await ctx.newTeamKey();
+  const digest = await pushImage(`${open.host}/tools/busy:twice`, busyboxFiles('marker-twice'));
+  const envId = await createEnvironment(ctx, key, { name: 'twice', docker_image: `${open.host}/tools/busy:twice` });
+  const markers = [uniqueName('twice'), uniqueName('twice')];
+  for (const m of markers) runsCommand(m, 'cat /marker');
+  const ids = await Promise.all(
+    markers.map((m) => createRun(ctx, key, { prompt: `Both ${m}`, config: { environment_id: envId } })),
+  );
+  await Promise.all(ids.map((id) => waitForState(ctx, key, id, ['SUCCEEDED'])));
+  const all = (await Promise.all(ids.map(notices))).flat().join('\n');
+  expect(all.match(/Pulling /g) ?? []).toHaveLength(1);
+  for (const id of ids) expect(await commandOutput(id)).toContain('marker-twice');
+  const rows = (await ctx.dataSource.query(`SELECT image_digest FROM runs WHERE run_id = ANY($1)`, [ids])) as {
+    image_digest: string;
+  }[];
+  expect(rows.map((r) => r.image_digest)).toEqual([digest, digest]);
+});
+
+test("a private image needs the team's credential, which never reaches the sandbox; another team's cached copy does not help", async () => {
+  const { key } = await ctx.newTeamKey('personal', uniqueName('team'), 'admin');
+  const reference = `${locked.host}/private/busy:v1`;
+  const envId = await createEnvironment(ctx, key, { name: 'private', docker_image: reference });
+
+  const denied = await createRun(ctx, key, { prompt: 'No credential yet', config: { environment_id: envId } });
+  const failed = await waitForState(ctx, key, denied, ['FAILED']);
+  const status = failed.status_message as { message: string; error_code: string; retryable: boolean };
+  expect(status.error_code).toBe('environment_setup_failed');
+  expect(status.retryable).toBe(false);
+  expect(status.message).toContain('image_pull_unauthorized');
+  expect(status.message).toContain('kind registry_credentials');
+
+  const stored = await ctx.api
+    .post('/api/v1/agent/secrets')
+    .set(auth(key))
+    .send({ name: 'registry', kind: 'registry_credentials', value: `ci-bot:${PASSWORD}@${locked.host}` });
+  expect(stored.status).toBe(201);
+  const marker = uniqueName('private');
+  runsCommand(
+    marker,
+    `cat /marker; env | grep -c ${PASSWORD.slice(0, 8)}; grep -rl ${PASSWORD.slice(0, 8)} /etc /tmp /home /run /workspace /srv /bin 2>/dev/null | head -3; echo scanned`,
+  );
+  const allowed = await createRun(ctx, key, { prompt: `With it ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, allowed, ['SUCCEEDED']);
+  const output = await commandOutput(allowed);
+  expect(output).toContain('marker-private');
+  expect(output).toMatch(/marker-private\n0\nscanned/);
+
+  // Cached now; a team without the credential still gets nothing from it.
+  const other = await ctx.newTeamKey();
+  const otherEnv = await createEnvironment(ctx, other.key, { name: 'borrowed', docker_image: reference });
+  const borrowed = await createRun(ctx, other.key, { prompt: 'Borrow it', config: { environment_id: otherEnv } });
+  const refused = await waitForState(ctx, other.key, borrowed, ['FAILED']);
+  expect((refused.status_message as { message: string }).message).toContain('image_pull_unauthorized');
+});
+
+test('a malformed registry credential is 400 and stores nothing', async () => {
+  const { key } = await ctx.newTeamKey('personal', uniqueName('team'), 'admin');
+  const res = await ctx.api
+    .post('/api/v1/agent/secrets')
+    .set(auth(key))
+    .send({ name: 'bad', kind: 'registry_credentials', value: 'just-a-token' });
+  expect(res.status).toBe(400);
+  expect((res.body as { detail: string }).detail).toContain('username:password@registry');
+  expect((await ctx.api.get('/api/v1/agent/secrets/bad').set(auth(key))).status).toBe(404);
+});
+
+test('an unknown image fails the run with image_not_found; an image without a shell says so to the agent', async () => {
+  const { key } = await ctx.newTeamKey();
+  const missing = await createEnvironment(ctx, key, { name: 'missing', docker_image: `${open.host}/tools/nope:v9` });
+  const runId = await createRun(ctx, key, { prompt: 'Nothing there', config: { environment_id: missing } });
+  const failed = await waitForState(ctx, key, runId, ['FAILED']);
+  expect((failed.status_message as { message: string }).message).toContain('image_not_found');
+
+  await pushImage(`${open.host}/tools/shellless:v1`, { hello: { text: 'no shell here\n' } });
+  const bare = await createEnvironment(ctx, key, { name: 'bare', docker_image: `${open.host}/tools/shellless:v1` });
+  const marker = uniqueName('bare');
+  runsCommand(marker, 'echo hi');
+  const bareRun = await createRun(ctx, key, { prompt: `Try ${marker}`, config: { environment_id: bare } });
+  await waitForState(ctx, key, bareRun, ['SUCCEEDED']);
+  expect(await commandOutput(bareRun)).toContain('has no shell (/bin/bash or /bin/sh)');
+  expect(existsSync(path.join(ctx.config.workspace.dir, bareRun))).toBe(true);
+});
