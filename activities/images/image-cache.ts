@@ -20,11 +20,17 @@ export interface CachedImage extends ImageProcessConfig {
   platform: string;
 }
 
+/**
+ * A pull holds its digest's lock for minutes, renewing it every 5 s; a worker killed mid-pull
+ * leaves one that is stale 20 s later. Losing a lock to staleness under load is harmless: entries
+ * appear by rename (`commit`), so a second pull of the digest finds the first one's entry.
+ */
 const LOCK_OPTIONS = {
-  stale: 60_000,
-  update: 15_000,
+  stale: 20_000,
+  update: 5_000,
   realpath: false,
-  retries: { retries: 600, minTimeout: 50, maxTimeout: 1000 },
+  retries: { retries: 1200, minTimeout: 50, maxTimeout: 1000 },
+  onCompromised: () => undefined,
 };
 
 /**
@@ -120,8 +126,23 @@ export class ImageCache {
     await writeFile(path.join(bundleDir, 'image.json'), JSON.stringify(complete));
     await chmod(bundleDir, 0o711);
     await chmod(path.join(bundleDir, 'rootfs'), 0o755);
-    await rename(bundleDir, entry);
+    // Not made by this class (it renames whole entries), but never trusted or built upon either.
+    if (existsSync(entry) && !(await this.find(digest))) await this.discard(entry);
+    try {
+      await rename(bundleDir, entry);
+    } catch (err) {
+      // Another worker committed it meanwhile (its lock went stale under load): theirs is as good.
+      const theirs = await this.find(digest);
+      if (!theirs) throw err;
+      return theirs;
+    }
     return complete;
+  }
+
+  private async discard(dir: string): Promise<void> {
+    const trash = this.sub('trash', `${path.basename(dir)}.${randomBytes(6).toString('hex')}`);
+    await rename(dir, trash);
+    await rm(trash, { recursive: true, force: true });
   }
 
   /** Bytes the unpacked bundle would take (for the cap check before it is committed). */
