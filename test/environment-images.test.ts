@@ -36,6 +36,8 @@ beforeAll(async () => {
     env: {
       IMAGE_INSECURE_REGISTRIES: `${open.host},${locked.host}`,
       IMAGE_ALLOWED_REGISTRIES: `${open.host},${locked.host}`,
+      AGENT_SANDBOX_MAX_PROCESSES: '96',
+      AGENT_SANDBOX_MAX_FILE_SIZE_MB: '8',
     },
   });
 });
@@ -116,6 +118,49 @@ test('commands and setup run on the image, not the host; the tag is recorded as 
   expect(second).toContain("already in this worker's image cache");
   expect(second).not.toContain('Pulling');
   expect(await commandOutput(secondId)).toContain('marker-v1');
+});
+
+test('on an image, the sandbox holds: read-only root and cache, limits set, nothing of the host or the platform in reach', async () => {
+  const { key } = await ctx.newTeamKey();
+  const envId = await createEnvironment(ctx, key, { name: 'hostile', docker_image: `${open.host}/tools/busy:v1` });
+  const marker = uniqueName('hostile');
+  const hostPaths = [ctx.config.workspace.dir, ctx.config.images.cacheDir, '/root', '/usr/bin/node'];
+  runsCommand(
+    marker,
+    [
+      'echo "uid=$(id -u) nproc=$(ulimit -u) fsize=$(ulimit -f)"',
+      'echo pwned > /bin/pwned 2>/dev/null || echo "bin is read-only"',
+      'echo pwned >> /marker 2>/dev/null || echo "marker is read-only"',
+      'echo pwned > /etc/passwd 2>/dev/null || echo "passwd is read-only"',
+      `for p in ${hostPaths.join(' ')}; do ls -d "$p" 2>/dev/null && echo "SEES $p"; done`,
+      'grep -c SECRETS_ENCRYPTION_KEY /proc/1/environ 2>/dev/null || true',
+      // Its own network namespace: the only listener is sandbox-init's bridge to the proxy (port 3128).
+      'echo "listeners: $(grep -c " 0A " /proc/net/tcp)"',
+      'cat /proc/net/tcp',
+      'echo finished',
+    ].join('; '),
+  );
+  const runId = await createRun(ctx, key, { prompt: `Break out ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const output = await commandOutput(runId);
+  expect(output).toContain('finished');
+  // sandbox-init set the limits on a libc-less image; busybox's `ulimit -f` counts 512-byte blocks.
+  expect(output).toContain(`uid=1000 nproc=96 fsize=${8 * 2048}`);
+  expect(output).toContain('bin is read-only');
+  expect(output).toContain('marker is read-only');
+  expect(output).toContain('passwd is read-only');
+  expect(output).not.toContain('SEES');
+  expect(output).toContain('listeners: 1');
+  expect(output).toContain(':0C38 ');
+  const apiPort = Number(new URL(ctx.baseUrl).port).toString(16).toUpperCase().padStart(4, '0');
+  expect(output).not.toContain(`:${apiPort} `);
+  // The cache's copy is as it was pulled.
+  const cached = (await ctx.dataSource.query(`SELECT image_digest FROM runs WHERE run_id = $1`, [runId])) as {
+    image_digest: string;
+  }[];
+  const rootfs = path.join(ctx.config.images.cacheDir, 'entries', cached[0]!.image_digest.slice(7), 'rootfs');
+  expect(readFileSync(path.join(rootfs, 'marker'), 'utf8')).toBe('marker-v1\n');
+  expect(existsSync(path.join(rootfs, 'bin/pwned'))).toBe(false);
 });
 
 test('two runs of a new image at once pull it once', async () => {

@@ -21,13 +21,13 @@ export interface CachedImage extends ImageProcessConfig {
 }
 
 /**
- * A pull holds its digest's lock for minutes, renewing it every 5 s; a worker killed mid-pull
- * leaves one that is stale 20 s later. Losing a lock to staleness under load is harmless: entries
+ * A pull holds its digest's lock for minutes, renewing it every 2 s; a worker killed mid-pull
+ * leaves one that is stale 10 s later. Losing a lock to staleness under load is harmless: entries
  * appear by rename (`commit`), so a second pull of the digest finds the first one's entry.
  */
 const LOCK_OPTIONS = {
-  stale: 20_000,
-  update: 5_000,
+  stale: 10_000,
+  update: 2_000,
   realpath: false,
   retries: { retries: 1200, minTimeout: 50, maxTimeout: 1000 },
   onCompromised: () => undefined,

@@ -113,7 +113,9 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
             run,
             environment: { uid: env.uid, reference: env.config.docker_image },
             signal: ctx.cancellationSignal,
-            say: (message) => note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}`, message),
+            // Per attempt: a retry after a worker died mid-pull says what it did itself.
+            say: (message) =>
+              note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`, message),
           });
         }
         if (env) {

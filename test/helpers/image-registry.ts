@@ -139,7 +139,7 @@ export function busyboxFiles(marker: string): Record<string, ImageFile> {
     'etc/os-release': { text: 'ID=agent-runs-test\nNAME="Agent Runs test image"\n' },
     marker: { text: `${marker}\n` },
   };
-  for (const applet of ['sh', 'cat', 'ls', 'echo', 'id', 'env', 'pwd', 'grep', 'wc', 'test', 'sleep', 'head'])
+  for (const applet of ['sh', 'cat', 'ls', 'echo', 'id', 'env', 'pwd', 'grep', 'wc', 'test', 'sleep', 'head', 'wget'])
     files[`bin/${applet}`] = { symlink: 'busybox' };
   return files;
 }
