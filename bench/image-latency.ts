@@ -8,7 +8,7 @@
  * - per command: `true` through run_command's path on the host's root and on the image.
  * Usage: npm run bench:images -- [rounds=50]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ImageStore, type ImageUse } from '../activities/images/image-store';
@@ -34,6 +34,8 @@ function rootOf(use: ImageUse): RunImageRoot {
 async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 50);
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-images-'));
+  // The sandbox uid reaches workspaces and images by name.
+  chmodSync(scratch, 0o711);
   const registry = await startRegistry();
   try {
     const images = {

@@ -101,6 +101,7 @@ export async function createTestContext(
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')),
+    IMAGE_CACHE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-images-')),
     WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
     WORKER_LEASE_SECONDS: '5',
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
