@@ -230,12 +230,36 @@ test('a malformed registry credential is 400 and stores nothing', async () => {
   expect((await ctx.api.get('/api/v1/agent/secrets/bad').set(auth(key))).status).toBe(404);
 });
 
-test('an unknown image fails the run with image_not_found; an image without a shell says so to the agent', async () => {
+test('an unknown image fails the run with image_not_found, a registry no longer allowed with image_registry_not_allowed; an image without a shell says so to the agent', async () => {
   const { key } = await ctx.newTeamKey();
   const missing = await createEnvironment(ctx, key, { name: 'missing', docker_image: `${open.host}/tools/nope:v9` });
   const runId = await createRun(ctx, key, { prompt: 'Nothing there', config: { environment_id: missing } });
   const failed = await waitForState(ctx, key, runId, ['FAILED']);
   expect((failed.status_message as { message: string }).message).toContain('image_not_found');
+
+  // Saved before the operator narrowed IMAGE_ALLOWED_REGISTRIES: refused when a run needs it.
+  const narrowed = await createEnvironment(ctx, key, { name: 'narrowed', docker_image: `${open.host}/tools/busy:v1` });
+  await ctx.dataSource.query(
+    `UPDATE environments SET config = jsonb_set(config, '{docker_image}', '"ghcr.io/acme/builder:1"') WHERE uid = $1`,
+    [narrowed],
+  );
+  const narrowedRun = await createRun(ctx, key, { prompt: 'Elsewhere', config: { environment_id: narrowed } });
+  const refused = await waitForState(ctx, key, narrowedRun, ['FAILED']);
+  const refusal = refused.status_message as { message: string; error_code: string };
+  expect(refusal.error_code).toBe('environment_setup_failed');
+  expect(refusal.message).toContain('image_registry_not_allowed');
+  expect(refusal.message).toContain('ghcr.io, which IMAGE_ALLOWED_REGISTRIES no longer lists');
+
+  // A CLI harness cannot run on an image yet: said at provisioning, not by a confusing failure later.
+  const imaged = await createEnvironment(ctx, key, { name: 'imaged', docker_image: `${open.host}/tools/busy:v1` });
+  const harnessRun = await createRun(ctx, key, {
+    prompt: 'With Codex',
+    config: { environment_id: imaged, harness: { type: 'codex' } },
+  });
+  const unsupported = await waitForState(ctx, key, harnessRun, ['FAILED']);
+  expect((unsupported.status_message as { message: string }).message).toContain(
+    "image_unsupported: the codex harness does not run on an environment's image yet",
+  );
 
   await pushImage(`${open.host}/tools/shellless:v1`, { hello: { text: 'no shell here\n' } });
   const bare = await createEnvironment(ctx, key, { name: 'bare', docker_image: `${open.host}/tools/shellless:v1` });
