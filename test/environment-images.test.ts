@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createEnvironment } from './helpers/environments';
 import {
   busyboxFiles,
+  glibcFiles,
   missingImageTools,
   pushImage,
   startRegistry,
@@ -161,6 +162,23 @@ test('on an image, the sandbox holds: read-only root and cache, limits set, noth
   const rootfs = path.join(ctx.config.images.cacheDir, 'entries', cached[0]!.image_digest.slice(7), 'rootfs');
   expect(readFileSync(path.join(rootfs, 'marker'), 'utf8')).toBe('marker-v1\n');
   expect(existsSync(path.join(rootfs, 'bin/pwned'))).toBe(false);
+});
+
+test("a glibc image's own loader and libraries run its programs; commands go through its bash", async () => {
+  const { key } = await ctx.newTeamKey();
+  await pushImage(`${open.host}/tools/glibc:v1`, await glibcFiles('glibc-test'));
+  const envId = await createEnvironment(ctx, key, { name: 'glibc', docker_image: `${open.host}/tools/glibc:v1` });
+  const marker = uniqueName('glibc');
+  runsCommand(
+    marker,
+    'echo "bash=${BASH_VERSION%%.*}"; cat /etc/os-release; [ -e /usr/bin/node ] || echo "no node here"',
+  );
+  const runId = await createRun(ctx, key, { prompt: `Use bash ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const output = await commandOutput(runId);
+  expect(output).toMatch(/bash=\d/);
+  expect(output).toContain('ID=glibc-test');
+  expect(output).toContain('no node here');
 });
 
 test('two runs of a new image at once pull it once', async () => {

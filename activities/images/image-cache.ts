@@ -1,13 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import lockfile from 'proper-lockfile';
+import { diskUsageBytes } from '../sandbox/run-disk';
 import type { ImageProcessConfig } from './unpack-image';
-
-const execFileAsync = promisify(execFile);
 
 /** An unpacked image in the cache: one directory per digest, read-only to every run that uses it. */
 export interface CachedImage extends ImageProcessConfig {
@@ -121,7 +118,7 @@ export class ImageCache {
   ): Promise<CachedImage> {
     const entry = this.sub('entries', hexOf(digest));
     const rootfs = path.join(entry, 'rootfs');
-    const diskBytes = await diskUsage(path.join(bundleDir, 'rootfs'));
+    const diskBytes = await this.diskUsage(path.join(bundleDir, 'rootfs'));
     const complete: CachedImage = { ...image, rootfs, diskBytes };
     await writeFile(path.join(bundleDir, 'image.json'), JSON.stringify(complete));
     await chmod(bundleDir, 0o711);
@@ -147,7 +144,7 @@ export class ImageCache {
 
   /** Bytes the unpacked bundle would take (for the cap check before it is committed). */
   diskUsage(dir: string): Promise<number> {
-    return diskUsage(dir);
+    return diskUsageBytes([dir]);
   }
 
   /**
@@ -183,9 +180,4 @@ export class ImageCache {
 
 export function hexOf(digest: string): string {
   return digest.replace(/^sha256:/, '');
-}
-
-async function diskUsage(dir: string): Promise<number> {
-  const { stdout } = await execFileAsync('du', ['-s', '-B1', '-x', dir]);
-  return Number(stdout.split(/\s/)[0]);
 }

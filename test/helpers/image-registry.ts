@@ -143,3 +143,26 @@ export function busyboxFiles(marker: string): Record<string, ImageFile> {
     files[`bin/${applet}`] = { symlink: 'busybox' };
   return files;
 }
+
+/**
+ * A merged-/usr glibc image made of the host's own bash and cat with exactly the libraries
+ * `ldd` names (the image's loader and libc, not the worker's, run them inside the sandbox).
+ */
+export async function glibcFiles(osId: string): Promise<Record<string, ImageFile>> {
+  const files: Record<string, ImageFile> = {
+    bin: { symlink: 'usr/bin' },
+    lib: { symlink: 'usr/lib' },
+    lib64: { symlink: 'usr/lib64' },
+    'etc/os-release': { text: `ID=${osId}\n` },
+  };
+  for (const program of ['/usr/bin/bash', '/usr/bin/cat']) {
+    files[program.slice(1)] = { copy: program };
+    const { stdout } = await run('ldd', [program]);
+    for (const line of stdout.split('\n')) {
+      const library = /=> (\/\S+)/.exec(line)?.[1] ?? /^\s*(\/\S+ld-linux\S*)/.exec(line)?.[1];
+      // Under /usr in the image whatever the host's layout, since /lib and /lib64 link there.
+      if (library) files[`usr${library.replace(/^\/usr/, '')}`] = { copy: library };
+    }
+  }
+  return files;
+}
