@@ -141,6 +141,30 @@ export class OutboundAddressRules {
     return refused ?? refusal(bare, port, 'unresolvable', `${bare} has no addresses`);
   }
 
+  /**
+   * Like `resolve`, but every address the name has must be allowed: for connections another
+   * program makes after resolving the name itself (it may pick any of them).
+   */
+  async resolveEvery(host: string, port: number): Promise<AddressVerdict> {
+    const bare = host.replace(/^\[|\]$/g, '');
+    if (isIP(bare)) return this.checkAddress(bare, bare, port);
+    let addresses: { address: string }[];
+    try {
+      addresses = await this.lookup(bare);
+    } catch (err) {
+      return refusal(
+        bare,
+        port,
+        'unresolvable',
+        `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+    const verdicts = addresses.map(({ address }) => this.checkAddress(bare, address, port));
+    return (
+      verdicts.find((v) => !v.allowed) ?? verdicts[0] ?? refusal(bare, port, 'unresolvable', `${bare} has no addresses`)
+    );
+  }
+
   private isAllowedPrivate(host: string, ip: string, port: number): boolean {
     return this.allowedPrivate.some((rule) => {
       if (rule.port !== undefined && rule.port !== port) return false;

@@ -200,3 +200,31 @@ test('a git filter the run configured cannot hold the diff step past cancellatio
     5_000,
   );
 });
+
+test("a process's variables (an MCP server's env, an image's Env) reach only the sandbox, never the host-side launchers", async () => {
+  const { sandbox, processes } = await createTestSandbox();
+  const runId = 'run-env';
+  const run = await processes(runId);
+  // A PATH that would find a `setpriv` or `bwrap` of the attacker's before the real one, and a
+  // preload, as a hostile MCP server config or image could set them.
+  const trap = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-trap-'));
+  const sprung = path.join(trap, 'sprung');
+  for (const name of ['setpriv', 'bwrap', 'sh'])
+    writeFileSync(path.join(trap, name), `#!/bin/sh\necho host > ${sprung}\n`, { mode: 0o755 });
+  const env = { PATH: `${trap}:/usr/bin:/bin`, LD_PRELOAD: path.join(trap, 'evil.so'), MARKER: 'inside' };
+  const prepared = await sandbox.prepare({
+    runId,
+    argv: ['/bin/sh', '-c', 'echo "marker=$MARKER path=$PATH preload=$LD_PRELOAD"'],
+    env,
+    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+  });
+  try {
+    expect(prepared.env).toEqual({ PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' });
+    expect(path.isAbsolute(prepared.file)).toBe(true);
+  } finally {
+    await prepared.release();
+  }
+  const output = await run.exec(['/bin/sh', '-c', 'echo "marker=$MARKER path=$PATH"'], { env });
+  expect(output).toContain(`marker=inside path=${trap}:/usr/bin:/bin`);
+  expect(existsSync(sprung)).toBe(false);
+});

@@ -19,16 +19,11 @@ export interface CachedImage extends ImageProcessConfig {
 
 /**
  * A pull holds its digest's lock for minutes, renewing it every 2 s; a worker killed mid-pull
- * leaves one that is stale 10 s later. Losing a lock to staleness under load is harmless: entries
- * appear by rename (`commit`), so a second pull of the digest finds the first one's entry.
+ * leaves one that is stale 10 s later. A lock lost to staleness (a worker's event loop stalled for
+ * 10 s) lets a second pull of the digest start: it removes the first one's staging directory, so
+ * that pull fails and is tried again; an entry still only ever appears whole, by rename.
  */
-const LOCK_OPTIONS = {
-  stale: 10_000,
-  update: 2_000,
-  realpath: false,
-  retries: { retries: 1200, minTimeout: 50, maxTimeout: 1000 },
-  onCompromised: () => undefined,
-};
+const LOCK_TIMING = { stale: 10_000, update: 2_000, realpath: false, onCompromised: () => undefined };
 
 /**
  * The directories of the image cache (IMAGE_CACHE_DIR), shared by the workers of one machine:
@@ -42,7 +37,15 @@ const LOCK_OPTIONS = {
  * The entry directory's mtime is when a run last started on it (least recently used goes first).
  */
 export class ImageCache {
-  constructor(readonly dir: string) {}
+  private readonly lockOptions;
+
+  /** @param lockWaitSeconds how long a pull, lease check or eviction waits for a digest's lock */
+  constructor(
+    readonly dir: string,
+    lockWaitSeconds: number,
+  ) {
+    this.lockOptions = { ...LOCK_TIMING, retries: { retries: lockWaitSeconds, minTimeout: 50, maxTimeout: 1000 } };
+  }
 
   private sub(...parts: string[]): string {
     return path.join(this.dir, ...parts);
@@ -60,7 +63,7 @@ export class ImageCache {
 
   /** Runs `fn` holding the digest's lock (across the workers of this machine). */
   async withLock<T>(hex: string, fn: () => Promise<T>): Promise<T> {
-    const release = await lockfile.lock(this.sub('locks', hex), LOCK_OPTIONS);
+    const release = await lockfile.lock(this.sub('locks', hex), this.lockOptions);
     try {
       return await fn();
     } finally {

@@ -49,7 +49,8 @@ export class ImageStore {
     private readonly allowedRegistries: readonly string[],
     private readonly rules: OutboundAddressRules,
   ) {
-    this.cache = new ImageCache(config.cacheDir);
+    // A worker waits for another's pull of the same digest as long as such a pull may take.
+    this.cache = new ImageCache(config.cacheDir, config.pullTimeoutSeconds * 2 + 60);
   }
 
   private open(): Promise<void> {
@@ -88,20 +89,26 @@ export class ImageStore {
       const hex = hexOf(digest);
       // Leased before it is looked for: an eviction that runs meanwhile sees the lease.
       await this.cache.lease(digest, request.runId);
-      const found = await this.cache.withLock(hex, () => this.cache.find(digest));
-      if (found) {
-        await this.cache.touch(digest);
-        return { image: found, cached: true, evicted: [] };
-      }
       let pull = this.inflight.get(hex);
-      if (!pull) {
-        request.onProgress(
-          `Pulling ${request.text} (${digest}, ${resolved.platform}, ${mib(resolved.downloadBytes)} to download).`,
-        );
-        pull = this.pull(repository, resolved, access, request).finally(() => this.inflight.delete(hex));
-        this.inflight.set(hex, pull);
-      } else {
+      if (pull) {
         request.onProgress(`Waiting for this worker's pull of ${digest}, which another run started.`);
+      } else {
+        const found = await this.cache.withLock(hex, () => this.cache.find(digest));
+        if (found) {
+          await this.cache.touch(digest);
+          return { image: found, cached: true, evicted: [] };
+        }
+        // Looked for again: another run of this worker may have started the pull meanwhile.
+        pull = this.inflight.get(hex);
+        if (!pull) {
+          request.onProgress(
+            `Pulling ${request.text} (${digest}, ${resolved.platform}, ${mib(resolved.downloadBytes)} to download).`,
+          );
+          pull = this.pull(repository, resolved, access, request).finally(() => this.inflight.delete(hex));
+          this.inflight.set(hex, pull);
+        } else {
+          request.onProgress(`Waiting for this worker's pull of ${digest}, which another run started.`);
+        }
       }
       const pulled = await pull;
       await this.cache.touch(digest);
@@ -145,6 +152,8 @@ export class ImageStore {
         const processConfig = await unpackImage(path.join(stage, 'layout'), bundle, {
           signal: request.signal,
           timeoutMs,
+          maxBytes: this.config.cacheMaxBytes,
+          what: request.text,
         });
         const unpackedBytes = await this.cache.diskUsage(path.join(bundle, 'rootfs'));
         if (unpackedBytes > this.config.cacheMaxBytes) {
@@ -168,15 +177,16 @@ export class ImageStore {
 
   /**
    * A registry the operator did not name (IMAGE_ALLOWED_REGISTRIES, IMAGE_INSECURE_REGISTRIES)
-   * must be a public address: the worker connects to it, and a team must not reach the
-   * platform's private network through it.
+   * must have public addresses only: the worker connects to it, and a team must not reach the
+   * platform's private network through it. (skopeo resolves the name again, and follows the
+   * registry's redirects and token realm unchecked: shared deployments set IMAGE_ALLOWED_REGISTRIES.)
    */
   private async assertRegistryReachable(registry: string): Promise<void> {
     const named = [...this.allowedRegistries, ...this.config.insecureRegistries];
     if (named.length && isRegistryAllowed(registry, named)) return;
     const host = registry === 'docker.io' ? 'registry-1.docker.io' : registry;
     const match = /^(.*?)(?::(\d+))?$/.exec(host)!;
-    const verdict = await this.rules.resolve(match[1]!, Number(match[2] ?? 443));
+    const verdict = await this.rules.resolveEvery(match[1]!, Number(match[2] ?? 443));
     if (!verdict.allowed) {
       throw new ImagePullError(
         'registry_not_allowed',

@@ -75,6 +75,14 @@ function run(
       },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+          return reject(
+            new ImagePullError(
+              'unsupported',
+              'this worker cannot pull images: skopeo is not installed on it (an operator installs skopeo and umoci)',
+            ),
+          );
+        }
         const text = stderr.toString('utf8').trim() || err.message;
         const problem = classifySkopeoError(text);
         reject(problem ? new ImagePullError(problem, text) : new Error(`skopeo ${args[0]}: ${text}`));
@@ -138,6 +146,10 @@ export async function resolveImage(
 ): Promise<ResolvedImage> {
   const top = await rawManifest(location, access, options);
   const digest = `sha256:${createHash('sha256').update(top.raw).digest('hex')}`;
+  const asked = location.includes('@') ? location.slice(location.indexOf('@') + 1) : undefined;
+  if (asked && asked !== digest) {
+    throw new Error(`the registry answered ${location} with a manifest whose digest is ${digest}`);
+  }
   const arch = platformArch();
   let manifest = top.manifest;
   const mediaType = manifest.mediaType ?? (manifest.manifests ? 'application/vnd.oci.image.index.v1+json' : undefined);

@@ -2,8 +2,16 @@ import { execFile } from 'node:child_process';
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { diskUsageBytes } from '../sandbox/run-disk';
+import { ImagePullError } from './image-pull-error';
 
 const run = promisify(execFile);
+
+const UNPACK_POLL_MS = 1000;
+
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
 
 /** What an image says about how its programs run (OCI image config, as umoci turns it into a runtime bundle). */
 export interface ImageProcessConfig {
@@ -25,6 +33,7 @@ const MOUNT_FILES = [
   'etc/hosts',
   'etc/hostname',
   'run/agent-runs/init',
+  'run/agent-runs/env',
   'run/agent-runs/proxy.sock',
   'run/agent-runs/gateway.sock',
 ];
@@ -36,17 +45,46 @@ const MOUNT_FILES = [
 export async function unpackImage(
   layoutDir: string,
   bundleDir: string,
-  options: { signal?: AbortSignal; timeoutMs: number },
+  options: { signal?: AbortSignal; timeoutMs: number; maxBytes: number; what: string },
 ): Promise<ImageProcessConfig> {
+  // Layers can expand far beyond their download: what is unpacked is measured as it grows.
+  const tooLarge = new AbortController();
+  let measuring = false;
+  let unpacked = 0;
+  const watch = setInterval(() => {
+    if (measuring) return;
+    measuring = true;
+    void diskUsageBytes([bundleDir])
+      .then((bytes) => {
+        unpacked = bytes;
+        if (bytes > options.maxBytes) tooLarge.abort();
+      })
+      .catch(() => undefined)
+      .finally(() => (measuring = false));
+  }, UNPACK_POLL_MS);
   try {
     await run('umoci', ['unpack', '--rootless', '--image', `${layoutDir}:image`, bundleDir], {
-      signal: options.signal,
+      signal: options.signal ? AbortSignal.any([options.signal, tooLarge.signal]) : tooLarge.signal,
       timeout: options.timeoutMs,
       maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {
+    if (tooLarge.signal.aborted) {
+      throw new ImagePullError(
+        'too_large',
+        `${options.what} grew past ${mib(unpacked)} while it was unpacked, more than the image cache holds (IMAGE_CACHE_MAX_BYTES, ${mib(options.maxBytes)})`,
+      );
+    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new ImagePullError(
+        'unsupported',
+        'this worker cannot unpack images: umoci is not installed on it (an operator installs skopeo and umoci)',
+      );
+    }
     const { stderr } = err as { stderr?: string };
     throw new Error(`umoci unpack: ${stderr?.trim() || (err as Error).message}`);
+  } finally {
+    clearInterval(watch);
   }
   const rootfs = path.join(bundleDir, 'rootfs');
   for (const dir of MOUNT_DIRS) await ensureKind(rootfs, dir, 'dir');

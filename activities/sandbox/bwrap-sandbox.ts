@@ -37,6 +37,10 @@ const SANDBOX_PROXY_SOCKET = '/run/agent-runs/proxy.sock';
 const SANDBOX_GATEWAY_SOCKET = '/run/agent-runs/gateway.sock';
 /** sandbox-init: the first program of every sandboxed process (limits, network bridge, then the command). */
 const SANDBOX_INIT = '/run/agent-runs/init';
+/** The process's environment as a file sandbox-init reads (`NAME=value`, NUL-separated). */
+const SANDBOX_ENV = '/run/agent-runs/env';
+/** The only environment of the host-side launchers (setpriv, bwrap, the cgroup join). */
+const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Global git configuration of the platform's clones, in every sandbox's /etc. */
 export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
 /** The uid and gid the run's processes have inside their user namespace. */
@@ -76,6 +80,8 @@ export interface BwrapSandboxOptions {
   nodePath: string;
   /** The static sandbox-init binary (sandbox-init-binary.ts). */
   initPath: string;
+  /** util-linux's setpriv, by absolute path (used when the worker runs as root). */
+  setprivPath: string;
   /** The image cache, whose hold on a run's image ends with the run's workspace. */
   images?: { release(runId: string): Promise<void> };
 }
@@ -131,10 +137,11 @@ export class BwrapSandbox implements Sandbox {
     const dir = this.runDir(runId);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     await mkdir(workspace, { recursive: true });
-    for (const sub of ['home', 'tmp', 'sockets']) await mkdir(path.join(dir, sub), { recursive: true });
+    for (const sub of ['home', 'tmp', 'sockets', 'env']) await mkdir(path.join(dir, sub), { recursive: true });
     // Traversable but not listable: the sandboxed uid reaches only what it is given by name.
     await chmod(dir, 0o711);
     await chmod(path.join(dir, 'sockets'), 0o711);
+    await chmod(path.join(dir, 'env'), 0o711);
     const uid = this.options.hostUid;
     if (uid === undefined) {
       this.ready.add(runId);
@@ -187,12 +194,13 @@ export class BwrapSandbox implements Sandbox {
     this.destroying.add(runId);
     this.ready.delete(runId);
     this.images.delete(runId);
+    // First: a lease left behind would keep its image in the cache for good.
+    await this.options.images?.release(runId).catch(() => undefined);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
     await killRunSandboxes(workspace);
     await rm(workspace, { recursive: true, force: true });
     await rm(this.runDir(runId), { recursive: true, force: true });
-    await this.options.images?.release(runId);
   }
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
@@ -272,19 +280,31 @@ export class BwrapSandbox implements Sandbox {
       bridged.push({ socketPath: SANDBOX_GATEWAY_SOCKET, port: GATEWAY_BRIDGE_PORT });
     }
     if (bridged.length) env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
+    // The sandbox's variables never touch the host side: bwrap, setpriv and the cgroup join run
+    // with a fixed environment (an LD_PRELOAD or PATH from an image or an MCP server's config
+    // would run there as the worker's user), and sandbox-init reads the sandbox's from a file.
+    const envFile = path.join(dir, 'env', randomBytes(9).toString('base64url'));
+    await writeFile(envFile, sandboxEnvironmentFile({ ...env, ...spec.env }), { mode: 0o400 });
+    if (hostUid !== undefined) await chown(envFile, hostUid, hostUid);
+    const closeChannel = release;
+    release = async () => {
+      await rm(envFile, { force: true });
+      await closeChannel();
+    };
+    args.push('--ro-bind', envFile, SANDBOX_ENV);
     args.push('--ro-bind', this.initCopy, SANDBOX_INIT);
     args.push('--remount-ro', '/');
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
-    args.push('--', SANDBOX_INIT, '-limits', limitsSpec(config.limits));
+    args.push('--', SANDBOX_INIT, '-env', SANDBOX_ENV, '-limits', limitsSpec(config.limits));
     if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
     args.push('--', ...spec.argv);
 
-    const file = hostUid === undefined ? bwrapPath : 'setpriv';
+    const file = hostUid === undefined ? bwrapPath : this.options.setprivPath;
     const prefix =
       hostUid === undefined
         ? []
         : ['--reuid', String(hostUid), '--regid', String(hostUid), '--clear-groups', '--no-new-privs', '--', bwrapPath];
-    return { file, args: [...prefix, ...args], env: { ...env, ...spec.env }, cwd: '/', release };
+    return { file, args: [...prefix, ...args], env: { PATH: HOST_PATH }, cwd: '/', release };
   }
 
   private get etcDir(): string {
@@ -325,6 +345,13 @@ export class BwrapSandbox implements Sandbox {
     });
     return this.etcReady;
   }
+}
+
+/** The file sandbox-init's `-env` reads: `NAME=value` entries separated by NUL (no value holds one). */
+function sandboxEnvironmentFile(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([name, value]) => `${name}=${value}`)
+    .join('\0');
 }
 
 /** sandbox-init's `-limits`: each process's own limits, soft and hard alike (open files never above the worker's hard limit). */

@@ -109,7 +109,8 @@ async function createIsolation(
   const asRoot = process.getuid?.() === 0;
   // The sandbox uid must reach its own workspace by name, and list nothing else here.
   await chmod(root, 0o711);
-  if (asRoot && !findOnPath('setpriv')) {
+  const setprivPath = findOnPath('setpriv');
+  if (asRoot && !setprivPath) {
     throw new SandboxUnavailableError(
       'The worker runs as root and needs `setpriv` (util-linux) to start sandboxes as a non-root user: install util-linux.',
     );
@@ -122,6 +123,7 @@ async function createIsolation(
     hostUid: asRoot ? config.sandbox.uid : undefined,
     nodePath: process.execPath,
     initPath: await sandboxInit(config.sandbox.initPath),
+    setprivPath: setprivPath ?? 'setpriv',
     images,
   });
   const killed = await killLeftoverSandboxes(root);

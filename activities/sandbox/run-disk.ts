@@ -25,15 +25,43 @@ export interface RunDiskQuota {
   maxBytes: number;
   /** Bytes used now, or undefined when there is no limit. */
   usage(): Promise<number | undefined>;
+  /** Throws RunDiskLimitError when the run's files may be over the limit and are. */
   check(): Promise<void>;
 }
 
-export function runDiskQuota(paths: string[], maxBytes: number): RunDiskQuota {
-  const usage = async () => (maxBytes > 0 ? diskUsageBytes(paths) : undefined);
+/**
+ * Fastest a run's processes are assumed to write to disk (bytes per second): between two
+ * measurements a run's files can have grown by at most this much per second elapsed.
+ */
+export const WRITE_BOUND_BYTES_PER_SECOND = 4 * 1024 ** 3;
+
+/** The last measurement of each run's files in this worker, by the run's paths. */
+const lastMeasured = new Map<string, { bytes: number; at: number }>();
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * The disk limit of a run. `usage` always measures (du: a process per call); `check` measures
+ * only when the files could be over the limit by now: when the last measurement, plus what the
+ * run could have written since at WRITE_BOUND_BYTES_PER_SECOND, reaches the limit. Steps that
+ * follow each other quickly far below the limit then cost no `du` each.
+ */
+export function runDiskQuota(paths: string[], maxBytes: number, now: () => number = Date.now): RunDiskQuota {
+  const key = paths.join('\0');
+  const usage = async () => {
+    if (maxBytes <= 0) return undefined;
+    const bytes = await diskUsageBytes(paths);
+    if (lastMeasured.size >= MAX_REMEMBERED) lastMeasured.delete(lastMeasured.keys().next().value!);
+    lastMeasured.delete(key);
+    lastMeasured.set(key, { bytes, at: now() });
+    return bytes;
+  };
   return {
     maxBytes,
     usage,
     async check() {
+      if (maxBytes <= 0) return;
+      const last = lastMeasured.get(key);
+      if (last && last.bytes + ((now() - last.at) / 1000) * WRITE_BOUND_BYTES_PER_SECOND < maxBytes) return;
       const used = await usage();
       if (used !== undefined && used > maxBytes) throw exceeded(used, maxBytes);
     },

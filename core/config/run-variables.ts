@@ -185,7 +185,8 @@ export const workspaces = group('Workspaces and git', {
   },
   IMAGE_PULL_TIMEOUT_SECONDS: {
     schema: intFrom(1800, 10, 86_400),
-    description: 'longest one image pull (download and unpack) may take before it is tried again',
+    description:
+      'longest each step of an image pull (resolving, downloading, unpacking) may take before the pull is tried again',
     readBy: ['workers'],
   },
   SETUP_COMMAND_TIMEOUT_SECONDS: {

@@ -3,11 +3,16 @@
 // sandbox's own loopback, and then runs the command. It is a static binary with no dependency on
 // the filesystem it runs in, so it works on any image: glibc, musl, distroless, no shell.
 //
-//	sandbox-init -limits core=0,nproc=64,data=2147483648,fsize=1073741824,cpu=600,nofile=1024 \
+//	sandbox-init -env /run/agent-runs/env \
+//	  -limits core=0,nproc=64,data=2147483648,fsize=1073741824,cpu=600,nofile=1024 \
 //	  [-bridge /run/agent-runs/proxy.sock=3128;...] -- argv...
 //
-// Without bridges it becomes the command (exec); with bridges it stays as the command's parent,
-// forwarding connections and signals, and exits with the command's status (128+n for signal n).
+// The environment comes from the -env file (NAME=value entries separated by NUL), never from the
+// host side that started the sandbox. Without bridges it becomes the command (exec); with
+// bridges it stays as the command's parent, forwarding connections and signals, and exits with
+// the command's status (128+n for signal n). The limits are then set in the command's process
+// only (a fresh sandbox-init that execs it), never on the bridge: the Go runtime makes threads
+// as it needs them, and a command at its process limit must not take the bridge down.
 package main
 
 import (
@@ -22,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const name = "sandbox"
@@ -65,6 +71,35 @@ func setLimits(spec string) {
 	}
 }
 
+// loadEnvironment replaces the process's environment with the file's entries.
+func loadEnvironment(file string) {
+	if file == "" {
+		return
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fail(125, "cannot read the environment: %v", err)
+	}
+	os.Clearenv()
+	for _, entry := range strings.Split(string(data), "\x00") {
+		if name, value, ok := strings.Cut(entry, "="); ok && name != "" {
+			os.Setenv(name, value)
+		}
+	}
+}
+
+// relay copies one direction of a bridged connection; at its end the peer gets EOF, and on an
+// error both sides are closed so that the other direction cannot hang.
+func relay(to, from net.Conn, closeWrite func() error, done chan<- struct{}) {
+	if _, err := io.Copy(to, from); err != nil {
+		to.Close()
+		from.Close()
+	} else {
+		closeWrite()
+	}
+	done <- struct{}{}
+}
+
 // bridge forwards every connection to 127.0.0.1:port to the Unix socket.
 func bridge(socketPath string, port int) {
 	listener, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -75,6 +110,8 @@ func bridge(socketPath string, port int) {
 		for {
 			client, err := listener.Accept()
 			if err != nil {
+				// Out of descriptors, say: wait instead of spinning.
+				time.Sleep(50 * time.Millisecond)
 				continue
 			}
 			go func() {
@@ -85,8 +122,8 @@ func bridge(socketPath string, port int) {
 				}
 				defer upstream.Close()
 				done := make(chan struct{}, 2)
-				go func() { io.Copy(upstream, client); upstream.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
-				go func() { io.Copy(client, upstream); client.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+				go relay(upstream, client, upstream.(*net.UnixConn).CloseWrite, done)
+				go relay(client, upstream, client.(*net.TCPConn).CloseWrite, done)
 				<-done
 				<-done
 			}()
@@ -96,7 +133,8 @@ func bridge(socketPath string, port int) {
 
 func lookPath(file string) string {
 	resolved, err := exec.LookPath(file)
-	if err == nil {
+	// A PATH entry relative to the working directory is used, as a shell would.
+	if err == nil || errors.Is(err, exec.ErrDot) {
 		return resolved
 	}
 	if errors.Is(err, os.ErrPermission) {
@@ -107,6 +145,7 @@ func lookPath(file string) string {
 }
 
 func main() {
+	envFile := flag.String("env", "", "file of NAME=value entries separated by NUL: the whole environment")
 	limits := flag.String("limits", "", "name=value,... (core, nproc, data, fsize, cpu, nofile)")
 	bridges := flag.String("bridge", "", "socket=port;... to offer on the loopback")
 	flag.Parse()
@@ -114,6 +153,7 @@ func main() {
 	if len(argv) == 0 {
 		fail(125, "no command")
 	}
+	loadEnvironment(*envFile)
 	if *bridges == "" {
 		setLimits(*limits)
 		file := lookPath(argv[0])
@@ -130,10 +170,8 @@ func main() {
 	}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// The limits are the command's; set last, so that the bridge's own threads are already made.
-	setLimits(*limits)
-	cmd := exec.Command(lookPath(argv[0]), argv[1:]...)
-	cmd.Args = argv
+	// The command, under its limits: this program again, without bridges, which sets them and execs it.
+	cmd := exec.Command("/proc/self/exe", append([]string{"-limits", *limits, "--"}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fail(126, "%s: %v", argv[0], err)
