@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { hexOf } from '../activities/images/image-cache';
 import { ImageStore } from '../activities/images/image-store';
+import { releaseLeasesNothingUses } from '../activities/images/lease-sweep';
 import { parseImageReference } from '../core/image-reference';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import {
@@ -13,6 +15,8 @@ import {
   startRegistry,
   type LocalRegistry,
 } from './helpers/image-registry';
+import { createRun } from './helpers/runs';
+import { createTestContext } from './helpers/test-context';
 
 /** The image cache on its own, against a real registry: eviction under a tiny cap, leases, a crashed pull's leftovers. */
 let registry: LocalRegistry;
@@ -89,4 +93,31 @@ test("a crashed pull's leftovers (staging, a stale lock, an entry with no record
   expect(pulled.image.digest).toBe(digests.a);
   expect(await readdir(path.join(dir, 'staging'))).toEqual([]);
   expect(await readFile(path.join(pulled.image.rootfs, 'marker'), 'utf8')).toBe('marker-a\n');
+});
+
+test("leases of runs that no longer exist are released by the sweep (a dead worker's), those of live runs stay", async () => {
+  const ctx = await createTestContext({ worker: false });
+  try {
+    const { store, dir } = await storeWithCap(1024 * 1024 * 1024);
+    const gone = randomUUID();
+    await use(store, 'b', gone);
+    const { key } = await ctx.newTeamKey();
+    const live = await createRun(ctx, key, { prompt: 'Queued, never run: no worker here' });
+    await use(store, 'c', live);
+    expect((await store.leaseHolders()).sort()).toEqual([gone, live].sort());
+
+    expect(await releaseLeasesNothingUses(store, ctx.dataSource.manager, 600)).toEqual([gone]);
+    expect(await store.leaseHolders()).toEqual([live]);
+    // Nothing holds b now: past a cap of one image it goes, while c, leased, stays.
+    const tiny = new ImageStore(
+      { cacheDir: dir, cacheMaxBytes: 3 * 1024 * 1024, insecureRegistries: [registry.host], pullTimeoutSeconds: 60 },
+      [registry.host],
+      new OutboundAddressRules([]),
+    );
+    const evictedOnPull = await use(tiny, 'a', randomUUID());
+    expect(evictedOnPull.evicted).toContain(digests.b);
+    expect(evictedOnPull.evicted).not.toContain(digests.c);
+  } finally {
+    await ctx.close();
+  }
 });

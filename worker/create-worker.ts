@@ -237,6 +237,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         workspaceQueue,
         logger,
         intervalSeconds: config.worker.sweepIntervalSeconds,
+        images,
       });
       try {
         await Promise.all(workers.map((w) => w.run()));

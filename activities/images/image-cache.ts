@@ -98,6 +98,15 @@ export class ImageCache {
     for (const hex of digests) await rm(this.sub('leases', hex, runId), { force: true });
   }
 
+  /** The runs that hold a lease on some image. */
+  async leaseHolders(): Promise<string[]> {
+    const holders = new Set<string>();
+    for (const hex of await readdir(this.sub('leases')).catch(() => [] as string[])) {
+      for (const runId of await readdir(this.sub('leases', hex)).catch(() => [] as string[])) holders.add(runId);
+    }
+    return [...holders];
+  }
+
   private async leased(hex: string): Promise<boolean> {
     return (await readdir(this.sub('leases', hex)).catch(() => [] as string[])).length > 0;
   }

@@ -67,6 +67,12 @@ export class ImageStore {
     await this.cache.release(runId);
   }
 
+  /** The runs holding an image of this machine's cache (any of its workers' runs). */
+  async leaseHolders(): Promise<string[]> {
+    await this.open();
+    return this.cache.leaseHolders();
+  }
+
   async use(request: ImageRequest): Promise<ImageUse> {
     await this.open();
     const { image } = request;

@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
+import type { ImageStore } from '../images/image-store';
+import { releaseLeasesNothingUses } from '../images/lease-sweep';
 import type { Logger } from '../../core/logger';
 import { workspaceBytesReclaimed, workspacesOnDisk, workspacesRemoved } from '../../core/metrics';
 import { runsForSweep, type SweptRun } from '../../db/run-workspaces';
@@ -30,6 +32,8 @@ export interface WorkspaceSweeperDeps {
   workspaceQueue: string;
   logger: Logger;
   intervalSeconds: number;
+  /** The machine's image cache: leases of runs nothing will use again are released with each sweep. */
+  images?: ImageStore;
 }
 
 /**
@@ -95,6 +99,11 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
     }
   }
   workspacesOnDisk.set({ worker_id: deps.workerId }, result.kept);
+  if (deps.images) {
+    const released = await releaseLeasesNothingUses(deps.images, deps.dataSource.manager, GRACE_SECONDS);
+    if (released.length)
+      deps.logger.info('released the image leases of runs nothing will use again', { runs: released });
+  }
   if (result.removed.length) {
     deps.logger.info('removed workspaces nothing will use again', {
       removed: result.removed.length,

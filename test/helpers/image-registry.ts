@@ -73,7 +73,9 @@ export async function startRegistry(options: { user?: string; password?: string 
           /"(GET|HEAD) \/v2\/[^"]*(manifests|blobs)/.test(l) || /http.request.uri="\/v2\/.*(manifests|blobs)/.test(l),
       ),
     async stop() {
+      const exited = new Promise((resolve) => child.once('close', resolve));
       child.kill('SIGKILL');
+      await exited;
       await rm(dir, { recursive: true, force: true });
     },
   };
