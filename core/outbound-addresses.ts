@@ -119,26 +119,8 @@ export class OutboundAddressRules {
 
   /** Resolves `host` and returns the first address a connection may use, or why none may be used. */
   async resolve(host: string, port: number): Promise<AddressVerdict> {
-    const bare = host.replace(/^\[|\]$/g, '');
-    if (isIP(bare)) return this.checkAddress(bare, bare, port);
-    let addresses: { address: string }[];
-    try {
-      addresses = await this.lookup(bare);
-    } catch (err) {
-      return refusal(
-        bare,
-        port,
-        'unresolvable',
-        `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-    let refused: AddressVerdict | undefined;
-    for (const { address } of addresses) {
-      const verdict = this.checkAddress(bare, address, port);
-      if (verdict.allowed) return verdict;
-      refused ??= verdict;
-    }
-    return refused ?? refusal(bare, port, 'unresolvable', `${bare} has no addresses`);
+    const verdicts = await this.verdicts(host, port);
+    return verdicts.find((v) => v.allowed) ?? verdicts[0] ?? noAddresses(host, port);
   }
 
   /**
@@ -146,23 +128,20 @@ export class OutboundAddressRules {
    * program makes after resolving the name itself (it may pick any of them).
    */
   async resolveEvery(host: string, port: number): Promise<AddressVerdict> {
+    const verdicts = await this.verdicts(host, port);
+    return verdicts.find((v) => !v.allowed) ?? verdicts[0] ?? noAddresses(host, port);
+  }
+
+  /** One verdict per address `host` resolves to (one refusal when it does not resolve). */
+  private async verdicts(host: string, port: number): Promise<AddressVerdict[]> {
     const bare = host.replace(/^\[|\]$/g, '');
-    if (isIP(bare)) return this.checkAddress(bare, bare, port);
-    let addresses: { address: string }[];
+    if (isIP(bare)) return [this.checkAddress(bare, bare, port)];
     try {
-      addresses = await this.lookup(bare);
+      return (await this.lookup(bare)).map(({ address }) => this.checkAddress(bare, address, port));
     } catch (err) {
-      return refusal(
-        bare,
-        port,
-        'unresolvable',
-        `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      return [refusal(bare, port, 'unresolvable', `${bare} does not resolve (${code})`)];
     }
-    const verdicts = addresses.map(({ address }) => this.checkAddress(bare, address, port));
-    return (
-      verdicts.find((v) => !v.allowed) ?? verdicts[0] ?? refusal(bare, port, 'unresolvable', `${bare} has no addresses`)
-    );
   }
 
   private isAllowedPrivate(host: string, ip: string, port: number): boolean {
@@ -172,6 +151,11 @@ export class OutboundAddressRules {
       return rule.host === host || (isIP(rule.host!) !== 0 && normalise(rule.host!) === ip);
     });
   }
+}
+
+function noAddresses(host: string, port: number): AddressVerdict {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return refusal(bare, port, 'unresolvable', `${bare} has no addresses`);
 }
 
 /** `host` and `port` of a `host:port` string or URL, for the platform endpoint list. */

@@ -51,6 +51,12 @@ export function platformArch(): string {
   return GOARCH[process.arch] ?? process.arch;
 }
 
+/**
+ * skopeo runs as the worker's user, outside any run's sandbox (the sandbox module is per run and
+ * the cache is the machine's): it gets no credential but the team's auth file, an empty HOME,
+ * and the registry host has been checked (`ImageStore`). Confining it (and umoci) in a sandbox
+ * of their own is still to do.
+ */
 function run(
   args: string[],
   access: RegistryAccess,

@@ -3,6 +3,7 @@ import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { diskUsageBytes } from '../sandbox/run-disk';
+import { IMAGE_MOUNT_POINTS } from '../sandbox/sandbox-paths';
 import { ImagePullError } from './image-pull-error';
 
 const run = promisify(execFile);
@@ -23,22 +24,9 @@ export interface ImageProcessConfig {
 }
 
 /**
- * Paths the sandbox mounts over in an image's root filesystem. The root is mounted read-only, so
- * bubblewrap cannot make them there: they are made once, in the cache's copy.
- */
-const MOUNT_DIRS = ['proc', 'dev', 'tmp', 'workspace', 'home/agent', 'run/agent-runs', 'etc'];
-const MOUNT_FILES = [
-  'etc/passwd',
-  'etc/group',
-  'etc/hosts',
-  'etc/hostname',
-  'run/agent-runs/init',
-  'run/agent-runs/env',
-  'run/agent-runs/proxy.sock',
-  'run/agent-runs/gateway.sock',
-];
-
-/**
+ * umoci runs as the worker's user, outside any run's sandbox (see skopeo.ts); its rootless unpack
+ * resolves every path of a layer inside the bundle and makes nothing setuid.
+ *
  * Unpacks the OCI layout's image into `bundleDir/rootfs` (umoci, rootless: files belong to the
  * worker's user, and nothing is setuid to anyone else), then makes the sandbox's mount points.
  */
@@ -87,8 +75,8 @@ export async function unpackImage(
     clearInterval(watch);
   }
   const rootfs = path.join(bundleDir, 'rootfs');
-  for (const dir of MOUNT_DIRS) await ensureKind(rootfs, dir, 'dir');
-  for (const file of MOUNT_FILES) await ensureKind(rootfs, file, 'file');
+  for (const dir of IMAGE_MOUNT_POINTS.dirs) await ensureKind(rootfs, dir.slice(1), 'dir');
+  for (const file of IMAGE_MOUNT_POINTS.files) await ensureKind(rootfs, file.slice(1), 'file');
   const bundle = JSON.parse(await readFile(path.join(bundleDir, 'config.json'), 'utf8')) as {
     process?: { env?: string[]; cwd?: string; user?: { uid?: number; gid?: number } };
   };

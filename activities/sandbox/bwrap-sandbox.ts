@@ -10,7 +10,6 @@ import {
   mkdir,
   readdir,
   readFile,
-  readlink,
   rename,
   rm,
   writeFile,
@@ -28,17 +27,20 @@ import {
   type Sandbox,
   type SandboxProcessSpec,
 } from './sandbox';
+import { existsInRoot } from './path-in-root';
 import { killRunSandboxes } from './sandbox-reaper';
+import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
+import {
+  SANDBOX_ENV,
+  SANDBOX_GATEWAY_SOCKET,
+  SANDBOX_HOME,
+  SANDBOX_INIT,
+  SANDBOX_PROXY_SOCKET,
+  SANDBOX_WORKSPACE,
+} from './sandbox-paths';
 
-/** Where things are inside every sandbox. */
-export const SANDBOX_WORKSPACE = '/workspace';
-const SANDBOX_HOME = '/home/agent';
-const SANDBOX_PROXY_SOCKET = '/run/agent-runs/proxy.sock';
-const SANDBOX_GATEWAY_SOCKET = '/run/agent-runs/gateway.sock';
-/** sandbox-init: the first program of every sandboxed process (limits, network bridge, then the command). */
-const SANDBOX_INIT = '/run/agent-runs/init';
-/** The process's environment as a file sandbox-init reads (`NAME=value`, NUL-separated). */
-const SANDBOX_ENV = '/run/agent-runs/env';
+export { SANDBOX_WORKSPACE } from './sandbox-paths';
+
 /** The only environment of the host-side launchers (setpriv, bwrap, the cgroup join). */
 const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Global git configuration of the platform's clones, in every sandbox's /etc. */
@@ -345,51 +347,6 @@ export class BwrapSandbox implements Sandbox {
     });
     return this.etcReady;
   }
-}
-
-/** The file sandbox-init's `-env` reads: `NAME=value` entries separated by NUL (no value holds one). */
-function sandboxEnvironmentFile(env: Record<string, string>): string {
-  return Object.entries(env)
-    .map(([name, value]) => `${name}=${value}`)
-    .join('\0');
-}
-
-/** sandbox-init's `-limits`: each process's own limits, soft and hard alike (open files never above the worker's hard limit). */
-function limitsSpec(limits: SandboxConfig['limits']): string {
-  const mib = 1024 * 1024;
-  return [
-    'core=0',
-    `nproc=${limits.maxProcesses}`,
-    `data=${limits.memoryMb * mib}`,
-    `fsize=${limits.maxFileSizeMb * mib}`,
-    `cpu=${limits.cpuSeconds}`,
-    `nofile=${limits.maxOpenFiles}`,
-  ].join(',');
-}
-
-/** Whether `file` (absolute, as the sandbox sees it) exists in `root`: symlinks are followed inside the root, never out of it. */
-async function existsInRoot(root: string, file: string): Promise<boolean> {
-  const pending = file.split('/').filter(Boolean);
-  const resolved: string[] = [];
-  for (let hops = 0; pending.length && hops < 64; hops++) {
-    const part = pending.shift()!;
-    if (part === '..') {
-      resolved.pop();
-      continue;
-    }
-    if (part === '.') continue;
-    const host = path.join(root, ...resolved, part);
-    const stat = await lstat(host).catch(() => undefined);
-    if (!stat) return false;
-    if (!stat.isSymbolicLink()) {
-      resolved.push(part);
-      continue;
-    }
-    const target = await readlink(host);
-    if (target.startsWith('/')) resolved.length = 0;
-    pending.unshift(...target.split('/').filter(Boolean));
-  }
-  return pending.length === 0;
 }
 
 /** chown without following symlinks, through a whole tree. */
