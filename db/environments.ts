@@ -10,6 +10,7 @@ export interface EnvironmentConfig {
   docker_image?: string;
   github_repos?: { owner: string; repo: string }[];
   setup_commands?: string[];
+  setup_snapshot?: boolean;
   network?: NetworkPolicy;
 }
 
@@ -21,6 +22,11 @@ export interface Environment {
   creator: { uid: string; type: string; display_name: string };
   createdAt: Date;
   lastUpdated: Date;
+}
+
+/** `owner/repo, owner/repo` of the environment's repositories ('' for none), for messages. */
+export function repositoryNames(env: Environment): string {
+  return (env.config.github_repos ?? []).map((r) => `${r.owner}/${r.repo}`).join(', ');
 }
 
 export type EnvironmentSort = 'name' | 'last_updated';

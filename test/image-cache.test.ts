@@ -36,7 +36,13 @@ afterAll(async () => {
 async function storeWithCap(maxBytes: number): Promise<{ store: ImageStore; dir: string }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-runs-images-'));
   const store = new ImageStore(
-    { cacheDir: dir, cacheMaxBytes: maxBytes, insecureRegistries: [registry.host], pullTimeoutSeconds: 60 },
+    {
+      cacheDir: dir,
+      cacheMaxBytes: maxBytes,
+      insecureRegistries: [registry.host],
+      pullTimeoutSeconds: 60,
+      snapshotMaxAgeMs: 3_600_000,
+    },
     [registry.host],
     new OutboundAddressRules([]),
   );
@@ -110,7 +116,13 @@ test("leases of runs that no longer exist are released by the sweep (a dead work
     expect(await store.leaseHolders()).toEqual([live]);
     // Nothing holds b now: past a cap of one image it goes, while c, leased, stays.
     const tiny = new ImageStore(
-      { cacheDir: dir, cacheMaxBytes: 3 * 1024 * 1024, insecureRegistries: [registry.host], pullTimeoutSeconds: 60 },
+      {
+        cacheDir: dir,
+        cacheMaxBytes: 3 * 1024 * 1024,
+        insecureRegistries: [registry.host],
+        pullTimeoutSeconds: 60,
+        snapshotMaxAgeMs: 3_600_000,
+      },
       [registry.host],
       new OutboundAddressRules([]),
     );

@@ -18,6 +18,23 @@ export interface CachedImage extends ImageProcessConfig {
 }
 
 /**
+ * An environment's setup snapshot: its workspace and home after setup, as one tar layer
+ * (`layer.tar`, content-addressed by `layerDigest`), under the key of everything it came from.
+ */
+export interface CachedSnapshot {
+  key: string;
+  environment: string;
+  layerDigest: string;
+  /** Bytes of the layer, which is what the entry takes on disk. */
+  diskBytes: number;
+  createdAt: string;
+}
+
+const IMAGE_RECORD = 'image.json';
+const SNAPSHOT_RECORD = 'snapshot.json';
+export const SNAPSHOT_LAYER = 'layer.tar';
+
+/**
  * A pull holds its digest's lock for minutes, renewing it every 2 s; a worker killed mid-pull
  * leaves one that is stale 10 s later. A lock lost to staleness (a worker's event loop stalled for
  * 10 s) lets a second pull of the digest start: it removes the first one's staging directory, so
@@ -29,6 +46,7 @@ const LOCK_TIMING = { stale: 10_000, update: 2_000, realpath: false, onCompromis
  * The directories of the image cache (IMAGE_CACHE_DIR), shared by the workers of one machine:
  *
  *   entries/<hex>/rootfs, image.json   complete images; an entry appears by one rename, whole
+ *   entries/<key>/layer.tar, snapshot.json   environments' setup snapshots, the same way
  *   staging/<hex>.<random>/            a pull in progress (removed by the next pull of that digest)
  *   leases/<hex>/<run id>              runs using an image: eviction never removes a leased one
  *   locks/<hex>                        proper-lockfile: one pull, lease check or eviction of a digest at a time
@@ -73,23 +91,40 @@ export class ImageCache {
 
   /** The complete entry of a digest, or undefined. */
   async find(digest: string): Promise<CachedImage | undefined> {
-    const entry = this.sub('entries', hexOf(digest));
+    return this.record<CachedImage>(hexOf(digest), IMAGE_RECORD);
+  }
+
+  /** The complete snapshot under a key, or undefined. */
+  findSnapshot(key: string): Promise<CachedSnapshot | undefined> {
+    return this.record<CachedSnapshot>(key, SNAPSHOT_RECORD);
+  }
+
+  entryDir(hex: string): string {
+    return this.sub('entries', hex);
+  }
+
+  private async record<T>(hex: string, name: string): Promise<T | undefined> {
     try {
-      return JSON.parse(await readFile(path.join(entry, 'image.json'), 'utf8')) as CachedImage;
+      return JSON.parse(await readFile(path.join(this.sub('entries', hex), name), 'utf8')) as T;
     } catch {
       return undefined;
     }
   }
 
   /** Marks the image used now (for least-recently-used eviction). */
-  async touch(digest: string): Promise<void> {
+  async touch(digestOrKey: string): Promise<void> {
     const now = new Date();
-    await utimes(this.sub('entries', hexOf(digest)), now, now).catch(() => undefined);
+    await utimes(this.sub('entries', hexOf(digestOrKey)), now, now).catch(() => undefined);
   }
 
   async lease(digest: string, runId: string): Promise<void> {
     await mkdir(this.sub('leases', hexOf(digest)), { recursive: true });
     await writeFile(this.sub('leases', hexOf(digest), runId), '');
+  }
+
+  /** Drops the run's lease of one entry. */
+  async releaseLease(hex: string, runId: string): Promise<void> {
+    await rm(this.sub('leases', hex, runId), { force: true });
   }
 
   /** Drops every lease of the run (its workspace is gone). */
@@ -132,7 +167,7 @@ export class ImageCache {
     const rootfs = path.join(entry, 'rootfs');
     const diskBytes = await this.diskUsage(path.join(bundleDir, 'rootfs'));
     const complete: CachedImage = { ...image, rootfs, diskBytes };
-    await writeFile(path.join(bundleDir, 'image.json'), JSON.stringify(complete));
+    await writeFile(path.join(bundleDir, IMAGE_RECORD), JSON.stringify(complete));
     await chmod(bundleDir, 0o711);
     await chmod(path.join(bundleDir, 'rootfs'), 0o755);
     // Not made by this class (it renames whole entries), but never trusted or built upon either.
@@ -148,6 +183,22 @@ export class ImageCache {
     return complete;
   }
 
+  /** Makes a staged snapshot (its layer written) the key's entry, replacing an older one. Call under the lock. */
+  async commitSnapshot(staged: string, snapshot: CachedSnapshot): Promise<void> {
+    const entry = this.sub('entries', snapshot.key);
+    await writeFile(path.join(staged, SNAPSHOT_RECORD), JSON.stringify(snapshot));
+    await chmod(staged, 0o700);
+    if (existsSync(entry)) await this.discard(entry);
+    await rename(staged, entry);
+  }
+
+  /** Removes an entry no run holds (a snapshot too old or damaged); false when one does. Call under the lock. */
+  async removeUnleased(hex: string): Promise<boolean> {
+    if (await this.leased(hex)) return false;
+    if (existsSync(this.sub('entries', hex))) await this.discard(this.sub('entries', hex));
+    return true;
+  }
+
   private async discard(dir: string): Promise<void> {
     const trash = this.sub('trash', `${path.basename(dir)}.${randomBytes(6).toString('hex')}`);
     await rename(dir, trash);
@@ -160,15 +211,17 @@ export class ImageCache {
   }
 
   /**
-   * Removes least recently used images until the cache holds at most `maxBytes`; leased images
-   * (a live run's) are never removed. Returns the digests removed.
+   * Removes least recently used images and snapshots until the cache holds at most `maxBytes`;
+   * leased ones (a live run's) are never removed. Returns the digests and keys removed.
    */
   async evict(maxBytes: number): Promise<string[]> {
-    const entries: { hex: string; bytes: number; used: number }[] = [];
+    const entries: { hex: string; name: string; bytes: number; used: number }[] = [];
     for (const hex of await readdir(this.sub('entries'))) {
       const image = await this.find(`sha256:${hex}`);
+      const record = image ?? (await this.findSnapshot(hex));
+      const name = image ? `sha256:${hex}` : `snapshot ${hex.slice(0, 12)}`;
       const info = await stat(this.sub('entries', hex)).catch(() => undefined);
-      if (image && info) entries.push({ hex, bytes: image.diskBytes, used: info.mtimeMs });
+      if (record && info) entries.push({ hex, name, bytes: record.diskBytes, used: info.mtimeMs });
     }
     let total = entries.reduce((sum, e) => sum + e.bytes, 0);
     const removed: string[] = [];
@@ -184,7 +237,7 @@ export class ImageCache {
       if (!gone) continue;
       await rm(gone, { recursive: true, force: true });
       total -= candidate.bytes;
-      removed.push(`sha256:${candidate.hex}`);
+      removed.push(candidate.name);
     }
     return removed;
   }

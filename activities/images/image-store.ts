@@ -7,6 +7,7 @@ import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import type { RegistryCredential } from '../../core/registry-credentials';
 import { hexOf, ImageCache, type CachedImage } from './image-cache';
 import { ImagePullError } from './image-pull-error';
+import { SnapshotStore } from './snapshot-store';
 import { copyToLayout, resolveImage, type RegistryAccess } from './skopeo';
 import { unpackImage } from './unpack-image';
 
@@ -43,6 +44,8 @@ export class ImageStore {
   private readonly cache: ImageCache;
   private readonly inflight = new Map<string, Promise<{ image: CachedImage; pullMs: number; unpackMs: number }>>();
   private opened: Promise<void> | undefined;
+  /** Environments' setup snapshots, kept in the same cache. */
+  readonly snapshots: SnapshotStore;
 
   constructor(
     private readonly config: Config['images'],
@@ -51,6 +54,7 @@ export class ImageStore {
   ) {
     // A worker waits for another's pull of the same digest as long as such a pull may take.
     this.cache = new ImageCache(config.cacheDir, config.pullTimeoutSeconds * 2 + 60);
+    this.snapshots = new SnapshotStore(this.cache, () => this.open(), config);
   }
 
   private open(): Promise<void> {

@@ -18,7 +18,7 @@ const PROXY_VARIABLES = /^(?:https?_proxy|all_proxy|no_proxy)$/i;
 /**
  * Gives the run its environment's image as the root of its commands: resolves the reference
  * (or reuses the digest the run was first provisioned on), pulls it into the cache if need be,
- * records the digest on the run, and tells the run's timeline what it got.
+ * records the digest on the run, and tells the run's timeline what it got. Returns the digest.
  */
 export async function provisionRunImage(
   deps: ActivityDeps,
@@ -29,7 +29,7 @@ export async function provisionRunImage(
     signal: AbortSignal;
     say(message: string): Promise<void>;
   },
-): Promise<void> {
+): Promise<string> {
   const { dataSource, config, sandbox, images, secretsKey } = deps;
   const { runId, run, environment, say } = input;
   const fail = async (code: string, message: string) => {
@@ -97,6 +97,7 @@ export async function provisionRunImage(
       ...(use.evicted.length ? [`Removed from the cache to make room: ${use.evicted.join(', ')}.`] : []),
     ].join(' '),
   );
+  return digest;
 }
 
 function imageRoot(use: ImageUse): RunImageRoot {

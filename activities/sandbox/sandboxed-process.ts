@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { NetworkPolicy } from '../../core/network-policy';
 import { runProcess, type ProcessResult } from './run-process';
 import type { NetworkRefusal } from './egress-proxy';
@@ -28,8 +29,10 @@ export interface ExecOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
   /** Written to the process's standard input. */
-  input?: string | Buffer;
+  input?: string | Buffer | Readable;
   maxBuffer?: number;
+  /** Where the standard output goes instead of being collected (exec then returns ''); ended with it. */
+  output?: Writable;
 }
 
 export class ExecError extends Error {
@@ -223,18 +226,23 @@ function collect(
     let outBytes = 0;
     let err = '';
     let overflow = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      outBytes += chunk.length;
-      if (outBytes > maxBuffer) {
-        overflow = true;
-        child.kill('SIGKILL');
-      } else out.push(chunk);
-    });
+    if (options.output) child.stdout.pipe(options.output);
+    else
+      child.stdout.on('data', (chunk: Buffer) => {
+        outBytes += chunk.length;
+        if (outBytes > maxBuffer) {
+          overflow = true;
+          child.kill('SIGKILL');
+        } else out.push(chunk);
+      });
     child.stderr.on('data', (chunk: Buffer) => {
       err = (err + chunk.toString('utf8')).slice(-8192);
     });
     child.stdin.on('error', () => undefined);
-    child.stdin.end(options.input ?? '');
+    if (options.input && typeof options.input === 'object' && 'pipe' in options.input) {
+      options.input.on('error', () => child.kill('SIGKILL'));
+      options.input.pipe(child.stdin);
+    } else child.stdin.end(options.input ?? '');
     child.once('error', (e) =>
       reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: ${e.message}`, null, err)),
     );

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { CLONE_GITCONFIG } from '../sandbox/bwrap-sandbox';
-import { ExecError, type RunProcesses } from '../sandbox/sandboxed-process';
+import { ExecError, type ExecOptions, type RunProcesses } from '../sandbox/sandboxed-process';
 
 const CLONE_GITCONFIG_PATH = `/etc/${CLONE_GITCONFIG}`;
 
@@ -70,11 +70,7 @@ export class CloneError extends Error {
   override name = 'CloneError';
 }
 
-/**
- * Clones `url` into `dir` (relative to the workspace). The clone carries the platform's token, so
- * it runs in a sandbox of its own: the host network (the git host may be private), no home, no
- * configuration the run could have written. The error names the repository, never the token.
- */
+/** Clones `url` into `dir` (relative to the workspace); the error names the repository, never the token. */
 export async function cloneRepository(
   processes: RunProcesses,
   url: string,
@@ -82,14 +78,9 @@ export async function cloneRepository(
   auth: GitAuth,
   signal?: AbortSignal,
 ): Promise<void> {
-  // A file:// source is the operator's own mirror: shown read-only, trusted whoever owns it.
-  const local = /^file:\/\//i.test(url) ? decodeURIComponent(new URL(url).pathname) : undefined;
   try {
     await processes.exec(['git', 'clone', '--quiet', '--template=', url, dir], {
-      env: { ...SAFE_GIT_ENV, ...(local ? { GIT_CONFIG_GLOBAL: CLONE_GITCONFIG_PATH } : {}), ...authEnv(url, auth) },
-      network: 'host',
-      homeless: true,
-      readonlyBinds: local ? [local] : undefined,
+      ...remoteGitOptions(url, auth),
       signal,
       maxBuffer: 16 * 1024 * 1024,
     });
@@ -97,6 +88,44 @@ export async function cloneRepository(
     const stderr = err instanceof ExecError ? err.stderr || err.message : (err as Error).message;
     throw new CloneError(scrubSecret(`git clone ${url} failed: ${stderr.trim()}`, auth.token));
   }
+}
+
+/**
+ * The commit a remote repository's HEAD names (what a clone would check out), asked in the same
+ * kind of sandbox as a clone; undefined when the remote cannot say.
+ */
+export async function remoteHead(
+  processes: RunProcesses,
+  url: string,
+  auth: GitAuth,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const out = await processes.exec(['git', 'ls-remote', '--quiet', url, 'HEAD'], {
+      ...remoteGitOptions(url, auth),
+      signal,
+      timeoutMs: GIT_TIMEOUT_MS,
+    });
+    return /^([0-9a-f]{40,64})\tHEAD$/m.exec(out)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Git that talks to the git host carries the platform's token, so it runs in a sandbox of its
+ * own: the host network (the git host may be private), no home, no configuration the run could
+ * have written.
+ */
+function remoteGitOptions(url: string, auth: GitAuth): ExecOptions {
+  // A file:// source is the operator's own mirror: shown read-only, trusted whoever owns it.
+  const local = /^file:\/\//i.test(url) ? decodeURIComponent(new URL(url).pathname) : undefined;
+  return {
+    env: { ...SAFE_GIT_ENV, ...(local ? { GIT_CONFIG_GLOBAL: CLONE_GITCONFIG_PATH } : {}), ...authEnv(url, auth) },
+    network: 'host',
+    homeless: true,
+    readonlyBinds: local ? [local] : undefined,
+  };
 }
 
 /** Makes a workspace directory a git repository with one empty commit, so changes in it can be diffed. */

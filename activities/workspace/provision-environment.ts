@@ -3,17 +3,18 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { findEnvironment, markEnvironmentSetupFailed } from '../../db/environments';
+import { findEnvironment, markEnvironmentSetupFailed, repositoryNames, type Environment } from '../../db/environments';
 import { findWorkspaceHolder, recordWorkspaceHolder } from '../../db/run-workspaces';
 import type { ActivityDeps } from '../deps';
 import { recordEnvironmentFactories } from '../factories/discover-factories';
 import { withHeartbeat } from '../heartbeat';
 import { provisionRunImage } from '../images/provision-image';
-import { runProcesses } from '../sandbox/sandboxed-process';
+import { runProcesses, type RunProcesses } from '../sandbox/sandboxed-process';
 import { workspaceFiles } from '../sandbox/workspace-files';
 import { userFailure } from '../user-failure';
 import { createRecordBaseCommits } from './base-commits';
 import { createRecordEnvironmentSkills } from './environment-skills';
+import { createEnvironmentSnapshots } from './environment-snapshot';
 import { cloneRepository, CloneError, initRepository, repositoryUrl, workspaceRepositories } from './git';
 import { createRunSetupCommands } from './setup-commands';
 import type { WorkspaceContext } from './workspace-context';
@@ -28,6 +29,63 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
   const recordEnvironmentSkills = createRecordEnvironmentSkills(deps);
   const writeAttachments = createWriteAttachments(deps);
   const recordBaseCommits = createRecordBaseCommits(ws);
+  const snapshots = createEnvironmentSnapshots(deps, ws);
+
+  /** The workspace from scratch: the environment's repositories cloned, its setup run (or an empty repository). */
+  async function cloneAndSetUp(
+    runId: string,
+    turn: number,
+    env: Environment | null,
+    processes: RunProcesses,
+    dir: string,
+  ): Promise<void> {
+    const ctx = Context.current();
+    if (env) {
+      for (const repo of env.config.github_repos ?? []) {
+        // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.
+        assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
+        try {
+          await cloneRepository(
+            processes,
+            repositoryUrl(config.workspace.gitBaseUrl, repo.owner, repo.repo),
+            repo.repo,
+            auth,
+            ctx.cancellationSignal,
+          );
+        } catch (err) {
+          if (!(err instanceof CloneError)) throw err;
+          await markEnvironmentSetupFailed(dataSource.manager, env.uid, true);
+          throw userFailure(
+            `Could not clone ${repo.owner}/${repo.repo} for environment ${env.uid}: ${err.message}`,
+            'environment_setup_failed',
+          );
+        }
+      }
+    }
+    if (!env?.config.github_repos?.length) await initRepository(processes);
+    await note(
+      runId,
+      turn,
+      `workspace-t${turn}-${ctx.info.activityId}`,
+      env
+        ? `Workspace on ${ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker'} ${workspaceQueue}: cloned ${repositoryNames(env) || 'no repositories'} for environment ${env.config.name} (${env.uid}).`
+        : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
+    );
+    if (env) {
+      // As committed: before setup commands can change the files.
+      await recordEnvironmentFactories({
+        dataSource,
+        files: workspaceFiles(processes),
+        env,
+        gitAllowedOwners: config.workspace.gitAllowedOwners,
+        runId,
+        turn,
+        attemptKey: ctx.info.activityId,
+      });
+      await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
+      await recordEnvironmentSkills(runId, env);
+    }
+  }
 
   return {
     /** Makes the run's workspace on this worker: clones the environment's repositories, runs its setup. */
@@ -106,9 +164,10 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
         const envId = run.config.environment_id;
         const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
         if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
+        let imageDigest: string | undefined;
         if (env?.config.docker_image) {
           let notices = 0;
-          await provisionRunImage(deps, {
+          imageDigest = await provisionRunImage(deps, {
             runId,
             run,
             environment: { uid: env.uid, reference: env.config.docker_image },
@@ -118,49 +177,18 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
               note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`, message),
           });
         }
-        if (env) {
-          for (const repo of env.config.github_repos ?? []) {
-            // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.
-            assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
-            try {
-              await cloneRepository(
-                processes,
-                repositoryUrl(config.workspace.gitBaseUrl, repo.owner, repo.repo),
-                repo.repo,
-                auth,
-                ctx.cancellationSignal,
-              );
-            } catch (err) {
-              if (!(err instanceof CloneError)) throw err;
-              await markEnvironmentSetupFailed(dataSource.manager, env.uid, true);
-              throw userFailure(
-                `Could not clone ${repo.owner}/${repo.repo} for environment ${env.uid}: ${err.message}`,
-                'environment_setup_failed',
-              );
-            }
-          }
-        }
-        if (!env?.config.github_repos?.length) await initRepository(processes);
-        await note(
-          runId,
-          turn,
-          `workspace-t${turn}-${ctx.info.activityId}`,
-          env
-            ? `Workspace on ${ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker'} ${workspaceQueue}: cloned ${(env.config.github_repos ?? []).map((r) => `${r.owner}/${r.repo}`).join(', ') || 'no repositories'} for environment ${env.config.name} (${env.uid}).`
-            : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
-        );
-        if (env) {
-          // As committed: before setup commands can change the files.
-          await recordEnvironmentFactories({
-            dataSource,
-            files: workspaceFiles(processes),
-            env,
-            gitAllowedOwners: config.workspace.gitAllowedOwners,
-            runId,
-            turn,
-            attemptKey: ctx.info.activityId,
-          });
-          await runSetupCommands(runId, turn, ctx.info.activityId, env, dir, ctx.cancellationSignal);
+        const attempt = `t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`;
+        const snapshot = env?.config.setup_snapshot
+          ? await snapshots.keyFor(processes, env, imageDigest, ctx.cancellationSignal)
+          : undefined;
+        const restored =
+          env && snapshot?.key ? await snapshots.restore(runId, turn, attempt, processes, env, snapshot.key) : false;
+        if (!restored) {
+          await cloneAndSetUp(runId, turn, env, processes, dir);
+          if (env && snapshot?.key) await snapshots.save(runId, turn, attempt, processes, env, snapshot.key);
+          else if (env && snapshot && 'why' in snapshot)
+            await note(runId, turn, `snapshot-${attempt}`, `No setup snapshot: ${snapshot.why}.`);
+        } else if (env) {
           await recordEnvironmentSkills(runId, env);
         }
         const repos = workspaceRepositories(dir);

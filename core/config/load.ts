@@ -143,6 +143,7 @@ function configFrom(e: Env) {
       cacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
       insecureRegistries: parseRegistries(e.IMAGE_INSECURE_REGISTRIES, 'IMAGE_INSECURE_REGISTRIES'),
       pullTimeoutSeconds: e.IMAGE_PULL_TIMEOUT_SECONDS,
+      snapshotMaxAgeMs: e.ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS * 3_600_000,
     },
     sandbox: {
       kind: e.AGENT_SANDBOX,

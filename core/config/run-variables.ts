@@ -173,14 +173,21 @@ export const workspaces = group('Workspaces and git', {
   },
   IMAGE_CACHE_DIR: {
     schema: optionalString,
-    description: "where workers keep environments' images, unpacked, one directory per digest",
+    description:
+      "where workers keep environments' images, unpacked, one directory per digest, and their setup snapshots",
     readBy: ['workers'],
     unset: '`{AGENT_RUNS_DATA_DIR}/images`',
   },
   IMAGE_CACHE_MAX_BYTES: {
     schema: intFrom(20 * 1024 ** 3, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     description:
-      'disk the image cache may use; least recently used images no live run uses are removed past it, and a larger image is refused (`image_too_large`)',
+      'disk the image cache may use (images and setup snapshots); least recently used ones no live run uses are removed past it, and a larger image is refused (`image_too_large`)',
+    readBy: ['workers'],
+  },
+  ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS: {
+    schema: intFrom(24, 1, 24 * 365),
+    description:
+      "how long an environment's setup snapshot (`setup_snapshot`) is reused before its setup runs again; snapshots are kept in the image cache, under IMAGE_CACHE_MAX_BYTES",
     readBy: ['workers'],
   },
   IMAGE_PULL_TIMEOUT_SECONDS: {

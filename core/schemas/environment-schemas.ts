@@ -36,6 +36,10 @@ export const environmentConfigSchema = z
       )
       .optional(),
     setup_commands: z.array(z.string().min(1).max(10_000)).max(50).optional(),
+    setup_snapshot: z.boolean().optional().openapi({
+      description:
+        "Keep the workspace and home as setup left them, and start the next run from that snapshot instead of cloning and setting up again, while the repositories' commits, the image's digest and this configuration are unchanged (and the snapshot is younger than ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS). Files only: a process setup started is not in it. Default false.",
+    }),
     /** What the run's processes may reach: `open`, `none` or `{allowed_domains}`; AGENT_NETWORK_DEFAULT when absent. */
     network: networkPolicySchema.optional().openapi(
       jsonSchema({

@@ -143,6 +143,7 @@ describe('loadConfig', () => {
         cacheMaxBytes: 20 * 1024 ** 3,
         insecureRegistries: [],
         pullTimeoutSeconds: 1800,
+        snapshotMaxAgeMs: 24 * 3_600_000,
       },
       sandbox: {
         kind: 'bwrap',
