@@ -12,7 +12,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ImageStore, type ImageUse } from '../activities/images/image-store';
-import { createSandbox } from '../activities/sandbox/create-sandbox';
+import { createSandbox, createToolSandbox } from '../activities/sandbox/create-sandbox';
 import type { RunImageRoot, Sandbox } from '../activities/sandbox/sandbox';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
 import { loadConfig } from '../core/config';
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
       IMAGE_INSECURE_REGISTRIES: registry.host,
       LOG_LEVEL: 'error',
     });
-    const store = new ImageStore(config.images, [], new OutboundAddressRules([]));
+    const store = new ImageStore(config.images, [], new OutboundAddressRules([]), createToolSandbox(config));
     const sandbox: Sandbox = await createSandbox(
       config,
       new OutboundAddressRules([]),

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { createEnvironment } from './helpers/environments';
 import {
@@ -106,6 +106,15 @@ test('commands and setup run on the image, not the host; the tag is recorded as 
     runId,
   ])) as { image_reference: string; image_digest: string }[];
   expect(row).toEqual({ image_reference: `${open.host}/tools/busy:v1`, image_digest: busyDigest });
+  // umoci unpacked it as the image tools' uid, never as root (the worker here is root).
+  const unpacked = path.join(
+    ctx.config.images.cacheDir,
+    'entries',
+    busyDigest.slice('sha256:'.length),
+    'rootfs',
+    'marker',
+  );
+  expect(statSync(unpacked).uid).toBe(process.getuid?.() === 0 ? ctx.config.images.toolsUid : process.getuid?.());
   const first = (await notices(runId)).join('\n');
   expect(first).toContain(`Pulling ${open.host}/tools/busy:v1 (${busyDigest}`);
   expect(first).toContain(`Image ${open.host}/tools/busy:v1 is ${busyDigest}`);

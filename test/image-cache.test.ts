@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { hexOf } from '../activities/images/image-cache';
 import { ImageStore } from '../activities/images/image-store';
+import { ToolSandbox } from '../activities/sandbox/tool-sandbox';
 import { releaseLeasesNothingUses } from '../activities/images/lease-sweep';
 import { parseImageReference } from '../core/image-reference';
 import { OutboundAddressRules } from '../core/outbound-addresses';
@@ -19,6 +20,11 @@ import { createRun } from './helpers/runs';
 import { createTestContext } from './helpers/test-context';
 
 /** The image cache on its own, against a real registry: eviction under a tiny cap, leases, a crashed pull's leftovers. */
+const TOOLS_UID = 200_001;
+const tools = new ToolSandbox({
+  bwrapPath: '/usr/bin/bwrap',
+  ...(process.getuid?.() === 0 ? { asUser: { setprivPath: '/usr/bin/setpriv', uid: TOOLS_UID } } : {}),
+});
 let registry: LocalRegistry;
 const digests: Record<string, string> = {};
 
@@ -42,9 +48,11 @@ async function storeWithCap(maxBytes: number): Promise<{ store: ImageStore; dir:
       insecureRegistries: [registry.host],
       pullTimeoutSeconds: 60,
       snapshotMaxAgeMs: 3_600_000,
+      toolsUid: TOOLS_UID,
     },
     [registry.host],
     new OutboundAddressRules([]),
+    tools,
   );
   return { store, dir };
 }
@@ -122,9 +130,11 @@ test("leases of runs that no longer exist are released by the sweep (a dead work
         insecureRegistries: [registry.host],
         pullTimeoutSeconds: 60,
         snapshotMaxAgeMs: 3_600_000,
+        toolsUid: TOOLS_UID,
       },
       [registry.host],
       new OutboundAddressRules([]),
+      tools,
     );
     const evictedOnPull = await use(tiny, 'a', randomUUID());
     expect(evictedOnPull.evicted).toContain(digests.b);

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -13,7 +13,7 @@ import {
 } from './helpers/image-registry';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
-import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { killWorker, spawnWorker, within, type WorkerChild } from './helpers/worker-processes';
 
 /**
@@ -70,6 +70,18 @@ afterAll(async () => {
 
 jest.setTimeout(180_000);
 
+/** Host pids of skopeo processes pulling into `cacheDir`. */
+function skopeoPulls(cacheDir: string): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      return argv[0]?.endsWith('skopeo') && argv.some((arg) => arg.includes(cacheDir)) ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 test('a worker SIGKILLed mid-pull: another worker pulls the image whole and the run finishes on it', async () => {
   const digest = await pushImage(`${registry.host}/crash/busy:v1`, busyboxFiles('marker-crash'));
   const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-images-'));
@@ -87,7 +99,16 @@ test('a worker SIGKILLed mid-pull: another worker pulls the image whole and the 
   const runId = await createRun(ctx, key, { prompt: `Pull ${marker}`, config: { environment_id: envId } });
 
   await within(blobRequested.promise, 120_000, 'the first worker to start downloading a layer', first);
+  // The download in flight: skopeo, in its tool sandbox, writing into this cache.
+  expect(skopeoPulls(cacheDir).length).toBeGreaterThan(0);
   await killWorker(first);
+  // It dies with its worker (the layer it waits for is still held back): nothing is left downloading.
+  await waitFor(
+    async () => skopeoPulls(cacheDir),
+    (pids) => pids.length === 0,
+    "the dead worker's skopeo to die",
+    10_000,
+  );
   held.release();
 
   const second = spawnWorker(ctx, { workspaceDir: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')), env });

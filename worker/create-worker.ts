@@ -8,7 +8,7 @@ import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
 import { createWebhookActivities } from '../activities/webhook-activities';
 import { ImageStore } from '../activities/images/image-store';
-import { createSandbox } from '../activities/sandbox/create-sandbox';
+import { createSandbox, createToolSandbox } from '../activities/sandbox/create-sandbox';
 import { startWorkspaceSweeper, type SweepResult } from '../activities/workspace/workspace-sweeper';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { McpSessionCache } from '../activities/tools/mcp-sessions';
@@ -93,7 +93,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   await sandboxRules.addPlatformEndpoints(platform);
   const outboundRules = new OutboundAddressRules(config.network.outboundAllowedPrivateHosts);
   await outboundRules.addPlatformEndpoints(platform);
-  const images = new ImageStore(config.images, config.workspace.imageAllowedRegistries, outboundRules);
+  const images = new ImageStore(
+    config.images,
+    config.workspace.imageAllowedRegistries,
+    outboundRules,
+    createToolSandbox(config),
+  );
   const sandbox: Sandbox = await createSandbox(config, sandboxRules, logger, undefined, images);
   const mcpSessions = new McpSessionCache(
     {

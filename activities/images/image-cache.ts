@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { diskUsageBytes } from '../sandbox/run-disk';
@@ -73,7 +73,8 @@ export class ImageCache {
     // The sandbox uid reaches rootfs directories by name; nothing here is listable to it.
     for (const d of ['', 'entries', 'staging', 'leases', 'locks', 'trash']) {
       await mkdir(this.sub(d), { recursive: true });
-      await chmod(this.sub(d), d === '' || d === 'entries' ? 0o711 : 0o700);
+      // The image tools' uid reaches its own staging directory by name.
+      await chmod(this.sub(d), d === '' || d === 'entries' || d === 'staging' ? 0o711 : 0o700);
     }
     for (const name of await readdir(this.sub('trash')))
       await rm(this.sub('trash', name), { recursive: true, force: true });
@@ -146,14 +147,18 @@ export class ImageCache {
     return (await readdir(this.sub('leases', hex)).catch(() => [] as string[])).length > 0;
   }
 
-  /** A fresh staging directory for a pull of `digest`; leftovers of an earlier pull of it (a crash) go first. Call under the lock. */
-  async stage(digest: string): Promise<string> {
+  /**
+   * A fresh staging directory for a pull of `digest` (or a snapshot), owned by `owner` (the image
+   * tools' uid) when given; leftovers of an earlier one of it (a crash) go first. Call under the lock.
+   */
+  async stage(digest: string, owner?: number): Promise<string> {
     const hex = hexOf(digest);
     for (const name of await readdir(this.sub('staging'))) {
       if (name.startsWith(`${hex}.`)) await rm(this.sub('staging', name), { recursive: true, force: true });
     }
     const dir = this.sub('staging', `${hex}.${randomBytes(6).toString('hex')}`);
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    if (owner !== undefined) await chown(dir, owner, owner);
     return dir;
   }
 

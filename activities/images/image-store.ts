@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../core/config';
@@ -6,6 +6,7 @@ import { isRegistryAllowed, type ImageReference } from '../../core/image-referen
 import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import type { RegistryCredential } from '../../core/registry-credentials';
 import { hexOf, ImageCache, type CachedImage } from './image-cache';
+import type { ToolSandbox } from '../sandbox/tool-sandbox';
 import { ImagePullError } from './image-pull-error';
 import { SnapshotStore } from './snapshot-store';
 import { copyToLayout, resolveImage, type RegistryAccess } from './skopeo';
@@ -51,6 +52,8 @@ export class ImageStore {
     private readonly config: Config['images'],
     private readonly allowedRegistries: readonly string[],
     private readonly rules: OutboundAddressRules,
+    /** skopeo's and umoci's sandbox; undefined where there is no sandbox (AGENT_SANDBOX=none), and no image is pulled. */
+    private readonly tools: ToolSandbox | undefined,
   ) {
     // A worker waits for another's pull of the same digest as long as such a pull may take.
     this.cache = new ImageCache(config.cacheDir, config.pullTimeoutSeconds * 2 + 60);
@@ -78,6 +81,8 @@ export class ImageStore {
   }
 
   async use(request: ImageRequest): Promise<ImageUse> {
+    const { tools } = this;
+    if (!tools) throw new ImagePullError('unsupported', 'images need the sandbox, and this worker has none');
     await this.open();
     const { image } = request;
     await this.assertRegistryReachable(image.registry);
@@ -86,7 +91,7 @@ export class ImageStore {
     const location = digestWanted ? `${repository}@${digestWanted}` : `${repository}:${image.tag ?? 'latest'}`;
     const home = await mkdtemp(path.join(os.tmpdir(), 'agent-runs-skopeo-'));
     try {
-      const access = await this.access(image.registry, home, request.credential);
+      const access = await this.access(image.registry, home, request.credential, tools);
       const timeoutMs = this.config.pullTimeoutSeconds * 1000;
       const resolved = await resolveImage(location, repository, access, { signal: request.signal, timeoutMs });
       if (resolved.downloadBytes > this.config.cacheMaxBytes) {
@@ -143,7 +148,7 @@ export class ImageStore {
       // Another worker of this machine may have pulled it while this one waited for the lock.
       const found = await this.cache.find(digest);
       if (found) return { image: found, pullMs: 0, unpackMs: 0 };
-      const stage = await this.cache.stage(digest);
+      const stage = await this.cache.stage(digest, access.tools.uid);
       try {
         const timeoutMs = this.config.pullTimeoutSeconds * 1000;
         const started = Date.now();
@@ -164,6 +169,7 @@ export class ImageStore {
           timeoutMs,
           maxBytes: this.config.cacheMaxBytes,
           what: request.text,
+          tools: access.tools,
         });
         const unpackedBytes = await this.cache.diskUsage(path.join(bundle, 'rootfs'));
         if (unpackedBytes > this.config.cacheMaxBytes) {
@@ -209,16 +215,23 @@ export class ImageStore {
     registry: string,
     home: string,
     credential: RegistryCredential | undefined,
+    tools: ToolSandbox,
   ): Promise<RegistryAccess> {
     const authFile = path.join(home, 'auth.json');
     const auths = credential
       ? { [registry]: { auth: Buffer.from(`${credential.username}:${credential.password}`).toString('base64') } }
       : {};
     await writeFile(authFile, JSON.stringify({ auths }), { mode: 0o600 });
+    // Private to the tools' uid: no run's, and no other worker user's.
+    if (tools.uid !== undefined) {
+      await chown(home, tools.uid, tools.uid);
+      await chown(authFile, tools.uid, tools.uid);
+    }
     return {
       insecure: this.config.insecureRegistries.includes(registry),
       authFile,
       isolatedHome: home,
+      tools,
     };
   }
 }

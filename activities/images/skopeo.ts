@@ -1,14 +1,19 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { HOST_PATH } from '../sandbox/host-root';
+import { ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
 import { ImagePullError, classifySkopeoError } from './image-pull-error';
 
 /** How skopeo reaches one registry: TLS or not, and the credential file (never the worker's own). */
 export interface RegistryAccess {
   insecure: boolean;
-  /** A file in containers-auth.json format; an empty one when the team has no credential. */
+  /** A file in containers-auth.json format (inside isolatedHome); an empty one when the team has no credential. */
   authFile: string;
   /** HOME and XDG_RUNTIME_DIR of skopeo: an empty private directory, so no credential of the worker's is found. */
   isolatedHome: string;
+  /** The sandbox skopeo runs in. */
+  tools: ToolSandbox;
 }
 
 const INDEX_TYPES = new Set([
@@ -52,43 +57,56 @@ export function platformArch(): string {
 }
 
 /**
- * skopeo runs as the worker's user, outside any run's sandbox (the sandbox module is per run and
- * the cache is the machine's): it gets no credential but the team's auth file, an empty HOME,
- * and the registry host has been checked (`ImageStore`). Confining it (and umoci) in a sandbox
- * of their own is still to do.
+ * skopeo runs in a tool sandbox (activities/sandbox/tool-sandbox.ts): the host network, its
+ * private HOME (with the team's auth file) and `writable` (the pull's staging directory) and
+ * nothing else of the host; as IMAGE_TOOLS_UID when the worker is root. The registry host has
+ * been checked (`ImageStore`).
  */
 function run(
   args: string[],
   access: RegistryAccess,
-  options: { signal?: AbortSignal; timeoutMs: number; onStdoutLine?: (line: string) => void },
+  options: {
+    signal?: AbortSignal;
+    timeoutMs: number;
+    onStdoutLine?: (line: string) => void;
+    writable?: string;
+  },
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    let tool;
+    try {
+      tool = access.tools.wrap(['skopeo', ...args], {
+        network: 'host',
+        writable: [access.isolatedHome, ...(options.writable ? [options.writable] : [])],
+        env: {
+          PATH: HOST_PATH,
+          HOME: access.isolatedHome,
+          XDG_RUNTIME_DIR: access.isolatedHome,
+          ...proxyVariables(),
+        },
+      });
+    } catch (err) {
+      if (!(err instanceof ToolMissingError)) throw err;
+      return reject(
+        new ImagePullError(
+          'unsupported',
+          'this worker cannot pull images: skopeo is not installed on it (an operator installs skopeo and umoci)',
+        ),
+      );
+    }
     const child = execFile(
-      'skopeo',
-      args,
+      tool.file,
+      tool.args,
       {
         encoding: 'buffer',
         maxBuffer: 16 * 1024 * 1024,
         timeout: options.timeoutMs,
         signal: options.signal,
         killSignal: 'SIGKILL',
-        env: {
-          PATH: process.env.PATH,
-          HOME: access.isolatedHome,
-          XDG_RUNTIME_DIR: access.isolatedHome,
-          ...proxyVariables(),
-        },
+        env: tool.env,
       },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-          return reject(
-            new ImagePullError(
-              'unsupported',
-              'this worker cannot pull images: skopeo is not installed on it (an operator installs skopeo and umoci)',
-            ),
-          );
-        }
         const text = stderr.toString('utf8').trim() || err.message;
         const problem = classifySkopeoError(text);
         reject(problem ? new ImagePullError(problem, text) : new Error(`skopeo ${args[0]}: ${text}`));
@@ -199,6 +217,11 @@ export async function copyToLayout(
       `oci:${layoutDir}:image`,
     ],
     access,
-    { signal: options.signal, timeoutMs: options.timeoutMs, onStdoutLine: options.onProgress },
+    {
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      onStdoutLine: options.onProgress,
+      writable: path.dirname(layoutDir),
+    },
   );
 }

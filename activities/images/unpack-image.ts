@@ -3,7 +3,9 @@ import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { diskUsageBytes } from '../sandbox/run-disk';
+import { HOST_PATH } from '../sandbox/host-root';
 import { IMAGE_MOUNT_POINTS } from '../sandbox/sandbox-paths';
+import { ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
 import { ImagePullError } from './image-pull-error';
 
 const run = promisify(execFile);
@@ -24,17 +26,32 @@ export interface ImageProcessConfig {
 }
 
 /**
- * umoci runs as the worker's user, outside any run's sandbox (see skopeo.ts); its rootless unpack
- * resolves every path of a layer inside the bundle and makes nothing setuid.
- *
- * Unpacks the OCI layout's image into `bundleDir/rootfs` (umoci, rootless: files belong to the
- * worker's user, and nothing is setuid to anyone else), then makes the sandbox's mount points.
+ * Unpacks the OCI layout's image into `bundleDir/rootfs` with umoci, rootless (files belong to
+ * the tool's user and nothing is setuid to anyone else), then makes the sandbox's mount points.
+ * umoci runs in a tool sandbox (activities/sandbox/tool-sandbox.ts) with no network that can
+ * write only the pull's staging directory (`layoutDir` and `bundleDir` are in it), as
+ * IMAGE_TOOLS_UID when the worker is root: a hostile layer meets an unprivileged process that
+ * sees nothing else of the host.
  */
 export async function unpackImage(
   layoutDir: string,
   bundleDir: string,
-  options: { signal?: AbortSignal; timeoutMs: number; maxBytes: number; what: string },
+  options: { signal?: AbortSignal; timeoutMs: number; maxBytes: number; what: string; tools: ToolSandbox },
 ): Promise<ImageProcessConfig> {
+  let tool;
+  try {
+    tool = options.tools.wrap(['umoci', 'unpack', '--rootless', '--image', `${layoutDir}:image`, bundleDir], {
+      network: 'none',
+      writable: [path.dirname(bundleDir)],
+      env: { PATH: HOST_PATH },
+    });
+  } catch (err) {
+    if (!(err instanceof ToolMissingError)) throw err;
+    throw new ImagePullError(
+      'unsupported',
+      'this worker cannot unpack images: umoci is not installed on it (an operator installs skopeo and umoci)',
+    );
+  }
   // Layers can expand far beyond their download: what is unpacked is measured as it grows.
   const tooLarge = new AbortController();
   let measuring = false;
@@ -51,7 +68,8 @@ export async function unpackImage(
       .finally(() => (measuring = false));
   }, UNPACK_POLL_MS);
   try {
-    await run('umoci', ['unpack', '--rootless', '--image', `${layoutDir}:image`, bundleDir], {
+    await run(tool.file, tool.args, {
+      env: tool.env,
       signal: options.signal ? AbortSignal.any([options.signal, tooLarge.signal]) : tooLarge.signal,
       timeout: options.timeoutMs,
       maxBuffer: 16 * 1024 * 1024,
@@ -61,12 +79,6 @@ export async function unpackImage(
       throw new ImagePullError(
         'too_large',
         `${options.what} grew past ${mib(unpacked)} while it was unpacked, more than the image cache holds (IMAGE_CACHE_MAX_BYTES, ${mib(options.maxBytes)})`,
-      );
-    }
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new ImagePullError(
-        'unsupported',
-        'this worker cannot unpack images: umoci is not installed on it (an operator installs skopeo and umoci)',
       );
     }
     const { stderr } = err as { stderr?: string };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import {
   chmod,
   chown,
@@ -27,6 +27,7 @@ import {
   type Sandbox,
   type SandboxProcessSpec,
 } from './sandbox';
+import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from './host-root';
 import { existsInRoot } from './path-in-root';
 import { killRunSandboxes } from './sandbox-reaper';
 import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
@@ -41,35 +42,10 @@ import {
 
 export { SANDBOX_WORKSPACE } from './sandbox-paths';
 
-/** The only environment of the host-side launchers (setpriv, bwrap, the cgroup join). */
-const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Global git configuration of the platform's clones, in every sandbox's /etc. */
 export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
 /** The uid and gid the run's processes have inside their user namespace. */
 const INNER_ID = '1000';
-
-/** System directories every sandbox sees read-only. */
-const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
-/** Just the parts of /etc that programs need to run; nothing with host secrets or host identity. */
-const ETC_FILES = [
-  'alternatives',
-  'ssl',
-  'ca-certificates',
-  'ca-certificates.conf',
-  'ld.so.cache',
-  'ld.so.conf',
-  'ld.so.conf.d',
-  'localtime',
-  'mime.types',
-  'nsswitch.conf',
-  'bash.bashrc',
-  'profile',
-  'inputrc',
-  'protocols',
-  'services',
-];
-/** Name resolution for the platform's git clones, which use the host network. */
-const HOST_NETWORK_ETC = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf'];
 
 export interface BwrapSandboxOptions {
   config: SandboxConfig;
@@ -104,9 +80,7 @@ export class BwrapSandbox implements Sandbox {
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
-    this.systemArgs = SYSTEM_DIRS.filter((d) => existsSync(d)).flatMap((d) =>
-      lstatSync(d).isSymbolicLink() ? ['--symlink', readlinkSync(d), d] : ['--ro-bind', d, d],
-    );
+    this.systemArgs = systemDirArgs();
   }
 
   workspacePath(): string {
@@ -237,11 +211,11 @@ export class BwrapSandbox implements Sandbox {
         args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
     } else {
       args.push(...this.systemArgs);
-      for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+      args.push(...etcArgs(ETC_FILES));
       for (const name of ['passwd', 'group', 'hostname', CLONE_GITCONFIG])
         args.push('--ro-bind', path.join(this.etcDir, name), `/etc/${name}`);
       if (spec.network.kind === 'host') {
-        for (const name of HOST_NETWORK_ETC) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+        args.push(...etcArgs(HOST_NETWORK_ETC));
       } else {
         args.push('--ro-bind', path.join(this.etcDir, 'hosts'), '/etc/hosts');
       }

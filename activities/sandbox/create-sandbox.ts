@@ -12,6 +12,7 @@ import { locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
 import { ExecError, runProcesses } from './sandboxed-process';
+import { ToolSandbox } from './tool-sandbox';
 import { Unsandboxed } from './unsandboxed';
 
 export class SandboxUnavailableError extends Error {
@@ -39,6 +40,20 @@ function findOnPath(name: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * The sandbox of the platform's image tools (skopeo, umoci): bubblewrap, as IMAGE_TOOLS_UID when
+ * the worker is root. Undefined with AGENT_SANDBOX=none, or where bubblewrap or setpriv is missing
+ * (createSandbox then refuses to start and says why).
+ */
+export function createToolSandbox(config: Config): ToolSandbox | undefined {
+  if (config.sandbox.kind === 'none') return undefined;
+  const bwrapPath = config.sandbox.bwrapPath ?? findOnPath('bwrap');
+  if (!bwrapPath) return undefined;
+  if (process.getuid?.() !== 0) return new ToolSandbox({ bwrapPath });
+  const setprivPath = findOnPath('setpriv');
+  return setprivPath ? new ToolSandbox({ bwrapPath, asUser: { setprivPath, uid: config.images.toolsUid } }) : undefined;
 }
 
 /**

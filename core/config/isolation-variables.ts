@@ -26,6 +26,12 @@ export const sandbox = group('Sandbox and limits', {
     description: 'host uid of sandboxed processes when the worker runs as root',
     readBy: ['workers'],
   },
+  IMAGE_TOOLS_UID: {
+    schema: intFrom(200_001, 1000, 4_000_000_000),
+    description:
+      "host uid skopeo and umoci run as, each in a sandbox of its own, when the worker runs as root (they pull and unpack environments' images); must differ from AGENT_SANDBOX_UID",
+    readBy: ['workers'],
+  },
   AGENT_SANDBOX_READONLY_PATHS: {
     schema: optionalString,
     description: 'comma-separated host paths shown read-only in every sandbox, for toolchains outside `/usr`',

@@ -47,6 +47,16 @@ type Declared<T> = T extends readonly unknown[]
     : T;
 type Flat<T> = { [K in keyof T]: T[K] };
 
+/** The image tools must not share a uid with the runs whose images they write. */
+function distinctUid(toolsUid: number, sandboxUid: number): number {
+  if (toolsUid === sandboxUid) {
+    throw new ConfigError(
+      `Invalid configuration:\n  IMAGE_TOOLS_UID: must differ from AGENT_SANDBOX_UID (both are ${toolsUid}): a run's processes must not own the image cache's files`,
+    );
+  }
+  return toolsUid;
+}
+
 /** Where each variable goes in the configuration, and the values computed from several. */
 function configFrom(e: Env) {
   const workspaceDir = path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces'));
@@ -144,6 +154,8 @@ function configFrom(e: Env) {
       insecureRegistries: parseRegistries(e.IMAGE_INSECURE_REGISTRIES, 'IMAGE_INSECURE_REGISTRIES'),
       pullTimeoutSeconds: e.IMAGE_PULL_TIMEOUT_SECONDS,
       snapshotMaxAgeMs: e.ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS * 3_600_000,
+      /** Host uid of the image tools' sandboxes (a worker running as root). */
+      toolsUid: distinctUid(e.IMAGE_TOOLS_UID, e.AGENT_SANDBOX_UID),
     },
     sandbox: {
       kind: e.AGENT_SANDBOX,

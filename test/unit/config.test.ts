@@ -144,6 +144,7 @@ describe('loadConfig', () => {
         insecureRegistries: [],
         pullTimeoutSeconds: 1800,
         snapshotMaxAgeMs: 24 * 3_600_000,
+        toolsUid: 200_001,
       },
       sandbox: {
         kind: 'bwrap',

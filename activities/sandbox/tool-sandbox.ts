@@ -1,0 +1,114 @@
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from './host-root';
+
+/** The tool is not installed on this machine (on the launchers' PATH). */
+export class ToolMissingError extends Error {
+  override name = 'ToolMissingError';
+}
+
+/** A tool's process, ready to spawn (with this environment: the launchers' only one). */
+export interface ToolProcess {
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+}
+
+export interface ToolSpec {
+  /** `host` for a tool that talks to a registry (it may be private or on loopback, as git hosts may). */
+  network: 'host' | 'none';
+  /** Host directories the tool may write, shown at the same paths. */
+  writable: string[];
+  /** Host files and directories it may read, at the same paths. */
+  readable?: string[];
+  /** The tool's whole environment. */
+  env: Record<string, string>;
+}
+
+export interface ToolSandboxOptions {
+  bwrapPath: string;
+  /** util-linux's setpriv, by absolute path, and the uid tools run as, when the worker runs as root. */
+  asUser?: { setprivPath: string; uid: number };
+}
+
+/** Configuration of the tools themselves that they read from /etc (registries, trust policy, TLS for registries). */
+const TOOL_ETC = ['containers', 'docker/certs.d'];
+
+/**
+ * A bubblewrap sandbox for the platform's own tools that handle bytes from outside on the
+ * machine's behalf rather than a run's: skopeo and umoci, pulling and unpacking environments'
+ * images into the machine's image cache. A tool sees the host's system directories, the
+ * directories it was given and nothing else of the host (no workspaces, no other cache entries,
+ * no worker state); it runs as IMAGE_TOOLS_UID when the worker is root, never as root; and it
+ * dies with the worker (`--die-with-parent`): a worker killed mid-pull leaves no download behind.
+ */
+export class ToolSandbox {
+  private readonly systemArgs = systemDirArgs();
+
+  constructor(private readonly options: ToolSandboxOptions) {}
+
+  /** The host uid tools run as, when it is not the worker's own. */
+  get uid(): number | undefined {
+    return this.options.asUser?.uid;
+  }
+
+  /** The tool, by its absolute path on the host, in a sandbox of its own; ToolMissingError when it is not installed. */
+  wrap(argv: [string, ...string[]], spec: ToolSpec): ToolProcess {
+    const [name, ...rest] = argv;
+    const program = locate(name);
+    const args = [
+      '--unshare-user',
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      ...(spec.network === 'none' ? ['--unshare-net'] : []),
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+      '--disable-userns',
+      ...this.systemArgs,
+      ...etcArgs(ETC_FILES),
+      ...etcArgs(TOOL_ETC),
+      // Also without a network: umoci's rootless bundle refers to the host's resolv.conf.
+      ...etcArgs(HOST_NETWORK_ETC),
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--tmpfs',
+      '/tmp',
+      ...(spec.readable ?? []).flatMap((p) => ['--ro-bind', p, p]),
+      ...spec.writable.flatMap((p) => ['--bind', p, p]),
+      '--clearenv',
+      ...Object.entries(spec.env).flatMap(([name, value]) => ['--setenv', name, value]),
+      '--chdir',
+      '/',
+      '--',
+      program,
+      ...rest,
+    ];
+    const { asUser, bwrapPath } = this.options;
+    if (!asUser) return { file: bwrapPath, args, env: { PATH: HOST_PATH } };
+    const uid = String(asUser.uid);
+    return {
+      file: asUser.setprivPath,
+      args: ['--reuid', uid, '--regid', uid, '--clear-groups', '--no-new-privs', '--', bwrapPath, ...args],
+      env: { PATH: HOST_PATH },
+    };
+  }
+}
+
+function locate(name: string): string {
+  for (const dir of HOST_PATH.split(':')) {
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  throw new ToolMissingError(`${name} is not installed (looked in ${HOST_PATH})`);
+}
