@@ -24,6 +24,14 @@ export interface Environment {
   lastUpdated: Date;
 }
 
+/** Which of these environments still exist (not deleted). */
+export async function existingEnvironments(manager: EntityManager, uids: string[]): Promise<Set<string>> {
+  const rows = (await manager.query(`SELECT uid FROM environments WHERE uid = ANY($1::text[]) AND deleted_at IS NULL`, [
+    uids,
+  ])) as { uid: string }[];
+  return new Set(rows.map((r) => r.uid));
+}
+
 /** `owner/repo, owner/repo` of the environment's repositories ('' for none), for messages. */
 export function repositoryNames(env: Environment): string {
   return (env.config.github_repos ?? []).map((r) => `${r.owner}/${r.repo}`).join(', ');

@@ -187,7 +187,7 @@ test("a snapshot serves only its own environment: another team's identical envir
   expect(snapshotLayers().length).toBe(layers + 1);
 });
 
-test('a damaged snapshot is removed, says so, and the run sets up afresh and keeps a good one', async () => {
+test('a damaged snapshot is found before it is restored, removed, and the run sets up afresh and keeps a good one', async () => {
   const { key } = await ctx.newTeamKey();
   const envId = await createEnvironment(ctx, key, {
     name: 'tools',
@@ -204,7 +204,7 @@ test('a damaged snapshot is removed, says so, and the run sets up afresh and kee
 
   const second = await lookAround(key, envId);
   expect(second.notices).toMatch(
-    /Could not restore the setup snapshot [0-9a-f]{12} \(its layer is sha256:\w+, not sha256:\w+\); it was removed: setup runs again/,
+    /The setup snapshot [0-9a-f]{12} is damaged \(its layer is sha256:\w+, not sha256:\w+\) and was removed: setup runs again/,
   );
   expect(second.setupRan).toBe(true);
   expect(second.built).not.toBe(first.built);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { unpackImage } from '../activities/images/unpack-image';
 import { ToolMissingError, ToolSandbox } from '../activities/sandbox/tool-sandbox';
 import { HOST_PATH } from '../activities/sandbox/host-root';
 import { hostPidsRunning } from './helpers/host-processes';
@@ -129,4 +130,59 @@ test('a tool that is not installed is named, not a confusing exec failure', () =
   expect(() => tools.wrap(['no-such-image-tool'], { network: 'none', writable: [], env: {} })).toThrow(
     /no-such-image-tool is not installed/,
   );
+});
+
+describe('what an unpack tool leaves behind is never followed by the worker', () => {
+  /** A stand-in for a compromised umoci: runs `script` in the work directory instead. */
+  function compromised(script: string): ToolSandbox {
+    return {
+      uid: undefined,
+      wrap: (_argv: string[], spec: { writable: string[] }) => ({
+        file: '/bin/sh',
+        args: ['-c', script, 'sh', spec.writable[0]!],
+        env: { PATH: HOST_PATH },
+      }),
+    } as unknown as ToolSandbox;
+  }
+
+  async function unpackWith(script: string) {
+    const stage = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-stage-'));
+    const work = path.join(stage, 'work');
+    mkdirSync(work);
+    const outcome = unpackImage(work, stage, {
+      timeoutMs: 10_000,
+      maxBytes: 1024 ** 3,
+      what: 'hostile',
+      tools: compromised(script),
+    });
+    return { stage, outcome };
+  }
+
+  test('a root filesystem that is a symlink to the host is refused, and nothing is made through it', async () => {
+    const target = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-target-'));
+    const { stage, outcome } = await unpackWith(
+      `mkdir -p "$1/bundle" && ln -s ${target} "$1/bundle/rootfs" && echo '{}' > "$1/bundle/config.json"`,
+    );
+    await expect(outcome).rejects.toThrow('umoci unpack left no directory at rootfs');
+    // The mount points would have been made in the link's target.
+    expect(readdirSync(target)).toEqual([]);
+    expect(readdirSync(stage)).toEqual(['work']);
+  });
+
+  test('a config that is a symlink to a host file is not read', async () => {
+    const { stage, outcome } = await unpackWith(
+      `mkdir -p "$1/bundle/rootfs" && ln -s /etc/shadow "$1/bundle/config.json"`,
+    );
+    await expect(outcome).rejects.toThrow(/ELOOP|symbolic link/);
+    expect(readdirSync(stage)).toEqual(['work']);
+  });
+
+  test('a bundle that is a symlink is refused', async () => {
+    const target = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-target-'));
+    mkdirSync(path.join(target, 'rootfs'));
+    writeFileSync(path.join(target, 'config.json'), '{}');
+    const { outcome } = await unpackWith(`ln -s ${target} "$1/bundle"`);
+    await expect(outcome).rejects.toThrow('umoci unpack left no directory at bundle');
+    expect(readdirSync(path.join(target, 'rootfs'))).toEqual([]);
+  });
 });

@@ -78,6 +78,12 @@ export class ImageCache {
     }
     for (const name of await readdir(this.sub('trash')))
       await rm(this.sub('trash', name), { recursive: true, force: true });
+    // A crashed pull's or snapshot's leftovers, unless a worker of this machine is at it now.
+    for (const name of await readdir(this.sub('staging'))) {
+      const hex = name.split('.')[0]!;
+      const busy = await lockfile.check(this.sub('locks', hex), LOCK_TIMING).catch(() => true);
+      if (!busy) await rm(this.sub('staging', name), { recursive: true, force: true });
+    }
   }
 
   /** Runs `fn` holding the digest's lock (across the workers of this machine). */
@@ -126,6 +132,29 @@ export class ImageCache {
   /** Drops the run's lease of one entry. */
   async releaseLease(hex: string, runId: string): Promise<void> {
     await rm(this.sub('leases', hex, runId), { force: true });
+    // Not left behind for every key ever looked up; one that another run holds stays.
+    await rmdir(this.sub('leases', hex)).catch(() => undefined);
+  }
+
+  /** Bytes of the entries some run holds (eviction cannot free them). */
+  async leasedBytes(): Promise<number> {
+    let total = 0;
+    for (const hex of await readdir(this.sub('leases')).catch(() => [] as string[])) {
+      if (!(await this.leased(hex))) continue;
+      const record = (await this.find(`sha256:${hex}`)) ?? (await this.findSnapshot(hex));
+      total += record?.diskBytes ?? 0;
+    }
+    return total;
+  }
+
+  /** Every complete snapshot in the cache. */
+  async listSnapshots(): Promise<CachedSnapshot[]> {
+    const snapshots: CachedSnapshot[] = [];
+    for (const hex of await readdir(this.sub('entries'))) {
+      const snapshot = await this.findSnapshot(hex);
+      if (snapshot) snapshots.push(snapshot);
+    }
+    return snapshots;
   }
 
   /** Drops every lease of the run (its workspace is gone). */
@@ -147,17 +176,24 @@ export class ImageCache {
     return (await readdir(this.sub('leases', hex)).catch(() => [] as string[])).length > 0;
   }
 
-  /**
-   * A fresh staging directory for a pull of `digest` (or a snapshot), owned by `owner` (the image
-   * tools' uid) when given; leftovers of an earlier one of it (a crash) go first. Call under the lock.
-   */
-  async stage(digest: string, owner?: number): Promise<string> {
+  /** A fresh staging directory for a pull of `digest` (or a snapshot); leftovers of an earlier one of it (a crash) go first. Call under the lock. */
+  async stage(digest: string): Promise<string> {
     const hex = hexOf(digest);
     for (const name of await readdir(this.sub('staging'))) {
       if (name.startsWith(`${hex}.`)) await rm(this.sub('staging', name), { recursive: true, force: true });
     }
     const dir = this.sub('staging', `${hex}.${randomBytes(6).toString('hex')}`);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o711 });
+    return dir;
+  }
+
+  /**
+   * The directory of a stage the image tools write, owned by their uid when given. The stage
+   * itself stays the worker's: the tools can neither rename nor replace what is in it.
+   */
+  async toolDirectory(stage: string, owner: number | undefined): Promise<string> {
+    const dir = path.join(stage, 'work');
+    await mkdir(dir, { mode: 0o700 });
     if (owner !== undefined) await chown(dir, owner, owner);
     return dir;
   }

@@ -148,12 +148,14 @@ export class ImageStore {
       // Another worker of this machine may have pulled it while this one waited for the lock.
       const found = await this.cache.find(digest);
       if (found) return { image: found, pullMs: 0, unpackMs: 0 };
-      const stage = await this.cache.stage(digest, access.tools.uid);
+      // The worker's directory; the tools write only `work` in it (unpack-image.ts says why).
+      const stage = await this.cache.stage(digest);
       try {
+        const work = await this.cache.toolDirectory(stage, access.tools.uid);
         const timeoutMs = this.config.pullTimeoutSeconds * 1000;
         const started = Date.now();
         let blobs = 0;
-        await copyToLayout(repository, digest, path.join(stage, 'layout'), access, {
+        await copyToLayout(repository, digest, path.join(work, 'layout'), access, {
           signal: request.signal,
           timeoutMs,
           onProgress: (line) => {
@@ -163,22 +165,22 @@ export class ImageStore {
         const pullMs = Date.now() - started;
         request.onProgress(`Downloaded ${digest}: ${blobs} layer${blobs === 1 ? '' : 's'} in ${seconds(pullMs)}.`);
         const unpackStarted = Date.now();
-        const bundle = path.join(stage, 'bundle');
-        const processConfig = await unpackImage(path.join(stage, 'layout'), bundle, {
+        const processConfig = await unpackImage(work, stage, {
           signal: request.signal,
           timeoutMs,
           maxBytes: this.config.cacheMaxBytes,
           what: request.text,
           tools: access.tools,
         });
-        const unpackedBytes = await this.cache.diskUsage(path.join(bundle, 'rootfs'));
+        await rm(work, { recursive: true, force: true });
+        const unpackedBytes = await this.cache.diskUsage(path.join(stage, 'rootfs'));
         if (unpackedBytes > this.config.cacheMaxBytes) {
           throw new ImagePullError(
             'too_large',
             `${request.text} takes ${mib(unpackedBytes)} unpacked, more than the image cache holds (IMAGE_CACHE_MAX_BYTES, ${mib(this.config.cacheMaxBytes)})`,
           );
         }
-        const image = await this.cache.commit(digest, bundle, {
+        const image = await this.cache.commit(digest, stage, {
           ...processConfig,
           digest,
           downloadBytes: resolved.downloadBytes,

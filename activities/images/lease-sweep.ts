@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { isUuid } from '../../core/ids';
+import { existingEnvironments } from '../../db/environments';
 import { runsForSweep } from '../../db/run-workspaces';
 import type { ImageStore } from './image-store';
 
@@ -21,4 +22,12 @@ export async function releaseLeasesNothingUses(
     .map((run) => run.runId);
   for (const runId of stale) await images.release(runId);
   return stale;
+}
+
+/**
+ * Removes the setup snapshots nothing will restore: past ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS, or of
+ * an environment that was deleted. Returns the keys removed.
+ */
+export function removeSnapshotsNothingNeeds(images: ImageStore, manager: EntityManager): Promise<string[]> {
+  return images.snapshots.removeUnneeded((environments) => existingEnvironments(manager, environments));
 }

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { diskUsageBytes } from '../sandbox/run-disk';
@@ -25,26 +26,33 @@ export interface ImageProcessConfig {
   user: string;
 }
 
+/** The most of an image's runtime config (`config.json`, which umoci writes from the image) the worker reads. */
+const MAX_BUNDLE_CONFIG_BYTES = 4 * 1024 * 1024;
+
 /**
- * Unpacks the OCI layout's image into `bundleDir/rootfs` with umoci, rootless (files belong to
- * the tool's user and nothing is setuid to anyone else), then makes the sandbox's mount points.
+ * Unpacks the image of the OCI layout `workDir/layout` with umoci, rootless (files belong to the
+ * tool's user and nothing is setuid to anyone else), and moves its root filesystem to
+ * `intoDir/rootfs`, with the sandbox's mount points made in it.
+ *
  * umoci runs in a tool sandbox (activities/sandbox/tool-sandbox.ts) with no network that can
- * write only the pull's staging directory (`layoutDir` and `bundleDir` are in it), as
- * IMAGE_TOOLS_UID when the worker is root: a hostile layer meets an unprivileged process that
- * sees nothing else of the host.
+ * write only `workDir`, as IMAGE_TOOLS_UID when the worker is root. What it leaves there is the
+ * tool's: the worker (root) follows no symlink of it. It checks that the bundle and its root
+ * filesystem are real directories, reads the config without following a link and up to a size,
+ * and moves the root filesystem out into `intoDir`, which the worker made, before it touches
+ * anything in it. (The tool's processes are gone by then: its sandbox's pid namespace ends with it.)
  */
 export async function unpackImage(
-  layoutDir: string,
-  bundleDir: string,
+  workDir: string,
+  intoDir: string,
   options: { signal?: AbortSignal; timeoutMs: number; maxBytes: number; what: string; tools: ToolSandbox },
 ): Promise<ImageProcessConfig> {
+  const bundleDir = path.join(workDir, 'bundle');
   let tool;
   try {
-    tool = options.tools.wrap(['umoci', 'unpack', '--rootless', '--image', `${layoutDir}:image`, bundleDir], {
-      network: 'none',
-      writable: [path.dirname(bundleDir)],
-      env: { PATH: HOST_PATH },
-    });
+    tool = options.tools.wrap(
+      ['umoci', 'unpack', '--rootless', '--image', `${path.join(workDir, 'layout')}:image`, bundleDir],
+      { network: 'none', writable: [workDir], env: { PATH: HOST_PATH } },
+    );
   } catch (err) {
     if (!(err instanceof ToolMissingError)) throw err;
     throw new ImagePullError(
@@ -52,14 +60,14 @@ export async function unpackImage(
       'this worker cannot unpack images: umoci is not installed on it (an operator installs skopeo and umoci)',
     );
   }
-  // Layers can expand far beyond their download: what is unpacked is measured as it grows.
+  // Layers can expand far beyond their download: what the tool has written is measured as it grows.
   const tooLarge = new AbortController();
   let measuring = false;
   let unpacked = 0;
   const watch = setInterval(() => {
     if (measuring) return;
     measuring = true;
-    void diskUsageBytes([bundleDir])
+    void diskUsageBytes([workDir])
       .then((bytes) => {
         unpacked = bytes;
         if (bytes > options.maxBytes) tooLarge.abort();
@@ -86,17 +94,41 @@ export async function unpackImage(
   } finally {
     clearInterval(watch);
   }
-  const rootfs = path.join(bundleDir, 'rootfs');
+  await assertRealDirectory(bundleDir);
+  await assertRealDirectory(path.join(bundleDir, 'rootfs'));
+  const bundle = JSON.parse(await readToolFile(path.join(bundleDir, 'config.json'), MAX_BUNDLE_CONFIG_BYTES)) as {
+    process?: { env?: unknown; cwd?: unknown; user?: { uid?: unknown; gid?: unknown } };
+  };
+  const rootfs = path.join(intoDir, 'rootfs');
+  await rename(path.join(bundleDir, 'rootfs'), rootfs);
   for (const dir of IMAGE_MOUNT_POINTS.dirs) await ensureKind(rootfs, dir.slice(1), 'dir');
   for (const file of IMAGE_MOUNT_POINTS.files) await ensureKind(rootfs, file.slice(1), 'file');
-  const bundle = JSON.parse(await readFile(path.join(bundleDir, 'config.json'), 'utf8')) as {
-    process?: { env?: string[]; cwd?: string; user?: { uid?: number; gid?: number } };
-  };
+  const env = Array.isArray(bundle.process?.env) ? bundle.process.env : [];
+  const { cwd, user } = bundle.process ?? {};
   return {
-    env: (bundle.process?.env ?? []).filter((e) => e.includes('=')),
-    workingDir: bundle.process?.cwd ?? '/',
-    user: `${bundle.process?.user?.uid ?? 0}:${bundle.process?.user?.gid ?? 0}`,
+    env: env.filter((e): e is string => typeof e === 'string' && e.includes('=')),
+    workingDir: typeof cwd === 'string' ? cwd : '/',
+    user: `${Number(user?.uid ?? 0)}:${Number(user?.gid ?? 0)}`,
   };
+}
+
+async function assertRealDirectory(dir: string): Promise<void> {
+  const stat = await lstat(dir).catch(() => undefined);
+  if (!stat?.isDirectory()) throw new Error(`umoci unpack left no directory at ${path.basename(dir)}`);
+}
+
+/** A regular file the tool wrote, read without following a symlink, up to `maxBytes`. */
+async function readToolFile(file: string, maxBytes: number): Promise<string> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile() || stat.size > maxBytes) {
+      throw new Error(`umoci unpack left a ${path.basename(file)} that is not a file of at most ${maxBytes} bytes`);
+    }
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { NetworkPolicy } from '../../core/network-policy';
 import { runProcess, type ProcessResult } from './run-process';
 import type { NetworkRefusal } from './egress-proxy';
@@ -226,7 +227,9 @@ function collect(
     let outBytes = 0;
     let err = '';
     let overflow = false;
-    if (options.output) child.stdout.pipe(options.output);
+    // A stream that fails kills the process: nothing waits on a pipe nobody reads or feeds.
+    const kill = () => child.kill('SIGKILL');
+    if (options.output) pipeline(child.stdout, options.output).catch(kill);
     else
       child.stdout.on('data', (chunk: Buffer) => {
         outBytes += chunk.length;
@@ -240,8 +243,7 @@ function collect(
     });
     child.stdin.on('error', () => undefined);
     if (options.input && typeof options.input === 'object' && 'pipe' in options.input) {
-      options.input.on('error', () => child.kill('SIGKILL'));
-      options.input.pipe(child.stdin);
+      pipeline(options.input, child.stdin).catch(kill);
     } else child.stdin.end(options.input ?? '');
     child.once('error', (e) =>
       reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: ${e.message}`, null, err)),

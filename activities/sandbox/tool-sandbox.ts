@@ -31,6 +31,8 @@ export interface ToolSandboxOptions {
   asUser?: { setprivPath: string; uid: number };
 }
 
+const TMP_BYTES = 64 * 1024 * 1024;
+
 /** Configuration of the tools themselves that they read from /etc (registries, trust policy, TLS for registries). */
 const TOOL_ETC = ['containers', 'docker/certs.d'];
 
@@ -77,6 +79,9 @@ export class ToolSandbox {
       '/proc',
       '--dev',
       '/dev',
+      // In RAM: bounded (the tools write their work into the directories they are given).
+      '--size',
+      String(TMP_BYTES),
       '--tmpfs',
       '/tmp',
       ...(spec.readable ?? []).flatMap((p) => ['--ro-bind', p, p]),

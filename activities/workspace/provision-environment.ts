@@ -42,8 +42,6 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
     const ctx = Context.current();
     if (env) {
       for (const repo of env.config.github_repos ?? []) {
-        // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here.
-        assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
         try {
           await cloneRepository(
             processes,
@@ -177,19 +175,25 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
               note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`, message),
           });
         }
-        const attempt = `t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`;
+        // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here,
+        // before the git host is asked anything, whether the workspace is cloned or restored.
+        for (const repo of env?.config.github_repos ?? []) assertOwnerAllowed(repo.owner, `${repo.owner}/${repo.repo}`);
         const snapshot = env?.config.setup_snapshot
-          ? await snapshots.keyFor(processes, env, imageDigest, ctx.cancellationSignal)
+          ? await snapshots.plan({
+              runId,
+              turn,
+              processes,
+              env,
+              imageDigest,
+              stillCurrent: async () => (await readFile(workspaceIdFile(runId), 'utf8')) === workspaceId,
+            })
           : undefined;
-        const restored =
-          env && snapshot?.key ? await snapshots.restore(runId, turn, attempt, processes, env, snapshot.key) : false;
-        if (!restored) {
-          await cloneAndSetUp(runId, turn, env, processes, dir);
-          if (env && snapshot?.key) await snapshots.save(runId, turn, attempt, processes, env, snapshot.key);
-          else if (env && snapshot && 'why' in snapshot)
-            await note(runId, turn, `snapshot-${attempt}`, `No setup snapshot: ${snapshot.why}.`);
-        } else if (env) {
+        if (env && (await snapshot?.restore())) {
+          await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
           await recordEnvironmentSkills(runId, env);
+        } else {
+          await cloneAndSetUp(runId, turn, env, processes, dir);
+          await snapshot?.save();
         }
         const repos = workspaceRepositories(dir);
         await writeAttachments(runId, processes, repos);

@@ -3,7 +3,7 @@ import { readdir } from 'node:fs/promises';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import type { ImageStore } from '../images/image-store';
-import { releaseLeasesNothingUses } from '../images/lease-sweep';
+import { releaseLeasesNothingUses, removeSnapshotsNothingNeeds } from '../images/lease-sweep';
 import type { Logger } from '../../core/logger';
 import { workspaceBytesReclaimed, workspacesOnDisk, workspacesRemoved } from '../../core/metrics';
 import { runsForSweep, type SweptRun } from '../../db/run-workspaces';
@@ -103,6 +103,8 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
     const released = await releaseLeasesNothingUses(deps.images, deps.dataSource.manager, GRACE_SECONDS);
     if (released.length)
       deps.logger.info('released the image leases of runs nothing will use again', { runs: released });
+    const snapshots = await removeSnapshotsNothingNeeds(deps.images, deps.dataSource.manager);
+    if (snapshots.length) deps.logger.info('removed setup snapshots nothing will restore', { snapshots });
   }
   if (result.removed.length) {
     deps.logger.info('removed workspaces nothing will use again', {
