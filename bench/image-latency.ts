@@ -5,9 +5,13 @@
  *   carrying a ~100 MB binary), and the disk each takes unpacked;
  * - warm start: what a run whose image is cached pays at provisioning (the registry is asked
  *   for the digest, the image is leased and recorded for the run's sandbox);
- * - per command: `true` through run_command's path on the host's root and on the image.
+ * - per command: `true` through run_command's path on the host's root and on the image;
+ * - setup snapshots: keeping a workspace like a JavaScript project's after `npm ci` (many small
+ *   files) as a layer, and restoring it into a fresh run, against a `cp -a` of the same tree.
  * Usage: npm run bench:images -- [rounds=50]
  */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +19,7 @@ import { ImageStore, type ImageUse } from '../activities/images/image-store';
 import { createSandbox, createToolSandbox } from '../activities/sandbox/create-sandbox';
 import type { RunImageRoot, Sandbox } from '../activities/sandbox/sandbox';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
+import { tarCreate, tarExtract } from '../activities/workspace/environment-snapshot';
 import { loadConfig } from '../core/config';
 import { parseImageReference } from '../core/image-reference';
 import { createLogger } from '../core/logger';
@@ -116,10 +121,77 @@ async function main(): Promise<void> {
     }
     await sandbox.destroyRun('host');
     await sandbox.destroyRun('image');
+    await benchSnapshots(sandbox, store, Math.max(3, Math.ceil(rounds / 10)));
   } finally {
     await registry.stop();
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** What a setup snapshot costs to keep and to restore, for a workspace of many small files. */
+async function benchSnapshots(sandbox: Sandbox, store: ImageStore, rounds: number): Promise<void> {
+  const source = 'snapshot-source';
+  await sandbox.prepareRun(source);
+  const processes = runProcesses(sandbox, source);
+  // 20,000 files in 400 directories, 1-8 KiB each (about 90 MiB), plus a git repository.
+  const made = await processes.runCommand({
+    command: `git init -q repo && python3 -c "
+import os, random
+random.seed(1)
+for d in range(400):
+    p = f'repo/node_modules/pkg{d}/lib'
+    os.makedirs(p)
+    for f in range(50):
+        with open(f'{p}/f{f}.js', 'wb') as out: out.write(os.urandom(random.randint(1024, 8192)))
+" && du -sb . | cut -f1 && find . -type f | wc -l`,
+    policy: 'none',
+    timeoutMs: 300_000,
+    keepBytes: 4096,
+  });
+  if (made.exitCode !== 0) throw new Error(`making the workspace: ${made.output}`);
+  const [bytes, files] = made.output.trim().split('\n').map(Number);
+  const inside = [sandbox.workspacePath(source), sandbox.homePath(source)].map((p) => p.slice(1));
+  const save: number[] = [];
+  const restore: number[] = [];
+  const copy: number[] = [];
+  let layerBytes = 0;
+  for (let i = 0; i < rounds; i++) {
+    const key = createHash('sha256').update(`bench-${i}`).digest('hex');
+    let started = process.hrtime.bigint();
+    const saved = await store.snapshots.save(
+      key,
+      `bench-env-${i}`,
+      async (layer) => {
+        await processes.exec(tarCreate(inside), { output: layer, timeoutMs: 300_000 });
+      },
+      async () => true,
+    );
+    save.push(ms(started));
+    if (!saved.saved) throw new Error(`not kept: ${saved.why}`);
+    layerBytes = saved.snapshot.diskBytes;
+    const target = `snapshot-target-${i}`;
+    await sandbox.prepareRun(target);
+    started = process.hrtime.bigint();
+    const restored = await store.snapshots.restore(key, target, async (layer) => {
+      await runProcesses(sandbox, target).exec(tarExtract(inside), { input: layer, timeoutMs: 300_000 });
+    });
+    restore.push(ms(started));
+    if (!restored.restored) throw new Error(`not restored: ${restored.why}`);
+    await sandbox.destroyRun(target);
+    // The floor: copying the same tree on the host, as root, with no sandbox and no layer.
+    const into = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-copy-'));
+    started = process.hrtime.bigint();
+    execFileSync('cp', ['-a', sandbox.runPaths(source)[0]!, into]);
+    copy.push(ms(started));
+    rmSync(into, { recursive: true, force: true });
+  }
+  await sandbox.destroyRun(source);
+  process.stdout.write(
+    `setup snapshot of ${files} files, ${mib(bytes ?? 0)} (layer ${mib(layerBytes)}), ${rounds} rounds\n` +
+      `  keep      median ${median(save).toFixed(0).padStart(6)} ms\n` +
+      `  restore   median ${median(restore).toFixed(0).padStart(6)} ms   (digest checked, then extracted in the run's sandbox)\n` +
+      `  cp -a     median ${median(copy).toFixed(0).padStart(6)} ms   (the same tree, host to host: the floor)\n`,
+  );
 }
 
 main().catch((err: unknown) => {

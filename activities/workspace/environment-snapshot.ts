@@ -11,6 +11,16 @@ import type { WorkspaceContext } from './workspace-context';
 /** Bumped when what a snapshot holds, or how it is made, changes: older snapshots are then never matched. */
 const SNAPSHOT_FORMAT = 1;
 
+/** The tar (run in the run's sandbox, on the host's root) that writes a snapshot's layer of `inside` to stdout. */
+export function tarCreate(inside: string[]): [string, ...string[]] {
+  return ['tar', '--create', '--file=-', '--directory=/', '--numeric-owner', '--sparse', ...inside];
+}
+
+/** The tar that unpacks a layer from stdin into the run's (empty) workspace and home. */
+export function tarExtract(inside: string[]): [string, ...string[]] {
+  return ['tar', '--extract', '--file=-', '--directory=/', '--no-same-owner', '--no-overwrite-dir', ...inside];
+}
+
 /** One provisioning's use of its environment's snapshot: restore it, or keep one after setup. */
 export interface SnapshotPlan {
   /** Unpacks the snapshot into the fresh, empty workspace and home; false when there is none to use. */
@@ -109,10 +119,7 @@ export function createEnvironmentSnapshots(
         async restore() {
           const started = Date.now();
           const outcome = await images.snapshots.restore(key, runId, async (layer) => {
-            await processes.exec(
-              ['tar', '--extract', '--file=-', '--directory=/', '--no-same-owner', '--no-overwrite-dir', ...inside],
-              { input: layer, signal, timeoutMs, maxBuffer: 1024 * 1024 },
-            );
+            await processes.exec(tarExtract(inside), { input: layer, signal, timeoutMs, maxBuffer: 1024 * 1024 });
           });
           if (!outcome.restored) {
             const why: Record<typeof outcome.why, string | undefined> = {
@@ -160,10 +167,7 @@ export function createEnvironmentSnapshots(
               key,
               env.uid,
               async (layer) => {
-                await processes.exec(
-                  ['tar', '--create', '--file=-', '--directory=/', '--numeric-owner', '--sparse', ...inside],
-                  { output: layer, signal, timeoutMs },
-                );
+                await processes.exec(tarCreate(inside), { output: layer, signal, timeoutMs });
               },
               stillCurrent,
             );
