@@ -55,7 +55,7 @@ async function main(): Promise<void> {
       IMAGE_INSECURE_REGISTRIES: registry.host,
       LOG_LEVEL: 'error',
     });
-    const store = new ImageStore(config.images, [], new OutboundAddressRules([]), createToolSandbox(config));
+    const store = new ImageStore(config.images, [], new OutboundAddressRules([]), await createToolSandbox(config));
     const sandbox: Sandbox = await createSandbox(
       config,
       new OutboundAddressRules([]),

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { hexOf } from '../activities/images/image-cache';
 import { ImageStore } from '../activities/images/image-store';
-import { ToolSandbox } from '../activities/sandbox/tool-sandbox';
+import type { ToolSandbox } from '../activities/sandbox/tool-sandbox';
 import { releaseLeasesNothingUses } from '../activities/images/lease-sweep';
 import { parseImageReference } from '../core/image-reference';
 import { OutboundAddressRules } from '../core/outbound-addresses';
@@ -18,18 +18,17 @@ import {
 } from './helpers/image-registry';
 import { createRun } from './helpers/runs';
 import { createTestContext } from './helpers/test-context';
+import { toolSandboxForTests } from './helpers/tool-sandbox';
 
 /** The image cache on its own, against a real registry: eviction under a tiny cap, leases, a crashed pull's leftovers. */
 const TOOLS_UID = 200_001;
-const tools = new ToolSandbox({
-  bwrapPath: '/usr/bin/bwrap',
-  ...(process.getuid?.() === 0 ? { asUser: { setprivPath: '/usr/bin/setpriv', uid: TOOLS_UID } } : {}),
-});
+let tools: ToolSandbox;
 let registry: LocalRegistry;
 const digests: Record<string, string> = {};
 
 beforeAll(async () => {
   expect(missingImageTools()).toEqual([]);
+  tools = await toolSandboxForTests(TOOLS_UID);
   registry = await startRegistry();
   for (const name of ['a', 'b', 'c']) {
     digests[name] = await pushImage(`${registry.host}/cache/${name}:v1`, busyboxFiles(`marker-${name}`));

@@ -3,10 +3,11 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { unpackImage } from '../activities/images/unpack-image';
-import { ToolMissingError, ToolSandbox } from '../activities/sandbox/tool-sandbox';
+import { ToolMissingError, type ToolSandbox } from '../activities/sandbox/tool-sandbox';
 import { HOST_PATH } from '../activities/sandbox/host-root';
 import { hostPidsRunning } from './helpers/host-processes';
 import { waitFor } from './helpers/test-context';
+import { toolSandboxForTests } from './helpers/tool-sandbox';
 
 /**
  * The sandbox skopeo and umoci run in, attacked as a hostile registry or layer would: a tool sees
@@ -15,9 +16,9 @@ import { waitFor } from './helpers/test-context';
  */
 const asRoot = process.getuid?.() === 0;
 const TOOLS_UID = 200_123;
-const tools = new ToolSandbox({
-  bwrapPath: '/usr/bin/bwrap',
-  ...(asRoot ? { asUser: { setprivPath: '/usr/bin/setpriv', uid: TOOLS_UID } } : {}),
+let tools: ToolSandbox;
+beforeAll(async () => {
+  tools = await toolSandboxForTests(TOOLS_UID);
 });
 
 function run(script: string, writable: string[], network: 'host' | 'none' = 'none') {

@@ -97,7 +97,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     config.images,
     config.workspace.imageAllowedRegistries,
     outboundRules,
-    createToolSandbox(config),
+    await createToolSandbox(config),
   );
   const sandbox: Sandbox = await createSandbox(config, sandboxRules, logger, undefined, images);
   const mcpSessions = new McpSessionCache(

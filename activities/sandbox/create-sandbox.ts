@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
@@ -8,6 +8,7 @@ import { BwrapSandbox, SANDBOX_WORKSPACE, type BwrapSandboxOptions } from './bwr
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { LimitedSandbox } from './limited-sandbox';
+import { limitsSpec } from './sandbox-init-args';
 import { locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
@@ -44,16 +45,54 @@ function findOnPath(name: string): string | undefined {
 
 /**
  * The sandbox of the platform's image tools (skopeo, umoci): bubblewrap, as IMAGE_TOOLS_UID when
- * the worker is root. Undefined with AGENT_SANDBOX=none, or where bubblewrap or setpriv is missing
- * (createSandbox then refuses to start and says why).
+ * the worker is root, each process under sandbox-init's limits. Undefined with AGENT_SANDBOX=none,
+ * or where bubblewrap or setpriv is missing (createSandbox then refuses to start and says why).
  */
-export function createToolSandbox(config: Config): ToolSandbox | undefined {
+export async function createToolSandbox(config: Config): Promise<ToolSandbox | undefined> {
   if (config.sandbox.kind === 'none') return undefined;
   const bwrapPath = config.sandbox.bwrapPath ?? findOnPath('bwrap');
   if (!bwrapPath) return undefined;
-  if (process.getuid?.() !== 0) return new ToolSandbox({ bwrapPath });
+  const asRoot = process.getuid?.() === 0;
   const setprivPath = findOnPath('setpriv');
-  return setprivPath ? new ToolSandbox({ bwrapPath, asUser: { setprivPath, uid: config.images.toolsUid } }) : undefined;
+  if (asRoot && !setprivPath) return undefined;
+  const initPath = await toolInitCopy(await sandboxInit(config.sandbox.initPath), config.images.cacheDir);
+  return new ToolSandbox({
+    bwrapPath,
+    initPath,
+    limits: toolLimits(config),
+    ...(asRoot && setprivPath ? { asUser: { setprivPath, uid: config.images.toolsUid } } : {}),
+  });
+}
+
+/**
+ * Each image tool process's limits: room for a large pull (a file as large as the cache, the
+ * pull's whole timeout of CPU), but not the host's memory or process table.
+ */
+function toolLimits(config: Config): string {
+  return limitsSpec({
+    maxProcesses: TOOL_MAX_PROCESSES,
+    memoryMb: TOOL_MEMORY_MB,
+    maxFileSizeMb: Math.ceil(config.images.cacheMaxBytes / 1024 / 1024),
+    cpuSeconds: config.images.pullTimeoutSeconds,
+    maxOpenFiles: TOOL_MAX_OPEN_FILES,
+  });
+}
+
+const TOOL_MAX_PROCESSES = 1024;
+const TOOL_MEMORY_MB = 4096;
+const TOOL_MAX_OPEN_FILES = 4096;
+
+/** sandbox-init where the tools' uid can read it: beside the image cache (the worker's own cache may be private). */
+async function toolInitCopy(initPath: string, cacheDir: string): Promise<string> {
+  await mkdir(cacheDir, { recursive: true });
+  await chmod(cacheDir, 0o711);
+  const copy = path.join(cacheDir, 'sandbox-init');
+  // Renamed into place: another worker on this cache may be running the current copy.
+  const partial = `${copy}.${process.pid}`;
+  await copyFile(initPath, partial);
+  await chmod(partial, 0o755);
+  await rename(partial, copy);
+  return copy;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from './host-root';
+import { SANDBOX_INIT } from './sandbox-paths';
 
 /** The tool is not installed on this machine (on the launchers' PATH). */
 export class ToolMissingError extends Error {
@@ -27,6 +28,10 @@ export interface ToolSpec {
 
 export interface ToolSandboxOptions {
   bwrapPath: string;
+  /** sandbox-init, where the tools' uid can read it. */
+  initPath: string;
+  /** sandbox-init's `-limits` for each tool process (limitsSpec). */
+  limits: string;
   /** util-linux's setpriv, by absolute path, and the uid tools run as, when the worker runs as root. */
   asUser?: { setprivPath: string; uid: number };
 }
@@ -41,8 +46,8 @@ const TOOL_ETC = ['containers', 'docker/certs.d'];
  * machine's behalf rather than a run's: skopeo and umoci, pulling and unpacking environments'
  * images into the machine's image cache. A tool sees the host's system directories, the
  * directories it was given and nothing else of the host (no workspaces, no other cache entries,
- * no worker state); it runs as IMAGE_TOOLS_UID when the worker is root, never as root; and it
- * dies with the worker (`--die-with-parent`): a worker killed mid-pull leaves no download behind.
+ * no worker state); it runs as IMAGE_TOOLS_UID when the worker is root, never as root, under
+ * sandbox-init's limits (memory, processes, file size, CPU); and it dies with the worker (`--die-with-parent`): a worker killed mid-pull leaves no download behind.
  */
 export class ToolSandbox {
   private readonly systemArgs = systemDirArgs();
@@ -88,8 +93,15 @@ export class ToolSandbox {
       ...spec.writable.flatMap((p) => ['--bind', p, p]),
       '--clearenv',
       ...Object.entries(spec.env).flatMap(([name, value]) => ['--setenv', name, value]),
+      '--ro-bind',
+      this.options.initPath,
+      SANDBOX_INIT,
       '--chdir',
       '/',
+      '--',
+      SANDBOX_INIT,
+      '-limits',
+      this.options.limits,
       '--',
       program,
       ...rest,
