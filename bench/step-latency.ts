@@ -9,7 +9,9 @@
  *    activities (the floors).
  * 2. CPU per step with `parallel` runs of 10 steps in flight: every process of the stack (this
  *    one, PostgreSQL, Temporal, the sandboxes), summed, divided by the steps.
- * 3. A burst of `burst` runs of 10 steps created at once: steps per second and QUEUED → INPROGRESS.
+ * 3. A burst of `burst` runs of 10 steps created at once: steps per second, QUEUED → INPROGRESS,
+ *    and, from the runs' histories, how long their workflow tasks took and waited, how many timed
+ *    out, and history events per step.
  *
  * Usage: npm run bench:steps -- [steps=40] [parallel=10] [burst=50]
  */
@@ -21,8 +23,10 @@ import { createLogger } from '../core/logger';
 import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
+import { runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
+import { workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
@@ -204,6 +208,12 @@ async function main(): Promise<void> {
     `steps per second                   ${((burst * 10) / burstSeconds).toFixed(1)} (${burstSeconds.toFixed(1)} s in all)`,
   );
   log(line('QUEUED → INPROGRESS', pickups).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  const tasks = await workflowTaskTimes(client, burstIds.map(runWorkflowId));
+  log(line('workflow task, started → done', tasks.durations).replace('steps)', 'tasks)'));
+  log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
+  log(
+    `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}`,
+  );
   log(`RSS of this process (API + worker)  ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
 
   floorWorker.shutdown();

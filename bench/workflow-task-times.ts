@@ -1,0 +1,55 @@
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+const EventType = temporal.api.enums.v1.EventType;
+
+/** What a set of workflows' histories say about their workflow tasks. */
+export interface WorkflowTaskTimes {
+  /** Started → completed, per workflow task: the worker's processing of it. */
+  durations: number[];
+  /** Scheduled → started: how long each waited for a worker. */
+  waits: number[];
+  timedOut: number;
+  failed: number;
+  /** History events of all the workflows together. */
+  events: number;
+}
+
+function millis(time: temporal.api.history.v1.IHistoryEvent['eventTime']): number {
+  return Number(time?.seconds ?? 0) * 1000 + (time?.nanos ?? 0) / 1e6;
+}
+
+/** Reads the histories of `workflowIds` and times their workflow tasks. */
+export async function workflowTaskTimes(client: Client, workflowIds: string[]): Promise<WorkflowTaskTimes> {
+  const times: WorkflowTaskTimes = { durations: [], waits: [], timedOut: 0, failed: 0, events: 0 };
+  for (const id of workflowIds) {
+    const history = await client.workflow.getHandle(id).fetchHistory();
+    const events = history.events ?? [];
+    times.events += events.length;
+    let scheduled = 0;
+    let started = 0;
+    for (const event of events) {
+      const at = millis(event.eventTime);
+      switch (event.eventType) {
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+          scheduled = at;
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+          started = at;
+          times.waits.push(at - scheduled);
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+          times.durations.push(at - started);
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+          times.timedOut += 1;
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+          times.failed += 1;
+          break;
+        default:
+      }
+    }
+  }
+  return times;
+}
