@@ -26,6 +26,7 @@ import { createWorker } from '../worker/create-worker';
 import { runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
+import { probeSpawns } from './spawn-probe';
 import { workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
@@ -53,6 +54,7 @@ async function cpuOf(work: () => Promise<void>): Promise<{ total: number; byComm
 }
 
 async function main(): Promise<void> {
+  const spawns = probeSpawns();
   const steps = Number(process.argv[2] ?? 40);
   const parallel = Number(process.argv[3] ?? 10);
   const burst = Number(process.argv[4] ?? 50);
@@ -163,12 +165,14 @@ async function main(): Promise<void> {
   await floor(1, 'local', 3);
 
   log(`\n1. Latency per step, one run at a time (3 runs of ${steps} steps each):`);
+  spawns.reset();
   const ours: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     const times: number[] = [];
     await finished(await createRun(steps, times));
     ours.push(...gaps(times));
   }
+  const started = spawns.read();
   const floors: Record<'activity' | 'local', number[]> = { activity: [], local: [] };
   for (const kind of ['activity', 'local'] as const) {
     for (let i = 0; i < 3; i += 1) {
@@ -178,6 +182,9 @@ async function main(): Promise<void> {
     }
   }
   log(line('ours: model call + run_command', ours));
+  log(
+    `processes started per step          ${(started.spawns / ours.length).toFixed(1)}, each blocking the event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
+  );
   log(line('floor: activity + bare bwrap', floors.activity));
   log(line('floor: local activity', floors.local));
   log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);
