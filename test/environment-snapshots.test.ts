@@ -63,10 +63,10 @@ function runsCommand(marker: string, command: string): void {
   });
 }
 
-/** Runs LOOK in the environment; what it printed, whether setup ran, and the run's notices. */
-async function lookAround(key: string, envId: string) {
+/** Runs `command` (LOOK) in the environment; what it printed, whether setup ran, and the run's notices. */
+async function lookAround(key: string, envId: string, command = LOOK) {
   const marker = uniqueName('snapshot');
-  runsCommand(marker, LOOK);
+  runsCommand(marker, command);
   const runId = await createRun(ctx, key, { prompt: `Look ${marker}`, config: { environment_id: envId } });
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const events = await transcript(ctx, runId);
@@ -77,7 +77,7 @@ async function lookAround(key: string, envId: string) {
   return {
     runId,
     output,
-    built: /built=(\d+)/.exec(output)?.[1],
+    built: /built=(\S+)/.exec(output)?.[1],
     setupRan: events.some((e) => e.kind === 'command' && e.payload.phase === 'setup'),
     notices: events
       .filter((e) => e.kind === 'notice')
@@ -229,29 +229,13 @@ test("on an image, setup's snapshot is restored onto the same digest; the tag mo
     ],
     setup_snapshot: true,
   });
-  const look = (marker: string) => {
-    runsCommand(marker, 'echo "built=$(tr "\\n" - < tools/built.txt) runs=$(wc -l < "$HOME/setup-runs")"');
-    return marker;
-  };
-  const run = async () => {
-    const marker = look(uniqueName('image-snapshot'));
-    const runId = await createRun(ctx, key, { prompt: `Look ${marker}`, config: { environment_id: envId } });
-    await waitForState(ctx, key, runId, ['SUCCEEDED']);
-    const events = await transcript(ctx, runId);
-    const output = events
-      .filter((e) => e.kind === 'tool_call')
-      .map((e) => String(e.payload.output))
-      .join('\n');
-    return {
-      built: /built=(\S+)/.exec(output)?.[1],
-      setupRan: events.some((e) => e.kind === 'command' && e.payload.phase === 'setup'),
-    };
-  };
+  const run = () =>
+    lookAround(key, envId, 'echo "built=$(tr "\\n" - < tools/built.txt) runs=$(wc -l < "$HOME/setup-runs")"');
   const first = await run();
   expect(first.setupRan).toBe(true);
   expect(first.built).toMatch(/^marker-one-\d+-$/);
   const second = await run();
-  expect(second).toEqual({ built: first.built, setupRan: false });
+  expect(second).toMatchObject({ built: first.built, setupRan: false });
 
   await pushImage(reference, busyboxFiles('marker-two'));
   const third = await run();
