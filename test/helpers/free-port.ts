@@ -1,7 +1,9 @@
 import net from 'node:net';
 
-/** A TCP port that was free a moment ago, picked by the kernel. */
-export function freePort(): Promise<number> {
+/** Ports this process has handed out: the kernel may offer a just-closed port again at once. */
+const handedOut = new Set<number>();
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -10,4 +12,18 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A TCP port that was free a moment ago, picked by the kernel, and never one this process was
+ * given before (several taken in a row, for one service each, are distinct).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await kernelPort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
