@@ -38,8 +38,9 @@ afterAll(async () => {
   await registry?.stop();
 });
 
-async function storeWithCap(maxBytes: number): Promise<{ store: ImageStore; dir: string }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-runs-images-'));
+/** A store over `dir` (a new cache when not given) with a cap of `maxBytes`. */
+async function storeWithCap(maxBytes: number, given?: string): Promise<{ store: ImageStore; dir: string }> {
+  const dir = given ?? (await mkdtemp(path.join(os.tmpdir(), 'agent-runs-images-')));
   const store = new ImageStore(
     {
       cacheDir: dir,
@@ -122,19 +123,7 @@ test("leases of runs that no longer exist are released by the sweep (a dead work
     expect(await releaseLeasesNothingUses(store, ctx.dataSource.manager, 600)).toEqual([gone]);
     expect(await store.leaseHolders()).toEqual([live]);
     // Nothing holds b now: past a cap of one image it goes, while c, leased, stays.
-    const tiny = new ImageStore(
-      {
-        cacheDir: dir,
-        cacheMaxBytes: 3 * 1024 * 1024,
-        insecureRegistries: [registry.host],
-        pullTimeoutSeconds: 60,
-        snapshotMaxAgeMs: 3_600_000,
-        toolsUid: TOOLS_UID,
-      },
-      [registry.host],
-      new OutboundAddressRules([]),
-      tools,
-    );
+    const { store: tiny } = await storeWithCap(3 * 1024 * 1024, dir);
     const evictedOnPull = await use(tiny, 'a', randomUUID());
     expect(evictedOnPull.evicted).toContain(digests.b);
     expect(evictedOnPull.evicted).not.toContain(digests.c);

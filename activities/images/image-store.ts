@@ -1,4 +1,5 @@
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mib, seconds } from '../../core/human-units';
 import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../core/config';
@@ -236,12 +237,4 @@ export class ImageStore {
       tools,
     };
   }
-}
-
-function mib(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
 }

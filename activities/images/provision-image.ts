@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { mib, seconds } from '../../core/human-units';
 import { isRegistryAllowed, parseImageReference } from '../../core/image-reference';
 import { parseRegistryCredential, type RegistryCredential } from '../../core/registry-credentials';
 import type { ResolvedAgentConfig } from '../../core/run-types';
@@ -89,10 +90,10 @@ export async function provisionRunImage(
   await sandbox.useImage(runId, imageRoot(use));
   const origin = use.cached
     ? "already in this worker's image cache"
-    : `pulled in ${((use.pullMs ?? 0) / 1000).toFixed(1)} s and unpacked in ${((use.unpackMs ?? 0) / 1000).toFixed(1)} s`;
+    : `pulled in ${seconds(use.pullMs ?? 0)} and unpacked in ${seconds(use.unpackMs ?? 0)}`;
   await say(
     [
-      `Image ${environment.reference} is ${digest} (${use.image.platform}, ${(use.image.diskBytes / 1024 / 1024).toFixed(1)} MiB unpacked), ${origin}.`,
+      `Image ${environment.reference} is ${digest} (${use.image.platform}, ${mib(use.image.diskBytes)} unpacked), ${origin}.`,
       `Commands run on it as the sandbox's user in /workspace; the image's own user (${use.image.user}) and working directory (${use.image.workingDir}) are not used.`,
       ...(use.evicted.length ? [`Removed from the cache to make room: ${use.evicted.join(', ')}.`] : []),
     ].join(' '),

@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { mib } from '../../core/human-units';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -125,7 +126,7 @@ export class SnapshotStore {
           if (bytes <= room) throw err;
           return {
             saved: false,
-            why: `its layer passed ${mib(room)}, what the image cache (IMAGE_CACHE_MAX_BYTES, ${mib(this.config.cacheMaxBytes)}) has room for beside what live runs use`,
+            why: `its layer passed ${mib(Math.max(0, room))}, what the image cache (IMAGE_CACHE_MAX_BYTES, ${mib(this.config.cacheMaxBytes)}) has room for beside what live runs use`,
           };
         }
         if (!(await stillCurrent())) {
@@ -177,8 +178,4 @@ async function fileDigest(file: string): Promise<string> {
   const hash: Hash = createHash('sha256');
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return `sha256:${hash.digest('hex')}`;
-}
-
-function mib(bytes: number): string {
-  return `${(Math.max(0, bytes) / 1024 / 1024).toFixed(1)} MiB`;
 }

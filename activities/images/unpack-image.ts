@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { mib } from '../../core/human-units';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,10 +13,6 @@ import { ImagePullError } from './image-pull-error';
 const run = promisify(execFile);
 
 const UNPACK_POLL_MS = 1000;
-
-function mib(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
 
 /** What an image says about how its programs run (OCI image config, as umoci turns it into a runtime bundle). */
 export interface ImageProcessConfig {

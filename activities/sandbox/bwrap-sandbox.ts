@@ -1,19 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
 import { existsSync } from 'node:fs';
-import {
-  chmod,
-  chown,
-  copyFile,
-  lchown,
-  lstat,
-  mkdir,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  writeFile,
-} from 'node:fs/promises';
+import { chmod, chown, lchown, lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
@@ -31,6 +19,7 @@ import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from '
 import { existsInRoot } from './path-in-root';
 import { killRunSandboxes } from './sandbox-reaper';
 import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
+import { installSandboxInit } from './sandbox-init-binary';
 import {
   SANDBOX_ENV,
   SANDBOX_GATEWAY_SOCKET,
@@ -310,11 +299,7 @@ export class BwrapSandbox implements Sandbox {
       for (const [name, content] of Object.entries(files)) {
         await writeFile(path.join(this.etcDir, name), content, { mode: 0o644 });
       }
-      // Renamed into place: another worker on this directory may be running the current copy.
-      const partial = `${this.initCopy}.${process.pid}`;
-      await copyFile(this.options.initPath, partial);
-      await chmod(partial, 0o755);
-      await rename(partial, this.initCopy);
+      await installSandboxInit(this.options.initPath, this.initCopy);
     })().catch((err: unknown) => {
       this.etcReady = undefined;
       throw err;

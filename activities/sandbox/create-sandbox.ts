@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, rename } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
@@ -9,7 +9,7 @@ import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { LimitedSandbox } from './limited-sandbox';
 import { limitsSpec } from './sandbox-init-args';
-import { locateSandboxInit } from './sandbox-init-binary';
+import { installSandboxInit, locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
 import { ExecError, runProcesses } from './sandboxed-process';
@@ -87,11 +87,7 @@ async function toolInitCopy(initPath: string, cacheDir: string): Promise<string>
   await mkdir(cacheDir, { recursive: true });
   await chmod(cacheDir, 0o711);
   const copy = path.join(cacheDir, 'sandbox-init');
-  // Renamed into place: another worker on this cache may be running the current copy.
-  const partial = `${copy}.${process.pid}`;
-  await copyFile(initPath, partial);
-  await chmod(partial, 0o755);
-  await rename(partial, copy);
+  await installSandboxInit(initPath, copy);
   return copy;
 }
 

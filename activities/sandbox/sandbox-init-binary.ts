@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -58,4 +58,16 @@ export async function locateSandboxInit(configured: string | undefined): Promise
   // Atomic: a worker never runs a half-written binary, and concurrent builds both land whole.
   await rename(partial, binary);
   return binary;
+}
+
+/**
+ * Copies sandbox-init to `dest`, executable by everyone (a sandbox's uid reads it there, while
+ * the build cache may be private to the worker's user). Renamed into place: another worker on the
+ * same directory may be running the current copy.
+ */
+export async function installSandboxInit(source: string, dest: string): Promise<void> {
+  const partial = `${dest}.${process.pid}`;
+  await copyFile(source, partial);
+  await chmod(partial, 0o755);
+  await rename(partial, dest);
 }

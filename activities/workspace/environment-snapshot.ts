@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { mib, seconds } from '../../core/human-units';
 import { readFile } from 'node:fs/promises';
 import { Context } from '@temporalio/activity';
 import { repositoryNames, type Environment } from '../../db/environments';
@@ -189,12 +190,4 @@ export function createEnvironmentSnapshots(
       };
     },
   };
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
-
-function mib(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
