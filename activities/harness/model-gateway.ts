@@ -77,6 +77,9 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
   let forwarded = 0;
   let inFlight = 0;
   const upstreams = new Set<http.ClientRequest>();
+  // Charges of answered calls not yet recorded: the next admission waits for them, or a CLI
+  // quick to ask again would be admitted on a total that misses its last answer.
+  const charging = new Set<Promise<void>>();
 
   const answer = (res: ServerResponse, status: number, message: string) => {
     if (res.headersSent) return res.destroy();
@@ -101,6 +104,7 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
     }
     inFlight += 1;
     try {
+      await Promise.all(charging);
       const admission = await options.admit();
       if (!admission.admitted) {
         refusal = admission;
@@ -146,7 +150,8 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
           if (status >= 400) errorBody = (errorBody + chunk.toString('utf8')).slice(0, 16_384);
           else usage.write(chunk);
         });
-        answerFromProvider.pipe(res);
+        // The answer's end waits for its charge, so that the CLI's next call is admitted on it.
+        answerFromProvider.pipe(res, { end: false });
         // Charged once, whether the answer ended or the CLI went away in the middle of it.
         let settled = false;
         const settle = () => {
@@ -156,7 +161,14 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
           if (status === 401 || status === 403) options.onCredentialRefused?.(status);
           const used =
             status < 400 && isInference(req.method, url.pathname) ? usageOrEstimate(usage, requestBytes) : undefined;
-          void (used ? options.onUsage(used) : Promise.resolve()).catch(() => undefined).finally(done);
+          const charge = (used ? options.onUsage(used) : Promise.resolve()).catch(() => undefined);
+          charging.add(charge);
+          void charge.finally(() => {
+            charging.delete(charge);
+            if (answerFromProvider.complete) res.end();
+            else res.destroy();
+            done();
+          });
         };
         answerFromProvider.on('end', settle);
         answerFromProvider.on('error', settle);

@@ -35,7 +35,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function open(provider: 'anthropic' | 'openai'): Promise<{ gateway: GatewayChannel; used: ResponseUsage[] }> {
+async function open(
+  provider: 'anthropic' | 'openai',
+  charge: (u: ResponseUsage) => Promise<void> = async () => undefined,
+  admit: () => Promise<{ admitted: true }> = async () => ({ admitted: true }),
+): Promise<{ gateway: GatewayChannel; used: ResponseUsage[] }> {
   seen = [];
   const used: ResponseUsage[] = [];
   const gateway = await openGatewayChannel({
@@ -45,9 +49,10 @@ async function open(provider: 'anthropic' | 'openai'): Promise<{ gateway: Gatewa
     baseUrl: provider === 'openai' ? `${upstreamUrl}/v1` : upstreamUrl,
     credential: { kind: 'api_key', value: 'sk-real' },
     idleTimeoutMs: 5000,
-    admit: async () => ({ admitted: true }),
+    admit,
     onUsage: async (u) => {
       used.push(u);
+      await charge(u);
     },
   });
   return { gateway, used };
@@ -123,6 +128,52 @@ test('an answer without usage is charged an estimate from the bytes each way, ne
   await waitFor(() => used.length === 1);
   expect(used[0]!.inputTokens).toBe(Math.ceil(Buffer.byteLength(body) / 4));
   expect(used[0]!.outputTokens).toBeGreaterThanOrEqual(2000);
+  await gateway.close();
+});
+
+test('an answer ends only once its charge is recorded, so the next call is admitted on it', async () => {
+  let recorded!: () => void;
+  let charged = 0;
+  const admittedOn: number[] = [];
+  const { gateway, used } = await open(
+    'anthropic',
+    () =>
+      new Promise<void>((resolve) => {
+        recorded = () => {
+          charged += 1;
+          resolve();
+        };
+      }),
+    async () => {
+      admittedOn.push(charged);
+      return { admitted: true };
+    },
+  );
+  reply = (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ type: 'message', usage: { input_tokens: 300, output_tokens: 100 } }));
+  };
+  let ended = false;
+  const answered = call(gateway, { path: '/v1/messages' }).then((r) => {
+    ended = true;
+    return r;
+  });
+  await waitFor(() => used.length === 1);
+  // The provider has answered in full; the CLI still waits for the end while the charge is written.
+  await new Promise((r) => setTimeout(r, 50));
+  expect(ended).toBe(false);
+  // A call that arrives meanwhile is admitted only after that charge.
+  const next = call(gateway, { path: '/v1/messages' });
+  await new Promise((r) => setTimeout(r, 50));
+  expect(admittedOn).toEqual([0]);
+  recorded();
+  const { status, body } = await answered;
+  expect(status).toBe(200);
+  expect(JSON.parse(body).usage.input_tokens).toBe(300);
+  await waitFor(() => used.length === 2);
+  expect(admittedOn).toEqual([0, 1]);
+  recorded();
+  expect((await next).status).toBe(200);
   await gateway.close();
 });
 
