@@ -21,6 +21,7 @@ import { Worker } from '@temporalio/worker';
 import { closeServer } from '../api/server';
 import { createLogger } from '../core/logger';
 import { connectTemporalClient, connectWorkerConnection } from '../infra/connections';
+import { SpawnServer } from '../activities/sandbox/spawn-server';
 import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { runWorkflowId } from '../workflows/run-contract';
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
 
   log(`\n1. Latency per step, one run at a time (3 runs of ${steps} steps each):`);
   spawns.reset();
+  const launchedBefore = SpawnServer.launched;
   const ours: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     const times: number[] = [];
@@ -173,6 +175,7 @@ async function main(): Promise<void> {
     ours.push(...gaps(times));
   }
   const started = spawns.read();
+  const launched = SpawnServer.launched - launchedBefore;
   const floors: Record<'activity' | 'local', number[]> = { activity: [], local: [] };
   for (const kind of ['activity', 'local'] as const) {
     for (let i = 0; i < 3; i += 1) {
@@ -183,7 +186,7 @@ async function main(): Promise<void> {
   }
   log(line('ours: model call + run_command', ours));
   log(
-    `processes started per step          ${(started.spawns / ours.length).toFixed(1)}, each blocking the event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
+    `processes started per step          ${(launched / ours.length).toFixed(1)} by the spawn server; ${(started.spawns / ours.length).toFixed(1)} forked by the worker, each blocking its event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
   );
   log(line('floor: activity + bare bwrap', floors.activity));
   log(line('floor: local activity', floors.local));

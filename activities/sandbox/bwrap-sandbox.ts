@@ -20,6 +20,7 @@ import { existsInRoot } from './path-in-root';
 import { killRunSandboxes } from './sandbox-reaper';
 import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
 import { installSandboxInit } from './sandbox-init-binary';
+import { SpawnServer } from './spawn-server';
 import {
   SANDBOX_ENV,
   SANDBOX_GATEWAY_SOCKET,
@@ -66,10 +67,13 @@ export class BwrapSandbox implements Sandbox {
   private readonly images = new Map<string, RunImageRoot | null>();
   /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
   private readonly systemArgs: string[];
+  /** Starts the sandboxes, so that the worker never forks itself for one. */
+  readonly spawnServer: SpawnServer;
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
     this.systemArgs = systemDirArgs();
+    this.spawnServer = new SpawnServer(options.initPath);
   }
 
   workspacePath(): string {
@@ -269,7 +273,14 @@ export class BwrapSandbox implements Sandbox {
       hostUid === undefined
         ? []
         : ['--reuid', String(hostUid), '--regid', String(hostUid), '--clear-groups', '--no-new-privs', '--', bwrapPath];
-    return { file, args: [...prefix, ...args], env: { PATH: HOST_PATH }, cwd: '/', release };
+    return {
+      file,
+      args: [...prefix, ...args],
+      env: { PATH: HOST_PATH },
+      cwd: '/',
+      launch: this.spawnServer.launch,
+      release,
+    };
   }
 
   private get etcDir(): string {

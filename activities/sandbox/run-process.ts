@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { OutputCapture } from '../tools/output-capture';
+import { forkLauncher, type ProcessLauncher } from './launched-process';
 
 export interface ProcessResult {
   exitCode: number | null;
@@ -23,6 +23,8 @@ export interface RunProcessOptions {
   keepBytes: number;
   /** Hears standard output as it arrives (it is kept in `output` too). */
   onStdout?: (chunk: Buffer) => void;
+  /** What starts the process (default: a fork of this one). */
+  launch?: ProcessLauncher;
 }
 
 const KILL_GRACE_MS = 2000;
@@ -39,11 +41,10 @@ const DRAIN_MS = 1000;
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(options.file, options.args, {
+    const child = (options.launch ?? forkLauncher)(options.file, options.args, {
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
     const capture = new OutputCapture(options.keepBytes);
     child.stdout.on('data', (chunk: Buffer) => {
@@ -56,13 +57,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
     let cancelled = false;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    const signalGroup = (sig: NodeJS.Signals) => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, sig);
-      } catch {
-        // the group is already empty
-      }
-    };
+    const signalGroup = (sig: NodeJS.Signals) => child.signal(sig, { group: true });
     const killGroup = () => {
       signalGroup('SIGTERM');
       timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
@@ -102,7 +97,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       for (const t of timers) clearTimeout(t);
       reject(err);
     });
-    child.once('exit', (code, signal) => {
+    child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       signalGroup('SIGKILL');
       timers.push(setTimeout(() => finish(code, signal), DRAIN_MS));
       child.once('close', () => finish(code, signal));

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,7 +33,10 @@ export async function locateSandboxInit(configured: string | undefined): Promise
     );
   }
   const hash = createHash('sha256');
-  for (const file of ['go.mod', 'main.go']) hash.update(readFileSync(path.join(source, file)));
+  const files = readdirSync(source)
+    .filter((f) => f === 'go.mod' || f.endsWith('.go'))
+    .sort();
+  for (const file of files) hash.update(file).update(readFileSync(path.join(source, file)));
   const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   const dir = path.join(cache, 'agent-runs', 'sandbox-init', hash.digest('hex').slice(0, 16));
   const binary = path.join(dir, 'sandbox-init');

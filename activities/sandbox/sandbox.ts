@@ -1,3 +1,4 @@
+import type { ProcessLauncher } from './launched-process';
 import type { NetworkPolicy } from '../../core/network-policy';
 import type { NetworkRefusal } from './egress-proxy';
 
@@ -47,6 +48,8 @@ export interface PreparedProcess {
   env: NodeJS.ProcessEnv;
   /** Host directory to spawn in (the sandbox changes into the command's own directory itself). */
   cwd: string;
+  /** What starts it (default: a fork of the worker). */
+  launch?: ProcessLauncher;
   release(): Promise<void>;
 }
 

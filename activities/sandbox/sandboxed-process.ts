@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NetworkPolicy } from '../../core/network-policy';
+import { forkLauncher } from './launched-process';
 import { runProcess, type ProcessResult } from './run-process';
 import type { NetworkRefusal } from './egress-proxy';
 import type { RunDiskQuota } from './run-disk';
-import type { Sandbox, SandboxNetwork } from './sandbox';
+import type { PreparedProcess, Sandbox, SandboxNetwork } from './sandbox';
 
 export interface SandboxedCommandResult extends ProcessResult {
   /** Connections the egress proxy refused while the command ran. */
@@ -144,6 +144,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
         keepBytes,
         onStdout,
+        launch: prepared.launch,
       });
       const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
       return {
@@ -209,47 +210,58 @@ function noShell(output: string): SandboxedCommandResult {
   };
 }
 
-function collect(
-  prepared: { file: string; args: string[]; env: NodeJS.ProcessEnv; cwd: string },
-  options: ExecOptions,
-): Promise<string> {
+function collect(prepared: PreparedProcess, options: ExecOptions): Promise<string> {
   const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024;
   return new Promise((resolve, reject) => {
-    const child = spawn(prepared.file, prepared.args, {
+    const child = (prepared.launch ?? forkLauncher)(prepared.file, prepared.args, {
       cwd: prepared.cwd,
       env: prepared.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      signal: options.signal,
-      timeout: options.timeoutMs,
-      killSignal: 'SIGKILL',
+      stdin: true,
     });
+    const stdin = child.stdin!;
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
     let overflow = false;
     // A stream that fails kills the process: nothing waits on a pipe nobody reads or feeds.
-    const kill = () => child.kill('SIGKILL');
+    const kill = () => child.signal('SIGKILL');
+    let aborted = false;
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+    const timer = options.timeoutMs ? setTimeout(kill, options.timeoutMs) : undefined;
+    const settled = () => {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    };
     if (options.output) pipeline(child.stdout, options.output).catch(kill);
     else
       child.stdout.on('data', (chunk: Buffer) => {
         outBytes += chunk.length;
         if (outBytes > maxBuffer) {
           overflow = true;
-          child.kill('SIGKILL');
+          kill();
         } else out.push(chunk);
       });
     child.stderr.on('data', (chunk: Buffer) => {
       err = (err + chunk.toString('utf8')).slice(-8192);
     });
-    child.stdin.on('error', () => undefined);
+    stdin.on('error', () => undefined);
     if (options.input && typeof options.input === 'object' && 'pipe' in options.input) {
-      pipeline(options.input, child.stdin).catch(kill);
-    } else child.stdin.end(options.input ?? '');
-    child.once('error', (e) =>
-      reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: ${e.message}`, null, err)),
-    );
-    child.once('close', (code, signal) => {
-      if (overflow) reject(new ExecError(`output larger than ${maxBuffer} bytes`, code, err));
+      pipeline(options.input, stdin).catch(kill);
+    } else stdin.end(options.input ?? '');
+    child.once('error', (e: Error) => {
+      settled();
+      reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: ${e.message}`, null, err));
+    });
+    child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      settled();
+      if (aborted)
+        reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: The operation was aborted`, code, err));
+      else if (overflow) reject(new ExecError(`output larger than ${maxBuffer} bytes`, code, err));
       else if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
       else reject(new ExecError(err.trim() || `exited with ${code ?? signal}`, code, err));
     });

@@ -13,6 +13,9 @@
 // the command's status (128+n for signal n). The limits are then set in the command's process
 // only (a fresh sandbox-init that execs it), never on the bridge: the Go runtime makes threads
 // as it needs them, and a command at its process limit must not take the bridge down.
+//
+// `sandbox-init -spawn-server` is another program in the same binary, run on the host side by
+// the worker: it starts the worker's processes for it (spawner.go).
 package main
 
 import (
@@ -148,7 +151,11 @@ func main() {
 	envFile := flag.String("env", "", "file of NAME=value entries separated by NUL: the whole environment")
 	limits := flag.String("limits", "", "name=value,... (core, nproc, data, fsize, cpu, nofile)")
 	bridges := flag.String("bridge", "", "socket=port;... to offer on the loopback")
+	serve := flag.Bool("spawn-server", false, "start the worker's processes for it (spawner.go)")
 	flag.Parse()
+	if *serve {
+		spawnServer()
+	}
 	argv := flag.Args()
 	if len(argv) == 0 {
 		fail(125, "no command")

@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
+
+export interface LaunchOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** In a session (and process group) of its own, which `signal(…, { group: true })` reaches. */
+  detached?: boolean;
+  /** A pipe for standard input; otherwise /dev/null. */
+  stdin?: boolean;
+}
+
+/**
+ * A started process, as runProcess and exec use it: Node's ChildProcess, or one the spawn server
+ * started (spawn-server.ts). Events: 'error' (it could not start), 'exit' (code, signal), then
+ * 'close' (code, signal) once its output has ended.
+ */
+export interface LaunchedProcess extends EventEmitter {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Null without `stdin`. */
+  readonly stdin: Writable | null;
+  /** Sends a signal to the process, or to its whole group; nothing once it is gone. */
+  signal(signal: NodeJS.Signals, options?: { group?: boolean }): void;
+}
+
+/** Starts a process. */
+export type ProcessLauncher = (file: string, args: string[], options: LaunchOptions) => LaunchedProcess;
+
+/** Node's own child_process: a fork of this process. */
+export const forkLauncher: ProcessLauncher = (file, args, options) => {
+  const child = spawn(file, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: options.detached ?? false,
+    stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
+  return Object.assign(child, {
+    signal(sig: NodeJS.Signals, { group = false } = {}) {
+      try {
+        if (group && child.pid !== undefined) process.kill(-child.pid, sig);
+        else child.kill(sig);
+      } catch {
+        // already gone
+      }
+    },
+  }) as unknown as LaunchedProcess;
+};

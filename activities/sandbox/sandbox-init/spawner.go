@@ -1,0 +1,292 @@
+package main
+
+// The spawn server (`sandbox-init -spawn-server`): the worker's processes started by a small
+// process of its own. A fork copies the page tables of the process that forks, so in a worker of
+// several hundred MiB every spawn stalls its event loop for milliseconds; this process is a few
+// MiB and Go starts children with vfork semantics. It serves one worker over its standard input
+// and output, in frames: a 9-byte header (payload length and process id, big-endian uint32s,
+// and a type byte) and the payload. The children get real pipes (a command may open
+// /dev/stdout), which it relays. It dies with the worker: by PR_SET_PDEATHSIG, and when its
+// standard input ends; the sandboxes it started die with it (bwrap --die-with-parent).
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// Frame types: the worker's, then the server's. activities/sandbox/spawn-server.ts holds the
+// same list.
+const (
+	frameStart     = 1
+	frameStdin     = 2
+	frameStdinEnd  = 3
+	frameSignal    = 4
+	framePause     = 5
+	frameResume    = 6
+	frameStarted   = 11
+	frameFailed    = 12
+	frameStdout    = 13
+	frameStderr    = 14
+	frameExit      = 15
+	frameStdoutEnd = 16
+	frameStderrEnd = 17
+	frameStdinAck  = 18
+)
+
+const maxFrame = 4 << 20
+
+type startRequest struct {
+	File   string   `json:"file"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"`
+	Setsid bool     `json:"setsid"`
+	Stdin  bool     `json:"stdin"`
+}
+
+type child struct {
+	cmd    *exec.Cmd
+	stdin  chan []byte
+	mu     sync.Mutex
+	resume *sync.Cond
+	paused bool
+}
+
+type server struct {
+	out      *os.File
+	writeMu  sync.Mutex
+	mu       sync.Mutex
+	children map[uint32]*child
+}
+
+func (s *server) send(id uint32, kind byte, payload []byte) {
+	frame := make([]byte, 9+len(payload))
+	binary.BigEndian.PutUint32(frame[0:4], uint32(len(payload)))
+	binary.BigEndian.PutUint32(frame[4:8], id)
+	frame[8] = kind
+	copy(frame[9:], payload)
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if _, err := s.out.Write(frame); err != nil {
+		// The worker is gone.
+		os.Exit(0)
+	}
+}
+
+func (s *server) sendJSON(id uint32, kind byte, value any) {
+	payload, _ := json.Marshal(value)
+	s.send(id, kind, payload)
+}
+
+func (s *server) lookup(id uint32) *child {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.children[id]
+}
+
+func (s *server) start(id uint32, payload []byte) {
+	var req startRequest
+	if err := json.Unmarshal(payload, &req); err != nil || req.File == "" {
+		s.sendJSON(id, frameFailed, map[string]string{"message": "bad start request", "code": "EINVAL"})
+		return
+	}
+	cmd := &exec.Cmd{Path: req.File, Args: append([]string{req.File}, req.Args...), Env: req.Env, Dir: req.Dir}
+	// Killed with this server, which is killed with the worker. (bwrap keeps that across its
+	// change of uid with --die-with-parent.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid, Pdeathsig: syscall.SIGKILL}
+	var parentEnds, childEnds []*os.File
+	closeAll := func(files []*os.File) {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File, bool) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(parentEnds)
+			closeAll(childEnds)
+			s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": "EMFILE"})
+			return nil, nil, false
+		}
+		return r, w, true
+	}
+	var stdinW *os.File
+	if req.Stdin {
+		r, w, ok := pipe()
+		if !ok {
+			return
+		}
+		cmd.Stdin, stdinW = r, w
+		childEnds, parentEnds = append(childEnds, r), append(parentEnds, w)
+	}
+	stdoutR, stdoutW, ok := pipe()
+	if !ok {
+		return
+	}
+	childEnds, parentEnds = append(childEnds, stdoutW), append(parentEnds, stdoutR)
+	stderrR, stderrW, ok := pipe()
+	if !ok {
+		return
+	}
+	childEnds, parentEnds = append(childEnds, stderrW), append(parentEnds, stderrR)
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	if err := cmd.Start(); err != nil {
+		closeAll(childEnds)
+		closeAll(parentEnds)
+		code := "EACCES"
+		if errors.Is(err, fs.ErrNotExist) {
+			code = "ENOENT"
+		}
+		s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": code})
+		return
+	}
+	closeAll(childEnds)
+	c := &child{cmd: cmd, stdin: make(chan []byte, 4)}
+	c.resume = sync.NewCond(&c.mu)
+	s.mu.Lock()
+	s.children[id] = c
+	s.mu.Unlock()
+	s.sendJSON(id, frameStarted, map[string]int{"pid": cmd.Process.Pid})
+
+	var relays sync.WaitGroup
+	relays.Add(2)
+	go s.relay(id, c, stdoutR, frameStdout, frameStdoutEnd, &relays)
+	go s.relay(id, c, stderrR, frameStderr, frameStderrEnd, &relays)
+	if stdinW != nil {
+		go s.feed(id, c, stdinW)
+	} else {
+		close(c.stdin)
+	}
+	go func() {
+		cmd.Wait()
+		status := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		exit := map[string]int{"code": status.ExitStatus(), "signal": 0}
+		if status.Signaled() {
+			exit = map[string]int{"code": -1, "signal": int(status.Signal())}
+		}
+		s.sendJSON(id, frameExit, exit)
+		// The worker forgets the id once the output has ended too.
+		relays.Wait()
+		s.mu.Lock()
+		delete(s.children, id)
+		s.mu.Unlock()
+	}()
+}
+
+// relay sends one output pipe of a child to the worker, holding off while the worker has paused it.
+func (s *server) relay(id uint32, c *child, from *os.File, data, end byte, done *sync.WaitGroup) {
+	defer done.Done()
+	defer from.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		c.mu.Lock()
+		for c.paused {
+			c.resume.Wait()
+		}
+		c.mu.Unlock()
+		n, err := from.Read(buf)
+		if n > 0 {
+			s.send(id, data, buf[:n])
+		}
+		if err != nil {
+			s.send(id, end, nil)
+			return
+		}
+	}
+}
+
+// feed writes what the worker sends to the child's standard input, acknowledging each chunk (the
+// worker sends the next only then, so nothing piles up here).
+func (s *server) feed(id uint32, c *child, to *os.File) {
+	defer to.Close()
+	failed := false
+	for chunk := range c.stdin {
+		if chunk == nil {
+			return
+		}
+		if failed {
+			s.send(id, frameStdinAck, []byte("EPIPE"))
+			continue
+		}
+		if _, err := to.Write(chunk); err != nil {
+			failed = true
+			to.Close()
+			s.send(id, frameStdinAck, []byte("EPIPE"))
+			continue
+		}
+		s.send(id, frameStdinAck, nil)
+	}
+}
+
+func (s *server) handle(id uint32, kind byte, payload []byte) {
+	if kind == frameStart {
+		s.start(id, payload)
+		return
+	}
+	c := s.lookup(id)
+	if c == nil {
+		return
+	}
+	switch kind {
+	case frameStdin:
+		c.stdin <- payload
+	case frameStdinEnd:
+		c.stdin <- nil
+	case frameSignal:
+		var req struct {
+			Signal int `json:"signal"`
+		}
+		if json.Unmarshal(payload, &req) == nil {
+			// Through the process's pidfd: never a process that took the pid after it.
+			c.cmd.Process.Signal(syscall.Signal(req.Signal))
+		}
+	case framePause, frameResume:
+		c.mu.Lock()
+		c.paused = kind == framePause
+		c.mu.Unlock()
+		c.resume.Broadcast()
+	}
+}
+
+func spawnServer() {
+	parent := os.Getppid()
+	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
+	if os.Getppid() != parent {
+		os.Exit(0)
+	}
+	s := &server{out: os.Stdout, children: map[uint32]*child{}}
+	in := bufio.NewReaderSize(os.Stdin, 256<<10)
+	header := make([]byte, 9)
+	for {
+		if _, err := io.ReadFull(in, header); err != nil {
+			break
+		}
+		size := binary.BigEndian.Uint32(header[0:4])
+		if size > maxFrame {
+			break
+		}
+		payload := make([]byte, size)
+		if _, err := io.ReadFull(in, payload); err != nil {
+			break
+		}
+		s.handle(binary.BigEndian.Uint32(header[4:8]), header[8], payload)
+	}
+	// The worker has gone: so do the processes it started.
+	s.mu.Lock()
+	for _, c := range s.children {
+		if c.cmd.SysProcAttr.Setsid {
+			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		c.cmd.Process.Kill()
+	}
+	s.mu.Unlock()
+	os.Exit(0)
+}

@@ -1,0 +1,168 @@
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { LaunchedProcess } from '../activities/sandbox/launched-process';
+import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
+import { SpawnServer } from '../activities/sandbox/spawn-server';
+import { probeSpawns } from '../bench/spawn-probe';
+import { hostPidsRunning } from './helpers/host-processes';
+import { createTestSandbox } from './helpers/sandbox';
+
+/**
+ * The spawn server: the worker's processes started by `sandbox-init -spawn-server` instead of by
+ * forking the worker. What a process sees (real pipes, its own exit status, standard input) is
+ * what a fork gives it, and nothing it starts outlives the worker.
+ */
+
+let initPath: string;
+let server: SpawnServer;
+
+beforeAll(async () => {
+  initPath = await locateSandboxInit(undefined);
+  server = new SpawnServer(initPath);
+});
+afterAll(() => server.close());
+
+function finished(
+  child: LaunchedProcess,
+): Promise<{ code: number | null; signal: string | null; out: Buffer; err: string }> {
+  const out: Buffer[] = [];
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code: number | null, signal: string | null) =>
+      resolve({ code, signal, out: Buffer.concat(out), err }),
+    );
+  });
+}
+
+const sh = (script: string, options: { stdin?: boolean; detached?: boolean } = {}) =>
+  server.launch('/bin/bash', ['-c', script], { cwd: '/', env: { PATH: '/usr/bin:/bin', GREETING: 'hi' }, ...options });
+
+const waitFor = async (check: () => boolean, what: string) => {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+  if (!check()) throw new Error(`timed out waiting for ${what}`);
+};
+
+test('a process gets real pipes, its environment and directory, and its exit status; the server is its parent', async () => {
+  const result = await finished(
+    sh(
+      'echo "$GREETING from $(pwd)"; echo to-stderr > /dev/stderr; echo via-dev-stdout > /dev/stdout; echo "parent $PPID"; exit 7',
+    ),
+  );
+  const lines = result.out.toString('utf8').trim().split('\n');
+  expect(lines.slice(0, 2)).toEqual(['hi from /', 'via-dev-stdout']);
+  expect(result.err).toBe('to-stderr\n');
+  expect(result.code).toBe(7);
+  // Not this process: the spawn server forked it.
+  const parent = Number(lines[2]!.split(' ')[1]);
+  expect(parent).not.toBe(process.pid);
+  expect(readFileSync(`/proc/${parent}/cmdline`, 'utf8').split('\0').filter(Boolean)).toEqual([
+    initPath,
+    '-spawn-server',
+  ]);
+});
+
+test('standard input arrives whole, in order, and a program that stops reading it ends the writes', async () => {
+  const input = randomBytes(5 * 1024 * 1024 + 17);
+  const child = sh('sha256sum', { stdin: true });
+  child.stdin!.end(input);
+  const result = await finished(child);
+  expect(result.out.toString('utf8').split(' ')[0]).toBe(createHash('sha256').update(input).digest('hex'));
+
+  const early = sh('head -c 10 > /dev/null', { stdin: true });
+  const writeFailed = new Promise<unknown>((resolve) => early.stdin!.on('error', resolve));
+  early.stdin!.end(randomBytes(8 * 1024 * 1024));
+  expect((await finished(early)).code).toBe(0);
+  expect(await writeFailed).toMatchObject({ code: 'EPIPE' });
+});
+
+test('output a slow reader holds back arrives whole and in order', async () => {
+  const child = sh('head -c 20000000 /dev/urandom | tee /dev/stderr | sha256sum');
+  const chunks: Buffer[] = [];
+  // The reader stops after every chunk: the server holds the output back meanwhile and loses none.
+  child.stderr.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    child.stderr.pause();
+    setImmediate(() => child.stderr.resume());
+  });
+  const out: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  await new Promise((resolve) => child.once('close', resolve));
+  const data = Buffer.concat(chunks);
+  expect(data.length).toBe(20_000_000);
+  expect(Buffer.concat(out).toString('utf8').split(' ')[0]).toBe(createHash('sha256').update(data).digest('hex'));
+});
+
+test('signals reach the process, and its whole group when asked; a missing program is an error', async () => {
+  const term = sh('exec sleep 30');
+  const termDone = finished(term);
+  term.signal('SIGTERM');
+  expect(await termDone).toMatchObject({ code: null, signal: 'SIGTERM' });
+
+  const marker = `spawn-group-${randomBytes(4).toString('hex')}`;
+  const group = sh(`(exec -a ${marker} sleep 300) & echo started; wait`, { detached: true });
+  const groupDone = finished(group);
+  await new Promise((resolve) => group.stdout.once('data', resolve));
+  await waitFor(() => hostPidsRunning(marker).length === 1, 'the background sleep');
+  group.signal('SIGKILL', { group: true });
+  expect(await groupDone).toMatchObject({ signal: 'SIGKILL' });
+  await waitFor(() => hostPidsRunning(marker).length === 0, 'the group to die');
+
+  const missing = server.launch('/nonexistent/program', [], { cwd: '/', env: {} });
+  await expect(finished(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+});
+
+test('a server that dies takes its processes with it, which end as killed; the next process starts a new one', async () => {
+  const marker = `spawn-orphan-${randomBytes(4).toString('hex')}`;
+  const child = sh(`exec -a ${marker} sleep 300`);
+  const done = finished(child);
+  await waitFor(() => hostPidsRunning(marker).length === 1, 'the sleep');
+  const serverPid = Number(
+    readFileSync(`/proc/${hostPidsRunning(marker)[0]}/stat`, 'utf8')
+      .split(') ')[1]!
+      .split(' ')[1],
+  );
+  process.kill(serverPid, 'SIGKILL');
+  expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' });
+  await waitFor(() => hostPidsRunning(marker).length === 0, 'the sleep to die with the server');
+  expect((await finished(sh('echo again'))).out.toString('utf8')).toBe('again\n');
+});
+
+test('the run sandbox starts its commands through the spawn server, never by forking the worker', async () => {
+  const { processes } = await createTestSandbox();
+  const run = await processes('spawn-server-run');
+  const forks = probeSpawns();
+  forks.reset();
+  const before = SpawnServer.launched;
+  const result = await run.runCommand({
+    command: 'echo inside; echo err >&2',
+    policy: 'none',
+    timeoutMs: 30_000,
+    keepBytes: 4096,
+  });
+  expect(result).toMatchObject({ exitCode: 0 });
+  expect(result.output).toContain('inside');
+  expect(await run.exec(['/bin/sh', '-c', 'cat; echo " and more"'], { input: 'fed' })).toBe('fed and more\n');
+  expect(SpawnServer.launched - before).toBe(2);
+  expect(forks.read().spawns).toBe(0);
+});
+
+test('a worker killed with SIGKILL leaves no sandboxed process of its runs behind', async () => {
+  const marker = `spawn-worker-${randomBytes(4).toString('hex')}`;
+  // A stand-in worker: its own process, a real sandbox, a command that would sleep for minutes.
+  const worker = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, 'fixtures/sandboxed-sleeper.ts'), marker],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise((resolve) => worker.stdout.once('data', resolve));
+  await waitFor(() => hostPidsRunning(marker).length === 1, 'the sandboxed sleep');
+  worker.kill('SIGKILL');
+  await waitFor(() => hostPidsRunning(marker).length === 0, 'the sandboxed sleep to die with its worker');
+});
