@@ -14,8 +14,8 @@ COPY . .
 # tsc to dist/, then dist/workflow-bundle.js, which production workers load.
 RUN npm run build
 
-# --- sandbox-init: the static first program of every sandboxed process (any image, no libc) --
-FROM golang:1.22-bookworm AS sandbox-init
+# --- sandbox-init: the static first program of every sandboxed process (any image, no libc), and the workers' spawn server
+FROM golang:1.23-bookworm AS sandbox-init
 WORKDIR /src
 COPY activities/sandbox/sandbox-init/ ./
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /sandbox-init .

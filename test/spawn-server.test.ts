@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { LaunchedProcess } from '../activities/sandbox/launched-process';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { SpawnServer } from '../activities/sandbox/spawn-server';
@@ -97,6 +99,39 @@ test('output a slow reader holds back arrives whole and in order', async () => {
   expect(Buffer.concat(out).toString('utf8').split(' ')[0]).toBe(createHash('sha256').update(data).digest('hex'));
 });
 
+test('output held back when the process exits is still delivered, and its close follows', async () => {
+  // More than the reader takes at once but less than the pipe holds: the process exits while held back.
+  const child = sh('head -c 100000 /dev/urandom');
+  expect(child.stdin).toBeNull();
+  await new Promise((resolve) => child.once('exit', resolve));
+  const out: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  await new Promise((resolve) => child.once('close', resolve));
+  expect(Buffer.concat(out).length).toBe(100_000);
+});
+
+test('output whose reader failed is dropped, not held back: the process finishes and closes', async () => {
+  const child = sh('head -c 5000000 /dev/zero; echo finished >&2');
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const failing = new Writable({ write: (_c, _e, callback) => callback(new Error('disk full')) });
+  await expect(pipeline(child.stdout, failing)).rejects.toThrow('disk full');
+  const code = await new Promise((resolve) => child.once('close', resolve));
+  expect(code).toBe(0);
+  expect(err).toBe('finished\n');
+});
+
+test('a process that does not read its input holds up no other process', async () => {
+  const stuck = sh('exec sleep 60', { stdin: true });
+  stuck.stdin!.on('error', () => undefined);
+  const writeEnded = new Promise<unknown>((resolve) => stuck.stdin!.write(randomBytes(4 * 1024 * 1024), resolve));
+  // Its input fills the pipe and waits; meanwhile others start, run and finish.
+  for (let i = 0; i < 3; i++) expect((await finished(sh(`echo ${i}`))).out.toString('utf8')).toBe(`${i}\n`);
+  stuck.signal('SIGKILL');
+  expect(await finished(stuck)).toMatchObject({ signal: 'SIGKILL' });
+  expect(await writeEnded).toMatchObject({ code: 'EPIPE' });
+});
+
 test('signals reach the process, and its whole group when asked; a missing program is an error', async () => {
   const term = sh('exec sleep 30');
   const termDone = finished(term);
@@ -116,11 +151,12 @@ test('signals reach the process, and its whole group when asked; a missing progr
   await expect(finished(missing)).rejects.toMatchObject({ code: 'ENOENT' });
 });
 
-test('a server that dies takes its processes with it, which end as killed; the next process starts a new one', async () => {
+test('a server that dies mid-output takes its processes with it, which end as killed; the next process starts a new one', async () => {
   const marker = `spawn-orphan-${randomBytes(4).toString('hex')}`;
-  const child = sh(`exec -a ${marker} sleep 300`);
+  const child = sh(`exec -a ${marker} yes 0123456789abcdef`);
   const done = finished(child);
-  await waitFor(() => hostPidsRunning(marker).length === 1, 'the sleep');
+  await new Promise((resolve) => child.stdout.once('data', resolve));
+  await waitFor(() => hostPidsRunning(marker).length === 1, 'the yes');
   const serverPid = Number(
     readFileSync(`/proc/${hostPidsRunning(marker)[0]}/stat`, 'utf8')
       .split(') ')[1]!
@@ -128,13 +164,20 @@ test('a server that dies takes its processes with it, which end as killed; the n
   );
   process.kill(serverPid, 'SIGKILL');
   expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' });
-  await waitFor(() => hostPidsRunning(marker).length === 0, 'the sleep to die with the server');
-  expect((await finished(sh('echo again'))).out.toString('utf8')).toBe('again\n');
+  await waitFor(() => hostPidsRunning(marker).length === 0, 'the yes to die with the server');
+  // Wherever the dead server's last frame was cut, the new one's frames read whole.
+  for (let i = 0; i < 3; i++) {
+    const again = await finished(sh(`echo again ${i}; echo err ${i} >&2; exit ${i}`));
+    expect(again).toMatchObject({ code: i, err: `err ${i}\n` });
+    expect(again.out.toString('utf8')).toBe(`again ${i}\n`);
+  }
 });
 
 test('the run sandbox starts its commands through the spawn server, never by forking the worker', async () => {
   const { processes } = await createTestSandbox();
   const run = await processes('spawn-server-run');
+  // The server itself is a child of the worker, started once.
+  await run.exec(['/bin/true']);
   const forks = probeSpawns();
   forks.reset();
   const before = SpawnServer.launched;
@@ -161,7 +204,10 @@ test('a worker killed with SIGKILL leaves no sandboxed process of its runs behin
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  await new Promise((resolve) => worker.stdout.once('data', resolve));
+  await new Promise((resolve, reject) => {
+    worker.stdout.once('data', resolve);
+    worker.once('exit', (code) => reject(new Error(`the stand-in worker exited (${code}) before its command started`)));
+  });
   await waitFor(() => hostPidsRunning(marker).length === 1, 'the sandboxed sleep');
   worker.kill('SIGKILL');
   await waitFor(() => hostPidsRunning(marker).length === 0, 'the sandboxed sleep to die with its worker');

@@ -55,6 +55,9 @@ export interface GatewayChannel {
   close(): Promise<void>;
 }
 
+/** How long an answer's end, or the next admission, waits for a charge being recorded (a stuck database does not hold the CLI for good). */
+const CHARGE_WAIT_MS = 10_000;
+
 /** Calls one run may have upstream at once: its budget is checked before each, so this bounds the overshoot. */
 const MAX_CONCURRENT_CALLS = 4;
 
@@ -104,7 +107,7 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
     }
     inFlight += 1;
     try {
-      await Promise.all(charging);
+      await within(Promise.all(charging), CHARGE_WAIT_MS);
       const admission = await options.admit();
       if (!admission.admitted) {
         refusal = admission;
@@ -163,7 +166,7 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
             status < 400 && isInference(req.method, url.pathname) ? usageOrEstimate(usage, requestBytes) : undefined;
           const charge = (used ? options.onUsage(used) : Promise.resolve()).catch(() => undefined);
           charging.add(charge);
-          void charge.finally(() => {
+          void within(charge, CHARGE_WAIT_MS).finally(() => {
             charging.delete(charge);
             if (answerFromProvider.complete) res.end();
             else res.destroy();
@@ -257,4 +260,15 @@ function usageOrEstimate(usage: UsageReader, requestBytes: number): ResponseUsag
   const inputTokens = Math.ceil(requestBytes / 4);
   const outputTokens = Math.ceil(usage.bytes / 4);
   return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+}
+
+/** Waits for `promise`, but at most `ms`. */
+function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.then(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

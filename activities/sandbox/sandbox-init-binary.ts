@@ -54,7 +54,7 @@ export async function locateSandboxInit(configured: string | undefined): Promise
     const { stderr, code } = err as { stderr?: string; code?: string };
     throw new Error(
       code === 'ENOENT'
-        ? 'sandbox-init must be built once with Go (1.21 or newer), and `go` is not on PATH: install Go, or build it elsewhere (`CGO_ENABLED=0 go build` in activities/sandbox/sandbox-init) and set AGENT_SANDBOX_INIT_PATH'
+        ? 'sandbox-init must be built once with Go (1.23 or newer), and `go` is not on PATH: install Go, or build it elsewhere (`CGO_ENABLED=0 go build` in activities/sandbox/sandbox-init) and set AGENT_SANDBOX_INIT_PATH'
         : `building sandbox-init with Go failed: ${stderr?.trim() || (err as Error).message}`,
     );
   }

@@ -37,10 +37,9 @@ const signalName = (n: number) =>
  * then ends as killed.
  */
 export class SpawnServer {
-  private server: ChildProcess | undefined;
+  private server: { process: ChildProcess; parse: (chunk: Buffer) => void } | undefined;
   private nextId = 1;
   private readonly live = new Map<number, ServedProcess>();
-  private pending = Buffer.alloc(0);
   /** Processes started through every spawn server of this process, for benchmarks. */
   static launched = 0;
 
@@ -49,21 +48,17 @@ export class SpawnServer {
   readonly launch: ProcessLauncher = (file, args, options) => {
     const id = this.nextId++;
     if (this.nextId > 0xffff_fff0) this.nextId = 1;
-    const served = new ServedProcess(id, (kind, payload) => this.send(id, kind, payload));
+    const served = new ServedProcess(id, options.stdin ?? false, (kind, payload) => this.send(id, kind, payload));
     this.live.set(id, served);
     SpawnServer.launched += 1;
-    try {
-      this.send(id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
-    } catch (err) {
-      this.live.delete(id);
-      process.nextTick(() => served.fail(err as Error));
-    }
+    this.send(id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
+    this.holdWorkerOpen();
     return served;
   };
 
   /** Stops the server; processes it was running are killed with it. */
   close(): void {
-    this.server?.kill('SIGKILL');
+    this.server?.process.kill('SIGKILL');
   }
 
   private send(id: number, kind: number, payload: Buffer = Buffer.alloc(0)): void {
@@ -72,53 +67,78 @@ export class SpawnServer {
     frame.writeUInt32BE(id, 4);
     frame.writeUInt8(kind, 8);
     payload.copy(frame, HEADER);
-    this.ensureServer().stdin!.write(frame);
+    this.ensureServer().process.stdin!.write(frame);
   }
 
-  private ensureServer(): ChildProcess {
-    if (this.server) return this.server;
-    const server = spawn(this.binaryPath, ['-spawn-server'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: {},
-    });
-    this.server = server;
-    // It never keeps the worker alive.
-    server.unref();
-    for (const stream of [server.stdin, server.stdout] as unknown as {
+  /** The server keeps this process alive while it runs something for it, as a child would. */
+  private holdWorkerOpen(): void {
+    const server = this.server?.process;
+    if (!server) return;
+    const hold = this.live.size > 0;
+    for (const handle of [server, server.stdout, server.stdin] as unknown as {
+      ref?: () => void;
       unref?: () => void;
-      _handle?: { unref(): void };
-    }[])
-      stream._handle?.unref();
-    server.stdin!.on('error', () => undefined);
-    server.stdout!.on('data', (chunk: Buffer) => this.receive(chunk));
-    const gone = (reason: string) => {
+      _handle?: { ref(): void; unref(): void };
+    }[]) {
+      const target = handle._handle ?? handle;
+      if (hold) target.ref?.();
+      else target.unref?.();
+    }
+  }
+
+  private ensureServer(): NonNullable<SpawnServer['server']> {
+    if (this.server) return this.server;
+    const child = spawn(this.binaryPath, ['-spawn-server'], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+    // Frames are parsed per server: a dead server's last bytes never run into the next one's.
+    let pending = Buffer.alloc(0);
+    const server = {
+      process: child,
+      parse: (chunk: Buffer) => {
+        let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+        while (buf.length >= HEADER) {
+          const size = buf.readUInt32BE(0);
+          if (buf.length < HEADER + size) break;
+          // A copy: the payload outlives this chunk in the process's streams.
+          this.deliver(buf.readUInt32BE(4), buf.readUInt8(8), Buffer.from(buf.subarray(HEADER, HEADER + size)));
+          buf = buf.subarray(HEADER + size);
+        }
+        pending = Buffer.from(buf);
+      },
+    };
+    this.server = server;
+    child.stdin!.on('error', () => undefined);
+    child.stdout!.on('data', (chunk: Buffer) => server.parse(chunk));
+    let startError: Error | undefined;
+    child.once('error', (err) => (startError = err));
+    // After its output is read to the end: every frame it sent is delivered before its processes are ended.
+    child.once('close', (code, sig) => {
       if (this.server !== server) return;
       this.server = undefined;
-      this.pending = Buffer.alloc(0);
       const orphans = [...this.live.values()];
       this.live.clear();
-      for (const p of orphans) p.serverGone(reason);
-    };
-    server.once('error', (err) => gone(`the spawn server could not run: ${err.message}`));
-    server.once('exit', (code, sig) => gone(`the spawn server ended (${sig ?? code})`));
+      const reason = startError
+        ? `the spawn server (${this.binaryPath}) could not start: ${startError.message}`
+        : `the spawn server ended (${sig ?? code})`;
+      for (const p of orphans) p.serverGone(reason, startError !== undefined);
+    });
     return server;
   }
 
-  private receive(chunk: Buffer): void {
-    let buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
-    while (buf.length >= HEADER) {
-      const size = buf.readUInt32BE(0);
-      if (buf.length < HEADER + size) break;
-      const id = buf.readUInt32BE(4);
-      const kind = buf.readUInt8(8);
-      // A copy: the payload outlives this chunk in the process's streams.
-      const payload = Buffer.from(buf.subarray(HEADER, HEADER + size));
-      buf = buf.subarray(HEADER + size);
-      const p = this.live.get(id);
-      if (!p) continue;
-      if (p.receive(kind, payload)) this.live.delete(id);
+  private deliver(id: number, kind: number, payload: Buffer): void {
+    const p = this.live.get(id);
+    if (!p) return;
+    let done: boolean;
+    try {
+      done = p.receive(kind, payload);
+    } catch (err) {
+      // A frame that does not parse: the process is lost, the worker is not.
+      p.serverGone(`the spawn server sent a bad frame (${(err as Error).message})`, true);
+      done = true;
     }
-    this.pending = Buffer.from(buf);
+    if (done) {
+      this.live.delete(id);
+      this.holdWorkerOpen();
+    }
   }
 }
 
@@ -135,6 +155,8 @@ function startRequest(file: string, args: string[], options: LaunchOptions) {
   };
 }
 
+const epipe = () => Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+
 /** One process the server started, as the worker sees it. */
 class ServedProcess extends EventEmitter implements LaunchedProcess {
   readonly stdout: Readable;
@@ -145,45 +167,49 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
   private groupSignalOnStart: NodeJS.Signals | undefined;
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private ended = 0;
-  private failed = false;
-  private outputPaused = false;
-  /** Callbacks of standard-input chunks not yet acknowledged. */
-  private readonly acks: ((err?: Error) => void)[] = [];
+  private gone = false;
+  /** Per output stream: the server was asked to hold it back. */
+  private readonly paused = [false, false];
+  /** The callback of the standard-input chunk awaiting its acknowledgement. */
+  private ack: ((err?: Error) => void) | undefined;
 
   constructor(
     readonly id: number,
+    withStdin: boolean,
     private readonly send: (kind: number, payload?: Buffer) => void,
   ) {
     super();
-    const read = () => {
-      if (this.outputPaused && !this.exited && !this.failed) {
-        this.outputPaused = false;
-        this.trySend(FRAME.resume);
-      }
+    const output = (index: 0 | 1) => {
+      const stream = new Readable({ read: () => this.resume(index) });
+      // A reader that gave up (a failed pipeline) no longer holds the process's output back.
+      stream.once('close', () => this.resume(index));
+      return stream;
     };
-    this.stdout = new Readable({ read });
-    this.stderr = new Readable({ read });
-    this.stdin = new Writable({
-      write: (chunk: Buffer, _enc, callback) => {
-        const parts: Buffer[] = [];
-        for (let at = 0; at < chunk.length; at += STDIN_CHUNK) parts.push(chunk.subarray(at, at + STDIN_CHUNK));
-        let left = parts.length;
-        let failure: Error | undefined;
-        const one = (err?: Error) => {
-          failure ??= err;
-          if (--left === 0) callback(failure);
-        };
-        if (parts.length === 0) return callback();
-        for (const part of parts) {
-          this.acks.push(one);
-          this.trySend(FRAME.stdin, part);
-        }
-      },
-      final: (callback) => {
-        this.trySend(FRAME.stdinEnd);
-        callback();
-      },
-    });
+    this.stdout = output(0);
+    this.stderr = output(1);
+    this.stdin = withStdin
+      ? new Writable({
+          write: (chunk: Buffer, _enc, callback) => this.writeStdin(chunk, callback),
+          final: (callback) => {
+            if (!this.exited && !this.gone) this.trySend(FRAME.stdinEnd);
+            callback();
+          },
+        })
+      : null;
+  }
+
+  /** Sends a chunk in parts, each once the last is acknowledged, so the server never waits on this process's input. */
+  private writeStdin(chunk: Buffer, callback: (err?: Error) => void, at = 0): void {
+    if (this.exited || this.gone) return callback(epipe());
+    if (at >= chunk.length) return callback();
+    this.ack = (err) => (err ? callback(err) : this.writeStdin(chunk, callback, at + STDIN_CHUNK));
+    this.trySend(FRAME.stdin, chunk.subarray(at, at + STDIN_CHUNK));
+  }
+
+  private resume(index: 0 | 1): void {
+    if (!this.paused[index] || this.gone) return;
+    this.paused[index] = false;
+    this.trySend(FRAME.resume, Buffer.of(index));
   }
 
   signal(sig: NodeJS.Signals, { group = false } = {}): void {
@@ -201,7 +227,8 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
       return;
     }
     // The server signals through the process's pidfd: never another process that took its pid.
-    if (!this.exited) this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig] })));
+    if (!this.exited && !this.gone)
+      this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig] })));
   }
 
   /** Says whether the process is done with (exited and its output ended). */
@@ -218,10 +245,12 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
       }
       case FRAME.stdout:
       case FRAME.stderr: {
-        const stream = kind === FRAME.stdout ? this.stdout : this.stderr;
-        if (!stream.destroyed && !stream.push(payload) && !this.outputPaused) {
-          this.outputPaused = true;
-          this.trySend(FRAME.pause);
+        const index = kind === FRAME.stdout ? 0 : 1;
+        const stream = index === 0 ? this.stdout : this.stderr;
+        // Output nobody reads any more is dropped, never held back.
+        if (!stream.destroyed && !stream.push(payload) && !this.paused[index]) {
+          this.paused[index] = true;
+          this.trySend(FRAME.pause, Buffer.of(index));
         }
         return false;
       }
@@ -236,57 +265,60 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
         this.emit('exit', this.exited.code, this.exited.signal);
         return this.maybeClose();
       }
-      case FRAME.stdinAck:
-        this.acks.shift()?.(payload.length ? Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }) : undefined);
+      case FRAME.stdinAck: {
+        const ack = this.ack;
+        this.ack = undefined;
+        ack?.(payload.length ? epipe() : undefined);
         return false;
+      }
       default:
         return false;
     }
   }
 
-  fail(err: Error): void {
-    this.failed = true;
-    this.failAcks();
+  private fail(err: Error): void {
+    this.gone = true;
+    this.failAck();
     this.emit('error', err);
     this.stdout.push(null);
     this.stderr.push(null);
   }
 
-  /** The server died: the process went with it (its sandbox dies with its parent). */
-  serverGone(reason: string): void {
-    if (this.exited) {
-      this.ended = 2;
-      this.stdout.push(null);
-      this.stderr.push(null);
-      this.maybeClose();
-      return;
+  /** The server died or spoke nonsense: the process went with it (its sandbox dies with its parent). */
+  serverGone(reason: string, neverStarted: boolean): void {
+    if (this.gone) return;
+    if (neverStarted && !this.exited) return this.fail(new Error(reason));
+    this.gone = true;
+    if (!this.exited) {
+      this.exited = { code: null, signal: 'SIGKILL' };
+      this.emit('exit', null, 'SIGKILL');
     }
-    if (this.listenerCount('exit') === 0 && this.listenerCount('close') === 0) return this.fail(new Error(reason));
-    this.exited = { code: null, signal: 'SIGKILL' };
-    this.emit('exit', null, 'SIGKILL');
-    this.stdout.push(null);
-    this.stderr.push(null);
+    if (!this.stdout.readableEnded) this.stdout.push(null);
+    if (!this.stderr.readableEnded) this.stderr.push(null);
     this.ended = 2;
     this.maybeClose();
   }
 
   private maybeClose(): boolean {
     if (!this.exited || this.ended < 2) return false;
-    this.failAcks();
+    this.gone = true;
+    this.failAck();
     // After the streams' own 'end' events, as Node's ChildProcess does.
     setImmediate(() => this.emit('close', this.exited!.code, this.exited!.signal));
     return true;
   }
 
-  private failAcks(): void {
-    for (const ack of this.acks.splice(0)) ack(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  private failAck(): void {
+    const ack = this.ack;
+    this.ack = undefined;
+    ack?.(epipe());
   }
 
   private trySend(kind: number, payload?: Buffer): void {
     try {
       this.send(kind, payload);
     } catch {
-      // the server is gone; serverGone says so
+      // the server is gone; its 'close' ends this process
     }
   }
 }

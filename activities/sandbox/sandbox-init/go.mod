@@ -1,3 +1,3 @@
 module agent-runs/sandbox-init
 
-go 1.21
+go 1.23

@@ -53,11 +53,15 @@ type startRequest struct {
 }
 
 type child struct {
-	cmd    *exec.Cmd
+	cmd *exec.Cmd
+	// Chunks for standard input (nil: its end); nil without a pipe. The worker sends a chunk only
+	// once the last is acknowledged, so a send here never waits.
 	stdin  chan []byte
+	exited chan struct{}
 	mu     sync.Mutex
 	resume *sync.Cond
-	paused bool
+	// Per output stream (stdout, stderr): the worker's reader is full.
+	paused [2]bool
 }
 
 type server struct {
@@ -149,7 +153,10 @@ func (s *server) start(id uint32, payload []byte) {
 		return
 	}
 	closeAll(childEnds)
-	c := &child{cmd: cmd, stdin: make(chan []byte, 4)}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	if stdinW != nil {
+		c.stdin = make(chan []byte, 4)
+	}
 	c.resume = sync.NewCond(&c.mu)
 	s.mu.Lock()
 	s.children[id] = c
@@ -158,15 +165,14 @@ func (s *server) start(id uint32, payload []byte) {
 
 	var relays sync.WaitGroup
 	relays.Add(2)
-	go s.relay(id, c, stdoutR, frameStdout, frameStdoutEnd, &relays)
-	go s.relay(id, c, stderrR, frameStderr, frameStderrEnd, &relays)
+	go s.relay(id, c, 0, stdoutR, frameStdout, frameStdoutEnd, &relays)
+	go s.relay(id, c, 1, stderrR, frameStderr, frameStderrEnd, &relays)
 	if stdinW != nil {
 		go s.feed(id, c, stdinW)
-	} else {
-		close(c.stdin)
 	}
 	go func() {
 		cmd.Wait()
+		close(c.exited)
 		status := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		exit := map[string]int{"code": status.ExitStatus(), "signal": 0}
 		if status.Signaled() {
@@ -182,13 +188,13 @@ func (s *server) start(id uint32, payload []byte) {
 }
 
 // relay sends one output pipe of a child to the worker, holding off while the worker has paused it.
-func (s *server) relay(id uint32, c *child, from *os.File, data, end byte, done *sync.WaitGroup) {
+func (s *server) relay(id uint32, c *child, stream int, from *os.File, data, end byte, done *sync.WaitGroup) {
 	defer done.Done()
 	defer from.Close()
 	buf := make([]byte, 64<<10)
 	for {
 		c.mu.Lock()
-		for c.paused {
+		for c.paused[stream] {
 			c.resume.Wait()
 		}
 		c.mu.Unlock()
@@ -204,11 +210,18 @@ func (s *server) relay(id uint32, c *child, from *os.File, data, end byte, done 
 }
 
 // feed writes what the worker sends to the child's standard input, acknowledging each chunk (the
-// worker sends the next only then, so nothing piles up here).
+// worker sends the next only then, so nothing piles up here). It ends with the input, or once the
+// child has exited (a worker that gave up on the input never sends its end).
 func (s *server) feed(id uint32, c *child, to *os.File) {
 	defer to.Close()
 	failed := false
-	for chunk := range c.stdin {
+	for {
+		var chunk []byte
+		select {
+		case chunk = <-c.stdin:
+		case <-c.exited:
+			return
+		}
 		if chunk == nil {
 			return
 		}
@@ -236,10 +249,21 @@ func (s *server) handle(id uint32, kind byte, payload []byte) {
 		return
 	}
 	switch kind {
-	case frameStdin:
-		c.stdin <- payload
-	case frameStdinEnd:
-		c.stdin <- nil
+	case frameStdin, frameStdinEnd:
+		if c.stdin == nil {
+			return
+		}
+		if kind == frameStdinEnd {
+			payload = nil
+		} else if payload == nil {
+			payload = []byte{}
+		}
+		select {
+		case c.stdin <- payload:
+		default:
+			// Only a worker that did not wait for acknowledgements gets here: never block the reader.
+			s.send(id, frameStdinAck, []byte("EAGAIN"))
+		}
 	case frameSignal:
 		var req struct {
 			Signal int `json:"signal"`
@@ -249,8 +273,11 @@ func (s *server) handle(id uint32, kind byte, payload []byte) {
 			c.cmd.Process.Signal(syscall.Signal(req.Signal))
 		}
 	case framePause, frameResume:
+		if len(payload) != 1 || payload[0] > 1 {
+			return
+		}
 		c.mu.Lock()
-		c.paused = kind == framePause
+		c.paused[payload[0]] = kind == framePause
 		c.mu.Unlock()
 		c.resume.Broadcast()
 	}
@@ -270,14 +297,21 @@ func spawnServer() {
 			break
 		}
 		size := binary.BigEndian.Uint32(header[0:4])
+		id := binary.BigEndian.Uint32(header[4:8])
 		if size > maxFrame {
-			break
+			if _, err := in.Discard(int(size)); err != nil {
+				break
+			}
+			if header[8] == frameStart {
+				s.sendJSON(id, frameFailed, map[string]string{"message": "start request too large", "code": "E2BIG"})
+			}
+			continue
 		}
 		payload := make([]byte, size)
 		if _, err := io.ReadFull(in, payload); err != nil {
 			break
 		}
-		s.handle(binary.BigEndian.Uint32(header[4:8]), header[8], payload)
+		s.handle(id, header[8], payload)
 	}
 	// The worker has gone: so do the processes it started.
 	s.mu.Lock()
