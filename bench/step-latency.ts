@@ -28,6 +28,7 @@ import { runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
+import { recordStepSpans } from './step-spans';
 import { workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
@@ -168,6 +169,7 @@ async function main(): Promise<void> {
   log(`\n1. Latency per step, one run at a time (3 runs of ${steps} steps each):`);
   spawns.reset();
   const launchedBefore = SpawnServer.launched;
+  const spans = recordStepSpans();
   const ours: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     const times: number[] = [];
@@ -175,6 +177,7 @@ async function main(): Promise<void> {
     ours.push(...gaps(times));
   }
   const started = spawns.read();
+  const spanTimes = spans.stop();
   const launched = SpawnServer.launched - launchedBefore;
   const floors: Record<'activity' | 'local', number[]> = { activity: [], local: [] };
   for (const kind of ['activity', 'local'] as const) {
@@ -188,6 +191,8 @@ async function main(): Promise<void> {
   log(
     `processes started per step          ${(launched / ours.length).toFixed(1)} by the spawn server; ${(started.spawns / ours.length).toFixed(1)} forked by the worker, each blocking its event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
   );
+  for (const [name, times] of [...spanTimes].sort((a, b) => percentile(b[1], 50) - percentile(a[1], 50)))
+    log(line(`  of which ${name}`, times).replace('steps)', 'spans)'));
   log(line('floor: activity + bare bwrap', floors.activity));
   log(line('floor: local activity', floors.local));
   log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);

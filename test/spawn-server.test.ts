@@ -93,21 +93,26 @@ test('output a slow reader holds back arrives whole and in order', async () => {
   });
   const out: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
-  await new Promise((resolve) => child.once('close', resolve));
+  // Read to its end: 'close' (as Node's) does not wait for a reader that holds output back.
+  await Promise.all([
+    new Promise((resolve) => child.stderr.once('end', resolve)),
+    new Promise((resolve) => child.stdout.once('end', resolve)),
+  ]);
   const data = Buffer.concat(chunks);
   expect(data.length).toBe(20_000_000);
   expect(Buffer.concat(out).toString('utf8').split(' ')[0]).toBe(createHash('sha256').update(data).digest('hex'));
 });
 
 test('output held back when the process exits is still delivered, and its close follows', async () => {
-  // More than the reader takes at once but less than the pipe holds: the process exits while held back.
-  const child = sh('head -c 100000 /dev/urandom');
+  // A first chunk fills the reader, which holds the output back; the rest (less than a pipe holds)
+  // is written later, so the process exits while it is held back.
+  const child = sh('head -c 65536 /dev/urandom; sleep 0.2; head -c 60000 /dev/urandom');
   expect(child.stdin).toBeNull();
   await new Promise((resolve) => child.once('exit', resolve));
   const out: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
   await new Promise((resolve) => child.once('close', resolve));
-  expect(Buffer.concat(out).length).toBe(100_000);
+  expect(Buffer.concat(out).length).toBe(125_536);
 });
 
 test('output whose reader failed is dropped, not held back: the process finishes and closes', async () => {
@@ -154,8 +159,11 @@ test('signals reach the process, and its whole group when asked; a missing progr
 test('a server that dies mid-output takes its processes with it, which end as killed; the next process starts a new one', async () => {
   const marker = `spawn-orphan-${randomBytes(4).toString('hex')}`;
   const child = sh(`exec -a ${marker} yes 0123456789abcdef`);
-  const done = finished(child);
+  // Read and dropped: it writes as fast as it can until the server dies.
+  const done = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
   await new Promise((resolve) => child.stdout.once('data', resolve));
+  child.stdout.resume();
+  child.stderr.resume();
   await waitFor(() => hostPidsRunning(marker).length === 1, 'the yes');
   const serverPid = Number(
     readFileSync(`/proc/${hostPidsRunning(marker)[0]}/stat`, 'utf8')

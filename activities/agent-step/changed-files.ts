@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { RunEventPayloads } from '../../core/run-events';
 import { appendRunEvent, latestDiffDigests } from '../../db/run-events';
+import { withSpan } from '../../core/spans';
 import type { ActivityDeps } from '../deps';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import { diffAgainstHead, workspaceRepositories } from '../workspace/git';
@@ -21,9 +22,10 @@ function capDiff(diff: string, limit: number): string {
 }
 
 export function createRecordChangedFiles({ dataSource }: ActivityDeps) {
-  return recordChangedFiles;
+  /** Records the files this step changed, per repository, as unified diffs from git (in a `record_changed_files` span). */
+  return (...args: Parameters<typeof recordChangedFiles>) =>
+    withSpan('record_changed_files', {}, () => recordChangedFiles(...args));
 
-  /** Records the files this step changed, per repository, as unified diffs from git. */
   async function recordChangedFiles(
     runId: string,
     turn: number,

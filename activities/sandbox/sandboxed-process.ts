@@ -237,8 +237,15 @@ function collect(prepared: PreparedProcess, options: ExecOptions): Promise<strin
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     };
-    if (options.output) pipeline(child.stdout, options.output).catch(kill);
-    else
+    let outputWritten: Promise<void> = Promise.resolve();
+    if (options.output) {
+      outputWritten = pipeline(child.stdout, options.output).catch((e: unknown) => {
+        kill();
+        throw e;
+      });
+      // Read when the process closes; until then, a failure is the process's kill.
+      outputWritten.catch(() => undefined);
+    } else
       child.stdout.on('data', (chunk: Buffer) => {
         outBytes += chunk.length;
         if (outBytes > maxBuffer) {
@@ -262,7 +269,12 @@ function collect(prepared: PreparedProcess, options: ExecOptions): Promise<strin
       if (aborted)
         reject(new ExecError(`${prepared.args.at(-1) ?? prepared.file}: The operation was aborted`, code, err));
       else if (overflow) reject(new ExecError(`output larger than ${maxBuffer} bytes`, code, err));
-      else if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
+      // With `output`, once all of it is written there (the process may close before that).
+      else if (code === 0)
+        outputWritten.then(
+          () => resolve(Buffer.concat(out).toString('utf8')),
+          (e: unknown) => reject(new ExecError(`writing its output failed: ${(e as Error).message}`, code, err)),
+        );
       else reject(new ExecError(err.trim() || `exited with ${code ?? signal}`, code, err));
     });
   });

@@ -51,7 +51,14 @@ export class SpawnServer {
     const served = new ServedProcess(id, options.stdin ?? false, (kind, payload) => this.send(id, kind, payload));
     this.live.set(id, served);
     SpawnServer.launched += 1;
-    this.send(id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
+    try {
+      this.send(id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
+    } catch (err) {
+      // The server itself could not be started (Node throws some spawn errors at once).
+      this.live.delete(id);
+      process.nextTick(() => served.serverGone(`the spawn server could not start: ${(err as Error).message}`, true));
+      return served;
+    }
     this.holdWorkerOpen();
     return served;
   };
@@ -105,9 +112,9 @@ export class SpawnServer {
         pending = Buffer.from(buf);
       },
     };
-    this.server = server;
     child.stdin!.on('error', () => undefined);
     child.stdout!.on('data', (chunk: Buffer) => server.parse(chunk));
+    this.server = server;
     let startError: Error | undefined;
     child.once('error', (err) => (startError = err));
     // After its output is read to the end: every frame it sent is delivered before its processes are ended.
@@ -127,15 +134,7 @@ export class SpawnServer {
   private deliver(id: number, kind: number, payload: Buffer): void {
     const p = this.live.get(id);
     if (!p) return;
-    let done: boolean;
-    try {
-      done = p.receive(kind, payload);
-    } catch (err) {
-      // A frame that does not parse: the process is lost, the worker is not.
-      p.serverGone(`the spawn server sent a bad frame (${(err as Error).message})`, true);
-      done = true;
-    }
-    if (done) {
+    if (p.receive(kind, payload)) {
       this.live.delete(id);
       this.holdWorkerOpen();
     }
@@ -167,6 +166,7 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
   private groupSignalOnStart: NodeJS.Signals | undefined;
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private ended = 0;
+  private stdinEnded = false;
   private gone = false;
   /** Per output stream: the server was asked to hold it back. */
   private readonly paused = [false, false];
@@ -191,8 +191,14 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
       ? new Writable({
           write: (chunk: Buffer, _enc, callback) => this.writeStdin(chunk, callback),
           final: (callback) => {
-            if (!this.exited && !this.gone) this.trySend(FRAME.stdinEnd);
+            this.endStdin();
             callback();
+          },
+          // A caller that gives up on the input (a failed pipeline) still closes it.
+          destroy: (err, callback) => {
+            this.endStdin();
+            this.ack = undefined;
+            callback(err);
           },
         })
       : null;
@@ -204,6 +210,12 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
     if (at >= chunk.length) return callback();
     this.ack = (err) => (err ? callback(err) : this.writeStdin(chunk, callback, at + STDIN_CHUNK));
     this.trySend(FRAME.stdin, chunk.subarray(at, at + STDIN_CHUNK));
+  }
+
+  private endStdin(): void {
+    if (this.stdinEnded || this.exited || this.gone) return;
+    this.stdinEnded = true;
+    this.trySend(FRAME.stdinEnd);
   }
 
   private resume(index: 0 | 1): void {
@@ -231,16 +243,27 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
       this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig] })));
   }
 
-  /** Says whether the process is done with (exited and its output ended). */
+  /** Says whether the server is done with the process (it exited and its output ended). */
   receive(kind: number, payload: Buffer): boolean {
+    let message: Record<string, unknown> | undefined;
+    if (kind === FRAME.started || kind === FRAME.failed || kind === FRAME.exit) {
+      try {
+        message = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+      } catch {
+        // Nonsense from the server: the process is killed and forgotten, the worker goes on.
+        this.signal('SIGKILL');
+        this.signal('SIGKILL', { group: true });
+        this.serverGone('the spawn server sent a bad frame', false);
+        return true;
+      }
+    }
     switch (kind) {
       case FRAME.started:
-        this.pid = (JSON.parse(payload.toString('utf8')) as { pid: number }).pid;
+        this.pid = Number(message!.pid);
         if (this.groupSignalOnStart) this.signal(this.groupSignalOnStart, { group: true });
         return false;
       case FRAME.failed: {
-        const { message, code } = JSON.parse(payload.toString('utf8')) as { message: string; code: string };
-        this.fail(Object.assign(new Error(message), { code }));
+        this.fail(Object.assign(new Error(String(message!.message)), { code: String(message!.code) }));
         return true;
       }
       case FRAME.stdout:
@@ -260,7 +283,7 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
         this.ended += 1;
         return this.maybeClose();
       case FRAME.exit: {
-        const { code, signal } = JSON.parse(payload.toString('utf8')) as { code: number; signal: number };
+        const { code, signal } = message as { code: number; signal: number };
         this.exited = { code: signal ? null : code, signal: signal ? signalName(signal) : null };
         this.emit('exit', this.exited.code, this.exited.signal);
         return this.maybeClose();
@@ -303,8 +326,10 @@ class ServedProcess extends EventEmitter implements LaunchedProcess {
     if (!this.exited || this.ended < 2) return false;
     this.gone = true;
     this.failAck();
-    // After the streams' own 'end' events, as Node's ChildProcess does.
-    setImmediate(() => this.emit('close', this.exited!.code, this.exited!.signal));
+    // Once its output has ended, as Node's ChildProcess does: whether or not a reader has taken
+    // all of it yet (a reader that never reads stderr still sees the process close).
+    const { code, signal } = this.exited;
+    setImmediate(() => this.emit('close', code, signal));
     return true;
   }
 

@@ -220,7 +220,17 @@ func (s *server) feed(id uint32, c *child, to *os.File) {
 		select {
 		case chunk = <-c.stdin:
 		case <-c.exited:
-			return
+			// What the worker sent meanwhile is refused, so that it never waits for an answer.
+			for {
+				select {
+				case queued := <-c.stdin:
+					if queued != nil {
+						s.send(id, frameStdinAck, []byte("EPIPE"))
+					}
+				default:
+					return
+				}
+			}
 		}
 		if chunk == nil {
 			return
