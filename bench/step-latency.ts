@@ -6,7 +6,8 @@
  * bare `bwrap … true`, and one of a local activity per step (bench/step-floor-workflow.ts).
  *
  * 1. Latency per step, one run at a time: the gaps between a run's model calls (ours) or its
- *    activities (the floors).
+ *    activities (the floors); ours broken down by the spans a step records (bench/step-spans.ts),
+ *    and the processes it starts (through the spawn server, or forked by the worker).
  * 2. CPU per step with `parallel` runs of 10 steps in flight: every process of the stack (this
  *    one, PostgreSQL, Temporal, the sandboxes), summed, divided by the steps.
  * 3. A burst of `burst` runs of 10 steps created at once: steps per second, QUEUED → INPROGRESS,
