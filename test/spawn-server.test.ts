@@ -9,6 +9,7 @@ import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { SpawnServer } from '../activities/sandbox/spawn-server';
 import { probeSpawns } from '../bench/spawn-probe';
 import { hostPidsRunning } from './helpers/host-processes';
+import { waitFor } from './helpers/test-context';
 import { createTestSandbox } from './helpers/sandbox';
 
 /**
@@ -43,11 +44,6 @@ function finished(
 
 const sh = (script: string, options: { stdin?: boolean; detached?: boolean } = {}) =>
   server.launch('/bin/bash', ['-c', script], { cwd: '/', env: { PATH: '/usr/bin:/bin', GREETING: 'hi' }, ...options });
-
-const waitFor = async (check: () => boolean, what: string) => {
-  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
-  if (!check()) throw new Error(`timed out waiting for ${what}`);
-};
 
 test('a process gets real pipes, its environment and directory, and its exit status; the server is its parent', async () => {
   const result = await finished(
@@ -104,15 +100,16 @@ test('output a slow reader holds back arrives whole and in order', async () => {
 });
 
 test('output held back when the process exits is still delivered, and its close follows', async () => {
-  // A first chunk fills the reader, which holds the output back; the rest (less than a pipe holds)
-  // is written later, so the process exits while it is held back.
-  const child = sh('head -c 65536 /dev/urandom; sleep 0.2; head -c 60000 /dev/urandom');
+  // A first chunk fills the reader (16 KiB), which holds the output back; what the server has not
+  // read by then, plus a small rest written later, fits in the pipe (64 KiB), so the process exits
+  // while its output is held back.
+  const child = sh('head -c 65536 /dev/urandom; sleep 0.2; head -c 1000 /dev/urandom');
   expect(child.stdin).toBeNull();
   await new Promise((resolve) => child.once('exit', resolve));
   const out: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
   await new Promise((resolve) => child.once('close', resolve));
-  expect(Buffer.concat(out).length).toBe(125_536);
+  expect(Buffer.concat(out).length).toBe(66_536);
 });
 
 test('output whose reader failed is dropped, not held back: the process finishes and closes', async () => {
@@ -147,10 +144,18 @@ test('signals reach the process, and its whole group when asked; a missing progr
   const group = sh(`(exec -a ${marker} sleep 300) & echo started; wait`, { detached: true });
   const groupDone = finished(group);
   await new Promise((resolve) => group.stdout.once('data', resolve));
-  await waitFor(() => hostPidsRunning(marker).length === 1, 'the background sleep');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the background sleep',
+  );
   group.signal('SIGKILL', { group: true });
   expect(await groupDone).toMatchObject({ signal: 'SIGKILL' });
-  await waitFor(() => hostPidsRunning(marker).length === 0, 'the group to die');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the group to die',
+  );
 
   const missing = server.launch('/nonexistent/program', [], { cwd: '/', env: {} });
   await expect(finished(missing)).rejects.toMatchObject({ code: 'ENOENT' });
@@ -164,7 +169,11 @@ test('a server that dies mid-output takes its processes with it, which end as ki
   await new Promise((resolve) => child.stdout.once('data', resolve));
   child.stdout.resume();
   child.stderr.resume();
-  await waitFor(() => hostPidsRunning(marker).length === 1, 'the yes');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the yes',
+  );
   const serverPid = Number(
     readFileSync(`/proc/${hostPidsRunning(marker)[0]}/stat`, 'utf8')
       .split(') ')[1]!
@@ -172,7 +181,11 @@ test('a server that dies mid-output takes its processes with it, which end as ki
   );
   process.kill(serverPid, 'SIGKILL');
   expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' });
-  await waitFor(() => hostPidsRunning(marker).length === 0, 'the yes to die with the server');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the yes to die with the server',
+  );
   // Wherever the dead server's last frame was cut, the new one's frames read whole.
   for (let i = 0; i < 3; i++) {
     const again = await finished(sh(`echo again ${i}; echo err ${i} >&2; exit ${i}`));
@@ -216,7 +229,15 @@ test('a worker killed with SIGKILL leaves no sandboxed process of its runs behin
     worker.stdout.once('data', resolve);
     worker.once('exit', (code) => reject(new Error(`the stand-in worker exited (${code}) before its command started`)));
   });
-  await waitFor(() => hostPidsRunning(marker).length === 1, 'the sandboxed sleep');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 1,
+    'the sandboxed sleep',
+  );
   worker.kill('SIGKILL');
-  await waitFor(() => hostPidsRunning(marker).length === 0, 'the sandboxed sleep to die with its worker');
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the sandboxed sleep to die with its worker',
+  );
 });

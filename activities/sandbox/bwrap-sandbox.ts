@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
-import { existsSync } from 'node:fs';
-import { chmod, chown, lchown, lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lchown, lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
@@ -16,10 +15,11 @@ import {
   type SandboxProcessSpec,
 } from './sandbox';
 import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from './host-root';
-import { existsInRoot } from './path-in-root';
 import { killRunSandboxes } from './sandbox-reaper';
 import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
 import { installSandboxInit } from './sandbox-init-binary';
+import { CLONE_GITCONFIG, INNER_ID, writeSandboxEtc } from './sandbox-etc';
+import { imageShell, RunImageRoots } from './run-image-roots';
 import { SpawnServer } from './spawn-server';
 import {
   SANDBOX_ENV,
@@ -31,11 +31,6 @@ import {
 } from './sandbox-paths';
 
 export { SANDBOX_WORKSPACE } from './sandbox-paths';
-
-/** Global git configuration of the platform's clones, in every sandbox's /etc. */
-export const CLONE_GITCONFIG = 'agent-runs-clone.gitconfig';
-/** The uid and gid the run's processes have inside their user namespace. */
-const INNER_ID = '1000';
 
 export interface BwrapSandboxOptions {
   config: SandboxConfig;
@@ -63,8 +58,7 @@ export class BwrapSandbox implements Sandbox {
   private readonly destroying = new Set<string>();
   /** Runs whose private state this worker has made: a command of theirs skips that work. */
   private readonly ready = new Set<string>();
-  /** Each run's image root (null: the host's), as provisioning recorded it. */
-  private readonly images = new Map<string, RunImageRoot | null>();
+  private readonly images = new RunImageRoots();
   /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
   private readonly systemArgs: string[];
   /** Starts the sandboxes, so that the worker never forks itself for one. */
@@ -128,41 +122,18 @@ export class BwrapSandbox implements Sandbox {
 
   async useImage(runId: string, image: RunImageRoot | undefined): Promise<void> {
     if (!this.ready.has(runId)) await this.makeRunState(runId);
-    const file = path.join(this.runDir(runId), 'image.json');
-    if (image) await writeFile(file, JSON.stringify(image), { mode: 0o600 });
-    else await rm(file, { force: true });
-    this.images.set(runId, image ?? null);
-  }
-
-  /** The image root the run's commands get, if its environment has one (recorded at provisioning, read back after a restart). */
-  private async runImage(runId: string): Promise<RunImageRoot | undefined> {
-    let image = this.images.get(runId);
-    if (image === undefined) {
-      const text = await readFile(path.join(this.runDir(runId), 'image.json'), 'utf8').catch(() => undefined);
-      image = text ? (JSON.parse(text) as RunImageRoot) : null;
-      this.images.set(runId, image);
-    }
-    if (image && !existsSync(image.rootfs)) {
-      throw new Error(`the image ${image.digest} of run ${runId} is no longer in this worker's image cache`);
-    }
-    return image ?? undefined;
+    await this.images.record(runId, this.runDir(runId), image);
   }
 
   async shell(runId: string): Promise<string> {
-    const image = await this.runImage(runId);
-    if (!image) return '/bin/bash';
-    for (const candidate of ['/bin/bash', '/usr/bin/bash', '/bin/sh', '/usr/bin/sh']) {
-      if (await existsInRoot(image.rootfs, candidate)) return candidate;
-    }
-    throw new Error(
-      `the environment's image (${image.digest}) has no shell (/bin/bash or /bin/sh), and commands run through one; add one to the image`,
-    );
+    const image = await this.images.of(runId, this.runDir(runId));
+    return image ? imageShell(image) : '/bin/bash';
   }
 
   async destroyRun(runId: string): Promise<void> {
     this.destroying.add(runId);
     this.ready.delete(runId);
-    this.images.delete(runId);
+    this.images.forget(runId);
     // First: a lease left behind would keep its image in the cache for good.
     await this.options.images?.release(runId).catch(() => undefined);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
@@ -196,7 +167,7 @@ export class BwrapSandbox implements Sandbox {
       'ALL',
       '--disable-userns',
     ];
-    const image = spec.onImage ? await this.runImage(spec.runId) : undefined;
+    const image = spec.onImage ? await this.images.of(spec.runId, dir) : undefined;
     if (image) {
       // The environment's image as `/`, read-only; the sandbox's own identity files over its /etc.
       args.push('--ro-bind', image.rootfs, '/');
@@ -298,18 +269,7 @@ export class BwrapSandbox implements Sandbox {
       await mkdir(this.etcDir, { recursive: true });
       await chmod(this.stateRoot, 0o711);
       await chmod(this.etcDir, 0o755);
-      const files: Record<string, string> = {
-        passwd: `root:x:0:0:root:/root:/bin/bash\nagent:x:${INNER_ID}:${INNER_ID}:agent:${SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
-        group: `root:x:0:\nagent:x:${INNER_ID}:\nnogroup:x:65534:\n`,
-        hosts: '127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n',
-        hostname: 'sandbox\n',
-        // The platform's clones read the operator's mirror, whoever owns it (git 2.39 honours
-        // safe.directory only in global configuration).
-        [CLONE_GITCONFIG]: '[safe]\n\tdirectory = *\n',
-      };
-      for (const [name, content] of Object.entries(files)) {
-        await writeFile(path.join(this.etcDir, name), content, { mode: 0o644 });
-      }
+      await writeSandboxEtc(this.etcDir);
       await installSandboxInit(this.options.initPath, this.initCopy);
     })().catch((err: unknown) => {
       this.etcReady = undefined;

@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { CLONE_GITCONFIG } from '../sandbox/bwrap-sandbox';
+import { CLONE_GITCONFIG } from '../sandbox/sandbox-etc';
 import { ExecError, type ExecOptions, type RunProcesses } from '../sandbox/sandboxed-process';
 
 const CLONE_GITCONFIG_PATH = `/etc/${CLONE_GITCONFIG}`;

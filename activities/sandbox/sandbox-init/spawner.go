@@ -22,7 +22,7 @@ import (
 	"syscall"
 )
 
-// Frame types: the worker's, then the server's. activities/sandbox/spawn-server.ts holds the
+// Frame types: the worker's, then the server's. activities/sandbox/spawn-frames.ts holds the
 // same list.
 const (
 	frameStart     = 1
