@@ -56,6 +56,8 @@ test('a worker that starts kills the sandboxes a previous one left running on it
     runId: 'run-left',
     argv: ['/bin/bash', '-c', `exec -a ${marker} sleep 600`],
     network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+    // An agent's command: a sandbox of its own, which the host spawns (a helper would enter the run's helper sandbox).
+    onImage: true,
   });
   // Detached and unreferenced, as a sandbox whose worker died before --die-with-parent took hold.
   const child = spawn(prepared.file, prepared.args, {
@@ -212,18 +214,30 @@ test("a process's variables (an MCP server's env, an image's Env) reach only the
   for (const name of ['setpriv', 'bwrap', 'sh'])
     writeFileSync(path.join(trap, name), `#!/bin/sh\necho host > ${sprung}\n`, { mode: 0o755 });
   const env = { PATH: `${trap}:/usr/bin:/bin`, LD_PRELOAD: path.join(trap, 'evil.so'), MARKER: 'inside' };
+  // A process with a sandbox of its own (an MCP server, an agent's command): the host side gets a fixed environment.
   const prepared = await sandbox.prepare({
     runId,
     argv: ['/bin/sh', '-c', 'echo "marker=$MARKER path=$PATH preload=$LD_PRELOAD"'],
     env,
     network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+    onImage: true,
   });
   try {
+    expect(prepared.entersSandbox).toBeUndefined();
     expect(prepared.env).toEqual({ PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' });
     expect(path.isAbsolute(prepared.file)).toBe(true);
   } finally {
     await prepared.release();
   }
+  // A platform helper enters the run's helper sandbox: its variables go to the server in there, not to a host process.
+  const helper = await sandbox.prepare({
+    runId,
+    argv: ['/bin/sh', '-c', 'true'],
+    env,
+    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+  });
+  expect(helper).toMatchObject({ entersSandbox: true, cwd: '/workspace' });
+  expect(helper.launch).toBeDefined();
   const output = await run.exec(['/bin/sh', '-c', 'echo "marker=$MARKER path=$PATH"'], { env });
   expect(output).toContain(`marker=inside path=${trap}:/usr/bin:/bin`);
   expect(existsSync(sprung)).toBe(false);

@@ -23,7 +23,7 @@ let server: SpawnServer;
 
 beforeAll(async () => {
   initPath = await locateSandboxInit(undefined);
-  server = new SpawnServer(initPath);
+  server = SpawnServer.onHost(initPath);
 });
 afterAll(() => server.close());
 

@@ -67,7 +67,7 @@ export class BwrapSandbox implements Sandbox {
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
     this.systemArgs = systemDirArgs();
-    this.spawnServer = new SpawnServer(options.initPath);
+    this.spawnServer = SpawnServer.onHost(options.initPath);
   }
 
   workspacePath(): string {

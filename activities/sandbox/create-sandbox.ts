@@ -7,6 +7,7 @@ import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import { BwrapSandbox, SANDBOX_WORKSPACE, type BwrapSandboxOptions } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
+import { HelperSandbox } from './helper-sandbox';
 import { LimitedSandbox } from './limited-sandbox';
 import { limitsSpec } from './sandbox-init-args';
 import { installSandboxInit, locateSandboxInit } from './sandbox-init-binary';
@@ -102,7 +103,9 @@ export async function createSandbox(
   cgroupHost: CgroupHost = REAL_HOST,
   images?: BwrapSandboxOptions['images'],
 ): Promise<Sandbox> {
-  return withRunLimits(await createIsolation(config, rules, logger, images), config, logger, cgroupHost);
+  const sandbox = await withRunLimits(await createIsolation(config, rules, logger, images), config, logger, cgroupHost);
+  // The platform's own helpers share a sandbox per run (helper-sandbox.ts); unconfined, there is none to share.
+  return sandbox.kind === 'bwrap' ? new HelperSandbox(sandbox) : sandbox;
 }
 
 /**

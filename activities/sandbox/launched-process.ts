@@ -9,6 +9,10 @@ export interface LaunchOptions {
   detached?: boolean;
   /** A pipe for standard input; otherwise /dev/null. */
   stdin?: boolean;
+  /** Does not keep the worker's event loop alive (a server of its own, say); spawn servers only. */
+  background?: boolean;
+  /** `env` on top of the server's own environment (a server inside a sandbox has the sandbox's); spawn servers only. */
+  inheritEnv?: boolean;
 }
 
 /**

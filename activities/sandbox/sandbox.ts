@@ -50,6 +50,11 @@ export interface PreparedProcess {
   cwd: string;
   /** What starts it (default: a fork of the worker). */
   launch?: ProcessLauncher;
+  /**
+   * It starts inside a sandbox that is already running (a run's helper sandbox): `file` and `cwd`
+   * are paths in there, and only `launch` can start it.
+   */
+  entersSandbox?: boolean;
   release(): Promise<void>;
 }
 

@@ -26,12 +26,20 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   /** The callback of the standard-input chunk awaiting its acknowledgement. */
   private ack: ((err?: Error) => void) | undefined;
 
+  /** Keeps the worker alive while it runs. */
+  readonly holds: boolean;
+  /** The server signals the process's group (its pids are not this host's). */
+  private readonly groupsViaServer: boolean;
+
   constructor(
     readonly id: number,
-    withStdin: boolean,
+    options: { withStdin: boolean; groupsViaServer: boolean; holds: boolean },
     private readonly send: (kind: number, payload?: Buffer) => void,
   ) {
     super();
+    const { withStdin } = options;
+    this.holds = options.holds;
+    this.groupsViaServer = options.groupsViaServer;
     const output = (index: 0 | 1) => {
       const stream = new Readable({ read: () => this.resume(index) });
       // A reader that gave up (a failed pipeline) no longer holds the process's output back.
@@ -78,7 +86,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   }
 
   signal(sig: NodeJS.Signals, { group = false } = {}): void {
-    if (group) {
+    if (group && !this.groupsViaServer) {
       // What the process left in its group may outlive it: the group is signalled from here.
       if (this.pid === undefined) {
         this.groupSignalOnStart = sig;
@@ -93,7 +101,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
     }
     // The server signals through the process's pidfd: never another process that took its pid.
     if (!this.exited && !this.gone)
-      this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig] })));
+      this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig], group })));
   }
 
   /** Says whether the server is done with the process (it exited and its output ended). */

@@ -1,115 +1,199 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
 import type { LaunchOptions, ProcessLauncher } from './launched-process';
 import { ServedProcess } from './served-process';
 import { FRAME, HEADER } from './spawn-frames';
+
+/** A running `sandbox-init -spawn-server`, however it was started. */
+export interface ServerChannel {
+  /** Where frames go to the server. */
+  input: Writable;
+  /** Where its frames come from. */
+  output: Readable;
+  /** Whether the server keeps the worker's event loop alive (it does while it runs something). */
+  hold(on: boolean): void;
+  kill(): void;
+  /** Once, after its output has ended: why it ended, and whether it never started. */
+  onEnd(callback: (reason: string, neverStarted: boolean) => void): void;
+}
 
 /**
  * The worker's processes started by `sandbox-init -spawn-server` (spawner.go), a small process of
  * its own, instead of by forking the worker: a fork copies the page tables of a worker of
  * several hundred MiB and stalls its event loop for milliseconds each time (`npm run
  * bench:spawn`). The server is started on first use and again should it die; what it was running
- * then ends as killed.
+ * then ends as killed. The server is a child of the worker (`SpawnServer.onHost`), or runs inside
+ * a run's helper sandbox (helper-sandbox.ts), where it signals process groups itself.
  */
 export class SpawnServer {
-  private server: { process: ChildProcess; parse: (chunk: Buffer) => void } | undefined;
+  private server: Server | undefined;
   private nextId = 1;
   private readonly live = new Map<number, ServedProcess>();
+  /** Live processes that keep the worker alive (not `background`). */
+  private holding = 0;
   /** Processes started through every spawn server of this process, for benchmarks. */
   static launched = 0;
 
-  constructor(private readonly binaryPath: string) {}
+  /** A server started as a child of this process, from the sandbox-init binary. */
+  static onHost(binaryPath: string): SpawnServer {
+    return new SpawnServer(() => hostChannel(binaryPath), false);
+  }
+
+  constructor(
+    private readonly startServer: () => ServerChannel,
+    /** The server is `-contained`: the pids it reports are not this host's, so groups are signalled through it. */
+    private readonly contained: boolean,
+  ) {}
+
+  /** Processes it runs now. */
+  get running(): number {
+    return this.live.size;
+  }
 
   readonly launch: ProcessLauncher = (file, args, options) => {
     const id = this.nextId++;
     if (this.nextId > 0xffff_fff0) this.nextId = 1;
-    const served = new ServedProcess(id, options.stdin ?? false, (kind, payload) => this.send(id, kind, payload));
-    this.live.set(id, served);
+    // Bound to the server that starts it: its frames never go to a server started after that one died.
+    let server: Server | undefined;
+    const served = new ServedProcess(
+      id,
+      { withStdin: options.stdin ?? false, groupsViaServer: this.contained, holds: !options.background },
+      (kind, payload) => {
+        if (server && !server.ended) send(server, id, kind, payload);
+      },
+    );
     SpawnServer.launched += 1;
     try {
-      this.send(id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
+      server = this.ensureServer();
     } catch (err) {
       // The server itself could not be started (Node throws some spawn errors at once).
-      this.live.delete(id);
       process.nextTick(() => served.serverGone(`the spawn server could not start: ${(err as Error).message}`, true));
       return served;
     }
+    if (server.ended) {
+      process.nextTick(() => served.serverGone('the spawn server ended', true));
+      return served;
+    }
+    this.live.set(id, served);
+    server.ids.add(id);
+    if (served.holds) this.holding += 1;
+    send(server, id, FRAME.start, Buffer.from(JSON.stringify(startRequest(file, args, options))));
     this.holdWorkerOpen();
     return served;
   };
 
-  /** Stops the server; processes it was running are killed with it. */
+  /** Stops the server; processes it was running are killed with it, and the next launch starts another. */
   close(): void {
-    this.server?.process.kill('SIGKILL');
-  }
-
-  private send(id: number, kind: number, payload: Buffer = Buffer.alloc(0)): void {
-    const frame = Buffer.allocUnsafe(HEADER + payload.length);
-    frame.writeUInt32BE(payload.length, 0);
-    frame.writeUInt32BE(id, 4);
-    frame.writeUInt8(kind, 8);
-    payload.copy(frame, HEADER);
-    this.ensureServer().process.stdin!.write(frame);
+    const server = this.server;
+    this.server = undefined;
+    server?.channel.kill();
   }
 
   /** The server keeps this process alive while it runs something for it, as a child would. */
   private holdWorkerOpen(): void {
-    const server = this.server?.process;
-    if (!server) return;
-    const hold = this.live.size > 0;
-    // Its pipes are sockets, which hold the event loop as the process does.
-    for (const handle of [server, server.stdout as Socket, server.stdin as Socket]) {
-      if (hold) handle.ref();
-      else handle.unref();
-    }
+    this.server?.channel.hold(this.holding > 0);
   }
 
-  private ensureServer(): NonNullable<SpawnServer['server']> {
+  private forget(id: number): void {
+    const p = this.live.get(id);
+    if (!p) return;
+    this.live.delete(id);
+    if (p.holds) this.holding -= 1;
+  }
+
+  private ensureServer(): Server {
     if (this.server) return this.server;
-    const child = spawn(this.binaryPath, ['-spawn-server'], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+    const channel = this.startServer();
     // Frames are parsed per server: a dead server's last bytes never run into the next one's.
     let pending = Buffer.alloc(0);
-    const server = {
-      process: child,
+    const server: Server = {
+      channel,
+      ids: new Set(),
+      ended: false,
       parse: (chunk: Buffer) => {
         let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         while (buf.length >= HEADER) {
           const size = buf.readUInt32BE(0);
           if (buf.length < HEADER + size) break;
           // A copy: the payload outlives this chunk in the process's streams.
-          this.deliver(buf.readUInt32BE(4), buf.readUInt8(8), Buffer.from(buf.subarray(HEADER, HEADER + size)));
+          this.deliver(server, buf.readUInt32BE(4), buf.readUInt8(8), Buffer.from(buf.subarray(HEADER, HEADER + size)));
           buf = buf.subarray(HEADER + size);
         }
         pending = Buffer.from(buf);
       },
     };
-    child.stdin!.on('error', () => undefined);
-    child.stdout!.on('data', (chunk: Buffer) => server.parse(chunk));
+    channel.input.on('error', () => undefined);
+    channel.output.on('data', (chunk: Buffer) => server.parse(chunk));
     this.server = server;
-    let startError: Error | undefined;
-    child.once('error', (err) => (startError = err));
     // After its output is read to the end: every frame it sent is delivered before its processes are ended.
-    child.once('close', (code, sig) => {
-      if (this.server !== server) return;
-      this.server = undefined;
-      const orphans = [...this.live.values()];
-      this.live.clear();
-      const reason = startError
-        ? `the spawn server (${this.binaryPath}) could not start: ${startError.message}`
-        : `the spawn server ended (${sig ?? code})`;
-      for (const p of orphans) p.serverGone(reason, startError !== undefined);
+    channel.onEnd((reason, neverStarted) => {
+      server.ended = true;
+      if (this.server === server) this.server = undefined;
+      const orphans = [...server.ids].map((id) => this.live.get(id)!);
+      for (const id of server.ids) this.forget(id);
+      server.ids.clear();
+      this.holdWorkerOpen();
+      for (const p of orphans) p.serverGone(reason, neverStarted);
     });
     return server;
   }
 
-  private deliver(id: number, kind: number, payload: Buffer): void {
-    const p = this.live.get(id);
-    if (!p) return;
+  private deliver(server: Server, id: number, kind: number, payload: Buffer): void {
+    if (!server.ids.has(id)) return;
+    const p = this.live.get(id)!;
     if (p.receive(kind, payload)) {
-      this.live.delete(id);
+      server.ids.delete(id);
+      this.forget(id);
       this.holdWorkerOpen();
     }
   }
+}
+
+interface Server {
+  channel: ServerChannel;
+  /** The processes it runs. */
+  ids: Set<number>;
+  ended: boolean;
+  parse: (chunk: Buffer) => void;
+}
+
+function send(server: Server, id: number, kind: number, payload: Buffer = Buffer.alloc(0)): void {
+  const frame = Buffer.allocUnsafe(HEADER + payload.length);
+  frame.writeUInt32BE(payload.length, 0);
+  frame.writeUInt32BE(id, 4);
+  frame.writeUInt8(kind, 8);
+  payload.copy(frame, HEADER);
+  server.channel.input.write(frame);
+}
+
+/** `sandbox-init -spawn-server` as a child of this process. */
+function hostChannel(binaryPath: string): ServerChannel {
+  const child = spawn(binaryPath, ['-spawn-server'], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+  let startError: Error | undefined;
+  child.once('error', (err) => (startError = err));
+  return {
+    input: child.stdin!,
+    output: child.stdout!,
+    hold(on) {
+      // Its pipes are sockets, which hold the event loop as the process does.
+      for (const handle of [child, child.stdout as Socket, child.stdin as Socket]) {
+        if (on) handle.ref();
+        else handle.unref();
+      }
+    },
+    kill: () => child.kill('SIGKILL'),
+    onEnd(callback) {
+      child.once('close', (code, sig) =>
+        callback(
+          startError
+            ? `the spawn server (${binaryPath}) could not start: ${startError.message}`
+            : `the spawn server ended (${sig ?? code})`,
+          startError !== undefined,
+        ),
+      );
+    },
+  };
 }
 
 function startRequest(file: string, args: string[], options: LaunchOptions) {
@@ -122,5 +206,6 @@ function startRequest(file: string, args: string[], options: LaunchOptions) {
     dir: options.cwd,
     setsid: options.detached ?? false,
     stdin: options.stdin ?? false,
+    inheritEnv: options.inheritEnv ?? false,
   };
 }

@@ -91,6 +91,8 @@ async function connectOne(
       onImage: true,
     });
     releases.push(prepared.release);
+    // The MCP SDK spawns the server itself: only a sandbox of its own can be started that way.
+    if (prepared.entersSandbox) throw new Error(`MCP server "${name}" cannot run in a shared sandbox`);
     const transport = new StdioClientTransport({
       command: prepared.file,
       args: prepared.args,

@@ -15,7 +15,8 @@
 // as it needs them, and a command at its process limit must not take the bridge down.
 //
 // `sandbox-init -spawn-server` is another program in the same binary, run on the host side by
-// the worker: it starts the worker's processes for it (spawner.go).
+// the worker: it starts the worker's processes for it (spawner.go). With -contained it runs
+// inside a run's helper sandbox and starts the platform's own helpers there (git, the file tools).
 package main
 
 import (
@@ -152,6 +153,7 @@ func main() {
 	limits := flag.String("limits", "", "name=value,... (core, nproc, data, fsize, cpu, nofile)")
 	bridges := flag.String("bridge", "", "socket=port;... to offer on the loopback")
 	serve := flag.Bool("spawn-server", false, "start the worker's processes for it (spawner.go)")
+	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
 	flag.Parse()
 	if *serve {
 		spawnServer()

@@ -14,10 +14,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -43,6 +46,34 @@ const (
 
 const maxFrame = 4 << 20
 
+// contained is set for a server that runs inside a run's sandbox (`-spawn-server -contained`, the
+// run's helper sandbox): each process it starts leads a group of its own, which dies with it and
+// takes the worker's group signals. On the host side the worker signals groups itself.
+var contained bool
+
+// lookPathIn finds a program as a shell would with env's PATH (the last one, as exec.Cmd uses).
+func lookPathIn(file string, env []string) (string, error) {
+	if file == "" || strings.Contains(file, "/") {
+		return file, nil
+	}
+	search := ""
+	for _, entry := range env {
+		if value, ok := strings.CutPrefix(entry, "PATH="); ok {
+			search = value
+		}
+	}
+	for _, dir := range filepath.SplitList(search) {
+		if dir == "" {
+			dir = "."
+		}
+		candidate := filepath.Join(dir, file)
+		if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", file)
+}
+
 type startRequest struct {
 	File   string   `json:"file"`
 	Args   []string `json:"args"`
@@ -50,6 +81,8 @@ type startRequest struct {
 	Dir    string   `json:"dir"`
 	Setsid bool     `json:"setsid"`
 	Stdin  bool     `json:"stdin"`
+	// The server's own environment under Env (a server inside a sandbox has the sandbox's).
+	InheritEnv bool `json:"inheritEnv"`
 }
 
 type child struct {
@@ -102,10 +135,19 @@ func (s *server) start(id uint32, payload []byte) {
 		s.sendJSON(id, frameFailed, map[string]string{"message": "bad start request", "code": "EINVAL"})
 		return
 	}
-	cmd := &exec.Cmd{Path: req.File, Args: append([]string{req.File}, req.Args...), Env: req.Env, Dir: req.Dir}
+	env := req.Env
+	if req.InheritEnv {
+		env = append(os.Environ(), req.Env...)
+	}
+	file, err := lookPathIn(req.File, env)
+	if err != nil {
+		s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": "ENOENT"})
+		return
+	}
+	cmd := &exec.Cmd{Path: file, Args: append([]string{req.File}, req.Args...), Env: env, Dir: req.Dir}
 	// Killed with this server, which is killed with the worker. (bwrap keeps that across its
-	// change of uid with --die-with-parent.)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid, Pdeathsig: syscall.SIGKILL}
+	// change of uid with --die-with-parent.) Contained, each process leads a group of its own.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid || contained, Pdeathsig: syscall.SIGKILL}
 	var parentEnds, childEnds []*os.File
 	closeAll := func(files []*os.File) {
 		for _, f := range files {
@@ -172,6 +214,10 @@ func (s *server) start(id uint32, payload []byte) {
 	}
 	go func() {
 		cmd.Wait()
+		if contained {
+			// What the process left in its group goes with it, as it would with a sandbox of its own.
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 		close(c.exited)
 		status := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		exit := map[string]int{"code": status.ExitStatus(), "signal": 0}
@@ -276,9 +322,20 @@ func (s *server) handle(id uint32, kind byte, payload []byte) {
 		}
 	case frameSignal:
 		var req struct {
-			Signal int `json:"signal"`
+			Signal int  `json:"signal"`
+			Group  bool `json:"group"`
 		}
-		if json.Unmarshal(payload, &req) == nil {
+		if json.Unmarshal(payload, &req) != nil {
+			return
+		}
+		if req.Group && contained {
+			select {
+			case <-c.exited:
+				// Its group was killed when it exited; the pid may be another's by now.
+			default:
+				syscall.Kill(-c.cmd.Process.Pid, syscall.Signal(req.Signal))
+			}
+		} else {
 			// Through the process's pidfd: never a process that took the pid after it.
 			c.cmd.Process.Signal(syscall.Signal(req.Signal))
 		}

@@ -1,0 +1,147 @@
+import { readFileSync } from 'node:fs';
+import { HelperSandbox } from '../activities/sandbox/helper-sandbox';
+import type { Sandbox } from '../activities/sandbox/sandbox';
+import { ExecError, runProcesses } from '../activities/sandbox/sandboxed-process';
+import { hostPidsRunning } from './helpers/host-processes';
+import { createTestSandbox } from './helpers/sandbox';
+import { uniqueName, waitFor } from './helpers/test-context';
+
+/**
+ * The platform's own helpers (git, the file tools) enter one sandbox per run that stays up
+ * between them, instead of starting one each. It must be the sandbox each had (no network, the
+ * run's workspace, its own uid and pid namespace apart from the agent's commands), and nothing a
+ * helper starts may outlive it.
+ */
+
+let sandbox: HelperSandbox;
+
+beforeAll(async () => {
+  sandbox = (await createTestSandbox()).sandbox as HelperSandbox;
+  expect(sandbox).toBeInstanceOf(HelperSandbox);
+});
+
+async function run(runId: string, on: Sandbox = sandbox) {
+  await on.prepareRun(runId);
+  return runProcesses(on, runId);
+}
+
+/** The host pid of the process that started the (only) process named `marker`: the helper sandbox's server. */
+async function serverOf(marker: string): Promise<number> {
+  const [pid] = await waitFor(
+    async () => hostPidsRunning(marker),
+    (pids) => pids.length === 1,
+    `${marker} to run`,
+  );
+  const ppid = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+  expect(readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0')).toEqual([
+    '/run/agent-runs/init',
+    '-spawn-server',
+    '-contained',
+    '',
+  ]);
+  return Number(ppid);
+}
+
+const gone = (pid: number) => {
+  try {
+    return /\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+};
+
+test("a run's helpers share one sandbox, which is a sandbox: no network, the run's uid, its workspace; the agent's commands get their own", async () => {
+  const processes = await run('helper-shared');
+  const probe =
+    'echo "pidns=$(readlink /proc/self/ns/pid) server=$PPID uid=$(id -u) host=$(hostname) pwd=$PWD home=$HOME say=$SAY"; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "';
+  const first = await processes.exec(['sh', '-c', probe], { env: { SAY: 'hello' } });
+  const second = await processes.exec(['sh', '-c', probe], { env: { SAY: 'again' }, cwd: '' });
+  const [line1, ...interfaces] = first.trim().split('\n');
+  expect(line1).toMatch(
+    /^pidns=pid:\[\d+\] server=\d+ uid=1000 host=sandbox pwd=\/workspace home=\/home\/agent say=hello$/,
+  );
+  // No network but its own loopback.
+  expect(interfaces).toEqual(['lo']);
+  const shared = (out: string) => /pidns=(\S+) server=(\d+)/.exec(out)!.slice(1);
+  expect(shared(second)).toEqual(shared(first));
+  expect(second).toContain('say=again');
+  const command = await processes.runCommand({ command: probe, policy: 'none', timeoutMs: 30_000, keepBytes: 4096 });
+  expect(command.exitCode).toBe(0);
+  expect(shared(command.output)[0]).not.toBe(shared(first)[0]);
+  // Another run's helpers are in another sandbox.
+  const other = await (await run('helper-other')).exec(['sh', '-c', probe]);
+  expect(shared(other)[0]).not.toBe(shared(first)[0]);
+});
+
+test('what a helper leaves running dies with it, also when it is killed for its time', async () => {
+  const processes = await run('helper-leftovers');
+  const left = uniqueName('left');
+  // It answers once its background process runs.
+  const script = `(exec -a ${left} sleep 600) & until grep -qas ${left} /proc/[0-9]*/cmdline; do sleep 0.05; done; echo started`;
+  expect(await processes.exec(['bash', '-c', script])).toBe('started\n');
+  await waitFor(
+    async () => hostPidsRunning(left).length,
+    (n) => n === 0,
+    'the background process to be gone',
+    5_000,
+  );
+  const slow = uniqueName('slow');
+  const started = Date.now();
+  const killed = processes
+    .exec(['bash', '-c', `(exec -a ${slow} sleep 600) & exec -a ${slow} sleep 600`], { timeoutMs: 3_000 })
+    .catch((e: unknown) => e);
+  await waitFor(
+    async () => hostPidsRunning(slow).length,
+    (n) => n === 2,
+    'the helper and its child to run',
+  );
+  expect(await killed).toBeInstanceOf(ExecError);
+  expect(Date.now() - started).toBeLessThan(10_000);
+  await waitFor(
+    async () => hostPidsRunning(slow).length,
+    (n) => n === 0,
+    'the timed-out helper and its child to be gone',
+    5_000,
+  );
+});
+
+test('a helper sandbox that dies takes its helpers with it, and the next helper starts a new one', async () => {
+  const processes = await run('helper-dies');
+  const marker = uniqueName('inflight');
+  const inflight = processes.exec(['bash', '-c', `exec -a ${marker} sleep 600`]).catch((e: unknown) => e);
+  const server = await serverOf(marker);
+  process.kill(server, 'SIGKILL');
+  const err = await inflight;
+  expect(err).toBeInstanceOf(Error);
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the helper to be gone',
+    5_000,
+  );
+  expect(await processes.exec(['sh', '-c', 'echo back'])).toBe('back\n');
+});
+
+test('an idle helper sandbox stops; destroying the run stops it at once and starts no other', async () => {
+  const quick = new HelperSandbox(sandbox.inner, 300);
+  const processes = await run('helper-idle', quick);
+  const first = uniqueName('idle');
+  const done = processes.exec(['bash', '-c', `exec -a ${first} sleep 0.5`]);
+  const server = await serverOf(first);
+  await done;
+  await waitFor(
+    async () => gone(server),
+    (g) => g,
+    'the idle helper sandbox to stop',
+    5_000,
+  );
+
+  const second = uniqueName('destroyed');
+  const inflight = processes.exec(['bash', '-c', `exec -a ${second} sleep 600`]).catch((e: unknown) => e);
+  const again = await serverOf(second);
+  expect(again).not.toBe(server);
+  await quick.destroyRun('helper-idle');
+  expect(await inflight).toBeInstanceOf(Error);
+  expect(gone(again)).toBe(true);
+  await expect(processes.exec(['true'])).rejects.toThrow(/being removed/);
+});
