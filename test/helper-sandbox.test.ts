@@ -33,8 +33,7 @@ async function serverOf(marker: string): Promise<number> {
     `${marker} to run`,
   );
   const ppid = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
-  expect(readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0')).toEqual([
-    '/run/agent-runs/init',
+  expect(readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').slice(-3)).toEqual([
     '-spawn-server',
     '-contained',
     '',
@@ -144,4 +143,65 @@ test('an idle helper sandbox stops; destroying the run stops it at once and star
   expect(await inflight).toBeInstanceOf(Error);
   expect(gone(again)).toBe(true);
   await expect(processes.exec(['true'])).rejects.toThrow(/being removed/);
+});
+
+test('a process that leaves its group holding the output neither holds up the helper nor outlives it', async () => {
+  const processes = await run('helper-escape');
+  const escaped = uniqueName('escaped');
+  const started = Date.now();
+  // setsid: a group and session of its own, with the helper's stdout and stderr.
+  const script = `setsid bash -c 'exec -a ${escaped} sleep 600' & until grep -qas ${escaped} /proc/[0-9]*/cmdline; do sleep 0.05; done; echo answered`;
+  const out = await processes.exec(['bash', '-c', script], { timeoutMs: 60_000 });
+  expect(out).toBe('answered\n');
+  expect(Date.now() - started).toBeLessThan(15_000);
+  // Once the sandbox runs nothing of the worker's, whatever escaped is killed.
+  await waitFor(
+    async () => hostPidsRunning(escaped).length,
+    (n) => n === 0,
+    'the escaped process to be gone',
+    5_000,
+  );
+});
+
+test("a helper cannot reach the server's frames, and one that stops the server is killed with it", async () => {
+  const processes = await run('helper-attack');
+  // The server's pipes to the worker, through /proc: refused (it is not dumpable).
+  const probe = await processes.exec([
+    'bash',
+    '-c',
+    'ls /proc/$PPID/fd 2>&1 | head -1; (echo forged > /proc/$PPID/fd/1) 2>&1 | head -1; echo done',
+  ]);
+  expect(probe).toMatch(/Permission denied[\s\S]*Permission denied[\s\S]*done/);
+  // A helper that stops the server: its timeout still ends it, with the sandbox, and the next starts anew.
+  const stopper = uniqueName('stopper');
+  const started = Date.now();
+  const err = await processes
+    .exec(['bash', '-c', `kill -STOP $PPID; exec -a ${stopper} sleep 600`], { timeoutMs: 1_000 })
+    .catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(Error);
+  expect(Date.now() - started).toBeLessThan(20_000);
+  await waitFor(
+    async () => hostPidsRunning(stopper).length,
+    (n) => n === 0,
+    'the stopped sandbox to be gone',
+    5_000,
+  );
+  expect(await processes.exec(['bash', '-c', 'echo again'])).toBe('again\n');
+});
+
+test("each helper gets the sandbox's limits, not the server, and a missing program is status 127 as before", async () => {
+  const processes = await run('helper-limits');
+  const marker = uniqueName('limited');
+  const inflight = processes.exec(['bash', '-c', `ulimit -t; exec -a ${marker} sleep 600`]).catch((e: unknown) => e);
+  const server = await serverOf(marker);
+  const limit = (pid: number) => /^Max cpu time\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))![1];
+  expect(limit(hostPidsRunning(marker)[0]!)).toBe(String((await createTestSandbox()).config.sandbox.limits.cpuSeconds));
+  expect(limit(server)).toBe('unlimited');
+  await sandbox.destroyRun('helper-limits');
+  await inflight;
+  await sandbox.prepareRun('helper-limits');
+  const missing = await processes.exec(['no-such-program-here']).catch((e: unknown) => e);
+  expect(missing).toBeInstanceOf(ExecError);
+  expect(missing).toMatchObject({ exitCode: 127 });
+  expect((missing as ExecError).stderr).toContain('no-such-program-here: command not found');
 });

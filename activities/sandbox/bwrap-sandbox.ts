@@ -236,21 +236,44 @@ export class BwrapSandbox implements Sandbox {
     args.push('--remount-ro', '/');
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
     args.push('--', SANDBOX_INIT, '-env', SANDBOX_ENV, '-limits', limitsSpec(config.limits));
-    if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
-    args.push('--', ...spec.argv);
+    if (spec.spawnServer) {
+      if (bridged.length) throw new Error('a spawn server in a sandbox has no network');
+      args.push('-spawn-server', '-contained');
+    } else {
+      if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
+      args.push('--', ...spec.argv);
+    }
 
-    const file = hostUid === undefined ? bwrapPath : this.options.setprivPath;
-    const prefix =
-      hostUid === undefined
-        ? []
-        : ['--reuid', String(hostUid), '--regid', String(hostUid), '--clear-groups', '--no-new-privs', '--', bwrapPath];
     return {
-      file,
-      args: [...prefix, ...args],
+      ...this.asSandboxUid(bwrapPath, args),
       env: { PATH: HOST_PATH },
       cwd: '/',
       launch: this.spawnServer.launch,
       release,
+      inRun: { file: bwrapPath, args },
+    };
+  }
+
+  async prepareRunSpawnServer(runId: string): Promise<PreparedProcess> {
+    if (this.destroying.has(runId)) throw new Error(`the workspace of run ${runId} is being removed`);
+    if (!this.ready.has(runId)) await this.makeRunState(runId);
+    return {
+      ...this.asSandboxUid(this.initCopy, ['-spawn-server']),
+      env: { PATH: HOST_PATH },
+      cwd: '/',
+      launch: this.spawnServer.launch,
+      release: async () => undefined,
+    };
+  }
+
+  /** `file args` as the sandbox's host uid, without new privileges (when the worker runs as root). */
+  private asSandboxUid(file: string, args: string[]): { file: string; args: string[] } {
+    const { hostUid, setprivPath } = this.options;
+    if (hostUid === undefined) return { file, args };
+    const uid = String(hostUid);
+    return {
+      file: setprivPath,
+      args: ['--reuid', uid, '--regid', uid, '--clear-groups', '--no-new-privs', '--', file, ...args],
     };
   }
 

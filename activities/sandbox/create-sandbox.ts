@@ -9,6 +9,7 @@ import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
 import { HelperSandbox } from './helper-sandbox';
 import { LimitedSandbox } from './limited-sandbox';
+import { RunServedSandbox } from './run-served-sandbox';
 import { limitsSpec } from './sandbox-init-args';
 import { installSandboxInit, locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
@@ -104,8 +105,9 @@ export async function createSandbox(
   images?: BwrapSandboxOptions['images'],
 ): Promise<Sandbox> {
   const sandbox = await withRunLimits(await createIsolation(config, rules, logger, images), config, logger, cgroupHost);
-  // The platform's own helpers share a sandbox per run (helper-sandbox.ts); unconfined, there is none to share.
-  return sandbox.kind === 'bwrap' ? new HelperSandbox(sandbox) : sandbox;
+  // Each run's sandboxes start from a spawn server of the run's own (run-served-sandbox.ts), and
+  // the platform's own helpers share a sandbox per run (helper-sandbox.ts); unconfined, neither.
+  return sandbox.kind === 'bwrap' ? new HelperSandbox(new RunServedSandbox(sandbox)) : sandbox;
 }
 
 /**

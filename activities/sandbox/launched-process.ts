@@ -27,6 +27,8 @@ export interface LaunchedProcess extends EventEmitter {
   readonly stdin: Writable | null;
   /** Sends a signal to the process, or to its whole group; nothing once it is gone. */
   signal(signal: NodeJS.Signals, options?: { group?: boolean }): void;
+  /** Whether it keeps the worker's event loop alive (spawn servers' processes only). */
+  hold?(on: boolean): void;
 }
 
 /** Starts a process. */

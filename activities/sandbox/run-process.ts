@@ -1,5 +1,6 @@
 import { OutputCapture } from '../tools/output-capture';
-import { forkLauncher, type ProcessLauncher } from './launched-process';
+import type { PreparedProcess } from './sandbox';
+import { startPrepared } from './start-prepared';
 
 export interface ProcessResult {
   exitCode: number | null;
@@ -13,18 +14,14 @@ export interface ProcessResult {
 }
 
 export interface RunProcessOptions {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: NodeJS.ProcessEnv;
+  /** What to run, as a sandbox prepared it. */
+  prepared: PreparedProcess;
   timeoutMs: number;
   signal?: AbortSignal;
   /** How much output to keep (head and tail); the rest is replaced by a marker. */
   keepBytes: number;
   /** Hears standard output as it arrives (it is kept in `output` too). */
   onStdout?: (chunk: Buffer) => void;
-  /** What starts the process (default: a fork of this one). */
-  launch?: ProcessLauncher;
 }
 
 const KILL_GRACE_MS = 2000;
@@ -41,11 +38,7 @@ const DRAIN_MS = 1000;
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = (options.launch ?? forkLauncher)(options.file, options.args, {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-    });
+    const child = startPrepared(options.prepared, { detached: true });
     const capture = new OutputCapture(options.keepBytes);
     child.stdout.on('data', (chunk: Buffer) => {
       capture.add(chunk);

@@ -29,6 +29,12 @@ export interface SandboxProcessSpec {
    * tools) always do.
    */
   onImage?: boolean;
+  /**
+   * Instead of `argv`, sandbox-init itself serves in the sandbox (`-spawn-server -contained`):
+   * the processes it starts get the sandbox's environment and limits (a run's helper sandbox).
+   * Without network only.
+   */
+  spawnServer?: boolean;
 }
 
 /** An environment image's root filesystem as a run's sandbox uses it (activities/images). */
@@ -55,6 +61,13 @@ export interface PreparedProcess {
    * are paths in there, and only `launch` can start it.
    */
   entersSandbox?: boolean;
+  /**
+   * The same process without the host-side steps that put it in the run's cgroup and under the
+   * sandbox's host uid, and (once a layer gives it one) the run's own spawn server, which took
+   * those steps once and starts it so (run-served-sandbox.ts). `file` and `args` stay the whole
+   * chain, for what spawns a process itself (the MCP SDK).
+   */
+  inRun?: { file: string; args: string[]; launch?: ProcessLauncher };
   release(): Promise<void>;
 }
 
@@ -79,6 +92,12 @@ export interface Sandbox {
   /** Makes the run's workspace and private state (home, tmp, ownership); idempotent. */
   prepareRun(runId: string): Promise<void>;
   prepare(spec: SandboxProcessSpec): Promise<PreparedProcess>;
+  /**
+   * The run's own spawn server (`sandbox-init -spawn-server`): a process on the host side, in the
+   * run's cgroup, as the sandbox's host uid without new privileges, which starts the run's
+   * sandboxes (`PreparedProcess.inRun`) with none of those steps again. Only bubblewrap has one.
+   */
+  prepareRunSpawnServer?(runId: string): Promise<PreparedProcess>;
   /**
    * Removes the run's workspace and private state. Every process of the run is killed first and
    * no new one starts meanwhile, so nothing the run controls can race the deletion.

@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NetworkPolicy } from '../../core/network-policy';
-import { forkLauncher } from './launched-process';
 import { runProcess, type ProcessResult } from './run-process';
+import { startPrepared } from './start-prepared';
 import type { NetworkRefusal } from './egress-proxy';
 import type { RunDiskQuota } from './run-disk';
 import type { PreparedProcess, Sandbox, SandboxNetwork } from './sandbox';
@@ -136,15 +136,11 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         : undefined;
     try {
       const result = await runProcess({
-        file: prepared.file,
-        args: prepared.args,
-        cwd: prepared.cwd,
-        env: prepared.env,
+        prepared,
         timeoutMs,
         signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
         keepBytes,
         onStdout,
-        launch: prepared.launch,
       });
       const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
       return {
@@ -213,11 +209,7 @@ function noShell(output: string): SandboxedCommandResult {
 function collect(prepared: PreparedProcess, options: ExecOptions): Promise<string> {
   const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024;
   return new Promise((resolve, reject) => {
-    const child = (prepared.launch ?? forkLauncher)(prepared.file, prepared.args, {
-      cwd: prepared.cwd,
-      env: prepared.env,
-      stdin: true,
-    });
+    const child = startPrepared(prepared, { stdin: true });
     const stdin = child.stdin!;
     const out: Buffer[] = [];
     let outBytes = 0;

@@ -27,7 +27,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   private ack: ((err?: Error) => void) | undefined;
 
   /** Keeps the worker alive while it runs. */
-  readonly holds: boolean;
+  holds: boolean;
   /** The server signals the process's group (its pids are not this host's). */
   private readonly groupsViaServer: boolean;
 
@@ -35,6 +35,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
     readonly id: number,
     options: { withStdin: boolean; groupsViaServer: boolean; holds: boolean },
     private readonly send: (kind: number, payload?: Buffer) => void,
+    private readonly holdChanged: () => void = () => undefined,
   ) {
     super();
     const { withStdin } = options;
@@ -83,6 +84,13 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
     if (!this.paused[index] || this.gone) return;
     this.paused[index] = false;
     this.trySend(FRAME.resume, Buffer.of(index));
+  }
+
+  /** Whether it keeps the worker alive from now on (a spawn server of its own does while that runs something). */
+  hold(on: boolean): void {
+    if (on === this.holds) return;
+    this.holds = on;
+    this.holdChanged();
   }
 
   signal(sig: NodeJS.Signals, { group = false } = {}): void {

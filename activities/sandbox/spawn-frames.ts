@@ -21,3 +21,5 @@ export const FRAME = {
 export const HEADER = 9;
 /** Standard input goes over in chunks of at most this much, each acknowledged before the next. */
 export const STDIN_CHUNK = 256 * 1024;
+/** The largest frame a server sends (an output chunk is at most 64 KiB); anything larger ends it. */
+export const MAX_SERVER_FRAME = 1024 * 1024;

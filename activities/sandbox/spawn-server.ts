@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchOptions, ProcessLauncher } from './launched-process';
 import { ServedProcess } from './served-process';
-import { FRAME, HEADER } from './spawn-frames';
+import { FRAME, HEADER, MAX_SERVER_FRAME } from './spawn-frames';
 
 /** A running `sandbox-init -spawn-server`, however it was started. */
 export interface ServerChannel {
@@ -62,6 +62,11 @@ export class SpawnServer {
       (kind, payload) => {
         if (server && !server.ended) send(server, id, kind, payload);
       },
+      () => {
+        if (!this.live.has(id)) return;
+        this.holding += served.holds ? 1 : -1;
+        this.holdWorkerOpen();
+      },
     );
     SpawnServer.launched += 1;
     try {
@@ -107,14 +112,23 @@ export class SpawnServer {
     const channel = this.startServer();
     // Frames are parsed per server: a dead server's last bytes never run into the next one's.
     let pending = Buffer.alloc(0);
+    let garbled = false;
     const server: Server = {
       channel,
       ids: new Set(),
       ended: false,
       parse: (chunk: Buffer) => {
+        if (garbled) return;
         let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         while (buf.length >= HEADER) {
           const size = buf.readUInt32BE(0);
+          if (size > MAX_SERVER_FRAME) {
+            // Not the server speaking (it sends at most a pipe's read at a time): it goes.
+            garbled = true;
+            pending = Buffer.alloc(0);
+            channel.kill();
+            return;
+          }
           if (buf.length < HEADER + size) break;
           // A copy: the payload outlives this chunk in the process's streams.
           this.deliver(server, buf.readUInt32BE(4), buf.readUInt8(8), Buffer.from(buf.subarray(HEADER, HEADER + size)));

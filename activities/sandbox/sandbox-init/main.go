@@ -156,7 +156,7 @@ func main() {
 	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
 	flag.Parse()
 	if *serve {
-		spawnServer()
+		spawnServer(*envFile, *limits)
 	}
 	argv := flag.Args()
 	if len(argv) == 0 {

@@ -22,7 +22,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Frame types: the worker's, then the server's. activities/sandbox/spawn-frames.ts holds the
@@ -47,9 +49,21 @@ const (
 const maxFrame = 4 << 20
 
 // contained is set for a server that runs inside a run's sandbox (`-spawn-server -contained`, the
-// run's helper sandbox): each process it starts leads a group of its own, which dies with it and
-// takes the worker's group signals. On the host side the worker signals groups itself.
+// run's helper sandbox). It takes the sandbox's environment from -env and its limits from
+// -limits, which it sets on each process it starts (this program again, which sets them and
+// execs the process), never on itself: the Go runtime makes threads as it needs them, and a
+// process's CPU time limit would run out over the server's life. Each process leads a group of
+// its own, which is killed when it exits and takes the worker's group signals; output a process
+// that left the group keeps open is cut off soon after, and whatever is left once the server
+// runs nothing is killed. On the host side the worker signals groups itself.
 var contained bool
+
+// childLimits is -limits, for the processes of a contained server.
+var childLimits string
+
+// outputDrain is how long a contained server relays output of a process that has exited (a
+// process that left its group may hold the pipes) before it ends them.
+const outputDrain = time.Second
 
 // lookPathIn finds a program as a shell would with env's PATH (the last one, as exec.Cmd uses).
 func lookPathIn(file string, env []string) (string, error) {
@@ -95,6 +109,8 @@ type child struct {
 	resume *sync.Cond
 	// Per output stream (stdout, stderr): the worker's reader is full.
 	paused [2]bool
+	// Bytes of output relayed so far.
+	relayed atomic.Int64
 }
 
 type server struct {
@@ -102,6 +118,8 @@ type server struct {
 	writeMu  sync.Mutex
 	mu       sync.Mutex
 	children map[uint32]*child
+	// Processes being started, not yet in children.
+	starting int
 }
 
 func (s *server) send(id uint32, kind byte, payload []byte) {
@@ -140,11 +158,17 @@ func (s *server) start(id uint32, payload []byte) {
 		env = append(os.Environ(), req.Env...)
 	}
 	file, err := lookPathIn(req.File, env)
-	if err != nil {
+	if err != nil && !contained {
 		s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": "ENOENT"})
 		return
 	}
 	cmd := &exec.Cmd{Path: file, Args: append([]string{req.File}, req.Args...), Env: env, Dir: req.Dir}
+	if contained {
+		// This program again, which sets the limits, finds the program on the process's PATH and
+		// execs it (saying "command not found" with status 127 as a shell would).
+		cmd.Path = "/proc/self/exe"
+		cmd.Args = append([]string{"sandbox-init", "-limits", childLimits, "--", req.File}, req.Args...)
+	}
 	// Killed with this server, which is killed with the worker. (bwrap keeps that across its
 	// change of uid with --die-with-parent.) Contained, each process leads a group of its own.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid || contained, Pdeathsig: syscall.SIGKILL}
@@ -184,7 +208,13 @@ func (s *server) start(id uint32, payload []byte) {
 	}
 	childEnds, parentEnds = append(childEnds, stderrW), append(parentEnds, stderrR)
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	s.mu.Lock()
+	s.starting++
+	s.mu.Unlock()
 	if err := cmd.Start(); err != nil {
+		s.mu.Lock()
+		s.starting--
+		s.mu.Unlock()
 		closeAll(childEnds)
 		closeAll(parentEnds)
 		code := "EACCES"
@@ -202,6 +232,7 @@ func (s *server) start(id uint32, payload []byte) {
 	c.resume = sync.NewCond(&c.mu)
 	s.mu.Lock()
 	s.children[id] = c
+	s.starting--
 	s.mu.Unlock()
 	s.sendJSON(id, frameStarted, map[string]int{"pid": cmd.Process.Pid})
 
@@ -209,6 +240,36 @@ func (s *server) start(id uint32, payload []byte) {
 	relays.Add(2)
 	go s.relay(id, c, 0, stdoutR, frameStdout, frameStdoutEnd, &relays)
 	go s.relay(id, c, 1, stderrR, frameStderr, frameStderrEnd, &relays)
+	if contained {
+		go func() {
+			<-c.exited
+			relayed := make(chan struct{})
+			go func() {
+				relays.Wait()
+				close(relayed)
+			}()
+			last := int64(-1)
+			for {
+				select {
+				case <-relayed:
+					return
+				case <-time.After(outputDrain):
+				}
+				// Output the worker holds back, or that still flows, is the process's own.
+				c.mu.Lock()
+				held := c.paused[0] || c.paused[1]
+				c.mu.Unlock()
+				if n := c.relayed.Load(); held || n != last {
+					last = n
+					continue
+				}
+				// Held open, silent, by a process that left the group: the output ends here.
+				stdoutR.Close()
+				stderrR.Close()
+				return
+			}
+		}()
+	}
 	if stdinW != nil {
 		go s.feed(id, c, stdinW)
 	}
@@ -229,6 +290,10 @@ func (s *server) start(id uint32, payload []byte) {
 		relays.Wait()
 		s.mu.Lock()
 		delete(s.children, id)
+		if contained && len(s.children) == 0 && s.starting == 0 {
+			// Nothing of the worker's runs here now: whatever is left escaped a group, and goes.
+			syscall.Kill(-1, syscall.SIGKILL)
+		}
 		s.mu.Unlock()
 	}()
 }
@@ -247,6 +312,7 @@ func (s *server) relay(id uint32, c *child, stream int, from *os.File, data, end
 		n, err := from.Read(buf)
 		if n > 0 {
 			s.send(id, data, buf[:n])
+			c.relayed.Add(int64(n))
 		}
 		if err != nil {
 			s.send(id, end, nil)
@@ -350,11 +416,18 @@ func (s *server) handle(id uint32, kind byte, payload []byte) {
 	}
 }
 
-func spawnServer() {
+func spawnServer(envFile, limits string) {
 	parent := os.Getppid()
 	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
 	if os.Getppid() != parent {
 		os.Exit(0)
+	}
+	// Its descriptors (the worker's frames) are out of reach of processes of its uid: /proc/<pid>/fd
+	// of a process that is not dumpable needs CAP_SYS_PTRACE. What it execs is dumpable again.
+	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
+	if contained {
+		loadEnvironment(envFile)
+		childLimits = limits
 	}
 	s := &server{out: os.Stdout, children: map[uint32]*child{}}
 	in := bufio.NewReaderSize(os.Stdin, 256<<10)
