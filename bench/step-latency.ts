@@ -30,7 +30,7 @@ import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
 import { recordStepSpans } from './step-spans';
-import { workflowTaskTimes } from './workflow-task-times';
+import { stepTimeline, workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
@@ -118,16 +118,18 @@ async function main(): Promise<void> {
     },
   });
   const floorRun = floorWorker.run();
+  /** Runs `count` floor workflows at once; returns their workflow ids. */
   const floor = async (count: number, kind: 'activity' | 'local', each = steps) => {
+    const ids = Array.from(
+      { length: count },
+      (_, i) => `floor-${kind}-${Date.now()}-${i}-${Math.random().toString(36).slice(2)}`,
+    );
     await Promise.all(
-      Array.from({ length: count }, (_, i) =>
-        client.workflow.execute('stepFloorWorkflow', {
-          taskQueue: FLOOR_QUEUE,
-          workflowId: `floor-${kind}-${Date.now()}-${i}-${Math.random().toString(36).slice(2)}`,
-          args: [each, kind],
-        }),
+      ids.map((workflowId) =>
+        client.workflow.execute('stepFloorWorkflow', { taskQueue: FLOOR_QUEUE, workflowId, args: [each, kind] }),
       ),
     );
+    return ids;
   };
 
   const { server, base, headers } = await serveBenchApi(stack, { client, connection }, logger);
@@ -175,19 +177,24 @@ async function main(): Promise<void> {
   const launchedBefore = SpawnServer.launched;
   const spans = recordStepSpans();
   const ours: number[] = [];
+  const ourWorkflows: string[] = [];
   for (let i = 0; i < 3; i += 1) {
     const times: number[] = [];
-    await finished(await createRun(steps, times));
+    const id = await createRun(steps, times);
+    ourWorkflows.push(runWorkflowId(id));
+    await finished(id);
     ours.push(...gaps(times));
   }
   const started = spawns.read();
   const spanTimes = spans.stop();
   const launched = SpawnServer.launched - launchedBefore;
   const floors: Record<'activity' | 'local', number[]> = { activity: [], local: [] };
+  const floorWorkflows: string[] = [];
   for (const kind of ['activity', 'local'] as const) {
     for (let i = 0; i < 3; i += 1) {
       floorTimes = [];
-      await floor(1, kind);
+      const ids = await floor(1, kind);
+      if (kind === 'activity') floorWorkflows.push(...ids);
       floors[kind].push(...gaps(floorTimes));
     }
   }
@@ -200,13 +207,29 @@ async function main(): Promise<void> {
   log(line('floor: activity + bare bwrap', floors.activity));
   log(line('floor: local activity', floors.local));
   log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);
+  // The round trip between activities, from the histories: where ours and the floor's differ.
+  const [ourTimeline, floorTimeline] = [
+    await stepTimeline(client, ourWorkflows),
+    await stepTimeline(client, floorWorkflows),
+  ];
+  const p50 = (xs: number[]) => percentile(xs, 50).toFixed(1).padStart(6);
+  log('per step, p50 (ms), from history    ours  floor');
+  for (const [part, label] of [
+    ['activityDispatch', 'activity scheduled → started'],
+    ['activity', 'activity started → completed'],
+    ['toWorkflowTask', 'completed → workflow task started'],
+    ['workflowTask', 'workflow task started → completed'],
+  ] as const)
+    log(`  ${label.padEnd(33)} ${p50(ourTimeline[part])} ${p50(floorTimeline[part])}`);
 
   log(`\n2. CPU per step, ${parallel} runs of 10 steps in flight (every process of the stack):`);
   const oursCpu = await cpuOf(async () => {
     const ids = await Promise.all(Array.from({ length: parallel }, () => createRun(10)));
     await Promise.all(ids.map(finished));
   });
-  const floorCpu = await cpuOf(() => floor(parallel, 'activity', 10));
+  const floorCpu = await cpuOf(async () => {
+    await floor(parallel, 'activity', 10);
+  });
   const perStep = (cpu: { total: number }) => cpu.total / (parallel * 10);
   const byCommand = (cpu: { byCommand: Map<string, number> }) =>
     [...cpu.byCommand]

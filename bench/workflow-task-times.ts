@@ -53,3 +53,54 @@ export async function workflowTaskTimes(client: Client, workflowIds: string[]): 
   }
   return times;
 }
+
+/** Where the time between two activities of a workflow goes, from its history (ms per step). */
+export interface StepTimeline {
+  /** Activity scheduled → started: its dispatch to a worker. */
+  activityDispatch: number[];
+  /** Activity started → completed: the activity itself, as the server saw it. */
+  activity: number[];
+  /** Activity completed → the next workflow task started: the server's turnaround and dispatch. */
+  toWorkflowTask: number[];
+  /** Workflow task started → completed: the worker's workflow code. */
+  workflowTask: number[];
+}
+
+/** Reads the histories of `workflowIds` and splits each activity's round trip into its parts. */
+export async function stepTimeline(client: Client, workflowIds: string[]): Promise<StepTimeline> {
+  const timeline: StepTimeline = { activityDispatch: [], activity: [], toWorkflowTask: [], workflowTask: [] };
+  for (const id of workflowIds) {
+    const history = await client.workflow.getHandle(id).fetchHistory();
+    let activityScheduled = 0;
+    let activityStarted = 0;
+    let activityCompleted = 0;
+    let taskStarted = 0;
+    for (const event of history.events ?? []) {
+      const at = millis(event.eventTime);
+      switch (event.eventType) {
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+          activityScheduled = at;
+          break;
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+          activityStarted = at;
+          timeline.activityDispatch.push(at - activityScheduled);
+          break;
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+          activityCompleted = at;
+          // A started event is written with the completion (it is not recorded while retries may follow).
+          timeline.activity.push(at - activityStarted);
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+          taskStarted = at;
+          if (activityCompleted) timeline.toWorkflowTask.push(at - activityCompleted);
+          activityCompleted = 0;
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+          timeline.workflowTask.push(at - taskStarted);
+          break;
+        default:
+      }
+    }
+  }
+  return timeline;
+}

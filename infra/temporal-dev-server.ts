@@ -27,9 +27,24 @@ export interface RunningDevServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Dynamic configuration every embedded server gets (a caller's `dynamicConfig` goes on top).
+ *
+ * The history service hands each new task (an activity to dispatch, a workflow task after an
+ * activity completed) to matching through its shard's transfer queue, whose reader polls at most
+ * `history.transferProcessorMaxPollRPS` times a second (default 20). The dev server has one
+ * shard, so every activity round trip waited up to 50 ms there, twice: 99 ms of an agent step's
+ * 99 against 69 ms with a reader that may poll every millisecond (`npm run bench:steps`). The
+ * same key is set for the docker-compose server (deploy/temporal/dynamicconfig.yaml).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Record<string, string | number | boolean> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+};
+
 /** Starts `temporal server start-dev` with the project's search attributes and waits until it answers. */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<RunningDevServer> {
   const address = `127.0.0.1:${options.port}`;
+  const dynamicConfig = { ...DEV_SERVER_DYNAMIC_CONFIG, ...options.dynamicConfig };
   const ui = options.ui ?? true;
   const uiUrl = ui ? `http://localhost:${options.uiPort}` : undefined;
   if (options.source.kind === 'sdk-download') {
@@ -43,7 +58,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
         uiPort: ui ? options.uiPort : undefined,
         dbFilename: options.dbFile,
         searchAttributes: SEARCH_ATTRIBUTE_KEYS,
-        extraArgs: Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+        extraArgs: Object.entries(dynamicConfig).flatMap(([key, value]) => [
           '--dynamic-config-value',
           `${key}=${JSON.stringify(value)}`,
         ]),
@@ -67,7 +82,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(ui ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
-    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+    ...Object.entries(dynamicConfig).flatMap(([key, value]) => [
       '--dynamic-config-value',
       `${key}=${JSON.stringify(value)}`,
     ]),
