@@ -163,23 +163,41 @@ test('a process that leaves its group holding the output neither holds up the he
   );
 });
 
-test("a helper cannot reach the server's frames, and one that stops the server is killed with it", async () => {
+test('a helper that garbles or stops the helper sandbox ends that sandbox only: the worker goes on, the next helper starts anew', async () => {
   const processes = await run('helper-attack');
-  // The server's pipes to the worker, through /proc: refused (it is not dumpable).
-  const probe = await processes.exec([
-    'bash',
-    '-c',
-    'ls /proc/$PPID/fd 2>&1 | head -1; (echo forged > /proc/$PPID/fd/1) 2>&1 | head -1; echo done',
-  ]);
-  expect(probe).toMatch(/Permission denied[\s\S]*Permission denied[\s\S]*done/);
-  // A helper that stops the server: its timeout still ends it, with the sandbox, and the next starts anew.
-  const stopper = uniqueName('stopper');
+  // The server's own descriptors are refused (it is not dumpable)...
+  const probe = await processes.exec(['bash', '-c', 'ls /proc/$PPID/fd 2>&1 | head -1; echo done']);
+  expect(probe).toMatch(/Permission denied[\s\S]*done/);
+  // ...but bubblewrap's pid 1 holds the same pipes: a frame that says 4 GiB follow ends the channel.
+  const garbler = uniqueName('garbler');
   const started = Date.now();
+  const garbled = await processes
+    .exec(
+      ['bash', '-c', `printf '\\377\\377\\377\\377\\0\\0\\0\\1\\15' > /proc/1/fd/1 && exec -a ${garbler} sleep 600`],
+      {
+        timeoutMs: 60_000,
+      },
+    )
+    .catch((e: unknown) => e);
+  // Killed with its sandbox (a failed write would have exited 1).
+  expect(garbled).toBeInstanceOf(ExecError);
+  expect(garbled).toMatchObject({ exitCode: null });
+  expect(Date.now() - started).toBeLessThan(20_000);
+  expect(await processes.exec(['bash', '-c', 'echo after garbling'])).toBe('after garbling\n');
+  await waitFor(
+    async () => hostPidsRunning(garbler).length,
+    (n) => n === 0,
+    'the garbled sandbox to be gone',
+    5_000,
+  );
+  // A helper that stops the server: its timeout still ends it, with the sandbox.
+  const stopper = uniqueName('stopper');
+  const stoppedAt = Date.now();
   const err = await processes
     .exec(['bash', '-c', `kill -STOP $PPID; exec -a ${stopper} sleep 600`], { timeoutMs: 1_000 })
     .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(Error);
-  expect(Date.now() - started).toBeLessThan(20_000);
+  expect(Date.now() - stoppedAt).toBeLessThan(20_000);
   await waitFor(
     async () => hostPidsRunning(stopper).length,
     (n) => n === 0,

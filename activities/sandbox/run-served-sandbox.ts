@@ -13,6 +13,11 @@ export const RUN_SPAWN_SERVER_IDLE_MS = 30_000;
  * process forked there is in the run's cgroup from its first instruction, as one that joined.
  * The server is started on first use, again should it die, and stopped when idle or with the
  * run's workspace; it dies with the worker.
+ *
+ * Its threads count against the run's process limit (GOMAXPROCS=1 keeps them few; each process
+ * it waits on holds one). A run exactly one process short of its limit when it starts more
+ * processes at once than it ever did could leave the server no thread, and the Go runtime ends
+ * it, with the run's sandboxes: the run's own processes, never the worker's or another run's.
  */
 export class RunServedSandbox extends DelegatingSandbox {
   private readonly servers: RunSpawnServers;
@@ -45,5 +50,6 @@ export class RunServedSandbox extends DelegatingSandbox {
   override async destroyRun(runId: string): Promise<void> {
     this.servers.stop(runId);
     await this.inner.destroyRun(runId);
+    this.servers.forget(runId);
   }
 }

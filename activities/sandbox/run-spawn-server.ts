@@ -41,6 +41,11 @@ export class RunSpawnServers {
     this.servers.delete(runId);
   }
 
+  /** The run's workspace is gone: the sandbox underneath refuses it from now on, so this need not remember it. */
+  forget(runId: string): void {
+    this.destroying.delete(runId);
+  }
+
   private async start(runId: string): Promise<StartedServer> {
     if (this.destroying.has(runId)) throw new Error(`the workspace of run ${runId} is being removed`);
     const prepared = await this.prepareServer(runId);
@@ -97,16 +102,25 @@ export class RunSpawnServer {
     };
     child.once('close', done);
     child.once('error', done);
-    // A process killed is gone within moments; if it is not, something in the server's sandbox
-    // holds it (stopped the server, kept its pipes): the whole server goes, and the process with it.
-    const signal = child.signal.bind(child);
-    child.signal = (sig, signalOptions) => {
-      signal(sig, signalOptions);
-      if (sig !== 'SIGKILL') return;
-      setTimeout(() => {
-        if (!closed) this.server.close();
-      }, KILL_ESCALATION_MS).unref();
-    };
+    if (this.options.contained) {
+      // A helper killed is gone within moments; if it is not, something in the helper sandbox
+      // holds it (stopped the server, say): that server goes, and the helper with it. (Output
+      // already read is delivered first.)
+      const signal = child.signal.bind(child);
+      let escalating = false;
+      child.signal = (sig, signalOptions) => {
+        signal(sig, signalOptions);
+        if (sig !== 'SIGKILL' || escalating) return;
+        escalating = true;
+        setTimeout(
+          () =>
+            setImmediate(() => {
+              if (!closed) this.server.closeServerOf(child);
+            }),
+          KILL_ESCALATION_MS,
+        ).unref();
+      };
+    }
     return child;
   };
 

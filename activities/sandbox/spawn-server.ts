@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import type { LaunchOptions, ProcessLauncher } from './launched-process';
+import type { LaunchedProcess, LaunchOptions, ProcessLauncher } from './launched-process';
 import { ServedProcess } from './served-process';
 import { FRAME, HEADER, MAX_SERVER_FRAME } from './spawn-frames';
 
@@ -27,7 +27,10 @@ export interface ServerChannel {
  * a run's helper sandbox (helper-sandbox.ts), where it signals process groups itself.
  */
 export class SpawnServer {
+  /** The server new processes go to. */
   private server: Server | undefined;
+  /** Every server not yet ended (a stopped one until its end is read). */
+  private readonly servers = new Set<Server>();
   private nextId = 1;
   private readonly live = new Map<number, ServedProcess>();
   /** Live processes that keep the worker alive (not `background`). */
@@ -95,6 +98,14 @@ export class SpawnServer {
     server?.channel.kill();
   }
 
+  /** Stops the server that runs `process`, if it still does (with whatever else that server runs). */
+  closeServerOf(process: LaunchedProcess): void {
+    const server = [...this.servers].find((s) => process instanceof ServedProcess && s.ids.has(process.id));
+    if (!server) return;
+    if (this.server === server) this.server = undefined;
+    server.channel.kill();
+  }
+
   /** The server keeps this process alive while it runs something for it, as a child would. */
   private holdWorkerOpen(): void {
     this.server?.channel.hold(this.holding > 0);
@@ -126,6 +137,8 @@ export class SpawnServer {
             // Not the server speaking (it sends at most a pipe's read at a time): it goes.
             garbled = true;
             pending = Buffer.alloc(0);
+            // No new process goes to it meanwhile.
+            if (this.server === server) this.server = undefined;
             channel.kill();
             return;
           }
@@ -140,9 +153,11 @@ export class SpawnServer {
     channel.input.on('error', () => undefined);
     channel.output.on('data', (chunk: Buffer) => server.parse(chunk));
     this.server = server;
+    this.servers.add(server);
     // After its output is read to the end: every frame it sent is delivered before its processes are ended.
     channel.onEnd((reason, neverStarted) => {
       server.ended = true;
+      this.servers.delete(server);
       if (this.server === server) this.server = undefined;
       const orphans = [...server.ids].map((id) => this.live.get(id)!);
       for (const id of server.ids) this.forget(id);

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,9 @@ type child struct {
 	paused [2]bool
 	// Bytes of output relayed so far.
 	relayed atomic.Int64
+	// Per output stream: its relay waits in a read of the pipe (not sending, not held back), or
+	// it has ended.
+	reading, ended [2]atomic.Bool
 }
 
 type server struct {
@@ -255,11 +259,13 @@ func (s *server) start(id uint32, payload []byte) {
 					return
 				case <-time.After(outputDrain):
 				}
-				// Output the worker holds back, or that still flows, is the process's own.
-				c.mu.Lock()
-				held := c.paused[0] || c.paused[1]
-				c.mu.Unlock()
-				if n := c.relayed.Load(); held || n != last {
+				// Output that still flows, or waits for the worker, is the process's own: only pipes
+				// that stayed empty a whole interval, each relay waiting in its read, are cut.
+				idle := true
+				for stream := range c.reading {
+					idle = idle && (c.ended[stream].Load() || c.reading[stream].Load())
+				}
+				if n := c.relayed.Load(); !idle || n != last {
 					last = n
 					continue
 				}
@@ -309,12 +315,15 @@ func (s *server) relay(id uint32, c *child, stream int, from *os.File, data, end
 			c.resume.Wait()
 		}
 		c.mu.Unlock()
+		c.reading[stream].Store(true)
 		n, err := from.Read(buf)
+		c.reading[stream].Store(false)
 		if n > 0 {
 			s.send(id, data, buf[:n])
 			c.relayed.Add(int64(n))
 		}
 		if err != nil {
+			c.ended[stream].Store(true)
 			s.send(id, end, nil)
 			return
 		}
@@ -422,9 +431,13 @@ func spawnServer(envFile, limits string) {
 	if os.Getppid() != parent {
 		os.Exit(0)
 	}
-	// Its descriptors (the worker's frames) are out of reach of processes of its uid: /proc/<pid>/fd
-	// of a process that is not dumpable needs CAP_SYS_PTRACE. What it execs is dumpable again.
+	// Its own descriptors are out of reach of processes of its uid (/proc/<pid>/fd of a process
+	// that is not dumpable needs CAP_SYS_PTRACE); what it execs is dumpable again. (In a sandbox,
+	// bubblewrap's pid 1 holds the same pipes: see helper-sandbox.ts.)
 	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
+	// It waits on pipes and processes: one thread runs Go code, and fewer threads count against a
+	// run's process limit when it runs in the run's cgroup.
+	runtime.GOMAXPROCS(1)
 	if contained {
 		loadEnvironment(envFile)
 		childLimits = limits
