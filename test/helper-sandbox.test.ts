@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { HelperSandbox } from '../activities/sandbox/helper-sandbox';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { ExecError, runProcesses } from '../activities/sandbox/sandboxed-process';
-import { hostPidsRunning } from './helpers/host-processes';
+import { hasExited, hostPidsRunning } from './helpers/host-processes';
 import { createTestSandbox } from './helpers/sandbox';
 import { uniqueName, waitFor } from './helpers/test-context';
 
@@ -40,14 +40,6 @@ async function serverOf(marker: string): Promise<number> {
   ]);
   return Number(ppid);
 }
-
-const gone = (pid: number) => {
-  try {
-    return /\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-};
 
 test("a run's helpers share one sandbox, which is a sandbox: no network, the run's uid, its workspace; the agent's commands get their own", async () => {
   const processes = await run('helper-shared');
@@ -129,7 +121,7 @@ test('an idle helper sandbox stops; destroying the run stops it at once and star
   const server = await serverOf(first);
   await done;
   await waitFor(
-    async () => gone(server),
+    async () => hasExited(server),
     (g) => g,
     'the idle helper sandbox to stop',
     5_000,
@@ -141,7 +133,7 @@ test('an idle helper sandbox stops; destroying the run stops it at once and star
   expect(again).not.toBe(server);
   await quick.destroyRun('helper-idle');
   expect(await inflight).toBeInstanceOf(Error);
-  expect(gone(again)).toBe(true);
+  expect(hasExited(again)).toBe(true);
   await expect(processes.exec(['true'])).rejects.toThrow(/being removed/);
 });
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
 import type { Config } from '../core/config';
-import { hostPidsRunning } from './helpers/host-processes';
+import { hasExited, hostPidsRunning } from './helpers/host-processes';
 import { createTestSandbox } from './helpers/sandbox';
 import { uniqueName, waitFor } from './helpers/test-context';
 
@@ -35,14 +35,6 @@ function sandboxOf(pid: number): number {
 }
 /** Who started a sandboxed process's sandbox. */
 const starterOf = (pid: number) => parentOf(sandboxOf(pid));
-/** Whether the process has exited (gone, or a zombie not yet reaped). */
-function gone(pid: number): boolean {
-  try {
-    return /\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
 
 async function running(runId: string, marker: string) {
   const processes = runProcesses(sandbox, runId);
@@ -134,7 +126,7 @@ test("a run's spawn server that dies takes its sandboxes with it, and the next c
   await sandbox.destroyRun('served-dies');
   expect((await next.command).exitCode).toBeNull();
   await waitFor(
-    async () => gone(again),
+    async () => hasExited(again),
     (g) => g,
     "the run's spawn server to stop",
     5_000,

@@ -19,3 +19,12 @@ export function hostPidsRunning(name: string): number[] {
   }
   return pids;
 }
+
+/** Whether a host process has exited (it is gone, or a zombie not yet reaped). */
+export function hasExited(pid: number): boolean {
+  try {
+    return /\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
