@@ -140,3 +140,26 @@ test("a run's spawn server that dies takes its sandboxes with it, and the next c
     }),
   ).rejects.toThrow(/being removed/);
 });
+
+test("a run's spawn server waits on its sandboxes without a thread each: its threads count against the run's process limit", async () => {
+  await sandbox.prepareRun('served-threads');
+  const markers = Array.from({ length: 8 }, () => uniqueName('waited'));
+  const commands = markers.map((marker) =>
+    runProcesses(sandbox, 'served-threads').runCommand({
+      command: `exec -a ${marker} sleep 600`,
+      policy: 'none',
+      timeoutMs: 120_000,
+      keepBytes: 4096,
+    }),
+  );
+  const pids = await waitFor(
+    async () => markers.flatMap((m) => hostPidsRunning(m)),
+    (found) => found.length === markers.length,
+    'the eight sandboxes to run',
+  );
+  const server = starterOf(pids[0]!);
+  // Waiting in a thread per process (os/exec's Wait), the server had 11 threads here.
+  expect(Number(status(server, 'Threads'))).toBeLessThanOrEqual(5);
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
+  for (const result of await Promise.all(commands)) expect(result.exitCode).not.toBe(0);
+});

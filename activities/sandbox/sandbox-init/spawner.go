@@ -175,7 +175,8 @@ func (s *server) start(id uint32, payload []byte) {
 	}
 	// Killed with this server, which is killed with the worker. (bwrap keeps that across its
 	// change of uid with --die-with-parent.) Contained, each process leads a group of its own.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid || contained, Pdeathsig: syscall.SIGKILL}
+	pidfd := -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: req.Setsid || contained, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd}
 	var parentEnds, childEnds []*os.File
 	closeAll := func(files []*os.File) {
 		for _, f := range files {
@@ -280,18 +281,34 @@ func (s *server) start(id uint32, payload []byte) {
 		go s.feed(id, c, stdinW)
 	}
 	go func() {
-		cmd.Wait()
-		if contained {
-			// What the process left in its group goes with it, as it would with a sandbox of its own.
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		exited := sync.OnceFunc(func() {
+			if contained {
+				// What the process left in its group goes with it, as it would with a sandbox of
+				// its own (while it is a zombie, no other process can have its group's id).
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+			close(c.exited)
+		})
+		code, signal, ok := 0, 0, false
+		if pidfd >= 0 {
+			code, signal, ok = awaitExit(pidfd, exited)
 		}
-		close(c.exited)
-		status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		exit := map[string]int{"code": status.ExitStatus(), "signal": 0}
-		if status.Signaled() {
-			exit = map[string]int{"code": -1, "signal": int(status.Signal())}
+		if ok {
+			cmd.Process.Release()
+		} else {
+			// No pidfd to wait on (an old kernel): a thread waits, as os/exec does.
+			cmd.Wait()
+			exited()
+			code, signal = -1, int(syscall.SIGKILL)
+			if cmd.ProcessState != nil {
+				status := cmd.ProcessState.Sys().(syscall.WaitStatus)
+				code, signal = status.ExitStatus(), 0
+				if status.Signaled() {
+					code, signal = -1, int(status.Signal())
+				}
+			}
 		}
-		s.sendJSON(id, frameExit, exit)
+		s.sendJSON(id, frameExit, map[string]int{"code": code, "signal": signal})
 		// The worker forgets the id once the output has ended too.
 		relays.Wait()
 		s.mu.Lock()
