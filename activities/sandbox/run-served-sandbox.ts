@@ -14,10 +14,11 @@ export const RUN_SPAWN_SERVER_IDLE_MS = 30_000;
  * The server is started on first use, again should it die, and stopped when idle or with the
  * run's workspace; it dies with the worker.
  *
- * Its threads count against the run's process limit (GOMAXPROCS=1 keeps them few; each process
- * it waits on holds one). A run exactly one process short of its limit when it starts more
- * processes at once than it ever did could leave the server no thread, and the Go runtime ends
- * it, with the run's sandboxes: the run's own processes, never the worker's or another run's.
+ * Its threads (about four: GOMAXPROCS=1, and it waits on its processes in the netpoller, not in
+ * a thread each, sandbox-init/wait.go) count against the run's process limit. A run at that
+ * limit makes its sandboxes fail to start, as before; should the server itself ever need a new
+ * thread then, the Go runtime would end it, with the run's own sandboxes, never the worker's or
+ * another run's.
  */
 export class RunServedSandbox extends DelegatingSandbox {
   private readonly servers: RunSpawnServers;
