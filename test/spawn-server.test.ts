@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { LaunchedProcess } from '../activities/sandbox/launched-process';
+import { runDiskQuota } from '../activities/sandbox/run-disk';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { SpawnServer } from '../activities/sandbox/spawn-server';
 import { probeSpawns } from '../bench/spawn-probe';
@@ -194,8 +195,8 @@ test('a server that dies mid-output takes its processes with it, which end as ki
   }
 });
 
-test('the run sandbox starts its commands through the spawn server, never by forking the worker', async () => {
-  const { processes } = await createTestSandbox();
+test('the run sandbox starts its commands, and the disk limit its du, through spawn servers, never by forking the worker', async () => {
+  const { processes, sandbox } = await createTestSandbox();
   const run = await processes('spawn-server-run');
   // The server itself is a child of the worker, started once.
   await run.exec(['/bin/true']);
@@ -211,7 +212,12 @@ test('the run sandbox starts its commands through the spawn server, never by for
   expect(result).toMatchObject({ exitCode: 0 });
   expect(result.output).toContain('inside');
   expect(await run.exec(['/bin/sh', '-c', 'cat; echo " and more"'], { input: 'fed' })).toBe('fed and more\n');
-  expect(SpawnServer.launched - before).toBe(2);
+  await run.exec(['/bin/sh', '-c', 'head -c 100000 /dev/zero > /workspace/filler']);
+  const used = await runDiskQuota(sandbox.runPaths('spawn-server-run'), 1024 ** 3, {
+    launch: sandbox.hostLauncher,
+  }).usage();
+  expect(used).toBeGreaterThanOrEqual(100_000);
+  expect(SpawnServer.launched - before).toBe(4);
   expect(forks.read().spawns).toBe(0);
 });
 

@@ -75,7 +75,9 @@ export function createRunToolCalls(deps: ActivityDeps) {
     ctx: Context;
   }): Promise<AgentStepOutcome> {
     const processes = runProcesses(sandbox, runId);
-    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes);
+    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
+      launch: sandbox.hostLauncher,
+    });
     /** A limit of the run that a tool call reached: recorded as the call's result, then the run fails. */
     let limitReached: RunDiskLimitError | undefined;
     const files = workspaceFiles(processes);

@@ -20,6 +20,7 @@ import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
 import { installSandboxInit } from './sandbox-init-binary';
 import { CLONE_GITCONFIG, INNER_ID, writeSandboxEtc } from './sandbox-etc';
 import { imageShell, RunImageRoots } from './run-image-roots';
+import type { ProcessLauncher } from './launched-process';
 import { SpawnServer } from './spawn-server';
 import {
   SANDBOX_ENV,
@@ -68,6 +69,10 @@ export class BwrapSandbox implements Sandbox {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
     this.systemArgs = systemDirArgs();
     this.spawnServer = SpawnServer.onHost(options.initPath);
+  }
+
+  get hostLauncher(): ProcessLauncher {
+    return this.spawnServer.launch;
   }
 
   workspacePath(): string {

@@ -1,3 +1,4 @@
+import type { ProcessLauncher } from './launched-process';
 import type { PreparedProcess, RunImageRoot, Sandbox, SandboxProcessSpec } from './sandbox';
 
 /** A sandbox that adds one thing to another (limits, a launcher, a shared helper sandbox) and passes the rest through. */
@@ -13,6 +14,10 @@ export abstract class DelegatingSandbox implements Sandbox {
 
   get runLimits(): string | undefined {
     return this.inner.runLimits;
+  }
+
+  get hostLauncher(): ProcessLauncher | undefined {
+    return this.inner.hostLauncher;
   }
 
   workspacePath(runId: string): string {

@@ -1,23 +1,36 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { HOST_PATH } from './host-root';
+import { forkLauncher, type ProcessLauncher } from './launched-process';
 
 /** A run's files grew past AGENT_WORKSPACE_MAX_BYTES: the run ends FAILED with `budget_exceeded`. */
 export class RunDiskLimitError extends Error {
   override name = 'RunDiskLimitError';
 }
 
-/** Bytes the files under `paths` take on disk (GNU du, blocks allocated, one file system). */
-export function diskUsageBytes(paths: string[]): Promise<number> {
+/**
+ * Bytes the files under `paths` take on disk (GNU du, blocks allocated, one file system), as the
+ * worker's user; `launch` starts du (the sandbox's spawn server, so that the worker does not
+ * fork itself for it).
+ */
+export function diskUsageBytes(paths: string[], launch: ProcessLauncher = forkLauncher): Promise<number> {
   const present = paths.filter((p) => existsSync(p));
   if (present.length === 0) return Promise.resolve(0);
-  return new Promise((resolve, reject) =>
-    execFile('du', ['-s', '-c', '-B1', '-x', '--', ...present], { maxBuffer: 1024 * 1024 }, (err, stdout) => {
+  return new Promise((resolve, reject) => {
+    const du = launch('du', ['-s', '-c', '-B1', '-x', '--', ...present], { cwd: '/', env: { PATH: HOST_PATH } });
+    let stdout = '';
+    du.stdout.on('data', (chunk: Buffer) => {
+      // The total is the last line: what comes before it is one line per path.
+      if (stdout.length < 1024 * 1024) stdout += chunk.toString('utf8');
+    });
+    du.stderr.resume();
+    du.once('error', reject);
+    du.once('close', (code: number | null, signal: string | null) => {
       // du exits 1 when a file vanished while it counted: the total is still its answer.
       const total = /^(\d+)\s+total$/m.exec(stdout);
       if (total) resolve(Number(total[1]));
-      else reject(err ?? new Error(`du printed no total: ${stdout.slice(0, 200)}`));
-    }),
-  );
+      else reject(new Error(`du (${signal ?? code}) printed no total: ${stdout.slice(0, 200)}`));
+    });
+  });
 }
 
 /** The disk limit of one run: `check` throws RunDiskLimitError once its files take more than `maxBytes`. */
@@ -45,11 +58,16 @@ const MAX_REMEMBERED = 10_000;
  * run could have written since at WRITE_BOUND_BYTES_PER_SECOND, reaches the limit. Steps that
  * follow each other quickly far below the limit then cost no `du` each.
  */
-export function runDiskQuota(paths: string[], maxBytes: number, now: () => number = Date.now): RunDiskQuota {
+export function runDiskQuota(
+  paths: string[],
+  maxBytes: number,
+  options: { now?: () => number; launch?: ProcessLauncher } = {},
+): RunDiskQuota {
+  const { now = Date.now, launch } = options;
   const key = paths.join('\0');
   const usage = async () => {
     if (maxBytes <= 0) return undefined;
-    const bytes = await diskUsageBytes(paths);
+    const bytes = await diskUsageBytes(paths, launch);
     if (lastMeasured.size >= MAX_REMEMBERED) lastMeasured.delete(lastMeasured.keys().next().value!);
     lastMeasured.delete(key);
     lastMeasured.set(key, { bytes, at: now() });

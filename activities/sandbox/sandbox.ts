@@ -80,6 +80,8 @@ export interface Sandbox {
   readonly kind: 'bwrap' | 'none';
   /** How the run's processes are limited together (cgroups); undefined: one by one only (AGENT_RUN_LIMITS=off). */
   readonly runLimits?: string;
+  /** Starts the worker's own programs on the host as the worker's user (du), without forking the worker; undefined: a fork. */
+  readonly hostLauncher?: ProcessLauncher;
   /** The workspace's path as the run's processes see it. */
   workspacePath(runId: string): string;
   /** The run's private home directory as its processes see it. */

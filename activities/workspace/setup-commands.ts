@@ -28,7 +28,9 @@ export function createRunSetupCommands(
   ) {
     const commands = env.config.setup_commands ?? [];
     const policy = runNetworkPolicy(config, env);
-    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes);
+    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
+      launch: sandbox.hostLauncher,
+    });
     for (const [index, command] of commands.entries()) {
       const result = await runProcesses(sandbox, runId).runCommand({
         command,

@@ -91,7 +91,7 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
         result.kept += 1;
         continue;
       }
-      const bytes = await diskUsageBytes(deps.sandbox.runPaths(run.runId)).catch(() => 0);
+      const bytes = await diskUsageBytes(deps.sandbox.runPaths(run.runId), deps.sandbox.hostLauncher).catch(() => 0);
       await removeRunWorkspace(deps, run.runId);
       workspacesRemoved.inc({ reason });
       workspaceBytesReclaimed.inc(bytes);

@@ -8,7 +8,7 @@ const MIB = 1024 * 1024;
 test('check measures only when the files could have reached the limit since the last measurement', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-disk-'));
   let clock = 1_000_000;
-  const quota = runDiskQuota([dir], 64 * MIB, () => clock);
+  const quota = runDiskQuota([dir], 64 * MIB, { now: () => clock });
   await quota.check();
   // 80 MiB land right after: within the time the bound says that cannot happen, no du is run.
   writeFileSync(path.join(dir, 'big'), Buffer.alloc(80 * MIB, 1));
@@ -24,7 +24,7 @@ test('check measures only when the files could have reached the limit since the 
 test('usage always measures, and what it measured is what check starts from', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-disk-'));
   const clock = 5_000_000;
-  const quota = runDiskQuota([dir], 64 * MIB, () => clock);
+  const quota = runDiskQuota([dir], 64 * MIB, { now: () => clock });
   writeFileSync(path.join(dir, 'big'), Buffer.alloc(80 * MIB, 1));
   expect(await quota.usage()).toBeGreaterThan(64 * MIB);
   await expect(quota.check()).rejects.toBeInstanceOf(RunDiskLimitError);
