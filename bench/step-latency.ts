@@ -200,7 +200,11 @@ async function main(): Promise<void> {
   }
   log(line('ours: model call + run_command', ours));
   log(
-    `processes started per step          ${(launched / ours.length).toFixed(1)} by the spawn server; ${(started.spawns / ours.length).toFixed(1)} forked by the worker, each blocking its event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
+    `processes started per step          ${(launched / ours.length).toFixed(1)} by spawn servers; ${(started.spawns / ours.length).toFixed(1)} forked by the worker${
+      started.spawns
+        ? `, each blocking its event loop p50 ${percentile(started.blockedMs, 50).toFixed(1)} ms, p99 ${percentile(started.blockedMs, 99).toFixed(1)} ms`
+        : ''
+    } (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
   );
   for (const [name, times] of [...spanTimes].sort((a, b) => percentile(b[1], 50) - percentile(a[1], 50)))
     log(line(`  of which ${name}`, times).replace('steps)', 'spans)'));
