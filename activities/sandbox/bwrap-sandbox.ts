@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
-import { chmod, chown, lchown, lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
@@ -18,6 +18,7 @@ import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from '
 import { killRunSandboxes } from './sandbox-reaper';
 import { limitsSpec, sandboxEnvironmentFile } from './sandbox-init-args';
 import { installSandboxInit } from './sandbox-init-binary';
+import { makeRunDirs } from './run-state-dirs';
 import { CLONE_GITCONFIG, INNER_ID, writeSandboxEtc } from './sandbox-etc';
 import { imageShell, RunImageRoots } from './run-image-roots';
 import type { ProcessLauncher } from './launched-process';
@@ -63,7 +64,7 @@ export class BwrapSandbox implements Sandbox {
   /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
   private readonly systemArgs: string[];
   /** Starts the sandboxes, so that the worker never forks itself for one. */
-  readonly spawnServer: SpawnServer;
+  private readonly spawnServer: SpawnServer;
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
@@ -102,26 +103,7 @@ export class BwrapSandbox implements Sandbox {
 
   private async makeRunState(runId: string): Promise<void> {
     await this.ensureEtc();
-    const dir = this.runDir(runId);
-    const workspace = workspaceDir(this.options.workspaceRoot, runId);
-    await mkdir(workspace, { recursive: true });
-    for (const sub of ['home', 'tmp', 'sockets', 'env']) await mkdir(path.join(dir, sub), { recursive: true });
-    // Traversable but not listable: the sandboxed uid reaches only what it is given by name.
-    await chmod(dir, 0o711);
-    await chmod(path.join(dir, 'sockets'), 0o711);
-    await chmod(path.join(dir, 'env'), 0o711);
-    const uid = this.options.hostUid;
-    if (uid === undefined) {
-      this.ready.add(runId);
-      return;
-    }
-    for (const sub of ['home', 'tmp']) {
-      await chown(path.join(dir, sub), uid, uid);
-      await chmod(path.join(dir, sub), 0o700);
-    }
-    // Workspaces made before the sandbox (or by an older worker) change hands once, recursively.
-    if ((await lstat(workspace)).uid !== uid) await chownTree(workspace, uid);
-    await chmod(workspace, 0o700);
+    await makeRunDirs(workspaceDir(this.options.workspaceRoot, runId), this.runDir(runId), this.options.hostUid);
     this.ready.add(runId);
   }
 
@@ -304,17 +286,5 @@ export class BwrapSandbox implements Sandbox {
       throw err;
     });
     return this.etcReady;
-  }
-}
-
-/** chown without following symlinks, through a whole tree. */
-async function chownTree(root: string, uid: number): Promise<void> {
-  const stack = [root];
-  while (stack.length) {
-    const current = stack.pop()!;
-    await lchown(current, uid, uid);
-    const stat = await lstat(current);
-    if (!stat.isDirectory()) continue;
-    for (const entry of await readdir(current)) stack.push(path.join(current, entry));
   }
 }

@@ -1,8 +1,8 @@
-import { PassThrough } from 'node:stream';
-import type { LaunchedProcess, ProcessLauncher } from './launched-process';
+import type { ProcessLauncher } from './launched-process';
 import type { PreparedProcess } from './sandbox';
 import { startPrepared } from './start-prepared';
-import { SpawnServer, type ServerChannel } from './spawn-server';
+import { deferredChannel, type StartedServer } from './deferred-channel';
+import { SpawnServer } from './spawn-server';
 
 /**
  * The spawn servers of a worker's runs, one of a kind per run: each started through
@@ -62,12 +62,6 @@ export class RunSpawnServers {
 /** How long a process killed may take to be gone before its server is killed with it. */
 const KILL_ESCALATION_MS = 5_000;
 
-/** A spawn server's process once started, and what to free when it ends. */
-export interface StartedServer {
-  process: LaunchedProcess;
-  release(): Promise<void>;
-}
-
 /**
  * A spawn server of one run (its helper sandbox's, its sandboxes' launcher on the host), itself
  * started as a process of the run: on first use, again should it die, and stopped when idle.
@@ -95,9 +89,9 @@ export class RunSpawnServer {
     if (this.closed) throw new Error(`${this.options.name} was stopped: the run's workspace is being removed`);
     clearTimeout(this.idle);
     const child = this.server.launch(file, args, { ...options, inheritEnv: this.options.contained });
-    let closed = false;
+    let gone = false;
     const done = () => {
-      closed = true;
+      gone = true;
       setImmediate(() => this.stopWhenIdle());
     };
     child.once('close', done);
@@ -115,7 +109,7 @@ export class RunSpawnServer {
         setTimeout(
           () =>
             setImmediate(() => {
-              if (!closed) this.server.closeServerOf(child);
+              if (!gone) this.server.closeServerOf(child);
             }),
           KILL_ESCALATION_MS,
         ).unref();
@@ -137,65 +131,4 @@ export class RunSpawnServer {
     this.idle = setTimeout(() => this.server.close(), this.options.idleMs);
     this.idle.unref();
   }
-}
-
-/**
- * A spawn server reached through a process that is still being started: frames wait for it, and
- * a start that fails ends the server as never started.
- */
-function deferredChannel(start: () => Promise<StartedServer>, name: string): ServerChannel {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  let process: LaunchedProcess | undefined;
-  let killed = false;
-  let holding = false;
-  let onEnd: ((reason: string, neverStarted: boolean) => void) | undefined;
-  let ended: [string, boolean] | undefined;
-  const end = (reason: string, neverStarted: boolean) => {
-    if (ended) return;
-    ended = [reason, neverStarted];
-    output.end();
-    input.unpipe();
-    input.resume();
-    onEnd?.(reason, neverStarted);
-  };
-  start().then(
-    ({ process: child, release }) => {
-      process = child;
-      if (holding) child.hold?.(true);
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2048)));
-      // A server that never said anything never started what it was asked to (its sandbox failed, say).
-      let spoke = false;
-      child.stdout.once('data', () => (spoke = true));
-      child.stdout.pipe(output, { end: false });
-      input.pipe(child.stdin!);
-      child.stdin!.on('error', () => undefined);
-      const finish = (neverStarted: boolean, why: string) => {
-        void release().catch(() => undefined);
-        end(`${name} ${why}${stderr.trim() ? `: ${stderr.trim()}` : ''}`, neverStarted);
-      };
-      child.once('error', (err: Error) => finish(true, `could not start (${err.message})`));
-      child.once('close', (code: number | null, sig: string | null) => finish(!spoke, `ended (${sig ?? code})`));
-      if (killed) child.signal('SIGKILL');
-    },
-    (err: unknown) => end(`${name} could not start: ${(err as Error).message}`, true),
-  );
-  return {
-    input,
-    output,
-    // The server's own process holds the worker while the server runs something, as a child would.
-    hold(on) {
-      holding = on;
-      process?.hold?.(on);
-    },
-    kill() {
-      killed = true;
-      process?.signal('SIGKILL');
-    },
-    onEnd(callback) {
-      onEnd = callback;
-      if (ended) callback(...ended);
-    },
-  };
 }

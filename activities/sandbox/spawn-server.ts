@@ -100,7 +100,8 @@ export class SpawnServer {
 
   /** Stops the server that runs `process`, if it still does (with whatever else that server runs). */
   closeServerOf(process: LaunchedProcess): void {
-    const server = [...this.servers].find((s) => process instanceof ServedProcess && s.ids.has(process.id));
+    if (!(process instanceof ServedProcess)) return;
+    const server = [...this.servers].find((s) => s.ids.has(process.id));
     if (!server) return;
     if (this.server === server) this.server = undefined;
     server.channel.kill();

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 )
 
 // Frame types: the worker's, then the server's. activities/sandbox/spawn-frames.ts holds the
@@ -61,10 +60,6 @@ var contained bool
 
 // childLimits is -limits, for the processes of a contained server.
 var childLimits string
-
-// outputDrain is how long a contained server relays output of a process that has exited (a
-// process that left its group may hold the pipes) before it ends them.
-const outputDrain = time.Second
 
 // lookPathIn finds a program as a shell would with env's PATH (the last one, as exec.Cmd uses).
 func lookPathIn(file string, env []string) (string, error) {
@@ -161,17 +156,19 @@ func (s *server) start(id uint32, payload []byte) {
 	if req.InheritEnv {
 		env = append(os.Environ(), req.Env...)
 	}
-	file, err := lookPathIn(req.File, env)
-	if err != nil && !contained {
-		s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": "ENOENT"})
-		return
-	}
-	cmd := &exec.Cmd{Path: file, Args: append([]string{req.File}, req.Args...), Env: env, Dir: req.Dir}
+	cmd := &exec.Cmd{Args: append([]string{req.File}, req.Args...), Env: env, Dir: req.Dir}
 	if contained {
 		// This program again, which sets the limits, finds the program on the process's PATH and
 		// execs it (saying "command not found" with status 127 as a shell would).
 		cmd.Path = "/proc/self/exe"
 		cmd.Args = append([]string{"sandbox-init", "-limits", childLimits, "--", req.File}, req.Args...)
+	} else {
+		file, err := lookPathIn(req.File, env)
+		if err != nil {
+			s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": "ENOENT"})
+			return
+		}
+		cmd.Path = file
 	}
 	// Killed with this server, which is killed with the worker. (bwrap keeps that across its
 	// change of uid with --die-with-parent.) Contained, each process leads a group of its own.
@@ -246,36 +243,7 @@ func (s *server) start(id uint32, payload []byte) {
 	go s.relay(id, c, 0, stdoutR, frameStdout, frameStdoutEnd, &relays)
 	go s.relay(id, c, 1, stderrR, frameStderr, frameStderrEnd, &relays)
 	if contained {
-		go func() {
-			<-c.exited
-			relayed := make(chan struct{})
-			go func() {
-				relays.Wait()
-				close(relayed)
-			}()
-			last := int64(-1)
-			for {
-				select {
-				case <-relayed:
-					return
-				case <-time.After(outputDrain):
-				}
-				// Output that still flows, or waits for the worker, is the process's own: only pipes
-				// that stayed empty a whole interval, each relay waiting in its read, are cut.
-				idle := true
-				for stream := range c.reading {
-					idle = idle && (c.ended[stream].Load() || c.reading[stream].Load())
-				}
-				if n := c.relayed.Load(); !idle || n != last {
-					last = n
-					continue
-				}
-				// Held open, silent, by a process that left the group: the output ends here.
-				stdoutR.Close()
-				stderrR.Close()
-				return
-			}
-		}()
+		go c.cutOffHeldOutput(&relays, stdoutR, stderrR)
 	}
 	if stdinW != nil {
 		go s.feed(id, c, stdinW)
