@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../core/run-events';
+import { turnIsOver } from '../core/run-state';
 import { hasRunEvent, recordedEventKeys } from '../db/run-events';
 import { deliverFollowups, lockRunForStep } from '../db/run-store';
 import { loadStepRun } from '../db/run-step-reads';
@@ -61,13 +62,18 @@ export function createAgentStepActivities(deps: ActivityDeps) {
           return runHarnessStep({ runId, turn, step, run: run!, type: harness, workspace, ctx, log });
         }
         const assistantKey = assistantEventKey(turn, step);
-        const turnOpen = await dataSource.transaction(async (tx) => {
-          if (!(await lockRunForStep(tx, runId, turn))) return false;
-          // A retried step whose model call is recorded finishes its tool calls first: a follow-up
-          // may not land between the model's tool calls and their results.
-          if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
-          return true;
-        });
+        // With nothing to deliver, the row just read decides, as its lock would: a follow-up sent
+        // meanwhile waits for the next step either way.
+        const turnOpen =
+          run!.pending_followups === 0
+            ? !turnIsOver(run!, turn)
+            : await dataSource.transaction(async (tx) => {
+                if (!(await lockRunForStep(tx, runId, turn))) return false;
+                // A retried step whose model call is recorded finishes its tool calls first: a follow-up
+                // may not land between the model's tool calls and their results.
+                if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
+                return true;
+              });
         if (!turnOpen) return { done: true, turnEnded: true };
         // A summary is written before its step's reply and never takes in the last exchange: this
         // step's reply, what followed it and the latest entry are always among those loaded.
@@ -75,6 +81,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
         const { events } = conversation;
         let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
           RunEventPayloads['assistant'] | undefined;
+        const replyIsNew = !assistant;
 
         if (!assistant) {
           const last = events[events.length - 1];
@@ -125,7 +132,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
           await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
           return { done: true };
         }
-        return runToolCalls({ runId, turn, step, run: run!, events, assistantKey, calls, workspace, ctx });
+        return runToolCalls({ runId, turn, step, run: run!, events, assistantKey, replyIsNew, calls, workspace, ctx });
       });
     },
   };

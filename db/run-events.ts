@@ -11,13 +11,23 @@ export async function appendRunEvent<K extends RunEventKind>(
   manager: EntityManager,
   event: { runId: string; eventKey: string; kind: K; turn: number; payload: RunEventPayloads[K] },
 ): Promise<boolean> {
-  const rows = (await manager.query(
-    `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
-     VALUES ($1, $2, $3, $4, $5::jsonb)
-     ON CONFLICT (run_id, event_key) DO NOTHING RETURNING id`,
-    [event.runId, event.eventKey, event.kind, event.turn, storableJson(event.payload)],
-  )) as unknown[];
+  const rows = (await manager.query(INSERT_RUN_EVENT, runEventParameters(event))) as unknown[];
   return rows.length > 0;
+}
+
+/** Appends an entry once ($1–$5 from `runEventParameters`), returning its id when it wrote; `WITH` may take it in. */
+export const INSERT_RUN_EVENT = `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
+     VALUES ($1, $2, $3, $4, $5::jsonb)
+     ON CONFLICT (run_id, event_key) DO NOTHING RETURNING id`;
+
+export function runEventParameters<K extends RunEventKind>(event: {
+  runId: string;
+  eventKey: string;
+  kind: K;
+  turn: number;
+  payload: RunEventPayloads[K];
+}): unknown[] {
+  return [event.runId, event.eventKey, event.kind, event.turn, storableJson(event.payload)];
 }
 
 /** Appends a notice to the run's current turn (for events that happen outside a step, such as an MCP server's refused connection). */

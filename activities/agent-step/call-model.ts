@@ -1,9 +1,8 @@
 import type { RunEventPayloads } from '../../core/run-events';
 import type { Logger } from '../../core/logger';
 import { listFactoryAgents } from '../../db/agent-identities';
-import { appendRunEvent } from '../../db/run-events';
 import type { StepRun } from '../../db/run-step-reads';
-import { addRunUsage } from '../../db/run-usage';
+import { appendReplyWithUsage } from '../../db/run-usage';
 import type { ActivityDeps } from '../deps';
 import { fitConversation } from '../model/context-summary';
 import { modelCostUsd } from '../model/model-cost';
@@ -11,7 +10,7 @@ import { resolveProvider } from '../model/resolve-provider';
 import { ProviderNotConfiguredError, ProviderRejectedError } from '../model/types';
 import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
 import type { StepConversation } from '../step-conversation';
-import { offersFactoryFileTool, VALIDATE_FACTORY_FILE_SPEC } from '../tools/factory-file-tool';
+import { offeredFactoryFileTool, VALIDATE_FACTORY_FILE_SPEC } from '../tools/factory-file-tool';
 import { BUILTIN_TOOLS } from '../tools/builtin-tools';
 import { ORCHESTRATION_TOOL_SPECS } from '../tools/orchestration-tools';
 import { userFailure } from '../user-failure';
@@ -59,9 +58,7 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
       ...BUILTIN_TOOLS,
       ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
       ...(mcp?.tools.map((t) => t.spec) ?? []),
-      ...((await offersFactoryFileTool(dataSource.manager, runId, run.agent_skill))
-        ? [VALIDATE_FACTORY_FILE_SPEC]
-        : []),
+      ...(offeredFactoryFileTool(run) ? [VALIDATE_FACTORY_FILE_SPEC] : []),
     ];
     const messages = await fitConversation(
       { dataSource, config, logger: log },
@@ -108,16 +105,12 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
       ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
     };
     const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
-    await dataSource.transaction(async (tx) => {
-      const wrote = await appendRunEvent(tx, {
-        runId,
-        eventKey: assistantEventKey(turn, step),
-        kind: 'assistant',
-        turn,
-        payload,
-      });
-      if (wrote) await addRunUsage(tx, runId, totalTokens, cost);
-    });
+    await appendReplyWithUsage(
+      dataSource.manager,
+      { runId, eventKey: assistantEventKey(turn, step), turn, payload },
+      totalTokens,
+      cost,
+    );
     return payload;
   }
 }

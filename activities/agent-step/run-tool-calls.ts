@@ -1,4 +1,5 @@
 import type { Context } from '@temporalio/activity';
+import type { EntityManager } from 'typeorm';
 import type { ToolCallRecord } from '../../core/run-events';
 import { observeToolCall, observeToolCallNotRun } from '../../core/metrics';
 import { recordFileArtifact } from '../../db/artifacts';
@@ -60,6 +61,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
     run,
     events,
     assistantKey,
+    replyIsNew,
     calls,
     workspace,
     ctx,
@@ -70,6 +72,8 @@ export function createRunToolCalls(deps: ActivityDeps) {
     run: StepRun;
     events: StoredRunEvent[];
     assistantKey: string;
+    /** The reply was made by this attempt's model call, not read back from an earlier attempt. */
+    replyIsNew: boolean;
     calls: ToolCallRecord[];
     workspace: string;
     ctx: Context;
@@ -90,11 +94,14 @@ export function createRunToolCalls(deps: ActivityDeps) {
       ? await mcpSessions.get(runId, run.config.mcp_servers!, networkPolicy)
       : undefined;
     const recorded = new Set(events.map((e) => e.eventKey));
-    const started = await recordedEventKeys(
-      dataSource.manager,
-      runId,
-      calls.map((_, index) => toolCallKeys(turn, step, index).started),
-    );
+    // A reply this attempt recorded itself is one no earlier attempt got past: none of its calls started.
+    const started = replyIsNew
+      ? new Set<string>()
+      : await recordedEventKeys(
+          dataSource.manager,
+          runId,
+          calls.map((_, index) => toolCallKeys(turn, step, index).started),
+        );
     // Results this step recorded before the new keys: after its own reply, before any later one.
     const ownReplyAt = events.findIndex((e) => e.eventKey === assistantKey);
     const nextReplyAt = events.findIndex((e, i) => i > ownReplyAt && e.kind === 'assistant');
@@ -171,8 +178,8 @@ export function createRunToolCalls(deps: ActivityDeps) {
       }
       if (ctx.cancellationSignal.aborted) throw new Error('cancelled');
       const output = outcome.output;
-      await dataSource.transaction(async (tx) => {
-        await appendRunEvent(tx, {
+      const recordResult = (manager: EntityManager) =>
+        appendRunEvent(manager, {
           runId,
           eventKey: keys.result,
           kind: 'tool_call',
@@ -186,16 +193,22 @@ export function createRunToolCalls(deps: ActivityDeps) {
             ...outcome.details,
           },
         });
-        if (outcome.skillLoad) {
+      const skillLoad = outcome.skillLoad;
+      if (skillLoad) {
+        await dataSource.transaction(async (tx) => {
+          await recordResult(tx);
           await appendRunEvent(tx, {
             runId,
             eventKey: keys.skill,
             kind: 'skill_load',
             turn,
-            payload: { name: String(call.arguments.name), input: outcome.skillLoad },
+            payload: { name: String(call.arguments.name), input: skillLoad },
           });
-        }
-      });
+        });
+      } else {
+        // One statement: atomic without a transaction, and one round trip instead of three.
+        await recordResult(dataSource.manager);
+      }
     }
     if (limitReached) throw userFailure(limitReached.message, 'budget_exceeded');
     if (orchestration.length) return { done: false, orchestration };
@@ -215,14 +228,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
 
   /** Committed before a call with side effects runs, so that a retry knows it started. */
   async function recordStarted(runId: string, turn: number, step: number, index: number, call: ToolCall) {
-    await dataSource.transaction((tx) =>
-      appendRunEvent(tx, {
-        runId,
-        eventKey: toolCallKeys(turn, step, index).started,
-        kind: 'tool_call_started',
-        turn,
-        payload: { tool_call_id: call.id, name: call.name, input: call.arguments, step, call_index: index },
-      }),
-    );
+    await appendRunEvent(dataSource.manager, {
+      runId,
+      eventKey: toolCallKeys(turn, step, index).started,
+      kind: 'tool_call_started',
+      turn,
+      payload: { tool_call_id: call.id, name: call.name, input: call.arguments, step, call_index: index },
+    });
   }
 }

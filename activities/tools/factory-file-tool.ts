@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { EntityManager } from 'typeorm';
+import type { StepRun } from '../../db/run-step-reads';
 import {
   checkFactoryFile,
   FACTORIES_DIR,
@@ -57,6 +58,13 @@ export async function offersFactoryFileTool(
   return (
     agentSkill?.bundled_skill_id === FACTORY_FILES_SKILL ||
     (await hasLoadedBundledSkill(manager, runId, FACTORY_FILES_SKILL))
+  );
+}
+
+/** `offersFactoryFileTool` as it stood when a step read its run (a skill loaded later in the step is not in it). */
+export function offeredFactoryFileTool(run: Pick<StepRun, 'agent_skill' | 'loaded_bundled_skills'>): boolean {
+  return (
+    run.agent_skill?.bundled_skill_id === FACTORY_FILES_SKILL || run.loaded_bundled_skills.includes(FACTORY_FILES_SKILL)
   );
 }
 
