@@ -2,6 +2,7 @@
  * Benchmark: the cost of the sandbox on one agent command. Runs `true` through the same path as
  * the run_command tool (runProcesses → runProcess), unsandboxed, sandboxed without network
  * (policy none) and sandboxed with the egress proxy bridge (policy open), in alternating rounds.
+ * With each, the whole machine's CPU time per command (every process's and the kernel's).
  * Usage: npm run bench:sandbox -- [rounds=200]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import type { NetworkPolicy } from '../core/network-policy';
 import { OutboundAddressRules } from '../core/outbound-addresses';
+import { machineBusyMs } from './process-tree-cpu';
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 const p95 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? NaN;
@@ -25,15 +27,16 @@ async function main(): Promise<void> {
   const config = loadConfig({ AGENT_RUNS_WORKSPACE_DIR: root, LOG_LEVEL: 'error' });
   const bwrap = await createSandbox(config, new OutboundAddressRules([]), createLogger('error', 'bench'));
   const none = new Unsandboxed(root);
-  const variants: { name: string; sandbox: Sandbox; policy: NetworkPolicy; times: number[] }[] = [
-    { name: 'unsandboxed', sandbox: none, policy: 'none', times: [] },
-    { name: 'bwrap, network none', sandbox: bwrap, policy: 'none', times: [] },
-    { name: 'bwrap, proxy (open)', sandbox: bwrap, policy: 'open', times: [] },
+  const variants: { name: string; sandbox: Sandbox; policy: NetworkPolicy; times: number[]; cpuMs: number }[] = [
+    { name: 'unsandboxed', sandbox: none, policy: 'none', times: [], cpuMs: 0 },
+    { name: 'bwrap, network none', sandbox: bwrap, policy: 'none', times: [], cpuMs: 0 },
+    { name: 'bwrap, proxy (open)', sandbox: bwrap, policy: 'open', times: [], cpuMs: 0 },
   ];
   for (const v of variants) await v.sandbox.prepareRun('bench');
   for (let i = 0; i < rounds; i++) {
     for (const v of variants) {
       const started = process.hrtime.bigint();
+      const busy = machineBusyMs();
       const result = await runProcesses(v.sandbox, 'bench').runCommand({
         command: 'true',
         policy: v.policy,
@@ -42,14 +45,17 @@ async function main(): Promise<void> {
       });
       if (result.exitCode !== 0) throw new Error(`${v.name}: exit ${result.exitCode}: ${result.output}`);
       v.times.push(Number(process.hrtime.bigint() - started) / 1e6);
+      v.cpuMs += machineBusyMs() - busy;
     }
   }
   const base = median(variants[0]!.times);
-  process.stdout.write(`run_command \`true\`, ${rounds} rounds each, alternating\n`);
+  process.stdout.write(
+    `run_command \`true\`, ${rounds} rounds each, alternating (CPU: the whole machine's, the kernel's included, per command)\n`,
+  );
   for (const v of variants) {
     const m = median(v.times);
     process.stdout.write(
-      `${v.name.padEnd(22)} median ${m.toFixed(1).padStart(6)} ms   p95 ${p95(v.times).toFixed(1).padStart(6)} ms   added ${(m - base).toFixed(1).padStart(6)} ms\n`,
+      `${v.name.padEnd(22)} median ${m.toFixed(1).padStart(6)} ms   p95 ${p95(v.times).toFixed(1).padStart(6)} ms   added ${(m - base).toFixed(1).padStart(6)} ms   CPU ${(v.cpuMs / rounds).toFixed(1).padStart(5)} ms\n`,
     );
   }
   rmSync(root, { recursive: true, force: true });

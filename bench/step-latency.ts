@@ -9,14 +9,16 @@
  *    activities (the floors); ours broken down by the spans a step records (bench/step-spans.ts),
  *    and the processes it starts (through the spawn server, or forked by the worker).
  * 2. CPU per step with `parallel` runs of 10 steps in flight: every process of the stack (this
- *    one, PostgreSQL, Temporal, the sandboxes), summed, divided by the steps.
+ *    one, PostgreSQL, Temporal, the sandboxes and every process that exited meanwhile), summed,
+ *    divided by the steps; and the whole machine's busy time, the kernel's included.
  * 3. A burst of `burst` runs of 10 steps created at once: steps per second, QUEUED → INPROGRESS,
  *    and, from the runs' histories, how long their workflow tasks took and waited, how many timed
- *    out, and history events per step.
+ *    out, history events per step, where a step's time went, and the machine's CPU per step.
  *
  * Usage: npm run bench:steps -- [steps=40] [parallel=10] [burst=50]
  */
 import { execFile } from 'node:child_process';
+import os from 'node:os';
 import { promisify } from 'node:util';
 import { Worker } from '@temporalio/worker';
 import { closeServer } from '../api/server';
@@ -27,7 +29,7 @@ import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
-import { cpuSince, descendantCpuMs } from './process-tree-cpu';
+import { cpuSince, descendantCpuMs, machineBusyMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
 import { recordStepSpans } from './step-spans';
 import { stepTimeline, workflowTaskTimes } from './workflow-task-times';
@@ -46,14 +48,21 @@ const line = (name: string, values: number[]) =>
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
 
 /** CPU time (ms) of this process and every process it started, by command, while `work` runs. */
-async function cpuOf(work: () => Promise<void>): Promise<{ total: number; byCommand: Map<string, number> }> {
+async function cpuOf(
+  work: () => Promise<void>,
+): Promise<{ total: number; byCommand: Map<string, number>; machine: number }> {
   const own = process.cpuUsage();
   const before = descendantCpuMs();
+  const machineBefore = machineBusyMs();
   await work();
   const used = process.cpuUsage(own);
   const byCommand = cpuSince(before, descendantCpuMs());
   byCommand.set('node (API + worker)', (used.user + used.system) / 1000);
-  return { total: [...byCommand.values()].reduce((a, b) => a + b, 0), byCommand };
+  return {
+    total: [...byCommand.values()].reduce((a, b) => a + b, 0),
+    byCommand,
+    machine: machineBusyMs() - machineBefore,
+  };
 }
 
 async function main(): Promise<void> {
@@ -244,12 +253,20 @@ async function main(): Promise<void> {
   log(`ours                               ${perStep(oursCpu).toFixed(1)} ms/step (${byCommand(oursCpu)})`);
   log(`floor: activity + bare bwrap       ${perStep(floorCpu).toFixed(1)} ms/step (${byCommand(floorCpu)})`);
   log(`ours / floor                       ${(perStep(oursCpu) / perStep(floorCpu)).toFixed(2)}x`);
+  const machinePerStep = (cpu: { machine: number }) => cpu.machine / (parallel * 10);
+  log(
+    `the whole machine (with the kernel) ours ${machinePerStep(oursCpu).toFixed(1)}, floor ${machinePerStep(floorCpu).toFixed(1)} ms/step: ${(
+      machinePerStep(oursCpu) / machinePerStep(floorCpu)
+    ).toFixed(2)}x`,
+  );
 
   log(`\n3. A burst: ${burst} runs of 10 steps created at once:`);
   const burstStarted = performance.now();
+  const burstMachineBefore = machineBusyMs();
   const burstIds = await Promise.all(Array.from({ length: burst }, () => createRun(10)));
   const pickups = await Promise.all(burstIds.map(finished));
   const burstSeconds = (performance.now() - burstStarted) / 1000;
+  const burstMachineMs = machineBusyMs() - burstMachineBefore;
   log(
     `steps per second                   ${((burst * 10) / burstSeconds).toFixed(1)} (${burstSeconds.toFixed(1)} s in all)`,
   );
@@ -259,6 +276,22 @@ async function main(): Promise<void> {
   log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
   log(
     `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}`,
+  );
+  const burstTimeline = await stepTimeline(client, burstIds.map(runWorkflowId));
+  log(
+    `per step, p50 (ms), from history    ${(
+      [
+        ['activityDispatch', 'dispatch'],
+        ['activity', 'activity'],
+        ['toWorkflowTask', 'to the workflow task'],
+        ['workflowTask', 'the workflow task'],
+      ] as const
+    )
+      .map(([part, label]) => `${label} ${percentile(burstTimeline[part], 50).toFixed(0)}`)
+      .join(', ')}`,
+  );
+  log(
+    `the whole machine's CPU per step    ${(burstMachineMs / (burst * 10)).toFixed(1)} ms (the kernel's included; ${((burstMachineMs / (burstSeconds * 1000 * os.cpus().length)) * 100).toFixed(0)}% of its ${os.cpus().length} cores)`,
   );
   log(`RSS of this process (API + worker)  ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
 
