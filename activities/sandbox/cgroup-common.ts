@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -81,4 +81,19 @@ export function groupName(runId: string): string {
     return `_${Buffer.from(runId).toString('hex').slice(0, 60)}`;
   }
   return runId;
+}
+
+/**
+ * The `oom_kill` count of a memory group's counters file (0 when there is none). Read at once:
+ * the kernel prints the counters without waiting on anything, and every command reads them
+ * twice, which through the thread pool cost more than the read.
+ */
+export function oomKillsIn(countersFile: string): number {
+  let text = '';
+  try {
+    text = readFileSync(countersFile, 'utf8');
+  } catch {
+    // no group (yet, or any more)
+  }
+  return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
 }

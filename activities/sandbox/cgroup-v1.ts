@@ -1,7 +1,15 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { groupName, killAndRemove, pidsIn, writeKnob, type RunCgroups, type RunLimits } from './cgroup-common';
+import {
+  groupName,
+  killAndRemove,
+  oomKillsIn,
+  pidsIn,
+  writeKnob,
+  type RunCgroups,
+  type RunLimits,
+} from './cgroup-common';
 
 export const V1_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 
@@ -47,9 +55,8 @@ export class CgroupsV1 implements RunCgroups {
     return [dirs.memory, dirs.pids, dirs.cpu].map((dir) => path.join(dir, 'cgroup.procs'));
   }
 
-  async oomKills(runId: string): Promise<number> {
-    const text = await readFile(path.join(this.dirs(runId).memory, 'memory.oom_control'), 'utf8').catch(() => '');
-    return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
+  oomKills(runId: string): Promise<number> {
+    return Promise.resolve(oomKillsIn(path.join(this.dirs(runId).memory, 'memory.oom_control')));
   }
 
   pids(runId: string): Promise<number[]> {

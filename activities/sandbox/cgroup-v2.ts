@@ -4,6 +4,7 @@ import path from 'node:path';
 import {
   groupName,
   killAndRemove,
+  oomKillsIn,
   pidsIn,
   RUNS_DIR,
   writeKnob,
@@ -43,9 +44,8 @@ export class CgroupsV2 implements RunCgroups {
     return [path.join(dir, 'cgroup.procs')];
   }
 
-  async oomKills(runId: string): Promise<number> {
-    const text = await readFile(path.join(this.dir(runId), 'memory.events'), 'utf8').catch(() => '');
-    return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
+  oomKills(runId: string): Promise<number> {
+    return Promise.resolve(oomKillsIn(path.join(this.dir(runId), 'memory.events')));
   }
 
   pids(runId: string): Promise<number[]> {
