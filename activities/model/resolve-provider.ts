@@ -20,8 +20,23 @@ const PROVIDERS = {
   },
 } as const satisfies Record<ModelProviderName, unknown>;
 
+type ResolvedProvider = { provider: ModelProvider; model: string };
+
+/** A worker's providers, made once per model: a client is dear to make (its resources, its settings), and keeps nothing of a call. */
+const resolved = new WeakMap<Config, Map<string, ResolvedProvider>>();
+
 /** Picks the provider for `provider/model`; throws ProviderNotConfiguredError naming what to set. */
-export function resolveProvider(config: Config, modelId: string): { provider: ModelProvider; model: string } {
+export function resolveProvider(config: Config, modelId: string): ResolvedProvider {
+  let ofConfig = resolved.get(config);
+  if (!ofConfig) resolved.set(config, (ofConfig = new Map()));
+  const known = ofConfig.get(modelId);
+  if (known) return known;
+  const made = makeProvider(config, modelId);
+  ofConfig.set(modelId, made);
+  return made;
+}
+
+function makeProvider(config: Config, modelId: string): ResolvedProvider {
   const slash = modelId.indexOf('/');
   const name = modelId.slice(0, slash);
   const model = modelId.slice(slash + 1);
