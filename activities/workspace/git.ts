@@ -202,25 +202,30 @@ export async function resolveCommit(
 /**
  * A script for `sh -c script sh <base>` that stages everything of `repo` (untracked too) in the
  * private snapshot index, compares it with the commit `<base>` names (else HEAD, else the empty
- * tree), and prints `git diff --cached <diffArgs>`: one sandboxed process for four git calls, as
- * starting a process is most of what they cost. `.gitignore` is respected; without one the
- * well-known dependency directories are left out.
+ * tree), and prints `git diff --cached <diffArgs>`: one sandboxed process for the git calls, as
+ * starting a process is most of what they cost. Without `withBase`, against HEAD: `diff --cached`
+ * takes HEAD, or the empty tree on an unborn branch, itself, which saves a git call per step.
+ * `.gitignore` is respected; without one the well-known dependency directories are left out.
  */
 function snapshotDiffScript(
   processes: RunProcesses,
   repo: string,
   hasGitignore: boolean | undefined,
   diffArgs: string[],
+  withBase: boolean,
 ): string {
   const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
   const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
   const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  const stage = `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`;
+  const diff = `GIT_INDEX_FILE=${index} exec ${git} diff --cached ${diffArgs.map(shellQuote).join(' ')}`;
+  if (!withBase) return [stage, diff].join('\n');
   return [
-    `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`,
+    stage,
     'from=',
     `[ -z "$1" ] || from=$(${git} rev-parse --verify --quiet "$1^{commit}") || from=`,
     `[ -n "$from" ] || from=$(${git} rev-parse --verify --quiet 'HEAD^{commit}') || from=${EMPTY_TREE}`,
-    `GIT_INDEX_FILE=${index} exec ${git} diff --cached ${diffArgs.map(shellQuote).join(' ')} "$from"`,
+    `${diff} "$from"`,
   ].join('\n');
 }
 
@@ -235,16 +240,18 @@ export async function diffAgainstHead(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean } = {},
 ): Promise<Map<string, string>> {
-  const script = snapshotDiffScript(processes, repo, options.hasGitignore, [
-    '--no-color',
-    '--no-ext-diff',
-    '--no-textconv',
-  ]);
-  const diff = await processes.exec(['sh', '-c', script, 'sh', ''], {
+  const script = snapshotDiffScript(
+    processes,
+    repo,
+    options.hasGitignore,
+    ['--no-color', '--no-ext-diff', '--no-textconv'],
+    false,
+  );
+  const diff = await processes.exec(['sh', '-c', script, 'sh'], {
     cwd: repo,
     env: SAFE_GIT_ENV,
     maxBuffer: 256 * 1024 * 1024,
-    // The three git calls' budgets, as when each was a process of its own.
+    // The git calls' budgets as when each was a process of its own (three, before HEAD was left to the diff).
     timeoutMs: 3 * GIT_TIMEOUT_MS,
     signal,
   });
@@ -268,13 +275,13 @@ export async function patchAgainst(
   signal?: AbortSignal,
   options: { hasGitignore?: boolean; maxBytes?: number } = {},
 ): Promise<string> {
-  const script = snapshotDiffScript(processes, repo, options.hasGitignore, [
-    '--binary',
-    '--full-index',
-    '--no-color',
-    '--no-ext-diff',
-    '--no-textconv',
-  ]);
+  const script = snapshotDiffScript(
+    processes,
+    repo,
+    options.hasGitignore,
+    ['--binary', '--full-index', '--no-color', '--no-ext-diff', '--no-textconv'],
+    true,
+  );
   return processes.exec(['sh', '-c', script, 'sh', base ?? ''], {
     cwd: repo,
     env: SAFE_GIT_ENV,
