@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { socketPath } from './socket-path';
-import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
 import { workspaceDir } from '../workspace/workspace-paths';
@@ -21,6 +21,7 @@ import { installSandboxInit } from './sandbox-init-binary';
 import { makeRunDirs } from './run-state-dirs';
 import { CLONE_GITCONFIG, INNER_ID, writeSandboxEtc } from './sandbox-etc';
 import { imageShell, RunImageRoots } from './run-image-roots';
+import { RunEnvFiles } from './run-env-files';
 import type { ProcessLauncher } from './launched-process';
 import { SpawnServer } from './spawn-server';
 import {
@@ -61,6 +62,7 @@ export class BwrapSandbox implements Sandbox {
   /** Runs whose private state this worker has made: a command of theirs skips that work. */
   private readonly ready = new Set<string>();
   private readonly images = new RunImageRoots();
+  private readonly envFiles: RunEnvFiles;
   /** The host's system directories as bwrap arguments (symlinks, as on merged-/usr systems, stay symlinks). */
   private readonly systemArgs: string[];
   /** Starts the sandboxes, so that the worker never forks itself for one. */
@@ -70,6 +72,7 @@ export class BwrapSandbox implements Sandbox {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
     this.systemArgs = systemDirArgs();
     this.spawnServer = SpawnServer.onHost(options.initPath);
+    this.envFiles = new RunEnvFiles(options.hostUid);
   }
 
   get hostLauncher(): ProcessLauncher {
@@ -121,6 +124,7 @@ export class BwrapSandbox implements Sandbox {
     this.destroying.add(runId);
     this.ready.delete(runId);
     this.images.forget(runId);
+    this.envFiles.forget(runId);
     // First: a lease left behind would keep its image in the cache for good.
     await this.options.images?.release(runId).catch(() => undefined);
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
@@ -133,7 +137,7 @@ export class BwrapSandbox implements Sandbox {
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
     if (this.destroying.has(spec.runId)) throw new Error(`the workspace of run ${spec.runId} is being removed`);
     if (!this.ready.has(spec.runId)) await this.makeRunState(spec.runId);
-    const { config, workspaceRoot, bwrapPath, hostUid, nodePath } = this.options;
+    const { config, workspaceRoot, bwrapPath, nodePath } = this.options;
     const dir = this.runDir(spec.runId);
     const args: string[] = [
       '--unshare-user',
@@ -210,14 +214,11 @@ export class BwrapSandbox implements Sandbox {
     // The sandbox's variables never touch the host side: bwrap, setpriv and the cgroup join run
     // with a fixed environment (an LD_PRELOAD or PATH from an image or an MCP server's config
     // would run there as the worker's user), and sandbox-init reads the sandbox's from a file.
-    const envFile = path.join(dir, 'env', randomBytes(9).toString('base64url'));
-    await writeFile(envFile, sandboxEnvironmentFile({ ...env, ...spec.env }), { mode: 0o400 });
-    if (hostUid !== undefined) await chown(envFile, hostUid, hostUid);
-    const closeChannel = release;
-    release = async () => {
-      await rm(envFile, { force: true });
-      await closeChannel();
-    };
+    const envFile = await this.envFiles.fileFor(
+      spec.runId,
+      path.join(dir, 'env'),
+      sandboxEnvironmentFile({ ...env, ...spec.env }),
+    );
     args.push('--ro-bind', envFile, SANDBOX_ENV);
     args.push('--ro-bind', this.initCopy, SANDBOX_INIT);
     args.push('--remount-ro', '/');
