@@ -81,7 +81,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
         const { events } = conversation;
         let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
           RunEventPayloads['assistant'] | undefined;
-        const replyIsNew = !assistant;
+        let replyIsNew = false;
 
         if (!assistant) {
           const last = events[events.length - 1];
@@ -118,7 +118,9 @@ export function createAgentStepActivities(deps: ActivityDeps) {
               'invalid_request',
             );
           }
-          assistant = await callModel(log, runId, turn, step, run!, conversation, ctx.cancellationSignal);
+          const made = await callModel(log, runId, turn, step, run!, conversation, ctx.cancellationSignal);
+          assistant = made.reply;
+          replyIsNew = made.recorded;
           log.debug('model replied', {
             model_id: assistant.model_id,
             total_tokens: assistant.total_tokens,

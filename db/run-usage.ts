@@ -19,17 +19,21 @@ export async function addRunUsage(
 
 /**
  * Records a model's reply once and, when this wrote it, adds its usage to the run's: one
- * statement, so one round trip and atomic without a transaction of its own.
+ * statement, so one round trip and atomic without a transaction of its own. False when the
+ * run already had a reply under this key (another attempt of the step recorded its own first).
  */
 export async function appendReplyWithUsage(
   manager: EntityManager,
   reply: { runId: string; eventKey: string; turn: number; payload: RunEventPayloads['assistant'] },
   tokens: number,
   costUsd: number | null,
-): Promise<void> {
-  await manager.query(
-    `WITH reply AS (${INSERT_RUN_EVENT})
-     UPDATE runs SET ${addUsage('$6', '$7')} WHERE run_id = $1 AND EXISTS (SELECT 1 FROM reply)`,
+): Promise<boolean> {
+  // A data-modifying WITH runs exactly once, whether or not the query reads it.
+  const [row] = (await manager.query(
+    `WITH reply AS (${INSERT_RUN_EVENT}),
+          usage AS (UPDATE runs SET ${addUsage('$6', '$7')} WHERE run_id = $1 AND EXISTS (SELECT 1 FROM reply))
+     SELECT EXISTS (SELECT 1 FROM reply) AS wrote`,
     [...runEventParameters({ ...reply, kind: 'assistant' }), tokens, costUsd],
-  );
+  )) as { wrote: boolean }[];
+  return row?.wrote === true;
 }

@@ -8,7 +8,7 @@ import { createLogger } from '../core/logger';
 import { insertRunCopy } from './helpers/run-copies';
 import { appendNoticeToCurrentTurn, appendRunEvent } from '../db/run-events';
 import { applyTransition } from '../db/run-store';
-import { addRunUsage } from '../db/run-usage';
+import { addRunUsage, appendReplyWithUsage } from '../db/run-usage';
 import { auth, createRun, waitForState } from './helpers/runs';
 import { openStream, type ReceivedEvent, type SseStream } from './helpers/sse-client';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -259,4 +259,32 @@ test('a terminal state that commits after a stream read the run, and is announce
   } finally {
     await api.close();
   }
+});
+
+test('two attempts of a step recording their replies: the first is kept and counted once, and the second is told', async () => {
+  const runId = await quietRun();
+  const usage = async () =>
+    (
+      (await ctx.dataSource.query(
+        `SELECT total_tokens::int AS tokens, COALESCE(inference_cost_usd, 0)::float8 AS cost FROM runs WHERE run_id = $1`,
+        [runId],
+      )) as { tokens: number; cost: number }[]
+    )[0]!;
+  const before = await usage();
+  const reply = (text: string) => ({
+    runId,
+    eventKey: 'assistant-t1-s0',
+    turn: 1,
+    payload: { text, model_id: 'openai/test', total_tokens: 7, input_tokens: 5, output_tokens: 2 },
+  });
+  expect(await appendReplyWithUsage(ctx.dataSource.manager, reply('first'), 7, 0.5)).toBe(true);
+  expect(await appendReplyWithUsage(ctx.dataSource.manager, reply('second'), 7, 0.5)).toBe(false);
+  const replies = (await ctx.dataSource.query(
+    `SELECT payload->>'text' AS text FROM run_events WHERE run_id = $1 AND kind = 'assistant'`,
+    [runId],
+  )) as { text: string }[];
+  expect(replies).toEqual([{ text: 'first' }]);
+  const after = await usage();
+  expect(after.tokens).toBe(before.tokens + 7);
+  expect(after.cost).toBeCloseTo(before.cost + 0.5, 6);
 });

@@ -2,6 +2,7 @@ import type { RunEventPayloads } from '../../core/run-events';
 import type { Logger } from '../../core/logger';
 import { listFactoryAgents } from '../../db/agent-identities';
 import type { StepRun } from '../../db/run-step-reads';
+import { loadRunEventByKey } from '../../db/run-events';
 import { appendReplyWithUsage } from '../../db/run-usage';
 import type { ActivityDeps } from '../deps';
 import { fitConversation } from '../model/context-summary';
@@ -29,7 +30,7 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
     run: StepRun,
     { events, summary }: StepConversation,
     signal: AbortSignal,
-  ): Promise<RunEventPayloads['assistant']> {
+  ): Promise<{ reply: RunEventPayloads['assistant']; recorded: boolean }> {
     const modelId = run.config.model_id;
     let resolved;
     try {
@@ -105,12 +106,14 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
       ...(reply.toolCalls.length ? { tool_calls: reply.toolCalls } : {}),
     };
     const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
-    await appendReplyWithUsage(
-      dataSource.manager,
-      { runId, eventKey: assistantEventKey(turn, step), turn, payload },
-      totalTokens,
-      cost,
-    );
-    return payload;
+    const eventKey = assistantEventKey(turn, step);
+    if (await appendReplyWithUsage(dataSource.manager, { runId, eventKey, turn, payload }, totalTokens, cost)) {
+      return { reply: payload, recorded: true };
+    }
+    // Another attempt of this step recorded its reply first: the step goes on with that one, whose
+    // tool calls that attempt may have started.
+    const stored = await loadRunEventByKey(dataSource.manager, runId, eventKey);
+    if (!stored) throw new Error(`the reply ${eventKey} of run ${runId} was neither written nor found`);
+    return { reply: stored.payload as RunEventPayloads['assistant'], recorded: false };
   }
 }

@@ -125,11 +125,15 @@ export function createRunToolCalls(deps: ActivityDeps) {
       }
       const sideEffects = hasSideEffects(call.name);
       let outcome: ToolOutcome;
-      if (sideEffects && started.has(keys.started)) {
-        // It started before this step was interrupted, and may have done some or all of its
-        // work: running it again blindly could push twice or migrate twice.
-        outcome = { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
+      // It started before this step was interrupted (or in another attempt of the step, which may
+      // still be running it), and may have done some or all of its work: running it again
+      // blindly could push twice or migrate twice.
+      const notRunAgain = (): ToolOutcome => {
         observeToolCallNotRun(BUILTIN_TOOL_NAMES.has(call.name) ? call.name : 'mcp', 'interrupted');
+        return { output: INTERRUPTED_TOOL_CALL, isError: true, details: { interrupted: true } };
+      };
+      if (sideEffects && started.has(keys.started)) {
+        outcome = notRunAgain();
       } else if (
         call.name === VALIDATE_FACTORY_FILE_TOOL &&
         (await offersFactoryFileTool(dataSource.manager, runId, run.agent_skill))
@@ -145,7 +149,6 @@ export function createRunToolCalls(deps: ActivityDeps) {
           }),
         );
       } else if (BUILTIN_TOOL_NAMES.has(call.name)) {
-        if (sideEffects) await recordStarted(runId, turn, step, index, call);
         const tool = () =>
           runBuiltinTool(call.name, call.arguments, {
             processes,
@@ -161,17 +164,26 @@ export function createRunToolCalls(deps: ActivityDeps) {
             disk,
             memoryLimitMb: config.sandbox.limits.memoryMb,
           });
-        try {
-          outcome = await observeToolCall(call.name, tool);
-        } catch (err) {
-          if (!(err instanceof RunDiskLimitError)) throw err;
-          limitReached = err;
-          outcome = { output: err.message, isError: true };
+        if (sideEffects && !(await recordStarted(runId, turn, step, index, call))) {
+          outcome = notRunAgain();
+        } else {
+          try {
+            outcome = await observeToolCall(call.name, tool);
+          } catch (err) {
+            if (!(err instanceof RunDiskLimitError)) throw err;
+            limitReached = err;
+            outcome = { output: err.message, isError: true };
+          }
         }
       } else if (mcp) {
-        await recordStarted(runId, turn, step, index, call);
-        const result = await observeToolCall('mcp', () => mcp.call(call.name, call.arguments, ctx.cancellationSignal));
-        outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
+        if (!(await recordStarted(runId, turn, step, index, call))) {
+          outcome = notRunAgain();
+        } else {
+          const result = await observeToolCall('mcp', () =>
+            mcp.call(call.name, call.arguments, ctx.cancellationSignal),
+          );
+          outcome = { output: capText(result.text, config.agent.toolOutputLimitBytes), isError: result.isError };
+        }
       } else {
         outcome = { output: `Unknown tool ${call.name}.`, isError: true };
         observeToolCallNotRun('unknown', 'error');
@@ -226,9 +238,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
     return { done: false };
   }
 
-  /** Committed before a call with side effects runs, so that a retry knows it started. */
+  /**
+   * Committed before a call with side effects runs, so that a retry knows it started. False when
+   * it was recorded already: another attempt of the step started the call.
+   */
   async function recordStarted(runId: string, turn: number, step: number, index: number, call: ToolCall) {
-    await appendRunEvent(dataSource.manager, {
+    return appendRunEvent(dataSource.manager, {
       runId,
       eventKey: toolCallKeys(turn, step, index).started,
       kind: 'tool_call_started',
