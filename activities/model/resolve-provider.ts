@@ -20,23 +20,11 @@ const PROVIDERS = {
   },
 } as const satisfies Record<ModelProviderName, unknown>;
 
-type ResolvedProvider = { provider: ModelProvider; model: string };
-
-/** A worker's providers, made once per model: a client is dear to make (its resources, its settings), and keeps nothing of a call. */
-const resolved = new WeakMap<Config, Map<string, ResolvedProvider>>();
+/** A worker's provider clients, one per provider: a client is dear to make and keeps nothing of a call. */
+const clients = new WeakMap<Config, Map<ModelProviderName, ModelProvider>>();
 
 /** Picks the provider for `provider/model`; throws ProviderNotConfiguredError naming what to set. */
-export function resolveProvider(config: Config, modelId: string): ResolvedProvider {
-  let ofConfig = resolved.get(config);
-  if (!ofConfig) resolved.set(config, (ofConfig = new Map()));
-  const known = ofConfig.get(modelId);
-  if (known) return known;
-  const made = makeProvider(config, modelId);
-  ofConfig.set(modelId, made);
-  return made;
-}
-
-function makeProvider(config: Config, modelId: string): ResolvedProvider {
+export function resolveProvider(config: Config, modelId: string): { provider: ModelProvider; model: string } {
   const slash = modelId.indexOf('/');
   const name = modelId.slice(0, slash);
   const model = modelId.slice(slash + 1);
@@ -54,8 +42,14 @@ function makeProvider(config: Config, modelId: string): ResolvedProvider {
       `No model provider is configured for "${modelId}": set ${entry.variable} on the worker.`,
     );
   }
-  const provider = entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 });
-  return { provider: tracedProvider(observed(config, modelId, provider), name), model };
+  let ofConfig = clients.get(config);
+  if (!ofConfig) clients.set(config, (ofConfig = new Map()));
+  let client = ofConfig.get(name as ModelProviderName);
+  if (!client) {
+    client = entry.create({ apiKey, baseUrl, timeoutMs: config.models.requestTimeoutSeconds * 1000 });
+    ofConfig.set(name as ModelProviderName, client);
+  }
+  return { provider: tracedProvider(observed(config, modelId, client), name), model };
 }
 
 /** Every call of the provider measured (`agent_runs_model_*`), step and summary calls alike. */
