@@ -130,8 +130,10 @@ export class BwrapSandbox implements Sandbox {
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
     await killRunSandboxes(workspace);
-    await rm(workspace, { recursive: true, force: true });
+    // The run's own directory (its environment files among it) first: a worker that dies between
+    // the two leaves the workspace, which the sweeper finds and removes with this.
     await rm(this.runDir(runId), { recursive: true, force: true });
+    await rm(workspace, { recursive: true, force: true });
   }
 
   async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
@@ -214,12 +216,17 @@ export class BwrapSandbox implements Sandbox {
     // The sandbox's variables never touch the host side: bwrap, setpriv and the cgroup join run
     // with a fixed environment (an LD_PRELOAD or PATH from an image or an MCP server's config
     // would run there as the worker's user), and sandbox-init reads the sandbox's from a file.
-    const envFile = await this.envFiles.fileFor(
+    const envFile = await this.envFiles.acquire(
       spec.runId,
       path.join(dir, 'env'),
       sandboxEnvironmentFile({ ...env, ...spec.env }),
     );
-    args.push('--ro-bind', envFile, SANDBOX_ENV);
+    const closeChannel = release;
+    release = async () => {
+      envFile.release();
+      await closeChannel();
+    };
+    args.push('--ro-bind', envFile.file, SANDBOX_ENV);
     args.push('--ro-bind', this.initCopy, SANDBOX_INIT);
     args.push('--remount-ro', '/');
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
