@@ -23,15 +23,16 @@ export interface StepConversation {
  */
 export async function loadStepConversation(manager: EntityManager, runId: string): Promise<StepConversation> {
   const read = { kinds: CONVERSATION_KINDS, withoutFullOutput: true };
-  // Every run's first entry is its prompt, recorded with the run under this key.
-  const [summary, prompt] = await Promise.all([
-    latestContextSummary(manager, runId),
+  const summary = await latestContextSummary(manager, runId);
+  if (!summary) return { events: await loadRunEvents(manager, runId, read) };
+  // Every run's first entry is its prompt, recorded with the run under this key. Entries are only
+  // appended, and a run's steps run one at a time: the summary's last entry is still message
+  // `to_message` - 1 of the whole conversation, as when the summary was written.
+  const [prompt, lastCovered] = await Promise.all([
     loadRunEventByKey(manager, runId, 'prompt', read),
+    loadRunEventByKey(manager, runId, summary.payload.last_event_key),
   ]);
-  // Entries are only appended, and a run's steps run one at a time: the summary's last entry is
-  // still message `to_message` - 1 of the whole conversation, as when the summary was written.
-  const lastCovered = summary && (await loadRunEventByKey(manager, runId, summary.payload.last_event_key));
-  if (!summary || !lastCovered || !prompt) return { events: await loadRunEvents(manager, runId, read) };
+  if (!lastCovered || !prompt) return { events: await loadRunEvents(manager, runId, read) };
   const after = await loadRunEvents(manager, runId, { ...read, afterId: lastCovered.id });
   return { events: [prompt, ...after], summary };
 }
