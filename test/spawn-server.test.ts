@@ -217,7 +217,8 @@ test('the run sandbox starts its commands, and the disk limit its du, through sp
     launch: sandbox.hostLauncher,
   }).usage();
   expect(used).toBeGreaterThanOrEqual(100_000);
-  expect(SpawnServer.launched - before).toBe(4);
+  // The run's command sandbox (its server), the command in it, the two helpers, and du.
+  expect(SpawnServer.launched - before).toBe(5);
   expect(forks.read().spawns).toBe(0);
 });
 

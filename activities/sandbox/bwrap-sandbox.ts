@@ -232,8 +232,9 @@ export class BwrapSandbox implements Sandbox {
     args.push('--chdir', path.posix.join(SANDBOX_WORKSPACE, spec.cwd ?? ''));
     args.push('--', SANDBOX_INIT, '-env', SANDBOX_ENV, '-limits', limitsSpec(config.limits));
     if (spec.spawnServer) {
-      if (bridged.length) throw new Error('a spawn server in a sandbox has no network');
+      if (spec.gatewaySocket) throw new Error('a spawn server in a sandbox has no model gateway');
       args.push('-spawn-server', '-contained');
+      if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
     } else {
       if (bridged.length) args.push('-bridge', bridgeMappings(bridged));
       args.push('--', ...spec.argv);

@@ -7,6 +7,7 @@ import type { OutboundAddressRules } from '../../core/outbound-addresses';
 import { BwrapSandbox, SANDBOX_WORKSPACE, type BwrapSandboxOptions } from './bwrap-sandbox';
 import { EgressProxy } from './egress-proxy';
 import type { Sandbox } from './sandbox';
+import { CommandSandbox } from './command-sandbox';
 import { HelperSandbox } from './helper-sandbox';
 import { LimitedSandbox } from './limited-sandbox';
 import { RunServedSandbox } from './run-served-sandbox';
@@ -105,9 +106,10 @@ export async function createSandbox(
   images?: BwrapSandboxOptions['images'],
 ): Promise<Sandbox> {
   const sandbox = await withRunLimits(await createIsolation(config, rules, logger, images), config, logger, cgroupHost);
-  // Each run's sandboxes start from a spawn server of the run's own (run-served-sandbox.ts), and
-  // the platform's own helpers share a sandbox per run (helper-sandbox.ts); unconfined, neither.
-  return sandbox.kind === 'bwrap' ? new HelperSandbox(new RunServedSandbox(sandbox)) : sandbox;
+  // Each run's sandboxes start from a spawn server of the run's own (run-served-sandbox.ts), its
+  // commands share a sandbox per network policy (command-sandbox.ts), and the platform's own
+  // helpers share one (helper-sandbox.ts); unconfined, none of them.
+  return sandbox.kind === 'bwrap' ? new HelperSandbox(new CommandSandbox(new RunServedSandbox(sandbox))) : sandbox;
 }
 
 /**

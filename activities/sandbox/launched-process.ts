@@ -13,6 +13,11 @@ export interface LaunchOptions {
   background?: boolean;
   /** `env` on top of the server's own environment (a server inside a sandbox has the sandbox's); spawn servers only. */
   inheritEnv?: boolean;
+  /**
+   * Killed by a signal not sent from here, it exits 128+n, as a shell or bubblewrap reports it
+   * (a run's command sandbox); spawn servers only.
+   */
+  shellStatus?: boolean;
 }
 
 /**

@@ -31,10 +31,15 @@ export interface SandboxProcessSpec {
   onImage?: boolean;
   /**
    * Instead of `argv`, sandbox-init itself serves in the sandbox (`-spawn-server -contained`):
-   * the processes it starts get the sandbox's environment and limits (a run's helper sandbox).
-   * Without network only.
+   * the processes it starts get the sandbox's environment, limits and network (a run's helper or
+   * command sandbox). No model gateway.
    */
   spawnServer?: boolean;
+  /**
+   * An agent's or setup command: it may run in the run's command sandbox for its network policy,
+   * which stays up between commands (command-sandbox.ts), rather than in a sandbox of its own.
+   */
+  commandSandbox?: boolean;
 }
 
 /** An environment image's root filesystem as a run's sandbox uses it (activities/images). */

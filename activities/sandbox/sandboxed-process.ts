@@ -82,6 +82,8 @@ export interface RunProcesses {
     disk?: RunDiskQuota;
     /** On the environment's image (SandboxProcessSpec.onImage). */
     onImage?: boolean;
+    /** SandboxProcessSpec.commandSandbox. */
+    commandSandbox?: boolean;
   }): Promise<SandboxedCommandResult>;
   /** Runs a program to completion and returns its standard output; rejects with ExecError. */
   exec(argv: [string, ...string[]], options?: ExecOptions): Promise<string>;
@@ -102,6 +104,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
     onRefusal,
     disk,
     onImage,
+    commandSandbox,
   }) => {
     const refusals: NetworkRefusal[] = [];
     const network: SandboxNetwork = {
@@ -112,7 +115,17 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         onRefusal?.(r);
       },
     };
-    const prepared = await sandbox.prepare({ runId, argv, cwd, env, network, readonlyBinds, gatewaySocket, onImage });
+    const prepared = await sandbox.prepare({
+      runId,
+      argv,
+      cwd,
+      env,
+      network,
+      readonlyBinds,
+      gatewaySocket,
+      onImage,
+      commandSandbox,
+    });
     const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
     const overDisk = new AbortController();
     let diskUsed: number | undefined;
@@ -167,7 +180,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
         const output = `sandbox: ${(err as Error).message}\n`;
         return noShell(output);
       }
-      return runProgram({ argv: [shell, '-c', command], onImage: true, ...options });
+      return runProgram({ argv: [shell, '-c', command], onImage: true, commandSandbox: true, ...options });
     },
     runProgram,
 

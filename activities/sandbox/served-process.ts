@@ -30,10 +30,14 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   holds: boolean;
   /** The server signals the process's group (its pids are not this host's). */
   private readonly groupsViaServer: boolean;
+  /** LaunchOptions.shellStatus. */
+  private readonly shellStatus: boolean;
+  /** A signal was sent to it from here. */
+  private signalled = false;
 
   constructor(
     readonly id: number,
-    options: { withStdin: boolean; groupsViaServer: boolean; holds: boolean },
+    options: { withStdin: boolean; groupsViaServer: boolean; holds: boolean; shellStatus?: boolean },
     private readonly send: (kind: number, payload?: Buffer) => void,
     private readonly holdChanged: () => void = () => undefined,
   ) {
@@ -41,6 +45,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
     const { withStdin } = options;
     this.holds = options.holds;
     this.groupsViaServer = options.groupsViaServer;
+    this.shellStatus = options.shellStatus ?? false;
     const output = (index: 0 | 1) => {
       const stream = new Readable({ read: () => this.resume(index) });
       // A reader that gave up (a failed pipeline) no longer holds the process's output back.
@@ -94,6 +99,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   }
 
   signal(sig: NodeJS.Signals, { group = false } = {}): void {
+    if (!this.exited) this.signalled = true;
     if (group && !this.groupsViaServer) {
       // What the process left in its group may outlive it: the group is signalled from here.
       if (this.pid === undefined) {
@@ -153,7 +159,10 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
         return this.maybeClose();
       case FRAME.exit: {
         const { code, signal } = message as { code: number; signal: number };
-        this.exited = { code: signal ? null : code, signal: signal ? signalName(signal) : null };
+        this.exited =
+          signal && this.shellStatus && !this.signalled
+            ? { code: 128 + signal, signal: null }
+            : { code: signal ? null : code, signal: signal ? signalName(signal) : null };
         this.emit('exit', this.exited.code, this.exited.signal);
         return this.maybeClose();
       }

@@ -61,7 +61,12 @@ export class SpawnServer {
     let server: Server | undefined;
     const served = new ServedProcess(
       id,
-      { withStdin: options.stdin ?? false, groupsViaServer: this.contained, holds: !options.background },
+      {
+        withStdin: options.stdin ?? false,
+        groupsViaServer: this.contained,
+        holds: !options.background,
+        shellStatus: options.shellStatus ?? false,
+      },
       (kind, payload) => {
         if (server && !server.ended) send(server, id, kind, payload);
       },

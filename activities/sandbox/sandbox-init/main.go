@@ -16,7 +16,9 @@
 //
 // `sandbox-init -spawn-server` is another program in the same binary, run on the host side by
 // the worker: it starts the worker's processes for it (spawner.go). With -contained it runs
-// inside a run's helper sandbox and starts the platform's own helpers there (git, the file tools).
+// inside a run's helper sandbox and starts the platform's own helpers there (git, the file
+// tools), or inside a run's command sandbox, with the bridges of its network, and starts the
+// agent's commands there (activities/sandbox/command-sandbox.ts).
 package main
 
 import (
@@ -135,6 +137,18 @@ func bridge(socketPath string, port int) {
 	}()
 }
 
+// startBridges starts a bridge for each socket=port of -bridge.
+func startBridges(bridges string) {
+	for _, pair := range strings.Split(bridges, ";") {
+		at := strings.LastIndex(pair, "=")
+		port, err := strconv.Atoi(pair[at+1:])
+		if at < 0 || err != nil {
+			fail(125, "bad bridge %q", pair)
+		}
+		bridge(pair[:at], port)
+	}
+}
+
 func lookPath(file string) string {
 	resolved, err := exec.LookPath(file)
 	// A PATH entry relative to the working directory is used, as a shell would.
@@ -156,6 +170,13 @@ func main() {
 	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
 	flag.Parse()
 	if *serve {
+		// A run's command sandbox serves its commands with the network they would have had.
+		if *bridges != "" {
+			if !contained {
+				fail(125, "-bridge with -spawn-server needs -contained")
+			}
+			startBridges(*bridges)
+		}
 		spawnServer(*envFile, *limits)
 	}
 	argv := flag.Args()
@@ -169,14 +190,7 @@ func main() {
 		err := syscall.Exec(file, argv, os.Environ())
 		fail(126, "%s: %v", argv[0], err)
 	}
-	for _, pair := range strings.Split(*bridges, ";") {
-		at := strings.LastIndex(pair, "=")
-		port, err := strconv.Atoi(pair[at+1:])
-		if at < 0 || err != nil {
-			fail(125, "bad bridge %q", pair)
-		}
-		bridge(pair[:at], port)
-	}
+	startBridges(*bridges)
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	// The command, under its limits: this program again, without bridges, which sets them and execs it.

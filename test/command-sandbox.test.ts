@@ -1,0 +1,195 @@
+import { readFileSync } from 'node:fs';
+import { CommandSandbox } from '../activities/sandbox/command-sandbox';
+import type { NetworkRefusal } from '../activities/sandbox/egress-proxy';
+import { HelperSandbox } from '../activities/sandbox/helper-sandbox';
+import type { Sandbox } from '../activities/sandbox/sandbox';
+import { runProcesses } from '../activities/sandbox/sandboxed-process';
+import type { NetworkPolicy } from '../core/network-policy';
+import { hasExited, hostPidsRunning } from './helpers/host-processes';
+import { createTestSandbox } from './helpers/sandbox';
+import { uniqueName, waitFor } from './helpers/test-context';
+
+/**
+ * The agent's commands (and setup commands) enter one sandbox per run and network policy that
+ * stays up between them, instead of starting one each. It must be the sandbox each had (the
+ * run's uid, workspace and network policy, a pid namespace apart from the helpers' and other
+ * runs'), nothing a command starts may outlive it, and its results must read as before.
+ */
+
+let sandbox: HelperSandbox;
+let commands: CommandSandbox;
+
+beforeAll(async () => {
+  sandbox = (await createTestSandbox()).sandbox as HelperSandbox;
+  expect(sandbox).toBeInstanceOf(HelperSandbox);
+  commands = sandbox.inner as CommandSandbox;
+  expect(commands).toBeInstanceOf(CommandSandbox);
+});
+
+async function run(runId: string, on: Sandbox = sandbox) {
+  await on.prepareRun(runId);
+  return runProcesses(on, runId);
+}
+
+const command = (
+  processes: Awaited<ReturnType<typeof run>>,
+  text: string,
+  policy: NetworkPolicy = 'none',
+  options: { timeoutMs?: number; onRefusal?: (refusal: NetworkRefusal) => void } = {},
+) =>
+  processes.runCommand({
+    command: text,
+    policy,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    keepBytes: 64 * 1024,
+    ...options,
+  });
+
+/** The host pid of the process that started the (only) process named `marker`: its command sandbox's server. */
+async function serverOf(marker: string): Promise<number> {
+  const [pid] = await waitFor(
+    async () => hostPidsRunning(marker),
+    (pids) => pids.length === 1,
+    `${marker} to run`,
+  );
+  const ppid = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+  expect(readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0')).toEqual(
+    expect.arrayContaining(['-spawn-server', '-contained']),
+  );
+  return Number(ppid);
+}
+
+const PROBE =
+  'echo "pidns=$(readlink /proc/self/ns/pid) server=$PPID uid=$(id -u) host=$(hostname) pwd=$PWD proxy=${HTTP_PROXY:-none}"; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "';
+const sandboxOf = (output: string) => /pidns=(\S+) server=(\d+)/.exec(output)!.slice(1);
+
+test("a run's commands share one sandbox per network policy, which is a sandbox; helpers and other runs have their own", async () => {
+  const processes = await run('commands-shared');
+  const first = await command(processes, PROBE);
+  const second = await command(processes, PROBE);
+  expect(first.exitCode).toBe(0);
+  const [line, ...interfaces] = first.output.trim().split('\n');
+  expect(line).toMatch(/^pidns=pid:\[\d+\] server=\d+ uid=1000 host=sandbox pwd=\/workspace proxy=none$/);
+  expect(interfaces).toEqual(['lo']);
+  expect(sandboxOf(second.output)).toEqual(sandboxOf(first.output));
+
+  // Through the egress proxy: a sandbox of its own, with the bridge on its loopback.
+  const open = await command(
+    processes,
+    `${PROBE}; (echo > /dev/tcp/127.0.0.1/3128) 2>/dev/null && echo bridge-open || echo bridge-closed`,
+    'open',
+  );
+  expect(open.output).toMatch(/uid=1000 host=sandbox pwd=\/workspace proxy=http:\/\/127\.0\.0\.1:3128/);
+  expect(open.output).toContain('bridge-open');
+  expect(open.output.split('\n')).toContain('lo');
+  expect(sandboxOf(open.output)[0]).not.toBe(sandboxOf(first.output)[0]);
+  const none = await command(processes, '(echo > /dev/tcp/127.0.0.1/3128) 2>/dev/null && echo open || echo closed');
+  expect(none.output).toBe('closed\n');
+
+  const helper = await processes.exec(['sh', '-c', PROBE]);
+  expect(sandboxOf(helper)[0]).not.toBe(sandboxOf(first.output)[0]);
+  const other = await command(await run('commands-other'), PROBE);
+  expect(sandboxOf(other.output)[0]).not.toBe(sandboxOf(first.output)[0]);
+});
+
+test('results read as from a sandbox of its own: exit codes, 128+n for a signal, a timeout', async () => {
+  const processes = await run('commands-status');
+  expect(await command(processes, 'echo out; echo err >&2; exit 3')).toMatchObject({
+    exitCode: 3,
+    signal: null,
+    output: expect.stringMatching(/out\n[\s\S]*err\n|err\n[\s\S]*out\n/),
+  });
+  expect(await command(processes, 'kill -9 $$')).toMatchObject({ exitCode: 137, signal: null, timedOut: false });
+  const missing = await command(processes, 'no-such-program-here');
+  expect(missing.exitCode).toBe(127);
+  expect(missing.output).toContain('command not found');
+  const slow = await command(processes, 'sleep 600', 'none', { timeoutMs: 1_000 });
+  expect(slow).toMatchObject({ timedOut: true, exitCode: null });
+  expect(slow.signal).not.toBeNull();
+});
+
+test('what a command leaves running dies with it, also when it is killed for its time', async () => {
+  const processes = await run('commands-leftovers');
+  const left = uniqueName('left');
+  const background = await command(
+    processes,
+    `(exec -a ${left} sleep 600) & until grep -qas ${left} /proc/[0-9]*/cmdline; do sleep 0.05; done; echo started`,
+  );
+  expect(background.output).toBe('started\n');
+  await waitFor(
+    async () => hostPidsRunning(left).length,
+    (n) => n === 0,
+    'the background process to be gone',
+    5_000,
+  );
+  const slow = uniqueName('slow');
+  const killed = command(processes, `(exec -a ${slow} sleep 600) & exec -a ${slow} sleep 600`, 'open', {
+    timeoutMs: 3_000,
+  });
+  await waitFor(
+    async () => hostPidsRunning(slow).length,
+    (n) => n === 2,
+    'the command and its child to run',
+  );
+  expect(await killed).toMatchObject({ timedOut: true });
+  await waitFor(
+    async () => hostPidsRunning(slow).length,
+    (n) => n === 0,
+    'the timed-out command and its child to be gone',
+    5_000,
+  );
+});
+
+test("refused connections are the command's that made them", async () => {
+  const processes = await run('commands-refusals');
+  const heard: NetworkRefusal[] = [];
+  const refused = await command(
+    processes,
+    `exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT 169.254.169.254:80 HTTP/1.1\\r\\nHost: 169.254.169.254:80\\r\\n\\r\\n' >&3; head -1 <&3`,
+    'open',
+    { onRefusal: (r) => heard.push(r) },
+  );
+  expect(refused.output).toContain('403');
+  expect(refused.refusals).toHaveLength(1);
+  expect(refused.refusals[0]).toMatchObject({ host: '169.254.169.254' });
+  expect(heard).toHaveLength(1);
+  const quiet = await command(processes, 'echo nothing refused', 'open');
+  expect(quiet.refusals).toEqual([]);
+});
+
+test('a command sandbox that dies takes its command with it; an idle one stops; destroying the run stops it and starts no other', async () => {
+  const processes = await run('commands-dies');
+  const marker = uniqueName('inflight');
+  const inflight = command(processes, `exec -a ${marker} sleep 600`);
+  process.kill(await serverOf(marker), 'SIGKILL');
+  expect((await inflight).exitCode).not.toBe(0);
+  await waitFor(
+    async () => hostPidsRunning(marker).length,
+    (n) => n === 0,
+    'the command to be gone',
+    5_000,
+  );
+  expect((await command(processes, 'echo back')).output).toBe('back\n');
+
+  const quick = new CommandSandbox(commands.inner, 300);
+  const idle = await run('commands-idle', quick);
+  const first = uniqueName('idle');
+  const done = command(idle, `exec -a ${first} sleep 0.5`);
+  const server = await serverOf(first);
+  await done;
+  await waitFor(
+    async () => hasExited(server),
+    (gone) => gone,
+    'the idle command sandbox to stop',
+    5_000,
+  );
+  const second = uniqueName('destroyed');
+  const running = command(idle, `exec -a ${second} sleep 600`).catch((e: unknown) => e);
+  const again = await serverOf(second);
+  expect(again).not.toBe(server);
+  await quick.destroyRun('commands-idle');
+  await running;
+  expect(hasExited(again)).toBe(true);
+  const after = await command(idle, 'true').catch((e: unknown) => e);
+  expect(after instanceof Error ? after.message : (after as { output: string }).output).toMatch(/being removed/);
+});
