@@ -193,3 +193,21 @@ test('a command sandbox that dies takes its command with it; an idle one stops; 
   const after = await command(idle, 'true').catch((e: unknown) => e);
   expect(after instanceof Error ? after.message : (after as { output: string }).output).toMatch(/being removed/);
 });
+
+test('frames forged through bubblewrap’s pid 1 end that command sandbox only: the worker goes on, the next command starts anew', async () => {
+  const processes = await run('commands-forged');
+  const forger = uniqueName('forger');
+  // An exit frame of `null` for every id up to 64 (the command's own among them), then it waits.
+  const forge = String.raw`for i in $(seq 1 64); do printf "\000\000\000\004\000\000\000\\$(printf %03o $i)\017null"; done > /proc/1/fd/1; exec -a ${forger} sleep 600`;
+  const started = Date.now();
+  const forged = await command(processes, forge, 'open', { timeoutMs: 60_000 });
+  expect(forged).toMatchObject({ exitCode: null, signal: 'SIGKILL', timedOut: false });
+  expect(Date.now() - started).toBeLessThan(20_000);
+  await waitFor(
+    async () => hostPidsRunning(forger).length,
+    (n) => n === 0,
+    'the forged sandbox to be gone',
+    5_000,
+  );
+  expect((await command(processes, 'echo after forging', 'open')).output).toBe('after forging\n');
+});

@@ -9,6 +9,24 @@ const signalName = (n: number) =>
 
 const epipe = () => Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
 
+/** A frame the spawn server does not send: whoever sent it, its channel is ended. */
+export class BadFrameError extends Error {
+  constructor() {
+    super('the spawn server sent a bad frame');
+  }
+}
+
+function parseObject(payload: Buffer): Record<string, unknown> {
+  let message: unknown;
+  try {
+    message = JSON.parse(payload.toString('utf8'));
+  } catch {
+    throw new BadFrameError();
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) throw new BadFrameError();
+  return message as Record<string, unknown>;
+}
+
 /** One process the server started, as the worker sees it. */
 export class ServedProcess extends EventEmitter implements LaunchedProcess {
   readonly stdout: Readable;
@@ -23,6 +41,8 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   private gone = false;
   /** Per output stream: the server was asked to hold it back. */
   private readonly paused = [false, false];
+  /** Per output stream: the server said it ended. */
+  private readonly streamEnded = [false, false];
   /** The callback of the standard-input chunk awaiting its acknowledgement. */
   private ack: ((err?: Error) => void) | undefined;
 
@@ -120,31 +140,26 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
 
   /** Says whether the server is done with the process (it exited and its output ended). */
   receive(kind: number, payload: Buffer): boolean {
-    let message: Record<string, unknown> | undefined;
-    if (kind === FRAME.started || kind === FRAME.failed || kind === FRAME.exit) {
-      try {
-        message = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
-      } catch {
-        // Nonsense from the server: the process is killed and forgotten, the worker goes on.
-        this.signal('SIGKILL');
-        this.signal('SIGKILL', { group: true });
-        this.serverGone('the spawn server sent a bad frame', false);
-        return true;
-      }
-    }
+    // A server inside a sandbox can be spoken for by what runs there (helper-sandbox.ts): any frame
+    // that is not what the server sends ends that server's channel (BadFrameError, spawn-server.ts).
+    const message = kind === FRAME.started || kind === FRAME.failed || kind === FRAME.exit ? parseObject(payload) : {};
     switch (kind) {
-      case FRAME.started:
-        this.pid = Number(message!.pid);
+      case FRAME.started: {
+        const pid = message.pid;
+        if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || this.pid !== undefined) throw new BadFrameError();
+        this.pid = pid as number;
         if (this.groupSignalOnStart) this.signal(this.groupSignalOnStart, { group: true });
         return false;
+      }
       case FRAME.failed: {
-        this.fail(Object.assign(new Error(String(message!.message)), { code: String(message!.code) }));
+        this.fail(Object.assign(new Error(String(message.message)), { code: String(message.code) }));
         return true;
       }
       case FRAME.stdout:
       case FRAME.stderr: {
         const index = kind === FRAME.stdout ? 0 : 1;
         const stream = index === 0 ? this.stdout : this.stderr;
+        if (stream.readableEnded || this.streamEnded[index]) throw new BadFrameError();
         // Output nobody reads any more is dropped, never held back.
         if (!stream.destroyed && !stream.push(payload) && !this.paused[index]) {
           this.paused[index] = true;
@@ -153,12 +168,28 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
         return false;
       }
       case FRAME.stdoutEnd:
-      case FRAME.stderrEnd:
-        (kind === FRAME.stdoutEnd ? this.stdout : this.stderr).push(null);
+      case FRAME.stderrEnd: {
+        const index = kind === FRAME.stdoutEnd ? 0 : 1;
+        if (this.streamEnded[index]) throw new BadFrameError();
+        this.streamEnded[index] = true;
+        (index === 0 ? this.stdout : this.stderr).push(null);
         this.ended += 1;
         return this.maybeClose();
+      }
       case FRAME.exit: {
-        const { code, signal } = message as { code: number; signal: number };
+        const { code, signal } = message;
+        if (
+          this.exited ||
+          typeof code !== 'number' ||
+          typeof signal !== 'number' ||
+          !Number.isInteger(code) ||
+          code < -1 ||
+          code > 255 ||
+          !Number.isInteger(signal) ||
+          signal < 0 ||
+          signal > 64
+        )
+          throw new BadFrameError();
         this.exited =
           signal && this.shellStatus && !this.signalled
             ? { code: 128 + signal, signal: null }

@@ -136,21 +136,31 @@ export class SpawnServer {
       ended: false,
       parse: (chunk: Buffer) => {
         if (garbled) return;
+        // Not the server speaking: it goes (its processes with it), never the worker.
+        const garble = () => {
+          garbled = true;
+          pending = Buffer.alloc(0);
+          // No new process goes to it meanwhile.
+          if (this.server === server) this.server = undefined;
+          channel.kill();
+        };
         let buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         while (buf.length >= HEADER) {
           const size = buf.readUInt32BE(0);
-          if (size > MAX_SERVER_FRAME) {
-            // Not the server speaking (it sends at most a pipe's read at a time): it goes.
-            garbled = true;
-            pending = Buffer.alloc(0);
-            // No new process goes to it meanwhile.
-            if (this.server === server) this.server = undefined;
-            channel.kill();
-            return;
-          }
+          // The server sends at most a pipe's read at a time.
+          if (size > MAX_SERVER_FRAME) return garble();
           if (buf.length < HEADER + size) break;
-          // A copy: the payload outlives this chunk in the process's streams.
-          this.deliver(server, buf.readUInt32BE(4), buf.readUInt8(8), Buffer.from(buf.subarray(HEADER, HEADER + size)));
+          try {
+            // A copy: the payload outlives this chunk in the process's streams.
+            this.deliver(
+              server,
+              buf.readUInt32BE(4),
+              buf.readUInt8(8),
+              Buffer.from(buf.subarray(HEADER, HEADER + size)),
+            );
+          } catch {
+            return garble();
+          }
           buf = buf.subarray(HEADER + size);
         }
         pending = Buffer.from(buf);
