@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { CommandSandbox } from '../activities/sandbox/command-sandbox';
 import type { NetworkRefusal } from '../activities/sandbox/egress-proxy';
 import { HelperSandbox } from '../activities/sandbox/helper-sandbox';
-import type { Sandbox } from '../activities/sandbox/sandbox';
+import { DelegatingSandbox } from '../activities/sandbox/delegating-sandbox';
+import type { PreparedProcess, Sandbox, SandboxProcessSpec } from '../activities/sandbox/sandbox';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
 import type { NetworkPolicy } from '../core/network-policy';
 import { hasExited, hostPidsRunning } from './helpers/host-processes';
@@ -57,6 +58,15 @@ async function serverOf(marker: string): Promise<number> {
     expect.arrayContaining(['-spawn-server', '-contained']),
   );
   return Number(ppid);
+}
+
+/** The host pid of the server of the run's command sandbox of `policy` (it starts one if none runs). */
+async function serverOfCommand(processes: Awaited<ReturnType<typeof run>>, policy: NetworkPolicy): Promise<number> {
+  const marker = uniqueName('server-of');
+  const running = command(processes, `exec -a ${marker} sleep 2`, policy);
+  const server = await serverOf(marker);
+  await running;
+  return server;
 }
 
 const PROBE =
@@ -210,4 +220,52 @@ test('frames forged through bubblewrap’s pid 1 end that command sandbox only: 
     5_000,
   );
   expect((await command(processes, 'echo after forging', 'open')).output).toBe('after forging\n');
+});
+
+test('the next command never meets what an earlier one left: a process that left its group, /dev/shm', async () => {
+  const processes = await run('commands-sweep');
+  const daemon = uniqueName('daemon');
+  // Whether a process with the daemon's argv[0] runs (grep would find its own command line).
+  const running = `running() { for f in /proc/[0-9]*/cmdline; do IFS= read -r -d '' a0 < "$f" 2>/dev/null && [ "$a0" = ${daemon} ] && return 0; done; return 1; }`;
+  // setsid: a group and session of its own, holding the command's output.
+  const first = await command(
+    processes,
+    `${running}; setsid bash -c 'exec -a ${daemon} sleep 600' & until running; do sleep 0.05; done; echo kept > /dev/shm/left; echo started`,
+    'open',
+  );
+  expect(first.output).toBe('started\n');
+  const second = await command(
+    processes,
+    `${running}; running && echo daemon-alive || echo daemon-gone; ls -A /dev/shm | wc -l`,
+    'open',
+  );
+  expect(second.output).toBe('daemon-gone\n0\n');
+  expect(hostPidsRunning(daemon)).toEqual([]);
+});
+
+test("a run's command sandbox of another network policy is stopped when its policy changes", async () => {
+  const processes = await run('commands-policy');
+  const openServer = await serverOfCommand(processes, 'open');
+  expect(hasExited(openServer)).toBe(false);
+  await command(processes, 'echo now offline', 'none');
+  await waitFor(
+    async () => hasExited(openServer),
+    (gone) => gone,
+    'the sandbox of the old policy to stop',
+    5_000,
+  );
+});
+
+test('a command whose sandbox cannot start says so as its output, with status 1', async () => {
+  class NoServedSandbox extends DelegatingSandbox {
+    override prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
+      return spec.spawnServer ? Promise.reject(new Error('bwrap: no sandbox today')) : this.inner.prepare(spec);
+    }
+  }
+  const failing = new CommandSandbox(new NoServedSandbox(commands.inner));
+  const processes = await run('commands-unstartable', failing);
+  const result = await command(processes, 'echo never');
+  expect(result.exitCode).toBe(1);
+  expect(result.output).toContain('no sandbox today');
+  expect(result.output).not.toContain('never');
 });

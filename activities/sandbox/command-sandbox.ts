@@ -28,6 +28,8 @@ export class CommandSandbox extends DelegatingSandbox {
   private readonly servers = new Map<string, RunSpawnServers>();
   /** The refusal callbacks of the commands running, per run and kind of command sandbox. */
   private readonly running = new Map<string, Set<(refusal: NetworkRefusal) => void>>();
+  /** Runs whose workspace is being removed: no command sandbox of any kind starts for them. */
+  private readonly destroying = new Set<string>();
 
   constructor(
     inner: Sandbox,
@@ -37,14 +39,20 @@ export class CommandSandbox extends DelegatingSandbox {
   }
 
   override prepareRun(runId: string): Promise<void> {
+    this.destroying.delete(runId);
     for (const servers of this.servers.values()) servers.allow(runId);
     return this.inner.prepareRun(runId);
   }
 
   override async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
     if (!spec.commandSandbox || !servable(spec) || spec.network.kind !== 'proxy') return this.inner.prepare(spec);
+    if (this.destroying.has(spec.runId)) throw new Error(`the workspace of run ${spec.runId} is being removed`);
     const onImage = spec.onImage ?? false;
     const kind = JSON.stringify([spec.network.policy, onImage]);
+    // A run whose policy changed (its environment was edited) keeps no sandbox of the old one up.
+    for (const [other, servers] of this.servers) {
+      if (other !== kind && !this.running.get(`${spec.runId}\0${other}`)?.size) servers.close(spec.runId);
+    }
     const launch = this.serversOf(kind, spec.network.policy, onImage).launcherOf(spec.runId);
     const key = `${spec.runId}\0${kind}`;
     let listeners = this.running.get(key);
@@ -68,6 +76,7 @@ export class CommandSandbox extends DelegatingSandbox {
   }
 
   override async destroyRun(runId: string): Promise<void> {
+    this.destroying.add(runId);
     for (const servers of this.servers.values()) servers.stop(runId);
     for (const key of this.running.keys()) if (key.startsWith(`${runId}\0`)) this.running.delete(key);
     await this.inner.destroyRun(runId);

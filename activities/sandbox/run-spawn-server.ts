@@ -29,6 +29,12 @@ export class RunSpawnServers {
     return server.launch;
   }
 
+  /** Stops the run's server, if it has one; its next process starts another. */
+  close(runId: string): void {
+    this.servers.get(runId)?.close();
+    this.servers.delete(runId);
+  }
+
   /** The run may start processes again (its workspace is being made anew). */
   allow(runId: string): void {
     this.destroying.delete(runId);

@@ -148,13 +148,21 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
           }, DISK_POLL_MS)
         : undefined;
     try {
-      const result = await runProcess({
-        prepared,
-        timeoutMs,
-        signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
-        keepBytes,
-        onStdout,
-      });
+      let result: Awaited<ReturnType<typeof runProcess>>;
+      try {
+        result = await runProcess({
+          prepared,
+          timeoutMs,
+          signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
+          keepBytes,
+          onStdout,
+        });
+      } catch (err) {
+        // The sandbox it enters could not start it (that sandbox did not start, say): said as its
+        // output with status 1, as bubblewrap said it when each command had a sandbox of its own.
+        if (!prepared.entersSandbox) throw err;
+        return { ...notRun(`sandbox: ${(err as Error).message}\n`, 1), refusals };
+      }
       const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;
       return {
         ...result,
@@ -206,8 +214,13 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
 }
 
 function noShell(output: string): SandboxedCommandResult {
+  return notRun(output, 127);
+}
+
+/** A command that never ran: `output` says why. */
+function notRun(output: string, exitCode: number): SandboxedCommandResult {
   return {
-    exitCode: 127,
+    exitCode,
     signal: null,
     timedOut: false,
     cancelled: false,

@@ -152,6 +152,9 @@ func (s *server) start(id uint32, payload []byte) {
 		s.sendJSON(id, frameFailed, map[string]string{"message": "bad start request", "code": "EINVAL"})
 		return
 	}
+	if contained {
+		s.sweepIfIdle()
+	}
 	env := req.Env
 	if req.InheritEnv {
 		env = append(os.Environ(), req.Env...)
@@ -287,6 +290,30 @@ func (s *server) start(id uint32, payload []byte) {
 		}
 		s.mu.Unlock()
 	}()
+}
+
+// sweepIfIdle kills whatever is left in a contained server's sandbox when none of the worker's
+// processes runs any more (their output may still be draining), and empties /dev/shm: what starts
+// next never meets what an earlier process left behind, as in a sandbox of its own.
+func (s *server) sweepIfIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting > 0 {
+		return
+	}
+	for _, c := range s.children {
+		select {
+		case <-c.exited:
+		default:
+			return
+		}
+	}
+	syscall.Kill(-1, syscall.SIGKILL)
+	if entries, err := os.ReadDir("/dev/shm"); err == nil {
+		for _, entry := range entries {
+			os.RemoveAll(filepath.Join("/dev/shm", entry.Name()))
+		}
+	}
 }
 
 // relay sends one output pipe of a child to the worker, holding off while the worker has paused it.
