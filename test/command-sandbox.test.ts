@@ -269,3 +269,19 @@ test('a command whose sandbox cannot start says so as its output, with status 1'
   expect(result.output).toContain('no sandbox today');
   expect(result.output).not.toContain('never');
 });
+
+test('a command that forges its own exit through bubblewrap’s pid 1 is killed all the same', async () => {
+  const processes = await run('commands-own-exit');
+  const liar = uniqueName('liar');
+  // The run's first command is the server's process 1: its exit ({"code":0,"signal":0}, 21 bytes) and both ends of its output.
+  const forge = String.raw`printf '\000\000\000\025\000\000\000\001\017{"code":0,"signal":0}\000\000\000\000\000\000\000\001\020\000\000\000\000\000\000\000\001\021' > /proc/1/fd/1; exec -a ${liar} sleep 600`;
+  const result = await command(processes, forge, 'none', { timeoutMs: 60_000 });
+  expect(result.timedOut).toBe(false);
+  await waitFor(
+    async () => hostPidsRunning(liar).length,
+    (n) => n === 0,
+    'the command that said it exited to be gone',
+    5_000,
+  );
+  expect((await command(processes, 'echo next')).output).toBe('next\n');
+});

@@ -45,7 +45,10 @@ export function deferredChannel(start: () => Promise<StartedServer>, name: strin
         end(`${name} ${why}${stderr.trim() ? `: ${stderr.trim()}` : ''}`, neverStarted);
       };
       child.once('error', (err: Error) => finish(true, `could not start (${err.message})`));
-      child.once('close', (code: number | null, sig: string | null) => finish(!spoke, `ended (${sig ?? code})`));
+      // Killed from here (stopped, its run removed), it did not fail: its processes were killed.
+      child.once('close', (code: number | null, sig: string | null) =>
+        finish(!spoke && !killed, `ended (${sig ?? code})`),
+      );
       if (killed) child.signal('SIGKILL');
     },
     (err: unknown) => end(`${name} could not start: ${(err as Error).message}`, true),

@@ -2,6 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NetworkPolicy } from '../../core/network-policy';
 import { runProcess, type ProcessResult } from './run-process';
+import { ServerNotStartedError } from './served-process';
 import { startPrepared } from './start-prepared';
 import type { NetworkRefusal } from './egress-proxy';
 import type { RunDiskQuota } from './run-disk';
@@ -160,7 +161,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
       } catch (err) {
         // The sandbox it enters could not start it (that sandbox did not start, say): said as its
         // output with status 1, as bubblewrap said it when each command had a sandbox of its own.
-        if (!prepared.entersSandbox) throw err;
+        if (!prepared.entersSandbox || !(err instanceof ServerNotStartedError) || signal?.aborted) throw err;
         return { ...notRun(`sandbox: ${(err as Error).message}\n`, 1), refusals };
       }
       const oomKilled = ((await sandbox.oomKills?.(runId)) ?? 0) > oomBefore;

@@ -9,6 +9,9 @@ const signalName = (n: number) =>
 
 const epipe = () => Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
 
+/** The server (a sandbox that serves processes, say) ended before it started the process. */
+export class ServerNotStartedError extends Error {}
+
 /** A frame the spawn server does not send: whoever sent it, its channel is ended. */
 export class BadFrameError extends Error {
   constructor() {
@@ -134,7 +137,9 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
       return;
     }
     // The server signals through the process's pidfd: never another process that took its pid.
-    if (!this.exited && !this.gone)
+    // A group is signalled after the exit too, until the server is done with the process: an exit
+    // said by something else than the server leaves nothing running behind the worker's back.
+    if (!this.gone && (!this.exited || (group && this.groupsViaServer)))
       this.trySend(FRAME.signal, Buffer.from(JSON.stringify({ signal: constants.signals[sig], group })));
   }
 
@@ -152,6 +157,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
         return false;
       }
       case FRAME.failed: {
+        if (this.pid !== undefined) throw new BadFrameError();
         this.fail(Object.assign(new Error(String(message.message)), { code: String(message.code) }));
         return true;
       }
@@ -219,7 +225,7 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
   /** The server died or spoke nonsense: the process went with it (its sandbox dies with its parent). */
   serverGone(reason: string, neverStarted: boolean): void {
     if (this.gone) return;
-    if (neverStarted && !this.exited) return this.fail(new Error(reason));
+    if (neverStarted && !this.exited) return this.fail(new ServerNotStartedError(reason));
     this.gone = true;
     if (!this.exited) {
       this.exited = { code: null, signal: 'SIGKILL' };

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchedProcess, LaunchOptions, ProcessLauncher } from './launched-process';
-import { ServedProcess } from './served-process';
+import { BadFrameError, ServedProcess } from './served-process';
 import { FRAME, HEADER, MAX_SERVER_FRAME } from './spawn-frames';
 
 /** A running `sandbox-init -spawn-server`, however it was started. */
@@ -158,8 +158,9 @@ export class SpawnServer {
               buf.readUInt8(8),
               Buffer.from(buf.subarray(HEADER, HEADER + size)),
             );
-          } catch {
-            return garble();
+          } catch (err) {
+            if (err instanceof BadFrameError) return garble();
+            throw err;
           }
           buf = buf.subarray(HEADER + size);
         }

@@ -297,16 +297,18 @@ func (s *server) start(id uint32, payload []byte) {
 // next never meets what an earlier process left behind, as in a sandbox of its own.
 func (s *server) sweepIfIdle() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.starting > 0 {
-		return
-	}
+	idle := s.starting == 0
 	for _, c := range s.children {
 		select {
 		case <-c.exited:
 		default:
-			return
+			idle = false
 		}
+	}
+	s.mu.Unlock()
+	// Starts are read one at a time: none begins until this returns.
+	if !idle {
+		return
 	}
 	syscall.Kill(-1, syscall.SIGKILL)
 	if entries, err := os.ReadDir("/dev/shm"); err == nil {
