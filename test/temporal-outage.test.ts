@@ -118,7 +118,7 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
   ).catch(async (err: Error) => {
     // What the runs that did not get there are doing, for whoever reads the failure.
     const stuck = (await ctx.dataSource.query(
-      `SELECT run_id, state, turn, updated_at FROM runs WHERE run_id = ANY($1::uuid[]) AND state <> 'SUCCEEDED'`,
+      `SELECT run_id, state, turn, updated_at, status_message FROM runs WHERE run_id = ANY($1::uuid[]) AND state <> 'SUCCEEDED'`,
       [accepted],
     )) as { run_id: string }[];
     const histories = await Promise.all(
