@@ -86,3 +86,25 @@ export function machineBusyMs(): number {
     .map(Number);
   return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) / TICKS_PER_SECOND) * 1000;
 }
+
+/**
+ * CPU time (ms) of this process (as `ownLabel`) and every process it started, by command, and of
+ * the whole machine, while `work` runs.
+ */
+export async function cpuOf(
+  ownLabel: string,
+  work: () => Promise<void>,
+): Promise<{ total: number; byCommand: Map<string, number>; machine: number }> {
+  const own = process.cpuUsage();
+  const before = descendantCpuMs();
+  const machineBefore = machineBusyMs();
+  await work();
+  const used = process.cpuUsage(own);
+  const byCommand = cpuSince(before, descendantCpuMs());
+  byCommand.set(ownLabel, (used.user + used.system) / 1000);
+  return {
+    total: [...byCommand.values()].reduce((a, b) => a + b, 0),
+    byCommand,
+    machine: machineBusyMs() - machineBefore,
+  };
+}

@@ -29,10 +29,10 @@ import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
-import { cpuSince, descendantCpuMs, machineBusyMs } from './process-tree-cpu';
+import { cpuOf, machineBusyMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
 import { recordStepSpans } from './step-spans';
-import { stepTimeline, workflowTaskTimes } from './workflow-task-times';
+import { fetchHistories, stepTimeline, workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
@@ -47,23 +47,8 @@ const line = (name: string, values: number[]) =>
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
 
-/** CPU time (ms) of this process and every process it started, by command, while `work` runs. */
-async function cpuOf(
-  work: () => Promise<void>,
-): Promise<{ total: number; byCommand: Map<string, number>; machine: number }> {
-  const own = process.cpuUsage();
-  const before = descendantCpuMs();
-  const machineBefore = machineBusyMs();
-  await work();
-  const used = process.cpuUsage(own);
-  const byCommand = cpuSince(before, descendantCpuMs());
-  byCommand.set('node (API + worker)', (used.user + used.system) / 1000);
-  return {
-    total: [...byCommand.values()].reduce((a, b) => a + b, 0),
-    byCommand,
-    machine: machineBusyMs() - machineBefore,
-  };
-}
+/** This process, as the CPU figures name it. */
+const OWN = 'node (API + worker)';
 
 async function main(): Promise<void> {
   const spawns = probeSpawns();
@@ -222,8 +207,8 @@ async function main(): Promise<void> {
   log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);
   // The round trip between activities, from the histories: where ours and the floor's differ.
   const [ourTimeline, floorTimeline] = [
-    await stepTimeline(client, ourWorkflows),
-    await stepTimeline(client, floorWorkflows),
+    stepTimeline(await fetchHistories(client, ourWorkflows)),
+    stepTimeline(await fetchHistories(client, floorWorkflows)),
   ];
   const p50 = (xs: number[]) => percentile(xs, 50).toFixed(1).padStart(6);
   log('per step, p50 (ms), from history    ours  floor');
@@ -236,11 +221,11 @@ async function main(): Promise<void> {
     log(`  ${label.padEnd(33)} ${p50(ourTimeline[part])} ${p50(floorTimeline[part])}`);
 
   log(`\n2. CPU per step, ${parallel} runs of 10 steps in flight (every process of the stack):`);
-  const oursCpu = await cpuOf(async () => {
+  const oursCpu = await cpuOf(OWN, async () => {
     const ids = await Promise.all(Array.from({ length: parallel }, () => createRun(10)));
     await Promise.all(ids.map(finished));
   });
-  const floorCpu = await cpuOf(async () => {
+  const floorCpu = await cpuOf(OWN, async () => {
     await floor(parallel, 'activity', 10);
   });
   const perStep = (cpu: { total: number }) => cpu.total / (parallel * 10);
@@ -271,13 +256,14 @@ async function main(): Promise<void> {
     `steps per second                   ${((burst * 10) / burstSeconds).toFixed(1)} (${burstSeconds.toFixed(1)} s in all)`,
   );
   log(line('QUEUED → INPROGRESS', pickups).replace(/\(\d+ steps\)/, `(${burst} runs)`));
-  const tasks = await workflowTaskTimes(client, burstIds.map(runWorkflowId));
+  const burstHistories = await fetchHistories(client, burstIds.map(runWorkflowId));
+  const tasks = workflowTaskTimes(burstHistories);
   log(line('workflow task, started → done', tasks.durations).replace('steps)', 'tasks)'));
   log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
   log(
     `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}`,
   );
-  const burstTimeline = await stepTimeline(client, burstIds.map(runWorkflowId));
+  const burstTimeline = stepTimeline(burstHistories);
   log(
     `per step, p50 (ms), from history    ${(
       [

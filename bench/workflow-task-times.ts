@@ -15,16 +15,23 @@ export interface WorkflowTaskTimes {
   events: number;
 }
 
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The history events of each of `workflowIds`, read once for every figure taken from them. */
+export async function fetchHistories(client: Client, workflowIds: string[]): Promise<HistoryEvent[][]> {
+  const histories: HistoryEvent[][] = [];
+  for (const id of workflowIds) histories.push((await client.workflow.getHandle(id).fetchHistory()).events ?? []);
+  return histories;
+}
+
 function millis(time: temporal.api.history.v1.IHistoryEvent['eventTime']): number {
   return Number(time?.seconds ?? 0) * 1000 + (time?.nanos ?? 0) / 1e6;
 }
 
-/** Reads the histories of `workflowIds` and times their workflow tasks. */
-export async function workflowTaskTimes(client: Client, workflowIds: string[]): Promise<WorkflowTaskTimes> {
+/** Times the workflow tasks of workflows' histories (`fetchHistories`). */
+export function workflowTaskTimes(histories: HistoryEvent[][]): WorkflowTaskTimes {
   const times: WorkflowTaskTimes = { durations: [], waits: [], timedOut: 0, failed: 0, events: 0 };
-  for (const id of workflowIds) {
-    const history = await client.workflow.getHandle(id).fetchHistory();
-    const events = history.events ?? [];
+  for (const events of histories) {
     times.events += events.length;
     let scheduled = 0;
     let started = 0;
@@ -66,16 +73,15 @@ export interface StepTimeline {
   workflowTask: number[];
 }
 
-/** Reads the histories of `workflowIds` and splits each activity's round trip into its parts. */
-export async function stepTimeline(client: Client, workflowIds: string[]): Promise<StepTimeline> {
+/** Splits each activity's round trip in workflows' histories (`fetchHistories`) into its parts. */
+export function stepTimeline(histories: HistoryEvent[][]): StepTimeline {
   const timeline: StepTimeline = { activityDispatch: [], activity: [], toWorkflowTask: [], workflowTask: [] };
-  for (const id of workflowIds) {
-    const history = await client.workflow.getHandle(id).fetchHistory();
+  for (const events of histories) {
     let activityScheduled = 0;
     let activityStarted = 0;
     let activityCompleted = 0;
     let taskStarted = 0;
-    for (const event of history.events ?? []) {
+    for (const event of events) {
       const at = millis(event.eventTime);
       switch (event.eventType) {
         case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
