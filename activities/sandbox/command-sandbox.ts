@@ -1,10 +1,9 @@
-import path from 'node:path';
 import type { NetworkPolicy } from '../../core/network-policy';
 import { DelegatingSandbox } from './delegating-sandbox';
 import type { NetworkRefusal } from './egress-proxy';
 import { HELPER_IDLE_MS } from './helper-sandbox';
 import type { ProcessLauncher } from './launched-process';
-import { RunSpawnServers } from './run-spawn-server';
+import { enteringSandbox, RunSpawnServers } from './run-spawn-server';
 import type { PreparedProcess, Sandbox, SandboxProcessSpec } from './sandbox';
 import { SANDBOX_INIT } from './sandbox-paths';
 
@@ -59,20 +58,10 @@ export class CommandSandbox extends DelegatingSandbox {
     if (!listeners) this.running.set(key, (listeners = new Set()));
     const listener = spec.network.onRefusal;
     listeners.add(listener);
-    const [file, ...args] = spec.argv;
     const shellStatus: ProcessLauncher = (f, a, options) => launch(f, a, { ...options, shellStatus: true });
-    return {
-      file,
-      args,
-      // On top of the command sandbox's own environment, as sandbox-init would put them.
-      env: spec.env ?? {},
-      cwd: path.posix.join(this.inner.workspacePath(spec.runId), spec.cwd ?? ''),
-      launch: shellStatus,
-      entersSandbox: true,
-      release: async () => {
-        listeners.delete(listener);
-      },
-    };
+    return enteringSandbox(spec, this.inner.workspacePath(spec.runId), shellStatus, async () => {
+      listeners.delete(listener);
+    });
   }
 
   override async destroyRun(runId: string): Promise<void> {

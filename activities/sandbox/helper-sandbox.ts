@@ -1,5 +1,4 @@
-import path from 'node:path';
-import { RunSpawnServers } from './run-spawn-server';
+import { enteringSandbox, RunSpawnServers } from './run-spawn-server';
 import { DelegatingSandbox } from './delegating-sandbox';
 import type { PreparedProcess, Sandbox, SandboxProcessSpec } from './sandbox';
 import { SANDBOX_INIT } from './sandbox-paths';
@@ -46,17 +45,7 @@ export class HelperSandbox extends DelegatingSandbox {
 
   override async prepare(spec: SandboxProcessSpec): Promise<PreparedProcess> {
     if (!isHelper(spec)) return this.inner.prepare(spec);
-    const [file, ...args] = spec.argv;
-    return {
-      file,
-      args,
-      // On top of the helper sandbox's own environment, as sandbox-init would put them.
-      env: spec.env ?? {},
-      cwd: path.posix.join(this.inner.workspacePath(spec.runId), spec.cwd ?? ''),
-      launch: this.helpers.launcherOf(spec.runId),
-      entersSandbox: true,
-      release: async () => undefined,
-    };
+    return enteringSandbox(spec, this.inner.workspacePath(spec.runId), this.helpers.launcherOf(spec.runId));
   }
 
   override async destroyRun(runId: string): Promise<void> {

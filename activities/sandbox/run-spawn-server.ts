@@ -1,5 +1,6 @@
 import type { ProcessLauncher } from './launched-process';
-import type { PreparedProcess } from './sandbox';
+import path from 'node:path';
+import type { PreparedProcess, SandboxProcessSpec } from './sandbox';
 import { startPrepared } from './start-prepared';
 import { deferredChannel, type StartedServer } from './deferred-channel';
 import { SpawnServer } from './spawn-server';
@@ -63,6 +64,28 @@ export class RunSpawnServers {
       throw err;
     }
   }
+}
+
+/**
+ * `spec` as a process that a sandbox already running starts through its server (`launch`): its
+ * variables on top of the sandbox's own, as sandbox-init would put them, in `workspacePath`.
+ */
+export function enteringSandbox(
+  spec: SandboxProcessSpec,
+  workspacePath: string,
+  launch: ProcessLauncher,
+  release: () => Promise<void> = async () => undefined,
+): PreparedProcess {
+  const [file, ...args] = spec.argv;
+  return {
+    file,
+    args,
+    env: spec.env ?? {},
+    cwd: path.posix.join(workspacePath, spec.cwd ?? ''),
+    launch,
+    entersSandbox: true,
+    release,
+  };
 }
 
 /** How long a process killed may take to be gone before its server is killed with it. */
