@@ -105,7 +105,7 @@ test("the worker's secrets, environment and processes are out of reach", async (
   expect(environ.output).not.toMatch(/^PATH=.*\/root/m);
   // Only the sandbox's own processes exist in its view: no node worker, no postgres, no temporal.
   expect(ps.output).not.toMatch(/postgres|temporal|jest|node .*worker/);
-  expect(kill.output).toContain('sandbox-proof');
+  expect(kill.output).toContain('killed-everything-i-can-see');
   // The worker survived `kill -9 -1`: the same run went on to its next model call and finished.
   const after = await runCommands(key, ['echo still-here']);
   expect(after.results[0]!.output).toContain('still-here');

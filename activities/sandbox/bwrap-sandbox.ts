@@ -159,6 +159,8 @@ export class BwrapSandbox implements Sandbox {
       '--cap-drop',
       'ALL',
       '--disable-userns',
+      // A spawn server is the sandbox's init itself, beyond the reach of what it starts (reap.go).
+      ...(spec.spawnServer ? ['--as-pid-1'] : []),
     ];
     const image = spec.onImage ? await this.images.of(spec.runId, dir) : undefined;
     if (image) {

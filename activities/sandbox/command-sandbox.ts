@@ -19,9 +19,8 @@ import { SANDBOX_INIT } from './sandbox-paths';
  * killed too, as a sandbox of its own would have died with its command. A command that leaves the
  * group keeps its output open for a second at most. A command killed by a signal it was not sent
  * from here exits 128+n, as bubblewrap reported it. Refused connections are the running
- * commands'. As in the helper sandbox (helper-sandbox.ts), what runs in there can reach the
- * server's pipes through bubblewrap's pid 1, and so garble or forge the run's own command
- * results: nothing it could not say through its own output; a garbled channel ends that sandbox.
+ * commands'. As in the helper sandbox (helper-sandbox.ts), the server is the sandbox's pid 1: a
+ * command's `kill -9 -1` passes it (and the bridge it runs) by, and its pipes are out of reach.
  */
 export class CommandSandbox extends DelegatingSandbox {
   private readonly servers = new Map<string, RunSpawnServers>();

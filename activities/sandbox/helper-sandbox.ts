@@ -13,10 +13,9 @@ export const HELPER_IDLE_MS = 30_000;
  *
  * That sandbox is what each of them had: the host's root, the run's workspace, home and tmp, no
  * network at all, the run's limits and cgroup. Inside it `sandbox-init -spawn-server -contained`
- * starts each helper in a process group of its own, killed when the helper exits. What a run can
- * get run in there (a git filter of its repository) can reach the server's pipes through
- * bubblewrap's pid 1, and so garble or forge the run's own helper results: nothing it could not
- * change through its workspace; a garbled channel ends that sandbox (spawn-server.ts). Everything
+ * starts each helper in a process group of its own, killed when the helper exits. The server is
+ * the sandbox's pid 1 (reap.go): what a run can get run in there (a git filter of its
+ * repository) can neither signal it nor reach its pipes. Everything
  * else (the agent's commands, harness CLIs, MCP servers, clones, anything with a network, a
  * gateway, read-only extras or the environment's image) still gets a sandbox of its own.
  */

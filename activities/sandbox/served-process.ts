@@ -145,8 +145,9 @@ export class ServedProcess extends EventEmitter implements LaunchedProcess {
 
   /** Says whether the server is done with the process (it exited and its output ended). */
   receive(kind: number, payload: Buffer): boolean {
-    // A server inside a sandbox can be spoken for by what runs there (helper-sandbox.ts): any frame
-    // that is not what the server sends ends that server's channel (BadFrameError, spawn-server.ts).
+    // Nothing in a sandbox can reach its server's pipes (it is the sandbox's pid 1, reap.go); all
+    // the same, a frame that is not what the server sends ends that server's channel
+    // (BadFrameError, spawn-server.ts) rather than be taken for a process's.
     const message = kind === FRAME.started || kind === FRAME.failed || kind === FRAME.exit ? parseObject(payload) : {};
     switch (kind) {
       case FRAME.started: {

@@ -68,3 +68,21 @@ test('a process of a server that ended is never sent to the next one; a launch a
   expect(written.map((c) => [c.readUInt32BE(4), c.readUInt8(8)])).toEqual([[2, FRAME.start]]);
   expect(second.stdin).toBeNull();
 });
+
+test.each([
+  ['an exit that is not an object', FRAME.exit, 'null'],
+  ['an exit out of range', FRAME.exit, '{"code":256,"signal":0}'],
+  ['a second start', FRAME.started, '{"pid":3}'],
+  ['a failure after the start', FRAME.failed, '{"message":"no","code":"EIO"}'],
+])('%s ends that server: its processes end killed, whatever it said before', async (_name, kind, payload) => {
+  const channel = fakeChannel();
+  const server = new SpawnServer(() => channel, true);
+  const child = server.launch('/bin/true', [], { cwd: '/', env: {} });
+  const closed = new Promise<[number | null, string | null]>((resolve) =>
+    child.once('close', (c, s) => resolve([c, s])),
+  );
+  channel.output.write(frame(1, FRAME.started, Buffer.from('{"pid":2}')));
+  channel.output.write(frame(1, kind, Buffer.from(payload)));
+  expect(await closed).toEqual([null, 'SIGKILL']);
+  expect(channel.kills).toBe(1);
+});

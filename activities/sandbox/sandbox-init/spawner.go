@@ -110,6 +110,9 @@ type child struct {
 	// Per output stream: its relay waits in a read of the pipe (not sending, not held back), or
 	// it has ended.
 	reading, ended [2]atomic.Bool
+	pid            int
+	// Its exit status has been taken: its pid may be another process's now.
+	reaped atomic.Bool
 }
 
 type server struct {
@@ -119,6 +122,9 @@ type server struct {
 	children map[uint32]*child
 	// Processes being started, not yet in children.
 	starting int
+	// As pid 1 (reap.go): wakes the reaper of orphans, and a reap waits for a start to be done.
+	reapNow      chan struct{}
+	reapDeferred bool
 }
 
 func (s *server) send(id uint32, kind byte, payload []byte) {
@@ -218,8 +224,11 @@ func (s *server) start(id uint32, payload []byte) {
 	s.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		s.mu.Lock()
-		s.starting--
+		reap := s.startDone()
 		s.mu.Unlock()
+		if reap {
+			s.pokeReaper()
+		}
 		closeAll(childEnds)
 		closeAll(parentEnds)
 		code := "EACCES"
@@ -230,15 +239,18 @@ func (s *server) start(id uint32, payload []byte) {
 		return
 	}
 	closeAll(childEnds)
-	c := &child{cmd: cmd, exited: make(chan struct{})}
+	c := &child{cmd: cmd, exited: make(chan struct{}), pid: cmd.Process.Pid}
 	if stdinW != nil {
 		c.stdin = make(chan []byte, 4)
 	}
 	c.resume = sync.NewCond(&c.mu)
 	s.mu.Lock()
 	s.children[id] = c
-	s.starting--
+	reap := s.startDone()
 	s.mu.Unlock()
+	if reap {
+		s.pokeReaper()
+	}
 	s.sendJSON(id, frameStarted, map[string]int{"pid": cmd.Process.Pid})
 
 	var relays sync.WaitGroup
@@ -279,6 +291,9 @@ func (s *server) start(id uint32, payload []byte) {
 				}
 			}
 		}
+		c.reaped.Store(true)
+		// An orphan that took its pid meanwhile was passed by.
+		s.pokeReaper()
 		s.sendJSON(id, frameExit, map[string]int{"code": code, "signal": signal})
 		// The worker forgets the id once the output has ended too.
 		relays.Wait()
@@ -446,8 +461,8 @@ func spawnServer(envFile, limits string) {
 		os.Exit(0)
 	}
 	// Its own descriptors are out of reach of processes of its uid (/proc/<pid>/fd of a process
-	// that is not dumpable needs CAP_SYS_PTRACE); what it execs is dumpable again. (In a sandbox,
-	// bubblewrap's pid 1 holds the same pipes: see helper-sandbox.ts.)
+	// that is not dumpable needs CAP_SYS_PTRACE); what it execs is dumpable again. In a sandbox
+	// it is pid 1, so no other process there holds its pipes.
 	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
 	// It waits on pipes and processes: one thread runs Go code, and fewer threads count against a
 	// run's process limit when it runs in the run's cgroup.
@@ -457,6 +472,9 @@ func spawnServer(envFile, limits string) {
 		childLimits = limits
 	}
 	s := &server{out: os.Stdout, children: map[uint32]*child{}}
+	if os.Getpid() == 1 {
+		s.becomeInit()
+	}
 	in := bufio.NewReaderSize(os.Stdin, 256<<10)
 	header := make([]byte, 9)
 	for {
