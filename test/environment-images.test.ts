@@ -143,7 +143,9 @@ test('on an image, the sandbox holds: read-only root and cache, limits set, noth
       'echo pwned >> /marker 2>/dev/null || echo "marker is read-only"',
       'echo pwned > /etc/passwd 2>/dev/null || echo "passwd is read-only"',
       `for p in ${hostPaths.join(' ')}; do ls -d "$p" 2>/dev/null && echo "SEES $p"; done`,
-      'grep -c SECRETS_ENCRYPTION_KEY /proc/1/environ 2>/dev/null || true',
+      // Every environment it can read (its own and its neighbours'; its sandbox's pid 1 refuses).
+      'p=0; k=0; for f in /proc/[0-9]*/environ; do grep -q PATH= "$f" 2>/dev/null && p=$((p+1)); grep -q SECRETS_ENCRYPTION_KEY "$f" 2>/dev/null && k=$((k+1)); done',
+      'echo "environs with a PATH: $p"; echo "environs with the key: $k"',
       // Its own network namespace: the only listener is sandbox-init's bridge to the proxy (port 3128).
       'echo "listeners: $(grep -c " 0A " /proc/net/tcp)"',
       'cat /proc/net/tcp',
@@ -160,6 +162,8 @@ test('on an image, the sandbox holds: read-only root and cache, limits set, noth
   expect(output).toContain('marker is read-only');
   expect(output).toContain('passwd is read-only');
   expect(output).not.toContain('SEES');
+  expect(output).toMatch(/environs with a PATH: [1-9]/);
+  expect(output).toContain('environs with the key: 0');
   expect(output).toContain('listeners: 1');
   expect(output).toContain(':0C38 ');
   const apiPort = Number(new URL(ctx.baseUrl).port).toString(16).toUpperCase().padStart(4, '0');

@@ -3,6 +3,7 @@ import { HelperSandbox } from '../activities/sandbox/helper-sandbox';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { ExecError, runProcesses } from '../activities/sandbox/sandboxed-process';
 import { hasExited, hostPidsRunning } from './helpers/host-processes';
+import { SERVER_ATTACK, SERVER_ATTACKED } from './helpers/server-attack';
 import { createTestSandbox } from './helpers/sandbox';
 import { uniqueName, waitFor } from './helpers/test-context';
 
@@ -168,20 +169,35 @@ test("a helper reaches neither the helper sandbox's pipes nor its server: signal
     `echo server=$PPID; ls /proc/1/fd 2>&1 | head -1; printf '\\377\\377\\377\\377\\0\\0\\0\\1\\15' > /proc/1/fd/1 && echo garbled || echo refused`,
   ]);
   expect(probe).toMatch(/^server=1\n.*Permission denied.*\n[\s\S]*refused\n$/);
-  // Everything it may send from inside passes the server by (SIGSTOP and SIGKILL among them).
-  const signalled = await processes.exec(
-    [
-      'bash',
-      '-c',
-      'kill -9 -1; for s in KILL STOP TERM HUP INT QUIT SEGV USR1 PIPE; do kill -$s 1; done; echo still-here',
-    ],
-    { timeoutMs: 10_000 },
+  // Every signal it may send from inside passes the server by, and its limits are not the helper's to set.
+  expect(await processes.exec(['bash', '-c', SERVER_ATTACK], { timeoutMs: 10_000 })).toBe(
+    `${SERVER_ATTACKED}no-bridge\n`,
   );
-  expect(signalled).toBe('still-here\n');
   const again = uniqueName('helper-after');
   const next = processes.exec(['bash', '-c', `exec -a ${again} sleep 1`]);
   expect(await serverOf(again)).toBe(server);
   await next;
+  expect(await processes.exec(['bash', '-c', 'echo again'])).toBe('again\n');
+});
+
+test('a helper killed for its time whose server does not act (stopped from the host) takes that helper sandbox with it', async () => {
+  const processes = await run('helper-stopped');
+  const stopper = uniqueName('stopper');
+  const started = Date.now();
+  const running = processes.exec(['bash', '-c', `exec -a ${stopper} sleep 600`], { timeoutMs: 3_000 });
+  const server = await serverOf(stopper);
+  // Nothing inside can stop it any more: only the host can.
+  process.kill(server, 'SIGSTOP');
+  expect(await running.catch((e: unknown) => e)).toBeInstanceOf(Error);
+  expect(Date.now() - started).toBeLessThan(20_000);
+  await waitFor(
+    async () => hostPidsRunning(stopper).length,
+    (n) => n === 0,
+    'the stopped sandbox to be gone',
+    5_000,
+  );
+  // The server went with it (a server that had killed the helper itself would be stopped, not gone).
+  expect(hasExited(server)).toBe(true);
   expect(await processes.exec(['bash', '-c', 'echo again'])).toBe('again\n');
 });
 

@@ -126,8 +126,8 @@ export class RunSpawnServer {
     child.once('close', done);
     child.once('error', done);
     if (this.options.contained) {
-      // A helper killed is gone within moments; if it is not, something in the helper sandbox
-      // holds it (stopped the server, say): that server goes, and the helper with it. (Output
+      // A helper killed is gone within moments; if it is not, its server is not acting on it
+      // (starved, or stuck in the kernel): that server goes, and the helper with it. (Output
       // already read is delivered first.)
       const signal = child.signal.bind(child);
       let escalating = false;

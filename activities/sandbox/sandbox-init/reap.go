@@ -1,38 +1,72 @@
 package main
 
 // A contained server is its sandbox's pid 1 (bwrap --as-pid-1), and so out of reach of what runs
-// there: the kernel gives a pid namespace's init only the signals it handles from inside, never
-// SIGKILL or SIGSTOP, and `kill -1` passes it by. A command's `kill -9 -1` leaves the server that
-// relays its output, and the network bridges, alone. As pid 1 it is also the parent of every
-// process whose own parent has gone, and reaps them: zombies would count against the run's
-// process limit for as long as the sandbox stays up.
+// there: the kernel gives a pid namespace's init only the signals it handles or ignores from
+// inside, never SIGKILL or SIGSTOP, and `kill -1` passes it by. A command's `kill -9 -1` leaves
+// the server that relays its output, and the network bridges, alone. (What could still end it
+// from inside, a resource limit set on it with prlimit, is refused to every command: see
+// seccomp.go.) As pid 1 it is also the parent of every process whose own parent has gone, and
+// reaps them: zombies would count against the run's process limit while the sandbox stays up.
 
 import (
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
+	"unsafe"
 )
 
+// The signals the Go runtime takes for faults of its own unless the kernel says a process sent
+// them with kill or tgkill: sent with sigqueue, or as a file's SIGIO (F_SETSIG), they would crash
+// the server however it asks to be notified. The kernel ignores them for it instead. (A real
+// fault of the server still ends it: the kernel delivers those whatever the disposition.)
+var faultSignals = []syscall.Signal{
+	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT, syscall.SIGSYS,
+}
+
+// minReapInterval paces the reaps: a flood of SIGCHLD from the sandbox must not keep the server
+// scanning /proc (with its lock held) instead of serving.
+const minReapInterval = 10 * time.Millisecond
+
 // becomeInit handles every signal, so that none from the sandbox ends the server (the Go
-// runtime's default for SIGTERM, SIGHUP or a SIGSEGV sent with kill is to exit), and reaps
-// orphans on each SIGCHLD.
+// runtime's default for SIGTERM or SIGHUP is to exit), and reaps orphans on each SIGCHLD.
 func (s *server) becomeInit() {
 	s.reapNow = make(chan struct{}, 1)
-	signals := make(chan os.Signal, 16)
-	signal.Notify(signals)
+	swallowed := make(chan os.Signal, 16)
+	signal.Notify(swallowed)
 	go func() {
-		for sig := range signals {
-			if sig == syscall.SIGCHLD {
-				s.pokeReaper()
-			}
+		for range swallowed {
+		}
+	}()
+	for _, sig := range faultSignals {
+		ignoreInKernel(sig)
+	}
+	// A channel of its own: a flood of other signals never crowds a SIGCHLD out.
+	children := make(chan os.Signal, 1)
+	signal.Notify(children, syscall.SIGCHLD)
+	go func() {
+		for range children {
+			s.pokeReaper()
 		}
 	}()
 	go func() {
 		for range s.reapNow {
-			s.reapOrphans()
+			if !s.reapOrphans() {
+				// /proc could not be read (no descriptor free, say): look again soon.
+				time.AfterFunc(100*time.Millisecond, s.pokeReaper)
+			}
+			time.Sleep(minReapInterval)
 		}
 	}()
+}
+
+// ignoreInKernel sets sig's disposition to SIG_IGN behind the Go runtime's back (package signal
+// refuses to for the runtime's fault signals).
+func ignoreInKernel(sig syscall.Signal) {
+	// struct sigaction as the kernel takes it: handler, flags, restorer, mask (all but the handler 0).
+	action := [4]uintptr{1} // SIG_IGN
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&action)), 0, 8, 0, 0)
 }
 
 // pokeReaper asks for a reap of orphans (a no-op for a server that is not pid 1).
@@ -48,13 +82,13 @@ func (s *server) pokeReaper() {
 
 // reapOrphans reaps every zombie child that is not one of the worker's processes (those are
 // reaped by their own waits, which need their exit status). While a process is being started its
-// pid is not known yet: the reap waits until the start is done.
-func (s *server) reapOrphans() {
+// pid is not known yet: the reap waits until the start is done. It says whether /proc was read.
+func (s *server) reapOrphans() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.starting > 0 {
 		s.reapDeferred = true
-		return
+		return true
 	}
 	ours := make(map[int]bool, len(s.children))
 	for _, c := range s.children {
@@ -64,7 +98,7 @@ func (s *server) reapOrphans() {
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return false
 	}
 	for _, entry := range entries {
 		pid, err := strconv.Atoi(entry.Name())
@@ -75,6 +109,7 @@ func (s *server) reapOrphans() {
 		var status syscall.WaitStatus
 		syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
 	}
+	return true
 }
 
 // startDone ends a start begun with starting++ (under s.mu), holding s.mu, and says whether a
