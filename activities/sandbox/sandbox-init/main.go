@@ -1,6 +1,6 @@
 // sandbox-init is the first program of every sandboxed process: it sets the process's resource
-// limits (and refuses it those of the sandbox's pid 1: seccomp.go), offers the worker's Unix sockets (egress proxy, model gateway) as TCP ports on the
-// sandbox's own loopback, and then runs the command. It is a static binary with no dependency on
+// limits (and refuses it other processes': seccomp.go), offers the worker's Unix sockets (egress
+// proxy, model gateway) as TCP ports on the sandbox's own loopback, and then runs the command. It is a static binary with no dependency on
 // the filesystem it runs in, so it works on any image: glibc, musl, distroless, no shell.
 //
 //	sandbox-init -env /run/agent-runs/env \
@@ -186,7 +186,7 @@ func main() {
 	loadEnvironment(*envFile)
 	if *bridges == "" {
 		setLimits(*limits)
-		refusePrlimitOnInit()
+		refuseOthersLimits()
 		file := lookPath(argv[0])
 		err := syscall.Exec(file, argv, os.Environ())
 		fail(126, "%s: %v", argv[0], err)

@@ -5,7 +5,7 @@ package main
 // inside, never SIGKILL or SIGSTOP, and `kill -1` passes it by. A command's `kill -9 -1` leaves
 // the server that relays its output, and the network bridges, alone. (What could still end it
 // from inside, a resource limit set on it with prlimit, is refused to every command: see
-// seccomp.go.) As pid 1 it is also the parent of every process whose own parent has gone, and
+// seccomp.go. What is left is slowing it: renice, SCHED_IDLE, affinity.) As pid 1 it is also the parent of every process whose own parent has gone, and
 // reaps them: zombies would count against the run's process limit while the sandbox stays up.
 
 import (
@@ -20,7 +20,8 @@ import (
 // The signals the Go runtime takes for faults of its own unless the kernel says a process sent
 // them with kill or tgkill: sent with sigqueue, or as a file's SIGIO (F_SETSIG), they would crash
 // the server however it asks to be notified. The kernel ignores them for it instead. (A real
-// fault of the server still ends it: the kernel delivers those whatever the disposition.)
+// fault of the server still ends it, the kernel delivers those whatever the disposition, but
+// without Go's traceback: the worker sees the channel end.)
 var faultSignals = []syscall.Signal{
 	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT, syscall.SIGSYS,
 }
