@@ -72,6 +72,8 @@ test('a worker that starts kills the sandboxes a previous one left running on it
     (n) => n === 1,
     'the leftover sandbox to run',
   );
+  // A scan for another directory spares it (and keeps what its command line says for the next scan).
+  expect(await killLeftoverSandboxes(`${config.workspace.dir}-elsewhere`)).not.toContain(child.pid);
   const killed = await killLeftoverSandboxes(config.workspace.dir);
   expect(killed).toContain(child.pid);
   await waitFor(

@@ -31,8 +31,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The `--bind` sources of each bubblewrap process seen, by pid and start time (a process's
+ * command line never changes, and a pid taken again has another start time): a run's removal
+ * reads the command lines of the sandboxes started since the last one, not of every sandbox on
+ * the host, which made a burst of runs quadratic.
+ */
+const bindSourcesOf = new Map<string, string[]>();
+
 async function killSandboxesMounting(matches: (bindSource: string) => boolean): Promise<number[]> {
-  const processes = new Map<number, { ppid: number; comm: string }>();
+  const processes = new Map<number, { ppid: number; comm: string; started: string }>();
   const entries = await readdir('/proc').catch(() => [] as string[]);
   for (const [index, entry] of entries.entries()) {
     const pid = Number(entry);
@@ -44,19 +52,35 @@ async function killSandboxesMounting(matches: (bindSource: string) => boolean): 
     const stat = readProcFile(pid, 'stat');
     if (stat === undefined) continue;
     const commEnd = stat.lastIndexOf(')');
+    // Fields from the state on: state, ppid, ... starttime (field 22 of the whole line).
+    const fields = stat.slice(commEnd + 2).split(' ');
     processes.set(pid, {
       comm: stat.slice(stat.indexOf('(') + 1, commEnd),
-      ppid: Number(stat.slice(commEnd + 2).split(' ')[1]),
+      ppid: Number(fields[1]),
+      started: fields[19] ?? '',
     });
   }
   const roots: number[] = [];
+  const seen = new Set<string>();
   for (const [pid, p] of processes) {
     if (p.comm !== 'bwrap') continue;
-    // `cmdline` waits on the process's memory map, so it is read through the thread pool, and only for bubblewrap.
-    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!cmdline[0] || path.basename(cmdline[0]) !== 'bwrap') continue;
-    if (cmdline.some((arg, i) => arg === '--bind' && matches(cmdline[i + 1] ?? ''))) roots.push(pid);
+    const key = `${pid}:${p.started}`;
+    seen.add(key);
+    let sources = bindSourcesOf.get(key);
+    if (!sources) {
+      // `cmdline` waits on the process's memory map, so it is read through the thread pool, and only for bubblewrap.
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      // Empty until bubblewrap has exec'd: read again next time.
+      if (!cmdline[0]) continue;
+      sources =
+        path.basename(cmdline[0]) === 'bwrap'
+          ? cmdline.flatMap((arg, i) => (arg === '--bind' && cmdline[i + 1] !== undefined ? [cmdline[i + 1]!] : []))
+          : [];
+      bindSourcesOf.set(key, sources);
+    }
+    if (sources.some(matches)) roots.push(pid);
   }
+  for (const key of bindSourcesOf.keys()) if (!seen.has(key)) bindSourcesOf.delete(key);
   const doomed = new Set(roots);
   // Everything below a leftover sandbox goes with it.
   for (let grew = true; grew;) {
