@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createSandbox, SandboxUnavailableError } from '../activities/sandbox/create-sandbox';
-import { killLeftoverSandboxes } from '../activities/sandbox/sandbox-reaper';
+import { killLeftoverSandboxes, killRunSandboxes } from '../activities/sandbox/sandbox-reaper';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
 import { diffAgainstHead, initRepository } from '../activities/workspace/git';
 import { loadConfig } from '../core/config';
@@ -82,6 +82,52 @@ test('a worker that starts kills the sandboxes a previous one left running on it
     'the leftover to be gone',
     5_000,
   );
+});
+
+test("a run's removal waits for no sandbox that is already a zombie (its parent may take its time to reap it)", async () => {
+  const { sandbox, config } = await createTestSandbox();
+  await sandbox.prepareRun('run-zombie');
+  const prepared = await sandbox.prepare({
+    runId: 'run-zombie',
+    argv: ['/bin/sleep', '600'],
+    network: { kind: 'proxy', policy: 'none', onRefusal: () => undefined },
+    onImage: true,
+  });
+  // Its parent becomes a `sleep`, which never reaps it.
+  const parent = spawn('/bin/sh', ['-c', '"$@" & exec sleep 600', 'sh', prepared.file, ...prepared.args], {
+    env: prepared.env,
+    cwd: prepared.cwd,
+    detached: true,
+    stdio: 'ignore',
+  });
+  const stat = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const bwrapPid = await waitFor(
+    async () =>
+      readdirSync('/proc')
+        .map(Number)
+        .find((pid) => / \(bwrap\) \S+ (\d+) /.exec(stat(pid))?.[1] === String(parent.pid)),
+    (pid) => pid !== undefined,
+    'the sandbox to start',
+  );
+  try {
+    // Seen alive once (its command line is kept), then it dies and stays a zombie.
+    expect(await killLeftoverSandboxes(`${config.workspace.dir}-elsewhere`)).not.toContain(bwrapPid);
+    process.kill(bwrapPid!, 'SIGKILL');
+    await waitFor(
+      async () => stat(bwrapPid!),
+      (line) => / \(bwrap\) Z /.test(line),
+      'the sandbox to be a zombie',
+    );
+    expect(await killRunSandboxes(path.join(config.workspace.dir, 'run-zombie'))).not.toContain(bwrapPid);
+  } finally {
+    process.kill(-parent.pid!, 'SIGKILL');
+  }
 });
 
 test('SIGKILL of the process that started a sandbox takes the sandbox with it', async () => {

@@ -54,6 +54,9 @@ async function killSandboxesMounting(matches: (bindSource: string) => boolean): 
     const commEnd = stat.lastIndexOf(')');
     // Fields from the state on: state, ppid, ... starttime (field 22 of the whole line).
     const fields = stat.slice(commEnd + 2).split(' ');
+    // A zombie can do nothing any more, and only its parent can make it go: waiting for it could
+    // take as long as that parent does.
+    if (fields[0] === 'Z' || fields[0] === 'X') continue;
     processes.set(pid, {
       comm: stat.slice(stat.indexOf('(') + 1, commEnd),
       ppid: Number(fields[1]),
