@@ -287,3 +287,18 @@ test('a command whose sandbox cannot start says so as its output, with status 1'
   expect(result.output).toContain('no sandbox today');
   expect(result.output).not.toContain('never');
 });
+
+test("a fork bomb that fills the run's process limit ends that command, never its sandbox's server", async () => {
+  const limited = (await createTestSandbox({ AGENT_SANDBOX_MAX_PROCESSES: '64' })).sandbox;
+  const processes = await run('commands-bomb', limited);
+  const server = await serverOfCommand(processes, 'none');
+  // The server counts against the same limit, and Go ends a process that cannot make a thread.
+  for (let i = 0; i < 3; i++) {
+    const bomb = await command(processes, 'bomb() { bomb | bomb & }; bomb; sleep 2; echo bomb-done', 'none', {
+      timeoutMs: 8_000,
+    });
+    expect(bomb.output).toMatch(/Resource temporarily unavailable/);
+    expect(bomb.output).toContain('bomb-done');
+    expect(await serverOfCommand(processes, 'none')).toBe(server);
+  }
+});

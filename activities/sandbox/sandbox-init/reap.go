@@ -11,7 +11,9 @@ package main
 import (
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -33,6 +35,7 @@ const minReapInterval = 10 * time.Millisecond
 // becomeInit handles every signal, so that none from the sandbox ends the server (the Go
 // runtime's default for SIGTERM or SIGHUP is to exit), and reaps orphans on each SIGCHLD.
 func (s *server) becomeInit() {
+	spareThreads(spareThreadCount)
 	s.reapNow = make(chan struct{}, 1)
 	swallowed := make(chan os.Signal, 16)
 	signal.Notify(swallowed)
@@ -60,6 +63,31 @@ func (s *server) becomeInit() {
 			time.Sleep(minReapInterval)
 		}
 	}()
+}
+
+// spareThreadCount is how many idle threads a contained server makes at its start.
+const spareThreadCount = 4
+
+// spareThreads makes n OS threads that the Go runtime then keeps idle. A contained server's
+// threads count against the run's process limit, and the runtime ends a process that cannot
+// make a thread it needs: a fork bomb in the sandbox, which fills the limit, took the server down
+// (in about one bomb of three) when it next blocked in a system call. Threads made now are there
+// then. Each goroutine wired to a thread parks it while it waits, so the runtime makes another
+// for the rest; once they are released the threads stay, idle.
+func spareThreads(n int) {
+	var wired sync.WaitGroup
+	release := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wired.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			wired.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	wired.Wait()
+	close(release)
 }
 
 // ignoreInKernel sets sig's disposition to SIG_IGN behind the Go runtime's back (package signal
