@@ -47,6 +47,13 @@ export function startReconciler({
   runOnce(): Promise<string[]>;
 } {
   let running: Promise<string[]> | undefined;
+  /**
+   * Runs whose workflow Temporal said it did not know, in the last pass. One answer is not taken
+   * for the workflow's loss: a server coming back from an outage has answered NotFound for
+   * workflows it had (which then ran on, their runs already recorded ERROR). The next pass decides.
+   */
+  let notFoundBefore = new Set<string>();
+  let notFoundNow = new Set<string>();
   /** Settles one run if its workflow has closed; says whether it did. */
   const settle = async ({ runId, turn }: { runId: string; turn: number }): Promise<boolean> => {
     let status: string;
@@ -62,6 +69,10 @@ export function startReconciler({
     }
     // Still open (a paused workflow is an operator's choice, not an end).
     if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW' || status === 'PAUSED') return false;
+    if (status === 'NOT_FOUND' && !notFoundBefore.has(runId)) {
+      notFoundNow.add(runId);
+      return false;
+    }
     // Its start never reached Temporal and taking the run back failed too: the caller was
     // answered 503, so the run is not theirs to find.
     if (status === 'NOT_FOUND' && (await dataSource.transaction((tx) => withdrawUnstartedRun(tx, runId)))) {
@@ -104,9 +115,12 @@ export function startReconciler({
         const results = await Promise.all(batch.map(settle));
         batch.forEach((run, j) => results[j] && settled.push(run.runId));
       }
-      if (page.length < PAGE) return settled;
+      if (page.length < PAGE) break;
       after = page[page.length - 1]!.runId;
     }
+    notFoundBefore = notFoundNow;
+    notFoundNow = new Set();
+    return settled;
   };
   const runOnce = () => {
     // Housekeeping, not a request: untraced, or each pass's describes would be a trace each.

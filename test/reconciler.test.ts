@@ -97,6 +97,12 @@ test('a run whose workflow never started (its create was answered 503) is remove
 
   const r = reconciler();
   try {
+    // One NotFound is not taken for a lost workflow (a server back from an outage has answered so
+    // for workflows it had): the next pass settles them.
+    const first = await r.runOnce();
+    expect(first).not.toContain(neverStarted);
+    expect(first).not.toContain(lost);
+    expect((await getRun(ctx, key, lost)).state).toBe('INPROGRESS');
     const settled = await r.runOnce();
     expect(settled).toEqual(expect.arrayContaining([neverStarted, lost]));
   } finally {
