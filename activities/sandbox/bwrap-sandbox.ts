@@ -159,8 +159,7 @@ export class BwrapSandbox implements Sandbox {
       '--cap-drop',
       'ALL',
       '--disable-userns',
-      // A spawn server is the sandbox's init itself, beyond the reach of what it starts (reap.go).
-      ...(spec.spawnServer ? ['--as-pid-1'] : []),
+      ...(spec.spawnServer ? ['--as-pid-1'] : []), // the sandbox's init, out of its processes' reach (reap.go)
     ];
     const image = spec.onImage ? await this.images.of(spec.runId, dir) : undefined;
     if (image) {
