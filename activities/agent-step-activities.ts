@@ -118,7 +118,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
               'invalid_request',
             );
           }
-          const made = await callModel(log, runId, turn, step, run!, conversation, ctx.cancellationSignal);
+          const made = await callModel(log, runId, turn, step, run!, conversation, ctx);
           assistant = made.reply;
           replyIsNew = made.recorded;
           log.debug('model replied', {

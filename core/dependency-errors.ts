@@ -60,3 +60,11 @@ export function isDependencyDown(err: unknown): boolean {
     message,
   );
 }
+
+/** True when `err`, or an error it was caused by, means a dependency is down (isDependencyDown). */
+export function isCausedByOutage(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if (isDependencyDown(e)) return true;
+  }
+  return false;
+}

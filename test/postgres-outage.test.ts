@@ -1,3 +1,4 @@
+import { databaseStateOf } from '../db/data-source';
 import { freeze } from './helpers/freeze';
 import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres';
 import { createRun, transcript, waitForState } from './helpers/runs';
@@ -14,7 +15,8 @@ import { createTestContext, uniqueName, waitFor, type TestContext } from './help
  * PostgreSQL frozen for a minute (SIGSTOP of the server and every connection's process) under
  * a steady load: every request is answered within 10 s, 503 resource_unavailable with
  * Retry-After on everything that needs the database (at once, after a probe found it gone),
- * /readyz names it, and nothing answers 500. A step that meets the outage waits it out instead of using up its retries (three here),
+ * /readyz names it, and nothing answers 500. A step that meets the outage waits it out instead of
+ * using up its retries (three here) or asking its model again,
  * and once the database is back every accepted run and follow-up goes through. The test brings
  * its own PostgreSQL, so freezing it touches no other test.
  */
@@ -56,10 +58,18 @@ test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it ou
   await waitForLoadCreates(ctx, `Load ${marker}`, 'the load to create runs');
   const thaw = freeze(postgres.postmasterPid());
   const frozenAt = Date.now();
-  frozen();
   let ready;
   let health;
   try {
+    // The model answers once the worker knows the database is gone: recording the reply is
+    // refused at once, with nothing sent that the server could still write when it comes back.
+    await waitFor(
+      async () => databaseStateOf(ctx.dataSource),
+      (state) => state === 'unreachable',
+      'the database gate to find PostgreSQL gone',
+      30_000,
+    );
+    frozen();
     ready = await ctx.api.get('/readyz');
     health = await ctx.api.get('/healthz');
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS)); // the outage itself
@@ -89,15 +99,13 @@ test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it ou
   expect(refusedByGate.length).toBeGreaterThan(300);
 
   // The step met the outage and did not fail for it. Its reply, answered while the database was
-  // frozen, is recorded once: the statement that had reached the frozen server wrote it when the
-  // server came back (a reply and its usage are one statement, so nothing else waits on a commit),
-  // or the step, retried, asked the model again and recorded that reply instead.
+  // gone, is the one recorded, once, and the model was never asked again: the step waited for
+  // PostgreSQL to take the reply instead of being run again from the start.
   const run = await waitForState(ctx, key, midStep, ['SUCCEEDED'], undefined, 120_000);
   expect(run.state).toBe('SUCCEEDED');
   const replies = (await transcript(ctx, midStep)).filter((e) => e.kind === 'assistant');
-  expect(replies).toHaveLength(1);
-  const askedAgain = ctx.model.calls(stepMarker).length >= 2;
-  expect(askedAgain || replies[0]!.payload.text === 'answered during the outage').toBe(true);
+  expect(replies.map((r) => r.payload.text)).toEqual(['answered during the outage']);
+  expect(ctx.model.calls(stepMarker)).toHaveLength(1);
   expect(run.request_usage).toEqual({ total_tokens: replies[0]!.payload.total_tokens });
 
   const accepted = results.filter((r) => r.kind === 'create' && r.status === 201).map((r) => r.runId!);

@@ -2,7 +2,7 @@ import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { pingDatabase } from '../db/probes';
-import { isDependencyDown } from '../core/dependency-errors';
+import { isCausedByOutage } from '../core/dependency-errors';
 import type { Logger } from '../core/logger';
 import { runIdOfWorkflowId } from '../workflows/run-contract';
 
@@ -29,7 +29,7 @@ export function waitOutDatabaseOutages(dataSource: DataSource, logger: Logger): 
           try {
             return await next(input);
           } catch (err) {
-            if (ctx.info.isLocal || !causedByOutage(err)) throw err;
+            if (ctx.info.isLocal || !isCausedByOutage(err)) throw err;
             // The probe itself can take seconds (a full pool, a query timeout): beat meanwhile.
             const beat = setInterval(() => ctx.heartbeat(), 1000);
             try {
@@ -66,11 +66,4 @@ function runOf(workflowId: string | undefined): Record<string, string> {
   if (workflowId === undefined) return {};
   const runId = runIdOfWorkflowId(workflowId);
   return runId ? { run_id: runId } : { workflow_id: workflowId };
-}
-
-function causedByOutage(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
-    if (isDependencyDown(e)) return true;
-  }
-  return false;
 }

@@ -1,3 +1,4 @@
+import type { Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../../core/run-events';
 import type { Logger } from '../../core/logger';
 import { listFactoryAgents } from '../../db/agent-identities';
@@ -15,6 +16,7 @@ import { offeredFactoryFileTool, VALIDATE_FACTORY_FILE_SPEC } from '../tools/fac
 import { BUILTIN_TOOLS } from '../tools/builtin-tools';
 import { ORCHESTRATION_TOOL_SPECS } from '../tools/orchestration-tools';
 import { userFailure } from '../user-failure';
+import { writeThroughOutage } from '../write-through-outage';
 import { conversationFromEvents } from './conversation-from-events';
 import { systemPrompt } from './system-prompt';
 import { assistantEventKey } from './tool-call-keys';
@@ -29,9 +31,10 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
     step: number,
     run: StepRun,
     { events, summary }: StepConversation,
-    signal: AbortSignal,
+    ctx: Context,
   ): Promise<{ reply: RunEventPayloads['assistant']; recorded: boolean }> {
     const modelId = run.config.model_id;
+    const signal = ctx.cancellationSignal;
     let resolved;
     try {
       resolved = resolveProvider(config, modelId);
@@ -107,13 +110,17 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
     };
     const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
     const eventKey = assistantEventKey(turn, step);
-    if (await appendReplyWithUsage(dataSource.manager, { runId, eventKey, turn, payload }, totalTokens, cost)) {
-      return { reply: payload, recorded: true };
-    }
-    // Another attempt of this step recorded its reply first: the step goes on with that one, whose
-    // tool calls that attempt may have started.
-    const stored = await loadRunEventByKey(dataSource.manager, runId, eventKey);
-    if (!stored) throw new Error(`the reply ${eventKey} of run ${runId} was neither written nor found`);
-    return { reply: stored.payload as RunEventPayloads['assistant'], recorded: false };
+    // From here on the reply is paid for: the step records it or waits for PostgreSQL to take it.
+    return writeThroughOutage(ctx, log, "the model's reply", async () => {
+      if (await appendReplyWithUsage(dataSource.manager, { runId, eventKey, turn, payload }, totalTokens, cost)) {
+        return { reply: payload, recorded: true };
+      }
+      // Another attempt of this step recorded its reply first (or this attempt's write went through
+      // though its answer was lost): the step goes on with the stored one, whose tool calls that
+      // attempt may have started.
+      const stored = await loadRunEventByKey(dataSource.manager, runId, eventKey);
+      if (!stored) throw new Error(`the reply ${eventKey} of run ${runId} was neither written nor found`);
+      return { reply: stored.payload as RunEventPayloads['assistant'], recorded: false };
+    });
   }
 }
