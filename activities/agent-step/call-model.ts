@@ -2,6 +2,7 @@ import type { Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../../core/run-events';
 import type { Logger } from '../../core/logger';
 import { listFactoryAgents } from '../../db/agent-identities';
+import { databaseStateOf } from '../../db/data-source';
 import type { StepRun } from '../../db/run-step-reads';
 import { loadRunEventByKey } from '../../db/run-events';
 import { appendReplyWithUsage } from '../../db/run-usage';
@@ -111,16 +112,22 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
     const cost = modelCostUsd(config, modelId, reply.inputTokens, reply.outputTokens);
     const eventKey = assistantEventKey(turn, step);
     // From here on the reply is paid for: the step records it or waits for PostgreSQL to take it.
-    return writeThroughOutage(ctx, log, "the model's reply", async () => {
-      if (await appendReplyWithUsage(dataSource.manager, { runId, eventKey, turn, payload }, totalTokens, cost)) {
-        return { reply: payload, recorded: true };
-      }
-      // Another attempt of this step recorded its reply first (or this attempt's write went through
-      // though its answer was lost): the step goes on with the stored one, whose tool calls that
-      // attempt may have started.
-      const stored = await loadRunEventByKey(dataSource.manager, runId, eventKey);
-      if (!stored) throw new Error(`the reply ${eventKey} of run ${runId} was neither written nor found`);
-      return { reply: stored.payload as RunEventPayloads['assistant'], recorded: false };
-    });
+    return writeThroughOutage(
+      ctx,
+      log,
+      "the model's reply",
+      () => databaseStateOf(dataSource),
+      async () => {
+        if (await appendReplyWithUsage(dataSource.manager, { runId, eventKey, turn, payload }, totalTokens, cost)) {
+          return { reply: payload, recorded: true };
+        }
+        // Another attempt of this step recorded its reply first (or this attempt's write went through
+        // though its answer was lost): the step goes on with the stored one, whose tool calls that
+        // attempt may have started.
+        const stored = await loadRunEventByKey(dataSource.manager, runId, eventKey);
+        if (!stored) throw new Error(`the reply ${eventKey} of run ${runId} was neither written nor found`);
+        return { reply: stored.payload as RunEventPayloads['assistant'], recorded: false };
+      },
+    );
   }
 }

@@ -1,12 +1,12 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { writeThroughOutage } from '../../activities/write-through-outage';
 import { DatabaseUnreachableError } from '../../core/dependency-errors';
 import { createLogger } from '../../core/logger';
-import { writeThroughOutage } from '../../activities/write-through-outage';
+import type { DatabaseState } from '../../db/database-gate';
 
 const log = createLogger('error', 'test');
 const poolTimeout = () => new Error('timeout exceeded when trying to connect');
-
 const quiet = {
   log: () => undefined,
   trace: () => undefined,
@@ -15,7 +15,6 @@ const quiet = {
   warn: () => undefined,
   error: () => undefined,
 };
-const activityEnvironment = () => new MockActivityEnvironment(undefined, { logger: quiet });
 
 /** A write that fails with `failures` in turn, then answers `done`; counts its tries. */
 function flakyWrite(failures: Error[]) {
@@ -29,42 +28,64 @@ function flakyWrite(failures: Error[]) {
   return { write, tries: () => tries };
 }
 
+/** Runs the helper in an activity whose sleep only counts: the helper must wait with it, so a cancel ends the wait. */
+async function writeInActivity(write: () => Promise<string>, state: () => DatabaseState) {
+  const slept: number[] = [];
+  const result = new MockActivityEnvironment(undefined, { logger: quiet }).run(() => {
+    const sleep = (ms: number | string) => (slept.push(Number(ms)), Promise.resolve());
+    return writeThroughOutage({ ...Context.current(), sleep } as unknown as Context, log, 'a reply', state, write);
+  });
+  return { result, slept };
+}
+
 describe('writeThroughOutage', () => {
-  test('tries a write that failed for want of PostgreSQL again until it goes through', async () => {
+  test('tries a write that failed for want of PostgreSQL again every second until it goes through', async () => {
     const flaky = flakyWrite([new DatabaseUnreachableError(), poolTimeout(), new Error('x', { cause: poolTimeout() })]);
-    const env = activityEnvironment();
-    const slept: number[] = [];
-    // No real waiting: the context's sleep is the one the helper must use, so a cancel ends it.
-    const result = await env.run(() => {
-      const ctx = Context.current();
-      const sleep = (ms: number | string) => (slept.push(Number(ms)), Promise.resolve());
-      return writeThroughOutage({ ...ctx, sleep } as unknown as Context, log, 'a reply', flaky.write);
-    });
-    expect(result).toBe('done');
+    const { result, slept } = await writeInActivity(flaky.write, () => 'unreachable');
+    await expect(result).resolves.toBe('done');
     expect(flaky.tries()).toBe(4);
     expect(slept).toEqual([1000, 1000, 1000]);
   });
 
+  test('waits out an outage however long it lasts', async () => {
+    const flaky = flakyWrite(Array.from({ length: 50 }, () => new DatabaseUnreachableError()));
+    const { result } = await writeInActivity(flaky.write, () => 'unreachable');
+    await expect(result).resolves.toBe('done');
+    expect(flaky.tries()).toBe(51);
+  });
+
+  test('gives up after ten failures while the database answers others: the write fails for itself', async () => {
+    const flaky = flakyWrite(Array.from({ length: 50 }, poolTimeout));
+    const { result } = await writeInActivity(flaky.write, () => 'reachable');
+    await expect(result).rejects.toThrow('timeout exceeded when trying to connect');
+    expect(flaky.tries()).toBe(10);
+  });
+
   test('lets any other failure through at once', async () => {
     const flaky = flakyWrite([new Error('duplicate key value violates unique constraint')]);
-    const env = activityEnvironment();
-    await expect(env.run(() => writeThroughOutage(Context.current(), log, 'a reply', flaky.write))).rejects.toThrow(
-      'duplicate key',
-    );
+    const { result, slept } = await writeInActivity(flaky.write, () => 'unreachable');
+    await expect(result).rejects.toThrow('duplicate key');
     expect(flaky.tries()).toBe(1);
+    expect(slept).toEqual([]);
   });
 
   test('stops waiting when the activity is cancelled', async () => {
-    const env = activityEnvironment();
+    const env = new MockActivityEnvironment(undefined, { logger: quiet });
     let tries = 0;
     const writing = env.run(() =>
-      writeThroughOutage(Context.current(), log, 'a reply', async () => {
-        tries += 1;
-        if (tries === 1) setImmediate(() => env.cancel());
-        throw new DatabaseUnreachableError();
-      }),
+      writeThroughOutage(
+        Context.current(),
+        log,
+        'a reply',
+        () => 'unreachable',
+        async () => {
+          tries += 1;
+          if (tries === 1) setImmediate(() => env.cancel());
+          throw new DatabaseUnreachableError();
+        },
+      ),
     );
-    await expect(writing).rejects.toThrow();
+    await expect(writing).rejects.toBeInstanceOf(CancelledFailure);
     expect(tries).toBe(1);
   });
 });
