@@ -74,6 +74,7 @@ test('a minute of PostgreSQL frozen under load: 503s, no 500, a step waits it ou
     health = await ctx.api.get('/healthz');
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS)); // the outage itself
   } finally {
+    frozen(); // should the gate never have shut, the held reply still ends
     thaw();
   }
   const thawedAt = Date.now();

@@ -54,11 +54,27 @@ describe('writeThroughOutage', () => {
     expect(flaky.tries()).toBe(51);
   });
 
-  test('gives up after ten failures while the database answers others: the write fails for itself', async () => {
-    const flaky = flakyWrite(Array.from({ length: 50 }, poolTimeout));
-    const { result } = await writeInActivity(flaky.write, () => 'reachable');
-    await expect(result).rejects.toThrow('timeout exceeded when trying to connect');
-    expect(flaky.tries()).toBe(10);
+  test.each(['reachable', 'checking'] as const)(
+    'gives up after ten failures while the gate is %s: the write fails for itself',
+    async (state) => {
+      // A full pool's timeout reaches the write after the gate began checking (db/guarded-pg.ts).
+      const flaky = flakyWrite(Array.from({ length: 50 }, poolTimeout));
+      const { result } = await writeInActivity(flaky.write, () => state);
+      await expect(result).rejects.toThrow('timeout exceeded when trying to connect');
+      expect(flaky.tries()).toBe(10);
+    },
+  );
+
+  test('an outage between failures starts their count again', async () => {
+    const states: DatabaseState[] = [
+      ...Array.from({ length: 9 }, () => 'checking' as const),
+      'unreachable',
+      ...Array.from({ length: 9 }, () => 'checking' as const),
+    ];
+    const flaky = flakyWrite(Array.from({ length: 19 }, poolTimeout));
+    const { result } = await writeInActivity(flaky.write, () => states.shift() ?? 'checking');
+    await expect(result).resolves.toBe('done');
+    expect(flaky.tries()).toBe(20);
   });
 
   test('lets any other failure through at once', async () => {
