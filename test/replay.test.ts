@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { HISTORIES_DIR, historyFromObject } from './helpers/replay-fixtures';
 import { testStack } from './helpers/test-context';
+import { SILENT_LOGGER } from './helpers/silent-logger';
 
 /**
  * Workflow code must replay the histories of runs already in flight, or a deploy breaks them.
@@ -86,14 +87,7 @@ test('every recorded history replays against the current workflow code', async (
 test('the replay check catches an incompatible change', async () => {
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('./replay/incompatible-workflow'),
-    logger: {
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: () => undefined,
-      error: () => undefined,
-      log: () => undefined,
-    },
+    logger: SILENT_LOGGER,
   });
   const failures = await replayFailures({ workflowBundle: { code } });
   expect(failures.length).toBe(histories().length);

@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { HOST_PATH } from '../sandbox/host-root';
-import { ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
+import { execTool, ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
 import { ImagePullError, classifySkopeoError } from './image-pull-error';
 
 /** How skopeo reaches one registry: TLS or not, and the credential file (never the worker's own). */
@@ -94,17 +93,9 @@ function run(
         ),
       );
     }
-    const child = execFile(
-      tool.file,
-      tool.args,
-      {
-        encoding: 'buffer',
-        maxBuffer: 16 * 1024 * 1024,
-        timeout: options.timeoutMs,
-        signal: options.signal,
-        killSignal: 'SIGKILL',
-        env: tool.env,
-      },
+    const child = execTool(
+      tool,
+      { maxBuffer: 16 * 1024 * 1024, timeoutMs: options.timeoutMs, signal: options.signal, killSignal: 'SIGKILL' },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
         const text = stderr.toString('utf8').trim() || err.message;

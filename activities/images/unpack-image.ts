@@ -1,16 +1,12 @@
-import { execFile } from 'node:child_process';
 import { mib } from '../../core/human-units';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { diskUsageBytes } from '../sandbox/run-disk';
 import { HOST_PATH } from '../sandbox/host-root';
 import { IMAGE_MOUNT_POINTS } from '../sandbox/sandbox-paths';
-import { ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
+import { runTool, ToolMissingError, type ToolSandbox } from '../sandbox/tool-sandbox';
 import { ImagePullError } from './image-pull-error';
-
-const run = promisify(execFile);
 
 const UNPACK_POLL_MS = 1000;
 
@@ -73,10 +69,9 @@ export async function unpackImage(
       .finally(() => (measuring = false));
   }, UNPACK_POLL_MS);
   try {
-    await run(tool.file, tool.args, {
-      env: tool.env,
+    await runTool(tool, {
       signal: options.signal ? AbortSignal.any([options.signal, tooLarge.signal]) : tooLarge.signal,
-      timeout: options.timeoutMs,
+      timeoutMs: options.timeoutMs,
       maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {

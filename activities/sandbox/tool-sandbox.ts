@@ -1,3 +1,4 @@
+import { execFile, type ChildProcess, type ExecFileException } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { etcArgs, ETC_FILES, HOST_NETWORK_ETC, HOST_PATH, systemDirArgs } from './host-root';
@@ -13,6 +14,44 @@ export interface ToolProcess {
   file: string;
   args: string[];
   env: NodeJS.ProcessEnv;
+}
+
+/** How long a tool may run, and how much it may print. */
+export interface ToolRunOptions {
+  timeoutMs: number;
+  maxBuffer: number;
+  signal?: AbortSignal;
+  killSignal?: NodeJS.Signals;
+}
+
+/** Starts a tool that `wrap` put in its sandbox: the one place a tool's process is started. */
+export function execTool(
+  tool: ToolProcess,
+  options: ToolRunOptions,
+  callback: (err: ExecFileException | null, stdout: Buffer, stderr: Buffer) => void,
+): ChildProcess {
+  return execFile(
+    tool.file,
+    tool.args,
+    {
+      encoding: 'buffer',
+      env: tool.env,
+      timeout: options.timeoutMs,
+      maxBuffer: options.maxBuffer,
+      signal: options.signal,
+      ...(options.killSignal ? { killSignal: options.killSignal } : {}),
+    },
+    callback,
+  );
+}
+
+/** execTool awaited: the tool's output, or its failure with what it said on stderr as `stderr`. */
+export function runTool(tool: ToolProcess, options: ToolRunOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    execTool(tool, options, (err, stdout, stderr) =>
+      err ? reject(Object.assign(err, { stderr: stderr.toString('utf8') })) : resolve(stdout),
+    ),
+  );
 }
 
 export interface ToolSpec {

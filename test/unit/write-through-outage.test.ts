@@ -4,17 +4,10 @@ import { writeThroughOutage } from '../../activities/write-through-outage';
 import { DatabaseUnreachableError } from '../../core/dependency-errors';
 import { createLogger } from '../../core/logger';
 import type { DatabaseState } from '../../db/database-gate';
+import { SILENT_LOGGER } from '../helpers/silent-logger';
 
 const log = createLogger('error', 'test');
 const poolTimeout = () => new Error('timeout exceeded when trying to connect');
-const quiet = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
 
 /** A write that fails with `failures` in turn, then answers `done`; counts its tries. */
 function flakyWrite(failures: Error[]) {
@@ -31,7 +24,7 @@ function flakyWrite(failures: Error[]) {
 /** Runs the helper in an activity whose sleep only counts: the helper must wait with it, so a cancel ends the wait. */
 async function writeInActivity(write: () => Promise<string>, state: () => DatabaseState) {
   const slept: number[] = [];
-  const result = new MockActivityEnvironment(undefined, { logger: quiet }).run(() => {
+  const result = new MockActivityEnvironment(undefined, { logger: SILENT_LOGGER }).run(() => {
     const sleep = (ms: number | string) => (slept.push(Number(ms)), Promise.resolve());
     return writeThroughOutage({ ...Context.current(), sleep } as unknown as Context, log, 'a reply', state, write);
   });
@@ -86,7 +79,7 @@ describe('writeThroughOutage', () => {
   });
 
   test('stops waiting when the activity is cancelled', async () => {
-    const env = new MockActivityEnvironment(undefined, { logger: quiet });
+    const env = new MockActivityEnvironment(undefined, { logger: SILENT_LOGGER });
     let tries = 0;
     const writing = env.run(() =>
       writeThroughOutage(
