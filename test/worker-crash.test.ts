@@ -216,6 +216,14 @@ test('a worker SIGKILLed in the middle of a Claude Code turn: another worker res
   await waitUntilPolling(ctx, first, 'the first worker');
   const runId = await createRun(ctx, key, { prompt: `Run it once ${marker}`, config: { harness: { type: 'claude' } } });
   await within(ctx.model.waitForCalls(marker, 2), 60_000, 'the second model call', first);
+  // The worker writes the CLI's entries as it reads them, and its read of the tool call can trail
+  // the CLI's next model call on a loaded machine: the kill comes once that entry is recorded (one
+  // a SIGKILL catches unwritten is lost; the resumed session does not print it again).
+  await waitFor(
+    async () => (await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call').length,
+    (n) => n === 1,
+    "the first attempt's tool call to be recorded",
+  );
   first.proc.kill('SIGKILL');
   await first.exited;
 
