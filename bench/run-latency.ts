@@ -8,10 +8,13 @@
  * any HTTP API on this machine), in rounds that take turns, with their latencies, throughput
  * ratios and where the CPU went.
  * Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1] [compare=200]
+ * With BENCH_PROFILE_DIR set, it then profiles `compare` more requests to the HTTP floor and to
+ * the API (this process's main thread only) into create-floor.cpuprofile and create-api.cpuprofile.
  * (a run of N steps makes N model calls, each but the last asking for one write_file tool call;
  * `compare` requests of each kind, in rounds of 20).
  */
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { closeServer } from '../api/server';
 import { createLogger } from '../core/logger';
@@ -21,6 +24,7 @@ import { ScriptedModelServer } from '../test/helpers/scripted-model';
 import { createWorker } from '../worker/create-worker';
 import { RUN_WORKFLOW_TYPE, runWorkflowId } from '../workflows/run-contract';
 import { percentile, serveBenchApi, startBenchStack, timedConcurrently } from './bench-stack';
+import { profileTo } from './cpu-profile';
 import { startHttpFloor } from './http-floor';
 import { startHttpLoadThread } from './http-load-thread';
 import { cpuSince, descendantCpuMs } from './process-tree-cpu';
@@ -186,6 +190,19 @@ async function main(): Promise<void> {
   log(
     `HTTP floor / bare            throughput ${(http.perSecond / bare.perSecond).toFixed(2)}x, p50 ${delta(http, bare)}`,
   );
+
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  if (profileDir) {
+    // The server side of each HTTP variant alone (the clients run on their thread), one after the other.
+    for (const [name, send] of [
+      ['floor', post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' })],
+      ['api', post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) })],
+    ] as const) {
+      const file = path.join(profileDir, `create-${name}.cpuprofile`);
+      await profileTo(file, () => send(compare));
+      log(`CPU profile of ${compare} requests to the ${name}: ${file}`);
+    }
+  }
 
   await load.stop();
   await floor.stop();
