@@ -8,12 +8,13 @@
  * any HTTP API on this machine), in rounds that take turns, with their latencies, throughput
  * ratios and where the CPU went.
  * Usage: npm run bench -- [runs=50] [concurrency=10] [steps=1] [compare=200]
- * With BENCH_PROFILE_DIR set, it then profiles `compare` more requests to the HTTP floor and to
- * the API (this process's main thread only) into create-floor.cpuprofile and create-api.cpuprofile.
  * (a run of N steps makes N model calls, each but the last asking for one write_file tool call;
  * `compare` requests of each kind, in rounds of 20).
+ * With BENCH_PROFILE_DIR set, it then profiles `compare` more requests to the HTTP floor and to
+ * the API (this process's main thread only) into create-floor.cpuprofile and create-api.cpuprofile.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { closeServer } from '../api/server';
@@ -41,6 +42,8 @@ async function main(): Promise<void> {
   const concurrency = Number(process.argv[3] ?? 10);
   const steps = Number(process.argv[4] ?? 1);
   const compare = Number(process.argv[5] ?? 200);
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
   const bootStart = Date.now();
@@ -153,10 +156,12 @@ async function main(): Promise<void> {
   const load = startHttpLoadThread();
   const post = (url: string, init: { headers: Record<string, string>; body: string }) => (count: number) =>
     load.run({ url, init: { method: 'POST', ...init }, expectStatus: 201, count, concurrency });
+  const toFloor = post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' });
+  const toApi = post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) });
   const measured = await compareInRounds(compare, {
     bare: (count) => timedConcurrently(count, concurrency, startBare),
-    floor: post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' }),
-    api: post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) }),
+    floor: toFloor,
+    api: toApi,
   });
   const { bare, floor: http, api } = measured;
   log(
@@ -191,12 +196,11 @@ async function main(): Promise<void> {
     `HTTP floor / bare            throughput ${(http.perSecond / bare.perSecond).toFixed(2)}x, p50 ${delta(http, bare)}`,
   );
 
-  const profileDir = process.env.BENCH_PROFILE_DIR;
   if (profileDir) {
     // The server side of each HTTP variant alone (the clients run on their thread), one after the other.
     for (const [name, send] of [
-      ['floor', post(floor.url, { headers: { 'content-type': 'application/json' }, body: '{}' })],
-      ['api', post(`${base}/agent/runs`, { headers, body: JSON.stringify({ prompt: 'x' }) })],
+      ['floor', toFloor],
+      ['api', toApi],
     ] as const) {
       const file = path.join(profileDir, `create-${name}.cpuprofile`);
       await profileTo(file, () => send(compare));
