@@ -217,6 +217,57 @@ test('cancelling a run whose command sleeps stops Claude Code and the command wi
   expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
 });
 
+test("files Claude Code's commands write past AGENT_WORKSPACE_MAX_BYTES stop it while it works, and the run fails as budget_exceeded", async () => {
+  const limited = await createTestContext({
+    env: {
+      ANTHROPIC_API_KEY: PLATFORM_KEY,
+      AGENT_WORKSPACE_MAX_BYTES: String(24 * 1024 * 1024),
+      AGENT_SANDBOX_MAX_FILE_SIZE_MB: '8',
+    },
+  });
+  try {
+    const { key } = await limited.newTeamKey();
+    const marker = uniqueName('claude-disk');
+    const sleeper = `sleeper-${marker}`;
+    // Each file is under the per-file limit; together they are not. The command then stays, so
+    // only a measurement made while the CLI works can end it.
+    limited.model.script(marker, (_req, call) =>
+      call === 1
+        ? {
+            text: '',
+            toolCalls: [
+              {
+                name: 'Bash',
+                arguments: {
+                  command: `for i in 1 2 3 4 5; do head -c 7M /dev/urandom > f$i; done; exec -a ${sleeper} sleep 600`,
+                  timeout: 600000,
+                },
+              },
+            ],
+          }
+        : { text: 'should not be asked again' },
+    );
+    const runId = await createRun(limited, key, { prompt: `Fill ${marker}`, config: claude });
+    const run = await waitForState(limited, key, runId, ['FAILED', 'SUCCEEDED', 'ERROR'], undefined, 60_000);
+    expect([run.state, run.status_message]).toEqual([
+      'FAILED',
+      expect.objectContaining({
+        error_code: 'budget_exceeded',
+        message: "Claude Code was stopped: the run's files grew past its disk limit (AGENT_WORKSPACE_MAX_BYTES).",
+      }),
+    ]);
+    expect(limited.model.calls(marker)).toHaveLength(1);
+    await waitFor(
+      async () => hostPidsRunning(sleeper).length,
+      (n) => n === 0,
+      'the command to be gone with the CLI',
+      10_000,
+    );
+  } finally {
+    await limited.close();
+  }
+});
+
 test("a session that is gone from the run's home (a workspace rebuilt elsewhere) is replaced by one told the conversation so far", async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('claude-lost');

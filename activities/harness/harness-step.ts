@@ -16,6 +16,7 @@ import { createRecordChangedFiles } from '../agent-step/changed-files';
 import { createRecordHandoff } from '../agent-step/handoff-patch';
 import type { ActivityDeps } from '../deps';
 import { modelCostUsd } from '../model/model-cost';
+import { RunDiskLimitError, runDiskQuota, type RunDiskQuota } from '../sandbox/run-disk';
 import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
 import { runProcesses } from '../sandbox/sandboxed-process';
 import { socketPath } from '../sandbox/socket-path';
@@ -26,7 +27,7 @@ import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError } from './harness-credential';
 import { HarnessTranscript, JsonLines } from './harness-transcript';
 import { claimHarnessStep } from './harness-claim';
-import { invocationFailure } from './invocation-failure';
+import { invocationFailure, type InvocationFailure } from './invocation-failure';
 import { writeHomeFiles } from './home-files';
 import { openGatewayChannel } from './model-gateway';
 import { RawEventLog } from './raw-event-log';
@@ -91,6 +92,12 @@ export function createHarnessStep(deps: ActivityDeps) {
       throw err;
     }
     const processes = runProcesses(sandbox, runId);
+    // Measured while the CLI works (its own tools write where the service cannot see each write),
+    // and once more after it: past the limit, the run fails as an agent step's command would fail it.
+    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
+      launch: sandbox.hostLauncher,
+    });
+    await checkDisk(disk);
     const files = workspaceFiles(processes);
     // Written under the CLI's home by name: a name from a repository's front matter is a path part only if plain.
     const skills = (await loadAdvertisedSkills(run, files))
@@ -184,6 +191,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
           keepBytes: 16 * 1024,
           signal: AbortSignal.any([signal, keyRefused.signal]),
+          disk,
           onStdout: (chunk) => lines.write(chunk),
         });
         lines.end();
@@ -237,13 +245,14 @@ export function createHarnessStep(deps: ActivityDeps) {
         throw new Error('cancelled');
       }
       await recordChangedFiles(runId, turn, step, workspace, processes, signal);
-      const failure = invocationFailure({
-        title: spec.title,
-        result,
-        report,
-        gateway,
-        secretName: credential.secretName,
-      });
+      const failure =
+        invocationFailure({
+          title: spec.title,
+          result,
+          report,
+          gateway,
+          secretName: credential.secretName,
+        }) ?? (await diskFailure(disk));
       observeHarnessInvocation(type, failure ? (failure.retry ? 'retried' : 'failed') : 'ok');
       if (failure?.retry) throw new Error(failure.message);
       if (failure) {
@@ -258,6 +267,22 @@ export function createHarnessStep(deps: ActivityDeps) {
       await gateway.close();
     }
   };
+}
+
+async function checkDisk(disk: RunDiskQuota): Promise<void> {
+  const failure = await diskFailure(disk);
+  if (failure) throw userFailure(failure.message, failure.code);
+}
+
+/** The run's files are past its limit: what the CLI wrote in its last seconds, after the last measurement. */
+async function diskFailure(disk: RunDiskQuota): Promise<InvocationFailure | undefined> {
+  try {
+    await disk.check();
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof RunDiskLimitError)) throw err;
+    return { message: err.message, code: 'budget_exceeded' };
+  }
 }
 
 function budgetSpent(maxTokens: number): string {
