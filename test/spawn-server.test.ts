@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -63,6 +64,33 @@ test('a process gets real pipes, its environment and directory, and its exit sta
     initPath,
     '-spawn-server',
   ]);
+});
+
+test('standard output can go to a file the worker made: written there as it comes, the stream ending at once', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'spawn-stdout-'));
+  try {
+    const file = path.join(dir, 'out');
+    writeFileSync(file, 'kept\n');
+    const launchTo = (target: string) =>
+      server.launch('/bin/bash', ['-c', 'echo one; echo to-stderr >&2; echo two'], {
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+        stdoutFile: target,
+      });
+    const result = await finished(launchTo(file));
+    expect([result.code, result.out.toString('utf8'), result.err]).toEqual([0, '', 'to-stderr\n']);
+    // Opened for appending, never truncated: what was there stays.
+    expect(readFileSync(file, 'utf8')).toBe('kept\none\ntwo\n');
+
+    // The file must exist, and a link is not followed.
+    await expect(finished(launchTo(path.join(dir, 'missing')))).rejects.toMatchObject({ code: 'ENOENT' });
+    writeFileSync(path.join(dir, 'elsewhere'), '');
+    symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'link'));
+    await expect(finished(launchTo(path.join(dir, 'link')))).rejects.toThrow(/too many levels of symbolic links/i);
+    expect(readFileSync(path.join(dir, 'elsewhere'), 'utf8')).toBe('');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('standard input arrives whole, in order, and a program that stops reading it ends the writes', async () => {

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import type { EventEmitter } from 'node:events';
-import type { Readable, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 
 export interface LaunchOptions {
   cwd: string;
@@ -18,6 +20,11 @@ export interface LaunchOptions {
    * (a run's command sandbox); spawn servers only.
    */
   shellStatus?: boolean;
+  /**
+   * Standard output goes to this existing file, appended to, instead of a pipe (`stdout` then
+   * ends at once): what the process wrote is on disk even if the worker dies before reading it.
+   */
+  stdoutFile?: string;
 }
 
 /**
@@ -41,13 +48,22 @@ export type ProcessLauncher = (file: string, args: string[], options: LaunchOpti
 
 /** Node's own child_process: a fork of this process. */
 export const forkLauncher: ProcessLauncher = (file, args, options) => {
-  const child = spawn(file, args, {
-    cwd: options.cwd,
-    env: options.env,
-    detached: options.detached ?? false,
-    stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-  });
+  const stdoutFd = options.stdoutFile
+    ? openSync(options.stdoutFile, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW)
+    : undefined;
+  let child;
+  try {
+    child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: options.detached ?? false,
+      stdio: [options.stdin ? 'pipe' : 'ignore', stdoutFd ?? 'pipe', 'pipe'],
+    });
+  } finally {
+    if (stdoutFd !== undefined) closeSync(stdoutFd);
+  }
   return Object.assign(child, {
+    ...(stdoutFd !== undefined ? { stdout: Readable.from([]) } : {}),
     signal(sig: NodeJS.Signals, { group = false } = {}) {
       try {
         if (group && child.pid !== undefined) process.kill(-child.pid, sig);

@@ -1,4 +1,5 @@
 import { OutputCapture } from '../tools/output-capture';
+import { FileTail } from './file-tail';
 import type { PreparedProcess } from './sandbox';
 import { startPrepared } from './start-prepared';
 
@@ -22,6 +23,11 @@ export interface RunProcessOptions {
   keepBytes: number;
   /** Hears standard output as it arrives (it is kept in `output` too). */
   onStdout?: (chunk: Buffer) => void;
+  /**
+   * Standard output goes to this existing file instead of a pipe, and is read from there as it
+   * grows (LaunchOptions.stdoutFile): what the process printed survives the worker.
+   */
+  stdoutFile?: string;
 }
 
 const KILL_GRACE_MS = 2000;
@@ -38,12 +44,15 @@ const DRAIN_MS = 1000;
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = startPrepared(options.prepared, { detached: true });
+    const { stdoutFile } = options;
+    const child = startPrepared(options.prepared, { detached: true, ...(stdoutFile ? { stdoutFile } : {}) });
     const capture = new OutputCapture(options.keepBytes);
-    child.stdout.on('data', (chunk: Buffer) => {
+    const onStdout = (chunk: Buffer) => {
       capture.add(chunk);
       options.onStdout?.(chunk);
-    });
+    };
+    child.stdout.on('data', onStdout);
+    const tail = stdoutFile ? new FileTail(stdoutFile, onStdout) : undefined;
     child.stderr.on('data', (chunk: Buffer) => capture.add(chunk));
 
     let timedOut = false;
@@ -75,20 +84,25 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       options.signal?.removeEventListener('abort', onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
-      resolve({
-        exitCode,
-        signal,
-        timedOut,
-        cancelled,
-        durationMs: Date.now() - started,
-        output: capture.text(),
-        outputBytes: capture.total,
-      });
+      // The file has what the process wrote before it exited: read to its end.
+      void (tail?.finish() ?? Promise.resolve()).then(
+        () =>
+          resolve({
+            exitCode,
+            signal,
+            timedOut,
+            cancelled,
+            durationMs: Date.now() - started,
+            output: capture.text(),
+            outputBytes: capture.total,
+          }),
+        reject,
+      );
     };
     child.once('error', (err) => {
       settled = true;
       for (const t of timers) clearTimeout(t);
-      reject(err);
+      void (tail?.finish() ?? Promise.resolve()).finally(() => reject(err));
     });
     child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       signalGroup('SIGKILL');

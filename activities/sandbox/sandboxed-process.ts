@@ -79,6 +79,8 @@ export interface RunProcesses {
     keepBytes: number;
     signal?: AbortSignal;
     onStdout?: (chunk: Buffer) => void;
+    /** RunProcessOptions.stdoutFile: the output is on disk as the program writes it, and read from there. */
+    stdoutFile?: string;
     onRefusal?: (refusal: NetworkRefusal) => void;
     disk?: RunDiskQuota;
     /** On the environment's image (SandboxProcessSpec.onImage). */
@@ -102,6 +104,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
     keepBytes,
     signal,
     onStdout,
+    stdoutFile,
     onRefusal,
     disk,
     onImage,
@@ -157,6 +160,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
           signal: signal ? AbortSignal.any([signal, overDisk.signal]) : overDisk.signal,
           keepBytes,
           onStdout,
+          ...(stdoutFile ? { stdoutFile } : {}),
         });
       } catch (err) {
         // The sandbox it enters could not start it (that sandbox did not start, say): said as its

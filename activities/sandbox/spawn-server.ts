@@ -253,5 +253,6 @@ function startRequest(file: string, args: string[], options: LaunchOptions) {
     setsid: options.detached ?? false,
     stdin: options.stdin ?? false,
     inheritEnv: options.inheritEnv ?? false,
+    ...(options.stdoutFile ? { stdoutFile: options.stdoutFile } : {}),
   };
 }

@@ -93,6 +93,10 @@ type startRequest struct {
 	Stdin  bool     `json:"stdin"`
 	// The server's own environment under Env (a server inside a sandbox has the sandbox's).
 	InheritEnv bool `json:"inheritEnv"`
+	// Standard output goes to this file, which must exist, appended to, instead of a pipe: what
+	// the process wrote is there even if the worker and this server die before reading it. The
+	// worker reads the file itself; the stream's end is sent at once. Host-side servers only.
+	StdoutFile string `json:"stdoutFile"`
 }
 
 type child struct {
@@ -158,6 +162,10 @@ func (s *server) start(id uint32, payload []byte) {
 		s.sendJSON(id, frameFailed, map[string]string{"message": "bad start request", "code": "EINVAL"})
 		return
 	}
+	if req.StdoutFile != "" && contained {
+		s.sendJSON(id, frameFailed, map[string]string{"message": "stdoutFile is for a server on the host side", "code": "EINVAL"})
+		return
+	}
 	if contained {
 		s.sweepIfIdle()
 	}
@@ -208,11 +216,30 @@ func (s *server) start(id uint32, payload []byte) {
 		cmd.Stdin, stdinW = r, w
 		childEnds, parentEnds = append(childEnds, r), append(parentEnds, w)
 	}
-	stdoutR, stdoutW, ok := pipe()
-	if !ok {
-		return
+	var stdoutR, stdoutW *os.File
+	if req.StdoutFile != "" {
+		// Not followed if it is a link: the path is the worker's, in a directory of its own.
+		f, err := os.OpenFile(req.StdoutFile, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			closeAll(parentEnds)
+			closeAll(childEnds)
+			code := "EACCES"
+			if errors.Is(err, fs.ErrNotExist) {
+				code = "ENOENT"
+			}
+			s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": code})
+			return
+		}
+		stdoutW = f
+		childEnds = append(childEnds, stdoutW)
+	} else {
+		r, w, ok := pipe()
+		if !ok {
+			return
+		}
+		stdoutR, stdoutW = r, w
+		childEnds, parentEnds = append(childEnds, stdoutW), append(parentEnds, stdoutR)
 	}
-	childEnds, parentEnds = append(childEnds, stdoutW), append(parentEnds, stdoutR)
 	stderrR, stderrW, ok := pipe()
 	if !ok {
 		return
@@ -254,8 +281,14 @@ func (s *server) start(id uint32, payload []byte) {
 	s.sendJSON(id, frameStarted, map[string]int{"pid": cmd.Process.Pid})
 
 	var relays sync.WaitGroup
-	relays.Add(2)
-	go s.relay(id, c, 0, stdoutR, frameStdout, frameStdoutEnd, &relays)
+	if stdoutR != nil {
+		relays.Add(1)
+		go s.relay(id, c, 0, stdoutR, frameStdout, frameStdoutEnd, &relays)
+	} else {
+		c.ended[0].Store(true)
+		s.send(id, frameStdoutEnd, nil)
+	}
+	relays.Add(1)
 	go s.relay(id, c, 1, stderrR, frameStderr, frameStderrEnd, &relays)
 	if contained {
 		go c.cutOffHeldOutput(&relays, stdoutR, stderrR)
