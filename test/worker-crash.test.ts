@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
@@ -261,6 +261,92 @@ test('a worker SIGKILLed in the middle of a Claude Code turn: another worker res
     expect.stringMatching(/^Claude Code was interrupted \(its worker stopped\); attempt 2 resumes its session /),
   );
   expect(events.filter((e) => e.kind === 'tool_call')).toHaveLength(1);
+});
+
+test('what Claude Code printed while its worker could not read it is recorded when another worker resumes the turn', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-unread');
+  // What the command prints, which its own text (in the CLI's tool call entry) does not hold.
+  const printed = `printed-42-${marker}`;
+  // The command tells the test it runs, then waits for `go`: the worker is stopped in between, so
+  // the CLI prints the command's result while nothing of the worker's can read it.
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            {
+              name: 'Bash',
+              arguments: {
+                command: `touch running; while [ ! -e go ]; do sleep 0.05; done; echo ran >> runs.log; echo printed-$((6 * 7))-${marker}`,
+              },
+            },
+          ],
+        }
+      : { text: 'finished after the resume' },
+  );
+  const claudeWorker = (): WorkerChild => {
+    const child = spawnWorkerProcess(ctx, { env: { ANTHROPIC_API_KEY: 'sk-ant-crash-test' } });
+    workers.push(child);
+    return child;
+  };
+  const first = claudeWorker();
+  await waitUntilPolling(ctx, first, 'the first worker');
+  const runId = await createRun(ctx, key, { prompt: `Run it once ${marker}`, config: { harness: { type: 'claude' } } });
+  const workspace = path.join(ctx.config.workspace.dir, runId);
+  await within(
+    waitFor(
+      async () => existsSync(path.join(workspace, 'running')),
+      (running) => running,
+      'the command to run',
+      60_000,
+    ),
+    65_000,
+    'the command to run',
+    first,
+  );
+  first.proc.kill('SIGSTOP');
+  writeFileSync(path.join(workspace, 'go'), '');
+  // The CLI's output is on the worker's disk: the command's result reaches it with the worker stopped.
+  const outputs = path.join(ctx.config.workspace.dir, '.harness-output', runId);
+  await waitFor(
+    async () =>
+      existsSync(outputs)
+        ? readdirSync(outputs)
+            .map((name) => readFileSync(path.join(outputs, name), 'utf8'))
+            .join('')
+        : '',
+    (text) => text.includes(printed),
+    "the command's result in the CLI's output",
+  );
+  first.proc.kill('SIGKILL');
+  await first.exited;
+  expect((await transcript(ctx, runId)).filter((e) => e.kind === 'tool_call')).toEqual([]);
+
+  const second = claudeWorker();
+  await waitUntilPolling(ctx, second, 'the second worker');
+  const done = await within(
+    waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, 90_000),
+    95_000,
+    'the run to end on the second worker',
+    second,
+  );
+  expect([done.state, done.status_message]).toEqual(['SUCCEEDED', { message: 'finished after the resume' }]);
+  expect(readFileSync(path.join(workspace, 'runs.log'), 'utf8')).toBe('ran\n');
+  // The interrupted attempt's tool call, recorded once from its output, before the resumed session's entries.
+  const events = await transcript(ctx, runId);
+  const toolCalls = events.filter((e) => e.kind === 'tool_call');
+  expect(toolCalls).toHaveLength(1);
+  expect(toolCalls[0]!.payload).toMatchObject({ name: 'Bash', is_error: false });
+  expect(String(toolCalls[0]!.payload.output)).toContain(printed);
+  const resumedNotice = events.findIndex(
+    (e) => e.kind === 'notice' && String(e.payload.message).startsWith('Claude Code was interrupted'),
+  );
+  expect(resumedNotice).toBeGreaterThan(events.indexOf(toolCalls[0]!));
+  // Its raw event stream too, and nothing of it is left on the worker's disk.
+  const artifacts = (await getRun(ctx, key, runId)).artifacts as { data: { filename: string } }[];
+  expect(artifacts.map((a) => a.data.filename)).toContain('claude-t1-s0-a1.jsonl');
+  expect(readdirSync(outputs)).toEqual([]);
 });
 
 /** A run whose first step runs a command that blocks until the test creates `go` in the workspace. */

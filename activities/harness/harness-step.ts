@@ -5,7 +5,6 @@ import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import type { Logger } from '../../core/logger';
 import { decryptMcpServers } from '../../core/secrets';
 import { observeHarnessInvocation, observeHarnessTokens } from '../../core/metrics';
-import { recordFileArtifact } from '../../db/artifacts';
 import { addHarnessUsage, loadGatewayAdmission, recordHarnessStepFinished } from '../../db/harness-state';
 import { appendRunEvent, loadRunEvents } from '../../db/run-events';
 import { addRunUsage } from '../../db/run-usage';
@@ -22,24 +21,21 @@ import { runProcesses } from '../sandbox/sandboxed-process';
 import { socketPath } from '../sandbox/socket-path';
 import { workspaceFiles } from '../sandbox/workspace-files';
 import { userFailure } from '../user-failure';
-import { gatewaySocketDir } from '../workspace/workspace-paths';
+import { gatewaySocketDir, harnessOutputDir } from '../workspace/workspace-paths';
 import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError } from './harness-credential';
-import { HarnessTranscript, JsonLines } from './harness-transcript';
 import { claimHarnessStep } from './harness-claim';
 import { invocationFailure, type InvocationFailure } from './invocation-failure';
+import { createInvocationOutput, removeInvocationOutput } from './invocation-output';
+import { invocationRecording } from './invocation-recording';
 import { writeHomeFiles } from './home-files';
 import { openGatewayChannel } from './model-gateway';
-import { RawEventLog } from './raw-event-log';
 import { sessionRecap } from './session-recap';
 
 /** Linux's MAX_ARG_STRLEN (32 pages) less one for the terminating NUL. */
 const MAX_ARGUMENT_BYTES = 128 * 1024 - 1;
 
 const SKILL_DIR_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-
-/** The largest raw event stream kept as an artifact per invocation; the rest is cut. */
-const MAX_RAW_LOG_BYTES = 16 * 1024 * 1024;
 
 /**
  * One invocation of a harness's CLI, the harness's step: hand it the prompt or the follow-ups
@@ -79,6 +75,18 @@ export function createHarnessStep(deps: ActivityDeps) {
       throw userFailure(`The run's ${budgetSpent(maxTokens)}`, 'budget_exceeded');
     }
 
+    const { recorder, recordRawLog, recordLeftOvers } = invocationRecording(
+      {
+        dataSource,
+        blobs,
+        outputLimitBytes: config.agent.toolOutputLimitBytes,
+        workspaceRoot: config.workspace.dir,
+      },
+      { runId, type, title: spec.title, version: install.version, model: run.config.harness?.model_id || undefined },
+    );
+    // What an attempt that died with its worker printed is on disk: recorded before its session resumes.
+    await recordLeftOvers();
+
     const claim = await claimHarnessStep(dataSource, { runId, turn, stepKey, harness: type, title: spec.title });
     if (claim.kind === 'turn-ended') return { done: true, turnEnded: true };
     if (claim.kind === 'nothing-new') return { done: true };
@@ -94,9 +102,13 @@ export function createHarnessStep(deps: ActivityDeps) {
     const processes = runProcesses(sandbox, runId);
     // Measured while the CLI works (its own tools write where the service cannot see each write),
     // and once more after it: past the limit, the run fails as an agent step's command would fail it.
-    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
-      launch: sandbox.hostLauncher,
-    });
+    const disk = runDiskQuota(
+      [...sandbox.runPaths(runId), harnessOutputDir(config.workspace.dir, runId)],
+      config.sandbox.workspaceMaxBytes,
+      {
+        launch: sandbox.hostLauncher,
+      },
+    );
     await checkDisk(disk);
     const files = workspaceFiles(processes);
     // Written under the CLI's home by name: a name from a repository's front matter is a path part only if plain.
@@ -172,16 +184,9 @@ export function createHarnessStep(deps: ActivityDeps) {
           );
         }
         await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
-        const transcript = new HarnessTranscript(
-          { dataSource, outputLimitBytes: config.agent.toolOutputLimitBytes },
-          { runId, turn, step, attempt: attemptKey, harness: type, model: run.config.harness?.model_id || undefined },
-        );
-        const translator = CLI_HARNESS_ADAPTERS[type].translator();
-        const raw = new RawEventLog(MAX_RAW_LOG_BYTES);
-        const lines = new JsonLines((event, line) => {
-          raw.add(line);
-          if (event) transcript.add(translator.line(event));
-        });
+        const at = { turn, step, attempt: attemptKey };
+        const { transcript, raw, lines } = recorder(at);
+        const output = await createInvocationOutput(config.workspace.dir, runId, at);
         const result = await processes.runProgram({
           argv: invocation.argv,
           env: invocation.env,
@@ -192,22 +197,13 @@ export function createHarnessStep(deps: ActivityDeps) {
           keepBytes: 16 * 1024,
           signal: AbortSignal.any([signal, keyRefused.signal]),
           disk,
+          stdoutFile: output.path,
           onStdout: (chunk) => lines.write(chunk),
         });
         lines.end();
         await transcript.flushed();
-        if (raw.bytes) {
-          const name = `${type}-t${turn}-s${step}-a${attemptKey}.jsonl`;
-          await recordFileArtifact(dataSource, blobs, {
-            runId,
-            toolCallKey: `harness-log-${stepKey}-i${attemptKey}`,
-            filepath: `.agent-runs/harness/${name}`,
-            filename: name,
-            mimeType: 'application/x-ndjson',
-            description: `The raw event stream of ${spec.title} ${install.version}, turn ${turn}${raw.cut ? ' (cut at 16 MiB)' : ''}`,
-            bytes: raw.contents(),
-          });
-        }
+        await recordRawLog(at, raw);
+        await removeInvocationOutput(output);
         return { result, report: transcript.report };
       };
 

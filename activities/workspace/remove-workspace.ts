@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import type { Sandbox } from '../sandbox/sandbox';
 import type { McpSessionCache } from '../tools/mcp-sessions';
-import { baseCommitsFile, provisionedMarker, workspaceIdFile } from './workspace-paths';
+import { baseCommitsFile, harnessOutputDir, provisionedMarker, workspaceIdFile } from './workspace-paths';
 
 /** Removes a run's workspace from this worker: its MCP servers and processes first, then its files and records. */
 export async function removeRunWorkspace(
@@ -13,4 +13,5 @@ export async function removeRunWorkspace(
   await rm(provisionedMarker(deps.root, runId), { force: true });
   await rm(workspaceIdFile(deps.root, runId), { force: true });
   await rm(baseCommitsFile(deps.root, runId), { force: true });
+  await rm(harnessOutputDir(deps.root, runId), { recursive: true, force: true });
 }

@@ -28,3 +28,11 @@ export function workspaceIdFile(root: string, runId: string): string {
 export function gatewaySocketDir(root: string): string {
   return path.join(root, '.gateway');
 }
+
+/**
+ * Where a run's harness CLIs write their standard output, a file per invocation, kept until its
+ * entries are recorded: beside the workspaces, out of the agent's reach.
+ */
+export function harnessOutputDir(root: string, runId: string): string {
+  return path.join(root, '.harness-output', runId);
+}

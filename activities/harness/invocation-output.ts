@@ -1,0 +1,60 @@
+import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { harnessOutputDir } from '../workspace/workspace-paths';
+
+/** One invocation's standard output on disk: `t<turn>-s<step>-i<attempt>.jsonl`. */
+export interface InvocationOutput {
+  path: string;
+  turn: number;
+  step: number;
+  /** HarnessTranscript's attempt key: the step's attempt, `r` added for a replacement session. */
+  attempt: string;
+}
+
+const NAME = /^t(\d{1,9})-s(\d{1,9})-i(\d{1,9}r?)\.jsonl$/;
+
+/**
+ * Makes the empty file a CLI's standard output goes to (RunProcessOptions.stdoutFile). The run's
+ * spawn server opens it as the sandbox's host uid, which may not be the worker's: it may write
+ * the file, never read it; the directories are traversable, not listable.
+ */
+export async function createInvocationOutput(
+  root: string,
+  runId: string,
+  at: Omit<InvocationOutput, 'path'>,
+): Promise<InvocationOutput> {
+  const dir = harnessOutputDir(root, runId);
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  await chmod(path.dirname(dir), 0o711);
+  await chmod(dir, 0o711);
+  const file = path.join(dir, `t${at.turn}-s${at.step}-i${at.attempt}.jsonl`);
+  await writeFile(file, '', { mode: 0o622 });
+  await chmod(file, 0o622);
+  return { path: file, ...at };
+}
+
+/** Outputs of the run's invocations that are still on disk, in the order they ran: what an interrupted attempt left. */
+export async function leftOverOutputs(root: string, runId: string): Promise<InvocationOutput[]> {
+  const dir = harnessOutputDir(root, runId);
+  const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [];
+    throw err;
+  });
+  const outputs: InvocationOutput[] = [];
+  for (const name of names) {
+    const match = NAME.exec(name);
+    if (match) {
+      outputs.push({ path: path.join(dir, name), turn: Number(match[1]), step: Number(match[2]), attempt: match[3]! });
+    }
+  }
+  const attemptOrder = (a: string) => [parseInt(a, 10), a.endsWith('r') ? 1 : 0] as const;
+  return outputs.sort((a, b) => {
+    const [na, ra] = attemptOrder(a.attempt);
+    const [nb, rb] = attemptOrder(b.attempt);
+    return a.turn - b.turn || a.step - b.step || na - nb || ra - rb;
+  });
+}
+
+export async function removeInvocationOutput(output: InvocationOutput): Promise<void> {
+  await rm(output.path, { force: true });
+}
