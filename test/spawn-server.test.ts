@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { LaunchedProcess } from '../activities/sandbox/launched-process';
+import { forkLauncher, type LaunchedProcess } from '../activities/sandbox/launched-process';
+import { runProcess } from '../activities/sandbox/run-process';
+import type { PreparedProcess } from '../activities/sandbox/sandbox';
 import { runDiskQuota } from '../activities/sandbox/run-disk';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { SpawnServer } from '../activities/sandbox/spawn-server';
@@ -66,28 +68,81 @@ test('a process gets real pipes, its environment and directory, and its exit sta
   ]);
 });
 
-test('standard output can go to a file the worker made: written there as it comes, the stream ending at once', async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'spawn-stdout-'));
+test.each(['the spawn server', 'a fork'] as const)(
+  'standard output can go to a file the worker made, through %s: appended to, the stream ending at once',
+  async (through) => {
+    const launcher = through === 'a fork' ? forkLauncher : server.launch;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'spawn-stdout-'));
+    try {
+      const file = path.join(dir, 'out');
+      writeFileSync(file, 'kept\n');
+      const launchTo = (target: string) =>
+        launcher('/bin/bash', ['-c', 'echo one; echo to-stderr >&2; echo two'], {
+          cwd: '/',
+          env: { PATH: '/usr/bin:/bin' },
+          stdoutFile: target,
+        });
+      const result = await finished(launchTo(file));
+      expect([result.code, result.out.toString('utf8'), result.err]).toEqual([0, '', 'to-stderr\n']);
+      // Opened for appending, never truncated: what was there stays.
+      expect(readFileSync(file, 'utf8')).toBe('kept\none\ntwo\n');
+
+      // The file must exist, and a link is not followed.
+      const started = (target: string) =>
+        new Promise<void>((resolve, reject) => {
+          try {
+            finished(launchTo(target)).then(() => resolve(), reject);
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+      await expect(started(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+      writeFileSync(path.join(dir, 'elsewhere'), '');
+      symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'link'));
+      await expect(started(path.join(dir, 'link'))).rejects.toThrow(/too many levels of symbolic links|ELOOP/i);
+      expect(readFileSync(path.join(dir, 'elsewhere'), 'utf8')).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test("runProcess follows a process's output file as it grows, and a file that cannot be opened is its error", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'run-stdout-'));
   try {
     const file = path.join(dir, 'out');
-    writeFileSync(file, 'kept\n');
-    const launchTo = (target: string) =>
-      server.launch('/bin/bash', ['-c', 'echo one; echo to-stderr >&2; echo two'], {
-        cwd: '/',
-        env: { PATH: '/usr/bin:/bin' },
-        stdoutFile: target,
-      });
-    const result = await finished(launchTo(file));
-    expect([result.code, result.out.toString('utf8'), result.err]).toEqual([0, '', 'to-stderr\n']);
-    // Opened for appending, never truncated: what was there stays.
-    expect(readFileSync(file, 'utf8')).toBe('kept\none\ntwo\n');
+    writeFileSync(file, '');
+    const prepared = (script: string): PreparedProcess => ({
+      file: '/bin/bash',
+      args: ['-c', script],
+      env: { PATH: '/usr/bin:/bin' },
+      cwd: '/',
+      launch: server.launch,
+      release: async () => undefined,
+    });
+    // The process waits to hear its first line was read: only a reader that follows the file gets there.
+    const heard: string[] = [];
+    const go = path.join(dir, 'go');
+    const result = await runProcess({
+      prepared: prepared(`echo first; while [ ! -e ${go} ]; do sleep 0.02; done; echo second`),
+      timeoutMs: 30_000,
+      keepBytes: 4096,
+      stdoutFile: file,
+      onStdout: (chunk) => {
+        heard.push(chunk.toString('utf8'));
+        if (heard.join('').includes('first\n')) writeFileSync(go, '');
+      },
+    });
+    expect([result.exitCode, heard.join(''), result.output]).toEqual([0, 'first\nsecond\n', 'first\nsecond\n']);
 
-    // The file must exist, and a link is not followed.
-    await expect(finished(launchTo(path.join(dir, 'missing')))).rejects.toMatchObject({ code: 'ENOENT' });
-    writeFileSync(path.join(dir, 'elsewhere'), '');
-    symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'link'));
-    await expect(finished(launchTo(path.join(dir, 'link')))).rejects.toThrow(/too many levels of symbolic links/i);
-    expect(readFileSync(path.join(dir, 'elsewhere'), 'utf8')).toBe('');
+    await expect(
+      runProcess({
+        prepared: prepared('echo never'),
+        timeoutMs: 30_000,
+        keepBytes: 4096,
+        stdoutFile: path.join(dir, 'missing', 'out'),
+      }),
+    ).rejects.toMatchObject({ code: 'ENOENT' });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -26,7 +26,7 @@ import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError } from './harness-credential';
 import { claimHarnessStep } from './harness-claim';
 import { invocationFailure, type InvocationFailure } from './invocation-failure';
-import { createInvocationOutput, removeInvocationOutput } from './invocation-output';
+import { createInvocationOutput, releaseInvocationOutput } from './invocation-output';
 import { invocationRecording } from './invocation-recording';
 import { writeHomeFiles } from './home-files';
 import { openGatewayChannel } from './model-gateway';
@@ -64,6 +64,25 @@ export function createHarnessStep(deps: ActivityDeps) {
     const stepKey = `t${turn}-s${step}`;
 
     const install = installedHarness(type);
+    const { recorder, recordRawLog, recordLeftOvers } = invocationRecording(
+      {
+        dataSource,
+        blobs,
+        outputLimitBytes: config.agent.toolOutputLimitBytes,
+        workspaceRoot: config.workspace.dir,
+      },
+      {
+        runId,
+        type,
+        title: spec.title,
+        version: 'version' in install ? install.version : undefined,
+        model: run.config.harness?.model_id || undefined,
+      },
+    );
+    // What an attempt that died with its worker printed is on disk: recorded before anything can
+    // fail this step, and before its session resumes.
+    await recordLeftOvers();
+
     if ('missing' in install) {
       throw userFailure(
         `${spec.title} cannot run on worker ${config.worker.id}: ${install.missing}.`,
@@ -74,18 +93,6 @@ export function createHarnessStep(deps: ActivityDeps) {
     if (Number(run.total_tokens) >= maxTokens) {
       throw userFailure(`The run's ${budgetSpent(maxTokens)}`, 'budget_exceeded');
     }
-
-    const { recorder, recordRawLog, recordLeftOvers } = invocationRecording(
-      {
-        dataSource,
-        blobs,
-        outputLimitBytes: config.agent.toolOutputLimitBytes,
-        workspaceRoot: config.workspace.dir,
-      },
-      { runId, type, title: spec.title, version: install.version, model: run.config.harness?.model_id || undefined },
-    );
-    // What an attempt that died with its worker printed is on disk: recorded before its session resumes.
-    await recordLeftOvers();
 
     const claim = await claimHarnessStep(dataSource, { runId, turn, stepKey, harness: type, title: spec.title });
     if (claim.kind === 'turn-ended') return { done: true, turnEnded: true };
@@ -186,25 +193,30 @@ export function createHarnessStep(deps: ActivityDeps) {
         await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
         const at = { turn, step, attempt: attemptKey };
         const { transcript, raw, lines } = recorder(at);
-        const output = await createInvocationOutput(config.workspace.dir, runId, at);
-        const result = await processes.runProgram({
-          argv: invocation.argv,
-          env: invocation.env,
-          readonlyBinds: install.readonlyPaths,
-          gatewaySocket: gateway.socketPath,
-          policy: networkPolicy,
-          timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
-          keepBytes: 16 * 1024,
-          signal: AbortSignal.any([signal, keyRefused.signal]),
-          disk,
-          stdoutFile: output.path,
-          onStdout: (chunk) => lines.write(chunk),
-        });
-        lines.end();
-        await transcript.flushed();
-        await recordRawLog(at, raw);
-        await removeInvocationOutput(output);
-        return { result, report: transcript.report };
+        const output = await createInvocationOutput(config.workspace.dir, runId, at, sandbox.processUid);
+        let recorded = false;
+        try {
+          const result = await processes.runProgram({
+            argv: invocation.argv,
+            env: invocation.env,
+            readonlyBinds: install.readonlyPaths,
+            gatewaySocket: gateway.socketPath,
+            policy: networkPolicy,
+            timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
+            keepBytes: 16 * 1024,
+            signal: AbortSignal.any([signal, keyRefused.signal]),
+            disk,
+            stdoutFile: output.path,
+            onStdout: (chunk) => lines.write(chunk),
+          });
+          lines.end();
+          await transcript.flushed();
+          await recordRawLog(at, raw);
+          recorded = true;
+          return { result, report: transcript.report };
+        } finally {
+          await releaseInvocationOutput(output, recorded);
+        }
       };
 
       let { result, report } = await invoke(prompt, state.sessionId ?? undefined, String(attempt));

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { harnessOutputDir } from '../workspace/workspace-paths';
 
@@ -13,27 +13,52 @@ export interface InvocationOutput {
 
 const NAME = /^t(\d{1,9})-s(\d{1,9})-i(\d{1,9}r?)\.jsonl$/;
 
+/** Outputs of invocations this process runs now: never left over, whatever a retry finds. */
+const inUse = new Set<string>();
+
 /**
- * Makes the empty file a CLI's standard output goes to (RunProcessOptions.stdoutFile). The run's
- * spawn server opens it as the sandbox's host uid, which may not be the worker's: it may write
- * the file, never read it; the directories are traversable, not listable.
+ * Makes the empty file a CLI's standard output goes to (RunProcessOptions.stdoutFile), in use
+ * until `releaseInvocationOutput`. The run's spawn server opens it as the uid of the run's
+ * processes (`ownerUid`, when the worker runs as root), so the file is theirs, readable and
+ * writable by that uid only (and by the worker); the directories are the worker's, traversable,
+ * not listable.
  */
 export async function createInvocationOutput(
   root: string,
   runId: string,
   at: Omit<InvocationOutput, 'path'>,
+  ownerUid?: number,
 ): Promise<InvocationOutput> {
   const dir = harnessOutputDir(root, runId);
   await mkdir(dir, { recursive: true, mode: 0o711 });
   await chmod(path.dirname(dir), 0o711);
   await chmod(dir, 0o711);
   const file = path.join(dir, `t${at.turn}-s${at.step}-i${at.attempt}.jsonl`);
-  await writeFile(file, '', { mode: 0o622 });
-  await chmod(file, 0o622);
+  inUse.add(file);
+  try {
+    await writeFile(file, '', { mode: 0o600 });
+    await chmod(file, 0o600);
+    if (ownerUid !== undefined) await chown(file, ownerUid, ownerUid);
+  } catch (err) {
+    inUse.delete(file);
+    throw err;
+  }
   return { path: file, ...at };
 }
 
-/** Outputs of the run's invocations that are still on disk, in the order they ran: what an interrupted attempt left. */
+/** The invocation has ended: its output is removed once recorded, else left for the next attempt. */
+export async function releaseInvocationOutput(output: InvocationOutput, recorded: boolean): Promise<void> {
+  try {
+    if (recorded) await removeInvocationOutput(output);
+  } finally {
+    inUse.delete(output.path);
+  }
+}
+
+/**
+ * Outputs of the run's invocations that are still on disk, in the order they ran: what an
+ * attempt whose worker died left (not those of invocations this process is running).
+ */
 export async function leftOverOutputs(root: string, runId: string): Promise<InvocationOutput[]> {
   const dir = harnessOutputDir(root, runId);
   const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
@@ -43,7 +68,7 @@ export async function leftOverOutputs(root: string, runId: string): Promise<Invo
   const outputs: InvocationOutput[] = [];
   for (const name of names) {
     const match = NAME.exec(name);
-    if (match) {
+    if (match && !inUse.has(path.join(dir, name))) {
       outputs.push({ path: path.join(dir, name), turn: Number(match[1]), step: Number(match[2]), attempt: match[3]! });
     }
   }

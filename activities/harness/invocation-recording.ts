@@ -6,6 +6,7 @@ import type { BlobStore } from '../../db/blob-store';
 import { CLI_HARNESS_ADAPTERS } from './cli-harnesses';
 import { HarnessTranscript, JsonLines } from './harness-transcript';
 import { leftOverOutputs, removeInvocationOutput } from './invocation-output';
+import { MAX_FOLLOWED_BYTES } from '../sandbox/file-tail';
 import { RawEventLog } from './raw-event-log';
 
 /** The largest raw event stream kept as an artifact per invocation; the rest is cut. */
@@ -25,7 +26,7 @@ export interface InvocationAt {
  */
 export function invocationRecording(
   deps: { dataSource: DataSource; blobs: BlobStore; outputLimitBytes: number; workspaceRoot: string },
-  run: { runId: string; type: CliHarnessType; title: string; version: string; model?: string },
+  run: { runId: string; type: CliHarnessType; title: string; version?: string; model?: string },
 ) {
   const { dataSource, blobs } = deps;
   const { runId, type } = run;
@@ -55,7 +56,7 @@ export function invocationRecording(
       filepath: `.agent-runs/harness/${name}`,
       filename: name,
       mimeType: 'application/x-ndjson',
-      description: `The raw event stream of ${run.title} ${run.version}, turn ${at.turn}${raw.cut ? ' (cut at 16 MiB)' : ''}`,
+      description: `The raw event stream of ${run.title}${run.version ? ` ${run.version}` : ''}, turn ${at.turn}${raw.cut ? ' (cut at 16 MiB)' : ''}`,
       bytes: raw.contents(),
     });
   };
@@ -68,9 +69,11 @@ export function invocationRecording(
   const recordLeftOvers = async () => {
     for (const output of await leftOverOutputs(deps.workspaceRoot, runId)) {
       const { transcript, raw, lines } = recorder(output);
-      for await (const chunk of createReadStream(output.path)) {
+      // Small chunks, each written before the next is read: the transcript never has more entries
+      // waiting than it takes, so it drops none and the keys come out as the live invocation's did.
+      const stream = createReadStream(output.path, { highWaterMark: 1024, end: MAX_FOLLOWED_BYTES - 1 });
+      for await (const chunk of stream) {
         lines.write(chunk as Buffer);
-        // Written as it is read: a long output never has more entries waiting than the transcript takes.
         await transcript.flushed();
       }
       lines.end();

@@ -75,6 +75,10 @@ export class BwrapSandbox implements Sandbox {
     this.envFiles = new RunEnvFiles(options.hostUid);
   }
 
+  get processUid(): number | undefined {
+    return this.options.hostUid;
+  }
+
   get hostLauncher(): ProcessLauncher {
     return this.spawnServer.launch;
   }

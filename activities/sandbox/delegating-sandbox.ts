@@ -20,6 +20,10 @@ export abstract class DelegatingSandbox implements Sandbox {
     return this.inner.hostLauncher;
   }
 
+  get processUid(): number | undefined {
+    return this.inner.processUid;
+  }
+
   workspacePath(runId: string): string {
     return this.inner.workspacePath(runId);
   }

@@ -4,16 +4,25 @@ import { open, type FileHandle } from 'node:fs/promises';
 const FIRST_WAIT_MS = 5;
 const LONGEST_WAIT_MS = 100;
 const CHUNK_BYTES = 64 * 1024;
+/**
+ * The most of a file followed: its writer can make it sparse and terabytes long with one
+ * ftruncate (next to nothing on disk, so within the run's disk limit), which must not keep
+ * anyone reading. Far more than any output a reader keeps (a harness's transcript and raw log).
+ */
+export const MAX_FOLLOWED_BYTES = 256 * 1024 * 1024;
 
 /**
  * Follows a file another process appends to (a process's standard output, kept on disk), handing
  * each new chunk to `onChunk` as it is read. `finish` reads to the end once the writer is done.
  * Unlike a pipe, the file can be reopened by its writer through /dev/stdout; a truncation is
- * noticed at the next read that finds nothing new.
+ * noticed at the next read that finds nothing new (content that grew past the old end by then is
+ * read from there). Past MAX_FOLLOWED_BYTES, reading stops.
  */
 export class FileTail {
   private file?: FileHandle;
   private position = 0;
+  /** Bytes handed on in all: a file truncated and written again counts again. */
+  private taken = 0;
   private stopping = false;
   private wake?: () => void;
   private readonly loop: Promise<void>;
@@ -42,9 +51,12 @@ export class FileTail {
       for (;;) {
         // Decided before the read: a read that finds nothing after `finish` was called is the end.
         const last = this.stopping;
-        const { bytesRead } = await this.file.read(buffer, 0, CHUNK_BYTES, this.position);
+        const room = MAX_FOLLOWED_BYTES - this.taken;
+        if (room <= 0) return;
+        const { bytesRead } = await this.file.read(buffer, 0, Math.min(CHUNK_BYTES, room), this.position);
         if (bytesRead > 0) {
           this.position += bytesRead;
+          this.taken += bytesRead;
           this.onChunk(Buffer.from(buffer.subarray(0, bytesRead)));
           wait = FIRST_WAIT_MS;
           continue;

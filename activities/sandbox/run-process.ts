@@ -102,7 +102,8 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
     child.once('error', (err) => {
       settled = true;
       for (const t of timers) clearTimeout(t);
-      void (tail?.finish() ?? Promise.resolve()).finally(() => reject(err));
+      const rejectWith = () => reject(err);
+      void (tail?.finish() ?? Promise.resolve()).then(rejectWith, rejectWith);
     });
     child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       signalGroup('SIGKILL');

@@ -87,6 +87,8 @@ export interface Sandbox {
   readonly runLimits?: string;
   /** Starts the worker's own programs on the host as the worker's user (du), without forking the worker; undefined: a fork. */
   readonly hostLauncher?: ProcessLauncher;
+  /** The host uid the run's processes (and its spawn server) run as, when not the worker's: a worker running as root. */
+  readonly processUid?: number;
   /** The workspace's path as the run's processes see it. */
   workspacePath(runId: string): string;
   /** The run's private home directory as its processes see it. */

@@ -9,9 +9,11 @@ export async function removeRunWorkspace(
   runId: string,
 ): Promise<void> {
   await deps.mcpSessions.close(runId);
+  // First: the sweeper finds a run by its workspace, which goes with destroyRun. (A CLI still
+  // running writes on to its file, unlinked, until destroyRun ends it.)
+  await rm(harnessOutputDir(deps.root, runId), { recursive: true, force: true });
   await deps.sandbox.destroyRun(runId);
   await rm(provisionedMarker(deps.root, runId), { force: true });
   await rm(workspaceIdFile(deps.root, runId), { force: true });
   await rm(baseCommitsFile(deps.root, runId), { force: true });
-  await rm(harnessOutputDir(deps.root, runId), { recursive: true, force: true });
 }

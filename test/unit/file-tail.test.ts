@@ -1,7 +1,7 @@
-import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { FileTail } from '../../activities/sandbox/file-tail';
+import { FileTail, MAX_FOLLOWED_BYTES } from '../../activities/sandbox/file-tail';
 
 let dir: string;
 beforeEach(async () => {
@@ -54,6 +54,16 @@ test('a file made shorter (its writer reopened /dev/stdout with `>`) is followed
   await heard.seen('after\n');
   await tail.finish();
   expect(heard.text()).toBe('before the truncation\nafter\n');
+});
+
+test('a sparse file of a terabyte (one ftruncate of its writer) is read no further than MAX_FOLLOWED_BYTES', async () => {
+  const file = path.join(dir, 'sparse.jsonl');
+  await writeFile(file, '');
+  await truncate(file, 1024 ** 4);
+  let bytes = 0;
+  const tail = new FileTail(file, (chunk) => (bytes += chunk.length));
+  await tail.finish();
+  expect(bytes).toBe(MAX_FOLLOWED_BYTES);
 });
 
 test('an empty file finishes with nothing handed on', async () => {
