@@ -1,9 +1,7 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { createInvocationOutput, releaseInvocationOutput } from '../activities/harness/invocation-output';
-import { invocationRecording } from '../activities/harness/invocation-recording';
-import { postgresBlobStore } from '../db/blob-store';
 import { claimHarnessInvocation } from '../db/harness-state';
+import { expectReplayRecordsOnce } from './helpers/harness-replay';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -302,57 +300,32 @@ test("a session that is gone from the run's home (a workspace rebuilt elsewhere)
 });
 
 test("an interrupted invocation's output is recorded once, whatever part of it was recorded live, however often it is replayed", async () => {
-  const { key } = await ctx.newTeamKey();
-  const marker = uniqueName('claude-replay');
-  ctx.model.script(marker, () => ({ text: 'ok' }));
-  const runId = await createRun(ctx, key, { prompt: `Say ok ${marker}`, config: claude });
-  await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
-  const lines = [
-    { type: 'assistant', message: { content: [{ type: 'text', text: `one ${marker}` }] } },
-    {
-      type: 'assistant',
-      message: { content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'echo out' } }] },
-    },
-    { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 'tu1', content: `out ${marker}` }] } },
-    { type: 'assistant', message: { content: [{ type: 'text', text: `two ${marker}` }] } },
-  ].map((line) => `${JSON.stringify(line)}\n`);
-  const recording = invocationRecording(
-    {
-      dataSource: ctx.dataSource,
-      blobs: postgresBlobStore,
-      outputLimitBytes: 64 * 1024,
-      workspaceRoot: ctx.config.workspace.dir,
-    },
-    { runId, type: 'claude', title: 'Claude Code' },
+  await expectReplayRecordsOnce(
+    ctx,
+    'claude',
+    (marker) => ({
+      lines: [
+        { type: 'system', subtype: 'init', session_id: `s-${marker}` },
+        { type: 'assistant', message: { content: [{ type: 'text', text: `one ${marker}` }] } },
+        {
+          type: 'assistant',
+          message: { content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'echo out' } }] },
+        },
+        {
+          type: 'user',
+          message: { content: [{ type: 'tool_result', tool_use_id: 'tu1', content: `out ${marker}` }] },
+        },
+        { type: 'assistant', message: { content: [{ type: 'text', text: `two ${marker}` }] } },
+      ],
+      entries: [
+        ['assistant', `one ${marker}`],
+        ['assistant', ''],
+        ['tool_call', `out ${marker}`],
+        ['assistant', `two ${marker}`],
+      ],
+    }),
+    3,
   );
-  // Turn 9 of this run, attempt 1: its worker recorded the first two lines before it died.
-  const at = { turn: 9, step: 0, attempt: '1' };
-  const live = recording.recorder(at);
-  live.lines.write(Buffer.from(lines.slice(0, 2).join('')));
-  await live.transcript.flushed();
-  const output = await createInvocationOutput(ctx.config.workspace.dir, runId, at);
-  await releaseInvocationOutput(output, false);
-  // A truncated last line, as a SIGKILL can leave it, is not an entry.
-  writeFileSync(output.path, `${lines.join('')}{"type":"assist`);
-
-  await recording.recordLeftOvers();
-  expect(existsSync(output.path)).toBe(false);
-  // Once more, as a step that dies while replaying would leave it.
-  writeFileSync(output.path, lines.join(''));
-  await recording.recordLeftOvers();
-
-  const turn9 = (await ctx.dataSource.query(
-    `SELECT kind, payload->>'text' AS text, payload->>'output' AS output FROM run_events WHERE run_id = $1 AND turn = 9 ORDER BY id`,
-    [runId],
-  )) as { kind: string; text: string | null; output: string | null }[];
-  expect(turn9.map((e) => [e.kind, e.text ?? e.output])).toEqual([
-    ['assistant', `one ${marker}`],
-    ['assistant', ''],
-    ['tool_call', `out ${marker}`],
-    ['assistant', `two ${marker}`],
-  ]);
-  const artifacts = (await getRun(ctx, key, runId)).artifacts as { data: { filename: string } }[];
-  expect(artifacts.filter((a) => a.data.filename === 'claude-t9-s0-a1.jsonl')).toHaveLength(1);
 });
 
 test('each start of a step is an attempt of its own, counted by the service whatever Temporal numbers it', async () => {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { expectReplayRecordsOnce } from './helpers/harness-replay';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -97,4 +98,37 @@ test("the operator's key refused by the provider fails the run at once, with a c
   const status = (await waitForState(ctx, key, runId, ['FAILED'], undefined, 60_000)).status_message as Status;
   expect(status.error_code).toBe('feature_not_available');
   expect(status.message).toContain("refused the service's key for Codex CLI (HTTP 401: Incorrect API key provided)");
+});
+
+test("an interrupted invocation's output is recorded once, whatever part of it was recorded live, however often it is replayed", async () => {
+  await expectReplayRecordsOnce(
+    ctx,
+    'codex',
+    (marker) => ({
+      lines: [
+        { type: 'thread.started', thread_id: `t-${marker}` },
+        { type: 'item.completed', item: { id: 'i0', type: 'agent_message', text: `one ${marker}` } },
+        { type: 'item.started', item: { id: 'c1', type: 'command_execution', command: 'echo out' } },
+        {
+          type: 'item.completed',
+          item: {
+            id: 'c1',
+            type: 'command_execution',
+            command: 'echo out',
+            aggregated_output: `out ${marker}`,
+            exit_code: 0,
+          },
+        },
+        { type: 'item.completed', item: { id: 'i2', type: 'agent_message', text: `two ${marker}` } },
+        { type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 2 } },
+      ],
+      entries: [
+        ['assistant', `one ${marker}`],
+        ['assistant', ''],
+        ['tool_call', `out ${marker}`],
+        ['assistant', `two ${marker}`],
+      ],
+    }),
+    3,
+  );
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { expectReplayRecordsOnce } from './helpers/harness-replay';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -80,4 +81,27 @@ test('a follow-up resumes the session: the second turn is sent the first', async
   expect(resumed.some((m) => m.startsWith('user: ') && m.includes(`First task ${marker}`))).toBe(true);
   expect(resumed.some((m) => m.includes(`answer ${first}`))).toBe(true);
   expect(resumed.at(-1)).toContain(followup);
+});
+
+test("an interrupted invocation's output is recorded once, whatever part of it was recorded live, however often it is replayed", async () => {
+  await expectReplayRecordsOnce(
+    ctx,
+    'gemini',
+    (marker) => ({
+      lines: [
+        { type: 'init', session_id: `g-${marker}`, model: 'gemini-test' },
+        { type: 'message', role: 'assistant', content: `one ${marker}` },
+        { type: 'tool_use', tool_id: 'g1', tool_name: 'run_shell_command', parameters: { command: 'echo out' } },
+        { type: 'tool_result', tool_id: 'g1', status: 'success', output: `out ${marker}` },
+        { type: 'message', role: 'assistant', content: `two ${marker}` },
+        { type: 'result', status: 'success', stats: { input_tokens: 10, output_tokens: 2 } },
+      ],
+      entries: [
+        ['assistant', `one ${marker}`],
+        ['tool_call', `out ${marker}`],
+        ['assistant', `two ${marker}`],
+      ],
+    }),
+    4,
+  );
 });
