@@ -82,7 +82,9 @@ export function workspaceQueueName(config: Config): string {
 export async function createWorker(options: CreateWorkerOptions): Promise<RunWorker> {
   const { config, dataSource, connection, logger } = options;
   const bundlePath =
-    options.workflowBundlePath ?? (existsSync(WORKFLOW_BUNDLE_PATH) ? WORKFLOW_BUNDLE_PATH : undefined);
+    options.workflowBundlePath ??
+    config.worker.workflowBundle ??
+    (existsSync(WORKFLOW_BUNDLE_PATH) ? WORKFLOW_BUNDLE_PATH : undefined);
   const workflowSource: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = bundlePath
     ? { workflowBundle: { codePath: bundlePath } }
     : { workflowsPath: workflowSources().workflowsPath };

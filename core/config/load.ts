@@ -248,6 +248,8 @@ function configFrom(e: Env) {
       leaseSeconds: e.WORKER_LEASE_SECONDS,
       /** How often a worker removes the workspaces on its disk that nothing will use again. */
       sweepIntervalSeconds: e.WORKSPACE_SWEEP_INTERVAL_SECONDS,
+      /** A workflow bundle made beforehand; undefined: the build's, else bundled at start. */
+      workflowBundle: e.WORKER_WORKFLOW_BUNDLE,
     },
     /** OpenTelemetry tracing; undefined (off) unless an OTLP endpoint is set. */
     tracing: tracingFrom(e),

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { group, intFrom, optionalString, optionalUrl } from './variable';
 
@@ -25,6 +27,18 @@ export const workers = group('Workers', {
     schema: intFrom(60, 5, 3600),
     description: 'a worker that has not renewed its lease for this long is dead and its runs provision elsewhere',
     readBy: ['API', 'workers'],
+  },
+  WORKER_WORKFLOW_BUNDLE: {
+    schema: optionalString.pipe(
+      z
+        .string()
+        .refine((file) => path.isAbsolute(file) && existsSync(file), 'must be the absolute path of an existing file')
+        .optional(),
+    ),
+    description:
+      'a workflow bundle made beforehand (`bundleWorkflowCode` of `workflows/`); a built worker uses `dist/workflow-bundle.js` (`npm run build`), one run from source bundles the workflows at start, a few seconds of CPU each time',
+    readBy: ['workers'],
+    unset: "the build's bundle, else bundled at start",
   },
   WORKSPACE_SWEEP_INTERVAL_SECONDS: {
     schema: intFrom(300, 1, 86_400),

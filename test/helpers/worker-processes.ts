@@ -29,6 +29,8 @@ export function spawnWorker(
       TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
       AGENT_RUNS_WORKSPACE_DIR: options.workspaceDir ?? c.config.workspace.dir,
       WORKER_LEASE_SECONDS: String(c.config.worker.leaseSeconds),
+      // The test run's bundle of the workflows' source, made once (test-stack.ts), as in-process workers use it.
+      WORKER_WORKFLOW_BUNDLE: c.stack.workflowBundlePath,
       ...(options.workerId ? { WORKER_ID: options.workerId } : {}),
       SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
       OPENAI_API_KEY: 'test-key',

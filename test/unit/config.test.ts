@@ -162,6 +162,7 @@ describe('loadConfig', () => {
         maxConcurrentRuns: 50,
         leaseSeconds: 60,
         sweepIntervalSeconds: 300,
+        workflowBundle: undefined,
       },
       network: {
         defaultPolicy: 'open',
@@ -251,6 +252,8 @@ describe('loadConfig', () => {
     ['AGENT_WORKSPACE_MAX_BYTES', { AGENT_WORKSPACE_MAX_BYTES: '1.5' }],
     ['WORKER_ID', { WORKER_ID: 'has spaces' }],
     ['WORKER_LEASE_SECONDS', { WORKER_LEASE_SECONDS: '4' }],
+    ['WORKER_WORKFLOW_BUNDLE', { WORKER_WORKFLOW_BUNDLE: '/nonexistent/workflow-bundle.js' }],
+    ['WORKER_WORKFLOW_BUNDLE', { WORKER_WORKFLOW_BUNDLE: 'relative/workflow-bundle.js' }],
     ['PUBLIC_URL', { PUBLIC_URL: 'agent-runs.example.com' }],
     ['OPENAI_BASE_URL', { OPENAI_BASE_URL: 'not a url' }],
     ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: '11' }],
