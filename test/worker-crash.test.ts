@@ -195,6 +195,13 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
   expect(['QUEUED', 'INPROGRESS', 'SUCCEEDED'].filter((s) => distinct.includes(s))).toEqual(distinct);
 });
 
+/** A worker process that can run Claude Code (the key reaches only its model gateway). */
+function claudeWorker(): WorkerChild {
+  const child = spawnWorkerProcess(ctx, { env: { ANTHROPIC_API_KEY: 'sk-ant-crash-test' } });
+  workers.push(child);
+  return child;
+}
+
 test('a worker SIGKILLed in the middle of a Claude Code turn: another worker resumes the session and the run finishes', async () => {
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('claude-crash');
@@ -207,11 +214,6 @@ test('a worker SIGKILLed in the middle of a Claude Code turn: another worker res
         ? { hold: held.promise }
         : { text: 'finished after the resume' },
   );
-  const claudeWorker = (): WorkerChild => {
-    const child = spawnWorkerProcess(ctx, { env: { ANTHROPIC_API_KEY: 'sk-ant-crash-test' } });
-    workers.push(child);
-    return child;
-  };
   const first = claudeWorker();
   await waitUntilPolling(ctx, first, 'the first worker');
   const runId = await createRun(ctx, key, { prompt: `Run it once ${marker}`, config: { harness: { type: 'claude' } } });
@@ -285,11 +287,6 @@ test('what Claude Code printed while its worker could not read it is recorded wh
         }
       : { text: 'finished after the resume' },
   );
-  const claudeWorker = (): WorkerChild => {
-    const child = spawnWorkerProcess(ctx, { env: { ANTHROPIC_API_KEY: 'sk-ant-crash-test' } });
-    workers.push(child);
-    return child;
-  };
   const first = claudeWorker();
   await waitUntilPolling(ctx, first, 'the first worker');
   const runId = await createRun(ctx, key, { prompt: `Run it once ${marker}`, config: { harness: { type: 'claude' } } });

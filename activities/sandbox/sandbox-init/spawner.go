@@ -223,11 +223,7 @@ func (s *server) start(id uint32, payload []byte) {
 		if err != nil {
 			closeAll(parentEnds)
 			closeAll(childEnds)
-			code := "EACCES"
-			if errors.Is(err, fs.ErrNotExist) {
-				code = "ENOENT"
-			}
-			s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": code})
+			s.startFailed(id, err)
 			return
 		}
 		stdoutW = f
@@ -258,11 +254,7 @@ func (s *server) start(id uint32, payload []byte) {
 		}
 		closeAll(childEnds)
 		closeAll(parentEnds)
-		code := "EACCES"
-		if errors.Is(err, fs.ErrNotExist) {
-			code = "ENOENT"
-		}
-		s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": code})
+		s.startFailed(id, err)
 		return
 	}
 	closeAll(childEnds)
@@ -338,6 +330,15 @@ func (s *server) start(id uint32, payload []byte) {
 		}
 		s.mu.Unlock()
 	}()
+}
+
+// startFailed tells the worker a process could not start: ENOENT for a missing file, else EACCES.
+func (s *server) startFailed(id uint32, err error) {
+	code := "EACCES"
+	if errors.Is(err, fs.ErrNotExist) {
+		code = "ENOENT"
+	}
+	s.sendJSON(id, frameFailed, map[string]string{"message": err.Error(), "code": code})
 }
 
 // sweepIfIdle kills whatever is left in a contained server's sandbox when none of the worker's
