@@ -42,15 +42,15 @@ export type Admission =
       turn: number;
       statusMessage: RunStatusMessage;
       /**
-       * When only runs that have not asked yet are ahead and a slot is free: seconds until their
+       * When the run would fit but for runs ahead that have not asked yet: seconds until their
        * grace ends, when the run should look again (nobody signals that moment).
        */
       recheckSeconds?: number;
     };
 
 /**
- * Admits the run's current turn if its team has fewer than `maxConcurrent` runs holding a slot
- * and no run queued before it waits for one; otherwise records on the run why it waits. A run
+ * Admits the run's current turn if its team has a free slot for it and for every run queued
+ * before it that waits for one (of `maxConcurrent`); otherwise records on the run why it waits. A run
  * that ended with follow-ups waiting is reopened first (as `startTurn` would), so its new turn
  * queues too. Null when the run does not exist. Takes the run's creation lock (waiting for the
  * API's transaction that created it) and its team's admission lock: decisions of one team are
@@ -109,7 +109,8 @@ export async function admitRunTurn(
     [teamId, runId],
   )) as { holders: number; ahead: number; unasked: number; grace_left: number | null }[];
   const { holders, ahead, unasked, grace_left: graceLeft } = counts!;
-  if (holders < maxConcurrent && ahead === 0) {
+  // Room for this run and for every run queued before it that waits: it takes no older run's slot.
+  if (holders + ahead < maxConcurrent) {
     await markAdmitted(manager, runId, true);
     return { admitted: true, teamId, turn };
   }
@@ -124,19 +125,22 @@ export async function admitRunTurn(
       WHERE run_id = $1 AND state = 'QUEUED' AND status_message IS DISTINCT FROM $2::jsonb`,
     [runId, JSON.stringify(statusMessage)],
   );
-  const onlyUnaskedAhead = holders < maxConcurrent && ahead === unasked;
+  // Runs that have not asked may never ask (a lost start): when their grace ends, this run would fit.
+  const fitsOnceUnaskedLapse = unasked > 0 && holders + ahead - unasked < maxConcurrent;
   return {
     admitted: false,
     teamId,
     turn,
     statusMessage,
-    ...(onlyUnaskedAhead ? { recheckSeconds: Math.max(1, (graceLeft ?? 0) + 1) } : {}),
+    ...(fitsOnceUnaskedLapse ? { recheckSeconds: Math.max(1, (graceLeft ?? 0) + 1) } : {}),
   };
 }
 
 /**
- * The runs of the team that should look again for a slot now: the oldest waiting ones, as many
- * as the team has free slots.
+ * The runs of the team that should look again for a slot now: of the oldest waiting ones, as
+ * many as the team has free slots, those that asked and were refused. One that has not asked yet
+ * keeps its place but needs no wake-up: it asks on its own, and is decided after this admission.
+ * (Waking those too cost a burst of n runs n²/2 signals, each a workflow task.)
  */
 export async function runsToAdmitNext(
   manager: EntityManager,
@@ -145,10 +149,14 @@ export async function runsToAdmitNext(
 ): Promise<string[]> {
   if (maxConcurrent === 0) return [];
   const rows = (await manager.query(
-    `SELECT r.run_id FROM runs r
-      WHERE r.team_id = $1 AND ${WAITS_FOR_SLOT}
-      ORDER BY r.queued_at, r.run_id
-      LIMIT GREATEST($2 - (SELECT count(*) FROM runs r WHERE r.team_id = $1 AND ${HOLDS_SLOT}), 0)`,
+    `SELECT run_id FROM (
+       SELECT r.run_id, r.queued_at, r.admission_asked_turn = r.turn AS asked FROM runs r
+        WHERE r.team_id = $1 AND ${WAITS_FOR_SLOT}
+        ORDER BY r.queued_at, r.run_id
+        LIMIT GREATEST($2 - (SELECT count(*) FROM runs r WHERE r.team_id = $1 AND ${HOLDS_SLOT}), 0)
+     ) oldest
+     WHERE asked
+     ORDER BY queued_at, run_id`,
     [teamId, maxConcurrent],
   )) as { run_id: string }[];
   return rows.map((r) => r.run_id);

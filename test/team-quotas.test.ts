@@ -239,6 +239,72 @@ test('admission is in queue order even when a later run looks first; a child of 
   }
 });
 
+test('a run that asks before an older one starts at once if a slot is left for the older one, never in its slot', async () => {
+  // No worker: the runs' workflows never look; the test makes the decisions they would.
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    for (let i = 1; i <= 3; i++) runs.push(await createRun(idle, key, { prompt: `early ${i}` }));
+    const [a1, a2, a3] = runs as [string, string, string];
+    const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
+    // Two slots: a2 asks first and takes one, leaving the other to a1, which has not asked.
+    expect(await admit(a2)).toMatchObject({ admitted: true });
+    const refused = await admit(a3);
+    expect(refused).toMatchObject({ admitted: false });
+    expect(refused && !refused.admitted && refused.statusMessage.message).toContain('1 run(s) queued before this one');
+    expect(await admit(a1)).toMatchObject({ admitted: true });
+    expect(await admit(a3)).toMatchObject({ admitted: false });
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+});
+
+test('a free slot wakes only runs that asked for one and were refused; one that has not asked keeps its place unwoken', async () => {
+  // No worker: the runs' workflows never look; the test makes the decisions they would.
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    for (let i = 1; i <= 4; i++) runs.push(await createRun(idle, key, { prompt: `burst ${i}` }));
+    const [q1, q2, q3, q4] = runs as [string, string, string, string];
+    const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
+    const toWake = (teamId: string) => runsToAdmitNext(idle.dataSource.manager, teamId, 2);
+
+    const first = await admit(q1);
+    expect(first).toMatchObject({ admitted: true });
+    const teamId = first!.teamId;
+    // q2 has the free slot but has not asked: it will, and is decided after q1. Nobody is woken.
+    expect(await toWake(teamId)).toEqual([]);
+    // q4 asks and is refused; the free slot is still q2's, so q4 is not woken ahead of it.
+    expect(await admit(q4)).toMatchObject({ admitted: false });
+    expect(await toWake(teamId)).toEqual([]);
+    expect(await admit(q2)).toMatchObject({ admitted: true });
+
+    // q1 ends: the free slot is q3's, which has not asked either.
+    await idle.dataSource.transaction((tx) => applyTransition(tx, { runId: q1, turn: 1, state: 'SUCCEEDED' }));
+    expect(await toWake(teamId)).toEqual([]);
+    expect(await admit(q3)).toMatchObject({ admitted: true });
+    // q2 ends: the slot is q4's, which asked and waits for a wake-up.
+    await idle.dataSource.transaction((tx) => applyTransition(tx, { runId: q2, turn: 1, state: 'SUCCEEDED' }));
+    expect(await toWake(teamId)).toEqual([q4]);
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+});
+
 test('a QUEUED run that no workflow works on holds the team back only for the grace period', async () => {
   const { key } = await ctx.newTeamKey();
   // A run whose workflow is gone before it ever asked for a slot (its start was lost).
@@ -247,12 +313,21 @@ test('a QUEUED run that no workflow works on holds the team back only for the gr
   await ctx.client.workflow.getHandle(runWorkflowId(lost)).terminate('test: the start was lost');
   await ctx.startWorker();
 
-  // Within the grace period it keeps its place: a later run waits behind it.
+  // Within the grace period it keeps its place: a later run takes the other slot, and the one
+  // after that waits behind it.
+  const holder = uniqueName('holder');
+  const held = gate<{ text: string }>();
+  ctx.model.script(holder, () => ({ hold: held.promise }));
+  const first = await createRun(ctx, key, { prompt: `takes the free slot ${holder}` });
+  await ctx.model.waitForCalls(holder, 1);
   const next = await createRun(ctx, key, { prompt: 'next in line' });
   expect(message(await waitingForSlot(ctx, key, next))).toContain('1 run(s) queued before this one');
 
   // When the grace ends, the later run looks again by itself (nobody signals that moment) and goes ahead.
   await waitForState(ctx, key, next, ['SUCCEEDED']);
+  expect((await getRun(ctx, key, first)).state).toBe('INPROGRESS');
+  held.release({ text: 'done' });
+  await waitForState(ctx, key, first, ['SUCCEEDED']);
   const [{ waited }] = (await ctx.dataSource.query(
     `SELECT extract(epoch FROM started_at - created_at)::float AS waited FROM runs WHERE run_id = $1`,
     [next],
