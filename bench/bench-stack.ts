@@ -57,7 +57,7 @@ export interface BenchStack {
 
 /**
  * A private embedded stack for one benchmark: PostgreSQL and a Temporal dev server on free ports,
- * in a fresh data directory, with the limits off (bench-limits.ts) and `env` on top.
+ * in a fresh data directory, with the rate limit and hourly quota off (bench-limits.ts) and `env` on top.
  */
 export async function startBenchStack(
   options: { env?: Record<string, string>; poolSize?: number; name?: string } = {},

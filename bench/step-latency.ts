@@ -32,7 +32,7 @@ import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuOf, machineBusyMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
 import { recordStepSpans } from './step-spans';
-import { fetchHistories, stepTimeline, workflowTaskTimes } from './workflow-task-times';
+import { fetchHistories, pickupTimeline, stepTimeline, workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
       started_at?: string;
     };
     if (got.state !== 'SUCCEEDED') throw new Error(`run ${id} ended ${got.state}`);
-    return Date.parse(got.started_at!) - Date.parse(got.created_at);
+    return { createdAt: Date.parse(got.created_at), startedAt: Date.parse(got.started_at!) };
   };
 
   // Warm-up: the first run of each kind pays for connections, bundles and caches.
@@ -249,7 +249,8 @@ async function main(): Promise<void> {
   const burstStarted = performance.now();
   const burstMachineBefore = machineBusyMs();
   const burstIds = await Promise.all(Array.from({ length: burst }, () => createRun(10)));
-  const pickups = await Promise.all(burstIds.map(finished));
+  const burstRuns = await Promise.all(burstIds.map(finished));
+  const pickups = burstRuns.map((r) => r.startedAt - r.createdAt);
   const burstSeconds = (performance.now() - burstStarted) / 1000;
   const burstMachineMs = machineBusyMs() - burstMachineBefore;
   log(
@@ -257,11 +258,15 @@ async function main(): Promise<void> {
   );
   log(line('QUEUED → INPROGRESS', pickups).replace(/\(\d+ steps\)/, `(${burst} runs)`));
   const burstHistories = await fetchHistories(client, burstIds.map(runWorkflowId));
+  const pickup = pickupTimeline(burstHistories, burstRuns);
+  log(line("  of which the API's create", pickup.toWorkflowStart).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  log(line("  of which the first task's wait", pickup.toFirstTask).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  log(line('  of which in the first task', pickup.inFirstTask).replace(/\(\d+ steps\)/, `(${burst} runs)`));
   const tasks = workflowTaskTimes(burstHistories);
   log(line('workflow task, started → done', tasks.durations).replace('steps)', 'tasks)'));
   log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
   log(
-    `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}`,
+    `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}; signals per run ${(tasks.signals / burst).toFixed(1)}`,
   );
   const burstTimeline = stepTimeline(burstHistories);
   log(

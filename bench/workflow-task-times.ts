@@ -11,6 +11,8 @@ export interface WorkflowTaskTimes {
   waits: number[];
   timedOut: number;
   failed: number;
+  /** Signals the workflows received (a team's admission wake-ups among them). */
+  signals: number;
   /** History events of all the workflows together. */
   events: number;
 }
@@ -30,7 +32,7 @@ function millis(time: temporal.api.history.v1.IHistoryEvent['eventTime']): numbe
 
 /** Times the workflow tasks of workflows' histories (`fetchHistories`). */
 export function workflowTaskTimes(histories: HistoryEvent[][]): WorkflowTaskTimes {
-  const times: WorkflowTaskTimes = { durations: [], waits: [], timedOut: 0, failed: 0, events: 0 };
+  const times: WorkflowTaskTimes = { durations: [], waits: [], timedOut: 0, failed: 0, signals: 0, events: 0 };
   for (const events of histories) {
     times.events += events.length;
     let scheduled = 0;
@@ -53,6 +55,9 @@ export function workflowTaskTimes(histories: HistoryEvent[][]): WorkflowTaskTime
           break;
         case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
           times.failed += 1;
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+          times.signals += 1;
           break;
         default:
       }
@@ -108,5 +113,36 @@ export function stepTimeline(histories: HistoryEvent[][]): StepTimeline {
       }
     }
   }
+  return timeline;
+}
+
+/** Where a run's QUEUED → INPROGRESS went, in ms (`pickupTimeline`). */
+export interface PickupTimeline {
+  /** The run's row committed → its workflow started on the server: the API's create. */
+  toWorkflowStart: number[];
+  /** The workflow started → its first workflow task started on a worker: the wait for a worker. */
+  toFirstTask: number[];
+  /** The first workflow task started → INPROGRESS recorded: its local activities (admission, the turn's start). */
+  inFirstTask: number[];
+}
+
+/**
+ * Splits each run's QUEUED → INPROGRESS (`runs[i]`, absolute ms from the database) by its
+ * workflow's history (`histories[i]`).
+ */
+export function pickupTimeline(
+  histories: HistoryEvent[][],
+  runs: { createdAt: number; startedAt: number }[],
+): PickupTimeline {
+  const timeline: PickupTimeline = { toWorkflowStart: [], toFirstTask: [], inFirstTask: [] };
+  histories.forEach((events, i) => {
+    const run = runs[i]!;
+    const started = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
+    const firstTask = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+    if (!started || !firstTask) return;
+    timeline.toWorkflowStart.push(millis(started.eventTime) - run.createdAt);
+    timeline.toFirstTask.push(millis(firstTask.eventTime) - millis(started.eventTime));
+    timeline.inFirstTask.push(run.startedAt - millis(firstTask.eventTime));
+  });
   return timeline;
 }
