@@ -69,7 +69,8 @@ export async function admitRunTurn(
   const teamId = found.team_id;
   // This runs in the run's workflow: the workflow exists, whatever became of the API that started it.
   await markWorkflowStarted(manager, runId);
-  await lockTeamAdmission(manager, teamId);
+  // All that concerns only this run is done under its own row lock, before the team's lock: a
+  // burst of one team's runs queues on that lock, so it is held for one statement and the commit.
   const locked = (await lockRun(manager, runId))!;
   let turn = locked.turn;
   if (isTerminal(locked.state)) {
@@ -77,43 +78,45 @@ export async function admitRunTurn(
     if (locked.pendingFollowups === 0) return { admitted: true, teamId, turn };
     turn = await reopenRun(manager, runId, locked.turn);
   }
-  await manager.query(
-    `UPDATE runs SET admission_asked_turn = turn WHERE run_id = $1 AND admission_asked_turn IS DISTINCT FROM turn`,
+  const [askedRows] = (await manager.query(
+    `UPDATE runs r SET admission_asked_turn = r.turn WHERE r.run_id = $1
+     RETURNING r.state, r.admitted_turn = r.turn AS admitted,
+       EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS')) AS under_parent`,
     [runId],
-  );
-  const [run] = (await manager.query(
-    `SELECT r.state, r.admitted_turn = r.turn AS admitted,
-            EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS')) AS under_parent
-       FROM runs r WHERE r.run_id = $1`,
-    [runId],
-  )) as { state: string; admitted: boolean | null; under_parent: boolean }[];
-  if (run!.admitted) return { admitted: true, teamId, turn };
+  )) as [{ state: string; admitted: boolean | null; under_parent: boolean }[], number];
+  const asked = askedRows[0]!;
+  if (asked.admitted) return { admitted: true, teamId, turn };
   // Already running (its turn began before admission existed): it holds a slot as it is.
-  if (run!.state === 'INPROGRESS' || maxConcurrent === 0) {
+  if (asked.state === 'INPROGRESS' || maxConcurrent === 0) {
     await markAdmitted(manager, runId, true);
     return { admitted: true, teamId, turn };
   }
   // A factory's child runs while its parent holds the slot: it never waits for its own parent's
   // slot to free (which would deadlock a foreman waiting for its children).
-  if (run!.under_parent) {
+  if (asked.under_parent) {
     await markAdmitted(manager, runId, false);
     return { admitted: true, teamId, turn };
   }
-  const [counts] = (await manager.query(
-    `SELECT count(*) FILTER (WHERE ${HOLDS_SLOT})::int AS holders,
-            count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})::int AS ahead,
-            count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN} AND r.admission_asked_turn IS DISTINCT FROM r.turn)::int AS unasked,
-            ceil(extract(epoch FROM max(r.queued_at) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})
-              + interval '${ADMISSION_GRACE_SECONDS} seconds' - clock_timestamp()))::int AS grace_left
-       FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS')`,
-    [teamId, runId],
-  )) as { holders: number; ahead: number; unasked: number; grace_left: number | null }[];
-  const { holders, ahead, unasked, grace_left: graceLeft } = counts!;
+  await lockTeamAdmission(manager, teamId);
   // Room for this run and for every run queued before it that waits: it takes no older run's slot.
-  if (holders + ahead < maxConcurrent) {
-    await markAdmitted(manager, runId, true);
-    return { admitted: true, teamId, turn };
-  }
+  const [decision] = (await manager.query(
+    `WITH counts AS (
+       SELECT count(*) FILTER (WHERE ${HOLDS_SLOT})::int AS holders,
+              count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})::int AS ahead,
+              count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN} AND r.admission_asked_turn IS DISTINCT FROM r.turn)::int AS unasked,
+              ceil(extract(epoch FROM max(r.queued_at) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})
+                + interval '${ADMISSION_GRACE_SECONDS} seconds' - clock_timestamp()))::int AS grace_left
+         FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS')
+     ), admitted AS (
+       UPDATE runs SET admitted_turn = turn, holds_slot = true
+        WHERE run_id = $2 AND (SELECT holders + ahead < $3 FROM counts)
+        RETURNING 1
+     )
+     SELECT c.*, EXISTS (SELECT 1 FROM admitted) AS admitted FROM counts c`,
+    [teamId, runId, maxConcurrent],
+  )) as { holders: number; ahead: number; unasked: number; grace_left: number | null; admitted: boolean }[];
+  const { holders, ahead, unasked, grace_left: graceLeft } = decision!;
+  if (decision!.admitted) return { admitted: true, teamId, turn };
   const statusMessage: RunStatusMessage = {
     message: `Waiting for a slot: ${holders} of this team's runs are in progress and TEAM_MAX_CONCURRENT_RUNS allows ${maxConcurrent} at once${
       ahead ? `; ${ahead} run(s) queued before this one wait for a slot first` : ''

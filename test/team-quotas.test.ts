@@ -266,6 +266,41 @@ test('a run that asks before an older one starts at once if a slot is left for t
   }
 });
 
+test('runs of one team asking at the same moment, from separate transactions, never hold more than the limit', async () => {
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    for (let i = 1; i <= 5; i++) runs.push(await createRun(idle, key, { prompt: `at once ${i}` }));
+    // Queued past the grace and none has asked: no run counts another as ahead, so only the
+    // team's lock keeps each decision from missing the slots the others are taking.
+    await idle.dataSource.query(
+      `UPDATE runs SET queued_at = queued_at - interval '${ADMISSION_GRACE_SECONDS + 50} seconds' WHERE run_id = ANY($1)`,
+      [runs],
+    );
+    const decide = () =>
+      Promise.all(runs.map((runId) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2))));
+    const first = await decide();
+    expect(first.filter((a) => a?.admitted)).toHaveLength(2);
+    // Asked again, together: the same two, and nobody else.
+    const again = await decide();
+    expect(again.map((a) => a?.admitted)).toEqual(first.map((a) => a?.admitted));
+    const [{ holders }] = (await idle.dataSource.query(
+      `SELECT count(*)::int AS holders FROM runs WHERE run_id = ANY($1) AND admitted_turn = turn AND holds_slot`,
+      [runs],
+    )) as [{ holders: number }];
+    expect(holders).toBe(2);
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+});
+
 test('a free slot wakes only runs that asked for one and were refused; one that has not asked keeps its place unwoken', async () => {
   // No worker: the runs' workflows never look; the test makes the decisions they would.
   const idle = await createTestContext({ worker: false, env: QUOTAS });
