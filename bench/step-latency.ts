@@ -32,7 +32,7 @@ import { percentile, serveBenchApi, startBenchStack } from './bench-stack';
 import { cpuOf, machineBusyMs } from './process-tree-cpu';
 import { probeSpawns } from './spawn-probe';
 import { recordStepSpans } from './step-spans';
-import { fetchHistories, pickupTimeline, stepTimeline, workflowTaskTimes } from './workflow-task-times';
+import { fetchHistories, firstTaskDone, pickupTimeline, stepTimeline, workflowTaskTimes } from './workflow-task-times';
 
 const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
@@ -285,6 +285,32 @@ async function main(): Promise<void> {
     `the whole machine's CPU per step    ${(burstMachineMs / (burst * 10)).toFixed(1)} ms (the kernel's included; ${((burstMachineMs / (burstSeconds * 1000 * os.cpus().length)) * 100).toFixed(0)}% of its ${os.cpus().length} cores)`,
   );
   log(`RSS of this process (API + worker)  ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
+  log(
+    line('ours: workflow start → first task done', firstTaskDone(burstHistories)).replace(
+      /\(\d+ steps\)/,
+      `(${burst} runs)`,
+    ),
+  );
+
+  // The same burst of the activity floor: what the machine allows Temporal and bare sandboxes alone.
+  const floorBurstStarted = performance.now();
+  const floorMachineBefore = machineBusyMs();
+  const floorBurstIds = await floor(burst, 'activity', 10);
+  const floorBurstSeconds = (performance.now() - floorBurstStarted) / 1000;
+  const floorMachineMs = machineBusyMs() - floorMachineBefore;
+  const floorHistories = await fetchHistories(client, floorBurstIds);
+  const floorTasks = workflowTaskTimes(floorHistories);
+  log(
+    `floor: steps per second            ${((burst * 10) / floorBurstSeconds).toFixed(1)} (${floorBurstSeconds.toFixed(1)} s in all; the machine's CPU ${(floorMachineMs / (burst * 10)).toFixed(1)} ms per step)`,
+  );
+  log(
+    line('floor: workflow start → first task done', firstTaskDone(floorHistories)).replace(
+      /\(\d+ steps\)/,
+      `(${burst} runs)`,
+    ),
+  );
+  log(line('floor: workflow task, started → done', floorTasks.durations).replace('steps)', 'tasks)'));
+  log(line('floor: workflow task, scheduled → started', floorTasks.waits).replace('steps)', 'tasks)'));
 
   floorWorker.shutdown();
   worker.shutdown();

@@ -146,3 +146,14 @@ export function pickupTimeline(
   });
   return timeline;
 }
+
+/** Per workflow: from its start on the server to its first workflow task done (it has begun its work). */
+export function firstTaskDone(histories: HistoryEvent[][]): number[] {
+  const times: number[] = [];
+  for (const events of histories) {
+    const started = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
+    const done = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+    if (started && done) times.push(millis(done.eventTime) - millis(started.eventTime));
+  }
+  return times;
+}
