@@ -6,6 +6,8 @@
  * cost (each admission woke every younger run: n²/2 signals).
  */
 export function benchLimits(): Record<string, string> {
-  const names = ['RATE_LIMIT_REQUESTS_PER_MINUTE', 'TEAM_MAX_RUNS_PER_HOUR'];
-  return Object.fromEntries(names.map((name) => [name, process.env[name] ?? '0']));
+  const off = ['RATE_LIMIT_REQUESTS_PER_MINUTE', 'TEAM_MAX_RUNS_PER_HOUR'];
+  const limits = Object.fromEntries(off.map((name) => [name, process.env[name] ?? '0']));
+  const concurrent = process.env.TEAM_MAX_CONCURRENT_RUNS;
+  return concurrent === undefined ? limits : { ...limits, TEAM_MAX_CONCURRENT_RUNS: concurrent };
 }

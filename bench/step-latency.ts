@@ -266,7 +266,7 @@ async function main(): Promise<void> {
   log(line('workflow task, started → done', tasks.durations).replace('steps)', 'tasks)'));
   log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
   log(
-    `workflow tasks timed out / failed   ${tasks.timedOut} / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}; signals per run ${(tasks.signals / burst).toFixed(1)}`,
+    `workflow tasks timed out / failed   ${tasks.timedOut} (${tasks.stickyTimedOut} waiting on the sticky queue) / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}; signals per run ${(tasks.signals / burst).toFixed(1)}`,
   );
   const burstTimeline = stepTimeline(burstHistories);
   log(

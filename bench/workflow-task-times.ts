@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 const EventType = temporal.api.enums.v1.EventType;
+const TimeoutType = temporal.api.enums.v1.TimeoutType;
 
 /** What a set of workflows' histories say about their workflow tasks. */
 export interface WorkflowTaskTimes {
@@ -10,6 +11,8 @@ export interface WorkflowTaskTimes {
   /** Scheduled → started: how long each waited for a worker. */
   waits: number[];
   timedOut: number;
+  /** Of those, the ones that waited past the sticky queue's schedule-to-start timeout (then went to the shared queue). */
+  stickyTimedOut: number;
   failed: number;
   /** Signals the workflows received (a team's admission wake-ups among them). */
   signals: number;
@@ -32,7 +35,15 @@ function millis(time: temporal.api.history.v1.IHistoryEvent['eventTime']): numbe
 
 /** Times the workflow tasks of workflows' histories (`fetchHistories`). */
 export function workflowTaskTimes(histories: HistoryEvent[][]): WorkflowTaskTimes {
-  const times: WorkflowTaskTimes = { durations: [], waits: [], timedOut: 0, failed: 0, signals: 0, events: 0 };
+  const times: WorkflowTaskTimes = {
+    durations: [],
+    waits: [],
+    timedOut: 0,
+    stickyTimedOut: 0,
+    failed: 0,
+    signals: 0,
+    events: 0,
+  };
   for (const events of histories) {
     times.events += events.length;
     let scheduled = 0;
@@ -52,6 +63,8 @@ export function workflowTaskTimes(histories: HistoryEvent[][]): WorkflowTaskTime
           break;
         case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
           times.timedOut += 1;
+          if (event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START)
+            times.stickyTimedOut += 1;
           break;
         case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
           times.failed += 1;
