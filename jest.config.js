@@ -13,6 +13,8 @@ module.exports = {
       roots: ['<rootDir>/test/unit'],
       testMatch: ['**/*.test.ts'],
       transform,
+      globalSetup: '<rootDir>/test/stack/unit-global-setup.ts',
+      globalTeardown: '<rootDir>/test/stack/unit-global-teardown.ts',
     },
     {
       // The whole service against one real PostgreSQL and one Temporal dev server for the run.

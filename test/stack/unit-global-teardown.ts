@@ -1,0 +1,5 @@
+import { removeTestTempRoot } from './temp-root';
+
+export default function unitGlobalTeardown(): void {
+  removeTestTempRoot();
+}
