@@ -61,7 +61,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
 
   /** Tells the team's oldest waiting runs, as many as it has free slots, to look again. */
   async function wakeTeam(teamId: string): Promise<string[]> {
-    const runIds = await runsToAdmitNext(dataSource.manager, teamId, maxConcurrent);
+    const runIds = await dataSource.transaction((tx) => runsToAdmitNext(tx, teamId, maxConcurrent));
     for (const id of runIds) {
       await temporal.workflow
         .getHandle(runWorkflowId(id))

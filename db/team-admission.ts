@@ -76,6 +76,9 @@ export async function admitRunTurn(
   if (isTerminal(locked.state)) {
     // Nothing to run: `startTurn` finds no turn and the execution goes idle.
     if (locked.pendingFollowups === 0) return { admitted: true, teamId, turn };
+    // Queued anew under the team's lock: a run created meanwhile either counts this one as
+    // queued before it or was queued first.
+    await lockTeamAdmission(manager, teamId);
     turn = await reopenRun(manager, runId, locked.turn);
   }
   const [askedRows] = (await manager.query(
@@ -143,7 +146,9 @@ export async function admitRunTurn(
  * The runs of the team that should look again for a slot now: of the oldest waiting ones, as
  * many as the team has free slots, those that asked and were refused. One that has not asked yet
  * keeps its place but needs no wake-up: it asks on its own, and is decided after this admission.
- * (Waking those too cost a burst of n runs n²/2 signals, each a workflow task.)
+ * (Waking those too cost a burst of n runs n²/2 signals, each a workflow task.) Caller is in a
+ * transaction: the team's lock makes a refusal still being decided commit first, so that a run
+ * refused a moment before the slot freed is seen as having asked, and woken.
  */
 export async function runsToAdmitNext(
   manager: EntityManager,
@@ -151,6 +156,7 @@ export async function runsToAdmitNext(
   maxConcurrent: number,
 ): Promise<string[]> {
   if (maxConcurrent === 0) return [];
+  await lockTeamAdmission(manager, teamId);
   const rows = (await manager.query(
     `SELECT run_id FROM (
        SELECT r.run_id, r.queued_at, r.admission_asked_turn = r.turn AS asked FROM runs r

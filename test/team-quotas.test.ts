@@ -301,6 +301,56 @@ test('runs of one team asking at the same moment, from separate transactions, ne
   }
 });
 
+test('a run refused while a slot frees is woken: the wake-up waits for the refusal being decided', async () => {
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    for (let i = 1; i <= 3; i++) runs.push(await createRun(idle, key, { prompt: `freeing ${i}` }));
+    const [h1, h2, b] = runs as [string, string, string];
+    const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
+    expect(await admit(h1)).toMatchObject({ admitted: true });
+    const held = await admit(h2);
+    expect(held).toMatchObject({ admitted: true });
+    // b is refused in a transaction that has not committed yet when h1 ends and the team is woken.
+    const refusal = idle.dataSource.createQueryRunner();
+    await refusal.connect();
+    await refusal.startTransaction();
+    try {
+      expect(await admitRunTurn(refusal.manager, b, 2)).toMatchObject({ admitted: false });
+      await idle.dataSource.transaction((tx) => applyTransition(tx, { runId: h1, turn: 1, state: 'SUCCEEDED' }));
+      const woken = idle.dataSource.transaction((tx) => runsToAdmitNext(tx, held!.teamId, 2));
+      // The wake-up's query waits for the team's lock, which the refusal holds; had it not
+      // waited, it would have answered before the refusal was committed, and missed b.
+      const first = await Promise.race([
+        woken.then(() => 'answered'),
+        waitFor(
+          async () =>
+            (
+              (await idle.dataSource.query(
+                `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+              )) as [{ waiting: number }]
+            )[0].waiting,
+          (waiting) => waiting > 0,
+          'the wake-up to wait for the team lock',
+        ).then(() => 'waiting'),
+      ]);
+      await refusal.commitTransaction();
+      expect({ first, woken: await woken }).toEqual({ first: 'waiting', woken: [b] });
+    } finally {
+      await refusal.release();
+    }
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+});
+
 test('a free slot wakes only runs that asked for one and were refused; one that has not asked keeps its place unwoken', async () => {
   // No worker: the runs' workflows never look; the test makes the decisions they would.
   const idle = await createTestContext({ worker: false, env: QUOTAS });
@@ -342,21 +392,22 @@ test('a free slot wakes only runs that asked for one and were refused; one that 
 
 test('a QUEUED run that no workflow works on holds the team back only for the grace period', async () => {
   const { key } = await ctx.newTeamKey();
-  // A run whose workflow is gone before it ever asked for a slot (its start was lost).
-  await ctx.stopWorker();
-  const lost = await createRun(ctx, key, { prompt: 'lost start' });
-  await ctx.client.workflow.getHandle(runWorkflowId(lost)).terminate('test: the start was lost');
-  await ctx.startWorker();
-
-  // Within the grace period it keeps its place: a later run takes the other slot, and the one
-  // after that waits behind it.
   const holder = uniqueName('holder');
   const held = gate<{ text: string }>();
   ctx.model.script(holder, () => ({ hold: held.promise }));
+  // A run whose workflow is gone before it ever asked for a slot (its start was lost), and two
+  // runs queued right after it, all while no worker runs: the grace starts for all three at once.
+  await ctx.stopWorker();
+  const lost = await createRun(ctx, key, { prompt: 'lost start' });
   const first = await createRun(ctx, key, { prompt: `takes the free slot ${holder}` });
-  await ctx.model.waitForCalls(holder, 1);
   const next = await createRun(ctx, key, { prompt: 'next in line' });
-  expect(message(await waitingForSlot(ctx, key, next))).toContain('1 run(s) queued before this one');
+  await ctx.client.workflow.getHandle(runWorkflowId(lost)).terminate('test: the start was lost');
+  await ctx.startWorker();
+
+  // Within the grace period it keeps its place: the first later run takes the other slot, and
+  // the next waits behind it.
+  await ctx.model.waitForCalls(holder, 1);
+  expect(message(await waitingForSlot(ctx, key, next))).toContain('queued before this one');
 
   // When the grace ends, the later run looks again by itself (nobody signals that moment) and goes ahead.
   await waitForState(ctx, key, next, ['SUCCEEDED']);
