@@ -27,6 +27,7 @@ import { HarnessStepAttempts1763960000000 } from './migrations/1763960000000-har
 import { FactoryTasks1763962000000 } from './migrations/1763962000000-factory-tasks';
 import { ExternalReferences1763964000000 } from './migrations/1763964000000-external-references';
 import { RunImages1763966000000 } from './migrations/1763966000000-run-images';
+import { HarnessUsageCounted1763968000000 } from './migrations/1763968000000-harness-usage-counted';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -54,6 +55,7 @@ export const MIGRATIONS = [
   FactoryTasks1763962000000,
   ExternalReferences1763964000000,
   RunImages1763966000000,
+  HarnessUsageCounted1763968000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

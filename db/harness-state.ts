@@ -98,10 +98,20 @@ export async function recordHarnessStepFinished(manager: EntityManager, runId: s
  * Adds one invocation's usage, as the CLI reported it, to the run's cumulative snapshot: counters
  * summed by name, tool calls by tool, cost when reported; the capture sequence counts snapshots.
  */
+/**
+ * Adds an invocation's usage to the run's sums, once: `invocation` (its transcript key,
+ * `t<turn>-s<step>-i<attempt>`) is remembered, and adding it again changes nothing.
+ */
 export async function addHarnessUsage(
   manager: EntityManager,
   runId: string,
-  added: { usage: Record<string, number>; toolCalls: Record<string, number>; costUsd?: number; executionId: number },
+  added: {
+    invocation: string;
+    usage: Record<string, number>;
+    toolCalls: Record<string, number>;
+    costUsd?: number;
+    executionId: number;
+  },
 ): Promise<void> {
   await manager.query(
     `UPDATE run_harness_state SET
@@ -116,9 +126,17 @@ export async function addHarnessUsage(
        cost_usd = CASE WHEN $4::numeric IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + $4::numeric END,
        capture_sequence = capture_sequence + 1,
        execution_id = $5,
-       captured_at = clock_timestamp()
-     WHERE run_id = $1`,
-    [runId, JSON.stringify(added.usage), JSON.stringify(added.toolCalls), added.costUsd ?? null, added.executionId],
+       captured_at = clock_timestamp(),
+       usage_counted = array_append(usage_counted, $6)
+     WHERE run_id = $1 AND NOT ($6 = ANY (usage_counted))`,
+    [
+      runId,
+      JSON.stringify(added.usage),
+      JSON.stringify(added.toolCalls),
+      added.costUsd ?? null,
+      added.executionId,
+      added.invocation,
+    ],
   );
 }
 

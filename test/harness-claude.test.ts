@@ -316,7 +316,9 @@ test("an interrupted invocation's output is recorded once, whatever part of it w
           message: { content: [{ type: 'tool_result', tool_use_id: 'tu1', content: `out ${marker}` }] },
         },
         { type: 'assistant', message: { content: [{ type: 'text', text: `two ${marker}` }] } },
+        { type: 'result', subtype: 'success', result: `two ${marker}`, usage: { input_tokens: 120, output_tokens: 7 } },
       ],
+      usage: { input_tokens: 120, output_tokens: 7 },
       entries: [
         ['assistant', `one ${marker}`],
         ['assistant', ''],

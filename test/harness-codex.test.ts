@@ -122,6 +122,7 @@ test("an interrupted invocation's output is recorded once, whatever part of it w
         { type: 'item.completed', item: { id: 'i2', type: 'agent_message', text: `two ${marker}` } },
         { type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 2 } },
       ],
+      usage: { input_tokens: 10, output_tokens: 2 },
       entries: [
         ['assistant', `one ${marker}`],
         ['assistant', ''],

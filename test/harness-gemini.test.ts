@@ -96,6 +96,7 @@ test("an interrupted invocation's output is recorded once, whatever part of it w
         { type: 'message', role: 'assistant', content: `two ${marker}` },
         { type: 'result', status: 'success', stats: { input_tokens: 10, output_tokens: 2 } },
       ],
+      usage: { input_tokens: 10, output_tokens: 2 },
       entries: [
         ['assistant', `one ${marker}`],
         ['tool_call', `out ${marker}`],

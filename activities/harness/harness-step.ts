@@ -5,7 +5,7 @@ import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import type { Logger } from '../../core/logger';
 import { decryptMcpServers } from '../../core/secrets';
 import { observeHarnessInvocation, observeHarnessTokens } from '../../core/metrics';
-import { addHarnessUsage, loadGatewayAdmission, recordHarnessStepFinished } from '../../db/harness-state';
+import { loadGatewayAdmission, recordHarnessStepFinished } from '../../db/harness-state';
 import { appendRunEvent, loadRunEvents } from '../../db/run-events';
 import { addRunUsage } from '../../db/run-usage';
 import type { StepRun } from '../../db/run-step-reads';
@@ -64,7 +64,7 @@ export function createHarnessStep(deps: ActivityDeps) {
     const stepKey = `t${turn}-s${step}`;
 
     const install = installedHarness(type);
-    const { recorder, recordRawLog, recordLeftOvers } = invocationRecording(
+    const { recorder, recordRawLog, recordUsage, recordLeftOvers } = invocationRecording(
       {
         dataSource,
         blobs,
@@ -212,6 +212,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           lines.end();
           await transcript.flushed();
           await recordRawLog(at, raw);
+          await recordUsage(at, transcript.report);
           recorded = true;
           return { result, report: transcript.report };
         } finally {
@@ -239,14 +240,6 @@ export function createHarnessStep(deps: ActivityDeps) {
         const handedNow = new Set(pending.map((p) => p.id));
         const before = earlier.filter((e) => !handedNow.has(e.id));
         ({ result, report } = await invoke(sessionRecap(before, prompt), undefined, `${attempt}r`));
-      }
-      if (Object.keys(report.usage).length || Object.keys(report.toolCalls).length) {
-        await addHarnessUsage(dataSource.manager, runId, {
-          usage: report.usage,
-          toolCalls: report.toolCalls,
-          costUsd: report.costUsd,
-          executionId: turn,
-        });
       }
       if (result.cancelled && signal.aborted) {
         observeHarnessInvocation(type, 'cancelled');

@@ -3,8 +3,9 @@ import type { DataSource } from 'typeorm';
 import type { CliHarnessType } from '../../core/harnesses';
 import { recordFileArtifact } from '../../db/artifacts';
 import type { BlobStore } from '../../db/blob-store';
+import { addHarnessUsage } from '../../db/harness-state';
 import { CLI_HARNESS_ADAPTERS } from './cli-harnesses';
-import { HarnessTranscript, JsonLines } from './harness-transcript';
+import { HarnessTranscript, JsonLines, type InvocationReport } from './harness-transcript';
 import { leftOverOutputs, removeInvocationOutput } from './invocation-output';
 import { MAX_FOLLOWED_BYTES } from '../sandbox/file-tail';
 import { RawEventLog } from './raw-event-log';
@@ -61,10 +62,22 @@ export function invocationRecording(
     });
   };
 
+  /** What the invocation reported it used, into the run's sums (once per invocation: its key says which). */
+  const recordUsage = async (at: InvocationAt, report: InvocationReport) => {
+    if (!Object.keys(report.usage).length && !Object.keys(report.toolCalls).length) return;
+    await addHarnessUsage(dataSource.manager, runId, {
+      invocation: `t${at.turn}-s${at.step}-i${at.attempt}`,
+      usage: report.usage,
+      toolCalls: report.toolCalls,
+      costUsd: report.costUsd,
+      executionId: at.turn,
+    });
+  };
+
   /**
    * Records what invocations whose worker died left on disk (invocation-output.ts), under their
    * own keys: what they recorded themselves is not recorded twice, what they printed unread is
-   * added. Each file goes once it is recorded.
+   * added, and their usage is counted if they had not counted it. Each file goes once it is recorded.
    */
   const recordLeftOvers = async () => {
     for (const output of await leftOverOutputs(deps.workspaceRoot, runId)) {
@@ -79,9 +92,10 @@ export function invocationRecording(
       lines.end();
       await transcript.flushed();
       await recordRawLog(output, raw);
+      await recordUsage(output, transcript.report);
       await removeInvocationOutput(output);
     }
   };
 
-  return { recorder, recordRawLog, recordLeftOvers };
+  return { recorder, recordRawLog, recordUsage, recordLeftOvers };
 }

@@ -11,12 +11,15 @@ export interface ReplayScript {
   lines: Record<string, unknown>[];
   /** [kind, text or output] of each transcript entry, in order. */
   entries: [string, string][];
+  /** The usage the lines report, which the run's sums must hold once. */
+  usage?: Record<string, number>;
 }
 
 /**
  * An interrupted invocation's output (invocation-output.ts), of which its worker recorded the
  * first `recordedLive` lines, replayed twice, the first time with a truncated last line: each
- * entry must be recorded once, in order, under the invocation's keys, with one raw artifact.
+ * entry must be recorded once, in order, under the invocation's keys, with one raw artifact, and
+ * the usage it reported counted once.
  */
 export async function expectReplayRecordsOnce(
   ctx: TestContext,
@@ -31,7 +34,9 @@ export async function expectReplayRecordsOnce(
   // Its workspace stays (the default idle timeout): removing it would take the output directory along.
   const runId = await createRun(ctx, key, { prompt: `Say ok ${marker}` });
   await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 60_000);
-  const { lines, entries } = script(marker);
+  const { lines, entries, usage } = script(marker);
+  // The run's CLI state, as a harness run has it: where the invocation's usage is summed.
+  await ctx.dataSource.query(`INSERT INTO run_harness_state (run_id, harness) VALUES ($1, $2)`, [runId, type]);
   const text = lines.map((line) => `${JSON.stringify(line)}\n`);
   const recording = invocationRecording(
     {
@@ -63,8 +68,12 @@ export async function expectReplayRecordsOnce(
     [runId],
   )) as { kind: string; text: string | null; output: string | null }[];
   const artifacts = (await getRun(ctx, key, runId)).artifacts as { data: { filename: string } }[];
+  const [state] = (await ctx.dataSource.query(`SELECT usage FROM run_harness_state WHERE run_id = $1`, [runId])) as {
+    usage: Record<string, number> | null;
+  }[];
   expect({
     entries: turn9.map((e) => [e.kind, e.text ?? e.output]),
     rawStreams: artifacts.filter((a) => a.data.filename === `${type}-t9-s0-a1.jsonl`).length,
-  }).toEqual({ entries, rawStreams: 1 });
+    usage: state?.usage ?? null,
+  }).toEqual({ entries, rawStreams: 1, usage: usage ?? null });
 }
