@@ -97,10 +97,8 @@ export async function recordHarnessStepFinished(manager: EntityManager, runId: s
 /**
  * Adds one invocation's usage, as the CLI reported it, to the run's cumulative snapshot: counters
  * summed by name, tool calls by tool, cost when reported; the capture sequence counts snapshots.
- */
-/**
- * Adds an invocation's usage to the run's sums, once: `invocation` (its transcript key,
- * `t<turn>-s<step>-i<attempt>`) is remembered, and adding it again changes nothing.
+ * Once per invocation: `invocation` (its transcript key, `t<turn>-s<step>-i<attempt>`) is
+ * remembered, and adding it again changes nothing.
  */
 export async function addHarnessUsage(
   manager: EntityManager,

@@ -2,30 +2,39 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-const ROOT_VARIABLE = 'AGENT_RUNS_TEST_TMP';
+/** What this jest process made (global setups and teardowns share the process and its globals). */
+const state = globalThis as { __testTempRoot?: { root: string; previousTmpdir: string | undefined } };
 
 /**
  * Points TMPDIR at a directory of this jest run's own, so that every temporary file of the tests,
  * of the service they start and of the tools it runs is removed with it at the end (a run used to
  * leave about 0.9 GB in /tmp: workspaces, image caches, test fixtures). Set before jest starts
  * its workers, which inherit it. World-writable and sticky like /tmp: processes of other uids
- * (PostgreSQL, a sandbox's uid) make their files there too.
+ * (PostgreSQL, a sandbox's uid) make their files there too. Made once per run, by whichever
+ * project's setup comes first.
  */
 export function enterTestTempRoot(): void {
-  if (process.env[ROOT_VARIABLE]) return;
+  if (state.__testTempRoot) return;
+  const previousTmpdir = process.env.TMPDIR;
   const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-jest-'));
   chmodSync(root, 0o1777);
-  process.env[ROOT_VARIABLE] = root;
+  state.__testTempRoot = { root, previousTmpdir };
   process.env.TMPDIR = root;
 }
 
-/** Removes this run's temporary directory (enterTestTempRoot) and everything in it. */
+/**
+ * Removes the directory enterTestTempRoot made, and only that, with everything in it; TMPDIR is
+ * what it was (a watch-mode rerun makes a new one).
+ */
 export function removeTestTempRoot(): void {
-  const root = process.env[ROOT_VARIABLE];
-  if (!root) return;
+  const made = state.__testTempRoot;
+  if (!made) return;
+  delete state.__testTempRoot;
+  if (made.previousTmpdir === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = made.previousTmpdir;
   try {
-    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+    rmSync(made.root, { recursive: true, force: true, maxRetries: 3 });
   } catch (err) {
-    process.stderr.write(`could not remove the test run's temporary directory ${root}: ${String(err)}\n`);
+    process.stderr.write(`could not remove the test run's temporary directory ${made.root}: ${String(err)}\n`);
   }
 }
