@@ -38,12 +38,13 @@ const run = promisify(execFile);
 const FLOOR_QUEUE = 'bench-step-floor';
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
-const line = (name: string, values: number[]) =>
+/** A figure's p50, p99 and max, and how many `unit` it was taken over. */
+const line = (name: string, values: number[], unit = 'steps') =>
   `${name.padEnd(34)} p50 ${percentile(values, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(values, 99)
     .toFixed(1)
     .padStart(7)} ms   max ${Math.max(...values)
     .toFixed(0)
-    .padStart(6)} ms   (${values.length} steps)`;
+    .padStart(6)} ms   (${values.length} ${unit})`;
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
 
@@ -201,7 +202,7 @@ async function main(): Promise<void> {
     } (RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB; bench:spawn)`,
   );
   for (const [name, times] of [...spanTimes].sort((a, b) => percentile(b[1], 50) - percentile(a[1], 50)))
-    log(line(`  of which ${name}`, times).replace('steps)', 'spans)'));
+    log(line(`  of which ${name}`, times, 'spans'));
   log(line('floor: activity + bare bwrap', floors.activity));
   log(line('floor: local activity', floors.local));
   log(`ours / activity floor             p50 ${(percentile(ours, 50) / percentile(floors.activity, 50)).toFixed(2)}x`);
@@ -256,15 +257,15 @@ async function main(): Promise<void> {
   log(
     `steps per second                   ${((burst * 10) / burstSeconds).toFixed(1)} (${burstSeconds.toFixed(1)} s in all)`,
   );
-  log(line('QUEUED → INPROGRESS', pickups).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  log(line('QUEUED → INPROGRESS', pickups, 'runs'));
   const burstHistories = await fetchHistories(client, burstIds.map(runWorkflowId));
   const pickup = pickupTimeline(burstHistories, burstRuns);
-  log(line("  of which the API's create", pickup.toWorkflowStart).replace(/\(\d+ steps\)/, `(${burst} runs)`));
-  log(line("  of which the first task's wait", pickup.toFirstTask).replace(/\(\d+ steps\)/, `(${burst} runs)`));
-  log(line('  of which in the first task', pickup.inFirstTask).replace(/\(\d+ steps\)/, `(${burst} runs)`));
+  log(line("  of which the API's create", pickup.toWorkflowStart, 'runs'));
+  log(line("  of which the first task's wait", pickup.toFirstTask, 'runs'));
+  log(line('  of which in the first task', pickup.inFirstTask, 'runs'));
   const tasks = workflowTaskTimes(burstHistories);
-  log(line('workflow task, started → done', tasks.durations).replace('steps)', 'tasks)'));
-  log(line('workflow task, scheduled → started', tasks.waits).replace('steps)', 'tasks)'));
+  log(line('workflow task, started → done', tasks.durations, 'tasks'));
+  log(line('workflow task, scheduled → started', tasks.waits, 'tasks'));
   log(
     `workflow tasks timed out / failed   ${tasks.timedOut} (${tasks.stickyTimedOut} waiting on the sticky queue) / ${tasks.failed}; history events per step ${(tasks.events / (burst * 10)).toFixed(1)}; signals per run ${(tasks.signals / burst).toFixed(1)}`,
   );
@@ -285,12 +286,7 @@ async function main(): Promise<void> {
     `the whole machine's CPU per step    ${(burstMachineMs / (burst * 10)).toFixed(1)} ms (the kernel's included; ${((burstMachineMs / (burstSeconds * 1000 * os.cpus().length)) * 100).toFixed(0)}% of its ${os.cpus().length} cores)`,
   );
   log(`RSS of this process (API + worker)  ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
-  log(
-    line('ours: workflow start → first task done', firstTaskDone(burstHistories)).replace(
-      /\(\d+ steps\)/,
-      `(${burst} runs)`,
-    ),
-  );
+  log(line('ours: workflow start → first task done', firstTaskDone(burstHistories), 'runs'));
 
   // The same burst of the activity floor: what the machine allows Temporal and bare sandboxes alone.
   const floorBurstStarted = performance.now();
@@ -303,14 +299,9 @@ async function main(): Promise<void> {
   log(
     `floor: steps per second            ${((burst * 10) / floorBurstSeconds).toFixed(1)} (${floorBurstSeconds.toFixed(1)} s in all; the machine's CPU ${(floorMachineMs / (burst * 10)).toFixed(1)} ms per step)`,
   );
-  log(
-    line('floor: workflow start → first task done', firstTaskDone(floorHistories)).replace(
-      /\(\d+ steps\)/,
-      `(${burst} runs)`,
-    ),
-  );
-  log(line('floor: workflow task, started → done', floorTasks.durations).replace('steps)', 'tasks)'));
-  log(line('floor: workflow task, scheduled → started', floorTasks.waits).replace('steps)', 'tasks)'));
+  log(line('floor: workflow start → first task done', firstTaskDone(floorHistories), 'runs'));
+  log(line('floor: workflow task, started → done', floorTasks.durations, 'tasks'));
+  log(line('floor: workflow task, scheduled → started', floorTasks.waits, 'tasks'));
 
   floorWorker.shutdown();
   worker.shutdown();

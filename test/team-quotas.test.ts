@@ -35,6 +35,28 @@ async function teamRunCount(c: TestContext, team: string): Promise<number> {
   return count;
 }
 
+/**
+ * Runs `body` with a new team's key on a context with no worker: the runs' workflows never look,
+ * and the test makes the decisions they would. The workflows of the runs it lists in `runs` are
+ * ended afterwards.
+ */
+async function withIdleTeam(body: (idle: TestContext, key: string, runs: string[]) => Promise<void>): Promise<void> {
+  const idle = await createTestContext({ worker: false, env: QUOTAS });
+  const runs: string[] = [];
+  try {
+    const { key } = await idle.newTeamKey();
+    await body(idle, key, runs);
+  } finally {
+    for (const runId of runs) {
+      await idle.client.workflow
+        .getHandle(runWorkflowId(runId))
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+    await idle.close();
+  }
+}
+
 test('TEAM_MAX_CONCURRENT_RUNS=2: a third run waits QUEUED and starts the moment a slot frees, in order, across restarts; cancelling a waiting run frees nothing', async () => {
   const { key } = await ctx.newTeamKey();
   const markers = ['a', 'b', 'c', 'd', 'e'].map((m) => uniqueName(`slot-${m}`));
@@ -192,12 +214,8 @@ test('TEAM_MAX_RUNS_PER_HOUR=5: the sixth run of the hour is 429 rate_limited wi
   expect(await workflowIds()).toEqual(created.map(runWorkflowId).sort());
 });
 
-test('admission is in queue order even when a later run looks first; a child of an unfinished run is admitted under its slot', async () => {
-  // No worker: the runs' workflows never look; the test makes the decisions they would.
-  const idle = await createTestContext({ worker: false, env: QUOTAS });
-  const runs: string[] = [];
-  try {
-    const { key } = await idle.newTeamKey();
+test('admission is in queue order even when a later run looks first; a child of an unfinished run is admitted under its slot', () =>
+  withIdleTeam(async (idle, key, runs) => {
     for (let i = 1; i <= 4; i++) runs.push(await createRun(idle, key, { prompt: `queued ${i}` }));
     const [p1, p2, p3, p4] = runs as [string, string, string, string];
     const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
@@ -228,23 +246,10 @@ test('admission is in queue order even when a later run looks first; a child of 
     expect(await runsToAdmitNext(idle.dataSource.manager, teamId, 2)).toEqual([]);
     // With the quota off, everything is admitted.
     expect(await idle.dataSource.transaction((tx) => admitRunTurn(tx, p4, 0))).toMatchObject({ admitted: true });
-  } finally {
-    for (const runId of runs) {
-      await idle.client.workflow
-        .getHandle(runWorkflowId(runId))
-        .terminate('test over')
-        .catch(() => undefined);
-    }
-    await idle.close();
-  }
-});
+  }));
 
-test('a run that asks before an older one starts at once if a slot is left for the older one, never in its slot', async () => {
-  // No worker: the runs' workflows never look; the test makes the decisions they would.
-  const idle = await createTestContext({ worker: false, env: QUOTAS });
-  const runs: string[] = [];
-  try {
-    const { key } = await idle.newTeamKey();
+test('a run that asks before an older one starts at once if a slot is left for the older one, never in its slot', () =>
+  withIdleTeam(async (idle, key, runs) => {
     for (let i = 1; i <= 3; i++) runs.push(await createRun(idle, key, { prompt: `early ${i}` }));
     const [a1, a2, a3] = runs as [string, string, string];
     const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
@@ -255,22 +260,10 @@ test('a run that asks before an older one starts at once if a slot is left for t
     expect(refused && !refused.admitted && refused.statusMessage.message).toContain('1 run(s) queued before this one');
     expect(await admit(a1)).toMatchObject({ admitted: true });
     expect(await admit(a3)).toMatchObject({ admitted: false });
-  } finally {
-    for (const runId of runs) {
-      await idle.client.workflow
-        .getHandle(runWorkflowId(runId))
-        .terminate('test over')
-        .catch(() => undefined);
-    }
-    await idle.close();
-  }
-});
+  }));
 
-test('runs of one team asking at the same moment, from separate transactions, never hold more than the limit', async () => {
-  const idle = await createTestContext({ worker: false, env: QUOTAS });
-  const runs: string[] = [];
-  try {
-    const { key } = await idle.newTeamKey();
+test('runs of one team asking at the same moment, from separate transactions, never hold more than the limit', () =>
+  withIdleTeam(async (idle, key, runs) => {
     for (let i = 1; i <= 5; i++) runs.push(await createRun(idle, key, { prompt: `at once ${i}` }));
     // Queued past the grace and none has asked: no run counts another as ahead, so only the
     // team's lock keeps each decision from missing the slots the others are taking.
@@ -290,22 +283,10 @@ test('runs of one team asking at the same moment, from separate transactions, ne
       [runs],
     )) as [{ holders: number }];
     expect(holders).toBe(2);
-  } finally {
-    for (const runId of runs) {
-      await idle.client.workflow
-        .getHandle(runWorkflowId(runId))
-        .terminate('test over')
-        .catch(() => undefined);
-    }
-    await idle.close();
-  }
-});
+  }));
 
-test('a run refused while a slot frees is woken: the wake-up waits for the refusal being decided', async () => {
-  const idle = await createTestContext({ worker: false, env: QUOTAS });
-  const runs: string[] = [];
-  try {
-    const { key } = await idle.newTeamKey();
+test('a run refused while a slot frees is woken: the wake-up waits for the refusal being decided', () =>
+  withIdleTeam(async (idle, key, runs) => {
     for (let i = 1; i <= 3; i++) runs.push(await createRun(idle, key, { prompt: `freeing ${i}` }));
     const [h1, h2, b] = runs as [string, string, string];
     const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
@@ -340,23 +321,10 @@ test('a run refused while a slot frees is woken: the wake-up waits for the refus
     } finally {
       await refusal.release();
     }
-  } finally {
-    for (const runId of runs) {
-      await idle.client.workflow
-        .getHandle(runWorkflowId(runId))
-        .terminate('test over')
-        .catch(() => undefined);
-    }
-    await idle.close();
-  }
-});
+  }));
 
-test('a free slot wakes only runs that asked for one and were refused; one that has not asked keeps its place unwoken', async () => {
-  // No worker: the runs' workflows never look; the test makes the decisions they would.
-  const idle = await createTestContext({ worker: false, env: QUOTAS });
-  const runs: string[] = [];
-  try {
-    const { key } = await idle.newTeamKey();
+test('a free slot wakes only runs that asked for one and were refused; one that has not asked keeps its place unwoken', () =>
+  withIdleTeam(async (idle, key, runs) => {
     for (let i = 1; i <= 4; i++) runs.push(await createRun(idle, key, { prompt: `burst ${i}` }));
     const [q1, q2, q3, q4] = runs as [string, string, string, string];
     const admit = (runId: string) => idle.dataSource.transaction((tx) => admitRunTurn(tx, runId, 2));
@@ -379,16 +347,7 @@ test('a free slot wakes only runs that asked for one and were refused; one that 
     // q2 ends: the slot is q4's, which asked and waits for a wake-up.
     await idle.dataSource.transaction((tx) => applyTransition(tx, { runId: q2, turn: 1, state: 'SUCCEEDED' }));
     expect(await toWake(teamId)).toEqual([q4]);
-  } finally {
-    for (const runId of runs) {
-      await idle.client.workflow
-        .getHandle(runWorkflowId(runId))
-        .terminate('test over')
-        .catch(() => undefined);
-    }
-    await idle.close();
-  }
-});
+  }));
 
 test('a QUEUED run that no workflow works on holds the team back only for the grace period', async () => {
   const { key } = await ctx.newTeamKey();
