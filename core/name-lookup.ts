@@ -13,7 +13,9 @@ const RESOLVE_TIMEOUT_MS = 5000;
  * threads of libuv's pool and stall every lookup of the worker. `localhost` names are loopback
  * (RFC 6761) without asking anyone.
  */
-export function boundedLookup(nameServers?: string[]): Lookup {
+export function boundedLookup(options: { nameServers?: string[]; deadlineMs?: number } = {}): Lookup {
+  const { nameServers, deadlineMs = RESOLVE_TIMEOUT_MS } = options;
+  // c-ares' own tries (2 s, then 4 s) end after the deadline: the deadline decides.
   const resolver = new Resolver({ timeout: 2000, tries: 2 });
   if (nameServers) resolver.setServers(nameServers);
   return async (host) => {
@@ -27,10 +29,7 @@ export function boundedLookup(nameServers?: string[]): Lookup {
     const settle = (p: Promise<string[]>) => p.catch((err: Error) => err);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(Object.assign(new Error('lookup timed out'), { code: 'ETIMEOUT' })),
-        RESOLVE_TIMEOUT_MS,
-      );
+      timer = setTimeout(() => reject(Object.assign(new Error('lookup timed out'), { code: 'ETIMEOUT' })), deadlineMs);
     });
     try {
       const [v4, v6] = await Promise.race([
