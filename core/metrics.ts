@@ -39,6 +39,7 @@ export {
   observeWebhookAttempt,
   observeWebhookGivenUp,
   runLimitsEnforced,
+  diskLimitsEnforced,
   sandboxRefusals,
   webhookDeliveriesGivenUp,
   webhookDeliveryAttempts,

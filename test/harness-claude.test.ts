@@ -218,7 +218,7 @@ test('cancelling a run whose command sleeps stops Claude Code and the command wi
   expect((await getRun(ctx, key, runId)).state).toBe('CANCELLED');
 });
 
-test("files Claude Code's commands write past AGENT_WORKSPACE_MAX_BYTES stop it while it works, and the run fails as budget_exceeded", async () => {
+test("files Claude Code's commands write up to AGENT_WORKSPACE_MAX_BYTES stop it while it works, and the run fails as budget_exceeded", async () => {
   const limited = await createTestContext({
     env: {
       ANTHROPIC_API_KEY: PLATFORM_KEY,
@@ -254,7 +254,8 @@ test("files Claude Code's commands write past AGENT_WORKSPACE_MAX_BYTES stop it 
       'FAILED',
       expect.objectContaining({
         error_code: 'budget_exceeded',
-        message: "Claude Code was stopped: the run's files grew past its disk limit (AGENT_WORKSPACE_MAX_BYTES).",
+        message:
+          "Claude Code was stopped: the run's files reached its disk limit (AGENT_WORKSPACE_MAX_BYTES). Its files are removed: a follow-up starts in a fresh workspace.",
       }),
     ]);
     expect(limited.model.calls(marker)).toHaveLength(1);

@@ -279,7 +279,8 @@ test('a server that dies mid-output takes its processes with it, which end as ki
 });
 
 test('the run sandbox starts its commands, and the disk limit its du, through spawn servers, never by forking the worker', async () => {
-  const { processes, sandbox } = await createTestSandbox();
+  // Files measured with du (AGENT_DISK_LIMITS=measure): on a filesystem of its own, a statfs.
+  const { processes, sandbox } = await createTestSandbox({ AGENT_DISK_LIMITS: 'measure' });
   const run = await processes('spawn-server-run');
   // The server itself is a child of the worker, started once.
   await run.exec(['/bin/true']);
@@ -296,10 +297,8 @@ test('the run sandbox starts its commands, and the disk limit its du, through sp
   expect(result.output).toContain('inside');
   expect(await run.exec(['/bin/sh', '-c', 'cat; echo " and more"'], { input: 'fed' })).toBe('fed and more\n');
   await run.exec(['/bin/sh', '-c', 'head -c 100000 /dev/zero > /workspace/filler']);
-  const used = await runDiskQuota(sandbox.runPaths('spawn-server-run'), 1024 ** 3, {
-    launch: sandbox.hostLauncher,
-  }).usage();
-  expect(used).toBeGreaterThanOrEqual(100_000);
+  const used = await runDiskQuota(sandbox, 'spawn-server-run', 1024 ** 3).usage();
+  expect(used?.bytes).toBeGreaterThanOrEqual(100_000);
   // The run's command sandbox (its server), the command in it, the two helpers, and du.
   expect(SpawnServer.launched - before).toBe(5);
   expect(forks.read().spawns).toBe(0);

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
+import { harnessOutputDir } from '../activities/workspace/workspace-paths';
 import { RUN_STATES, stateRank, type RunState } from '../core/run-state';
 import { createFactory, history as runHistory, listRuns, markerText, toolResult } from './helpers/factories';
 import { gate } from './helpers/scripted-model';
@@ -305,7 +306,7 @@ test('what Claude Code printed while its worker could not read it is recorded wh
   first.proc.kill('SIGSTOP');
   writeFileSync(path.join(workspace, 'go'), '');
   // The CLI's output is on the worker's disk: the command's result reaches it with the worker stopped.
-  const outputs = path.join(ctx.config.workspace.dir, '.harness-output', runId);
+  const outputs = harnessOutputDir(ctx.config.workspace.dir, runId);
   await waitFor(
     async () =>
       existsSync(outputs)

@@ -15,7 +15,7 @@ import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import { harnessOffer, type HarnessOffer } from '../activities/harness/cli-harnesses';
-import { observeStep, runLimitsEnforced } from '../core/metrics';
+import { diskLimitsEnforced, observeStep, runLimitsEnforced } from '../core/metrics';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
@@ -58,7 +58,7 @@ export interface CreateWorkerOptions {
 export interface RunWorker {
   /** The task queue only workers sharing this host's workspace directory poll. */
   workspaceQueue: string;
-  /** How this worker limits each run's processes together, or that it does not (AGENT_RUN_LIMITS=off). */
+  /** How this worker limits each run's processes and files together, or that it does not (AGENT_RUN_LIMITS=off, AGENT_DISK_LIMITS=measure). */
   runLimits: string;
   /** The harnesses this worker can run (with their CLI versions) and those it cannot (with why). */
   harnesses: HarnessOffer;
@@ -223,10 +223,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     });
   await renewLease();
   runLimitsEnforced.set(sandbox.runLimits ? 1 : 0);
+  diskLimitsEnforced.set(sandbox.diskLimits ? 1 : 0);
   let sweeper: ReturnType<typeof startWorkspaceSweeper> | undefined;
   return {
     workspaceQueue,
-    runLimits: sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only',
+    runLimits: `${sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only'}; disk: ${diskLimitsOf(sandbox, config)}`,
     harnesses: harnessOffer(),
     async run() {
       const timer = setInterval(
@@ -264,4 +265,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     },
     getState: () => shared.getState(),
   };
+}
+
+/** How the runs' files are limited on this worker, as /readyz and the start-up lines say it. */
+function diskLimitsOf(sandbox: Sandbox, config: Config): string {
+  if (sandbox.diskLimits) return sandbox.diskLimits;
+  if (config.sandbox.workspaceMaxBytes <= 0) return 'none (AGENT_WORKSPACE_MAX_BYTES=0)';
+  return 'measured after the fact (AGENT_DISK_LIMITS=measure)';
 }

@@ -153,6 +153,8 @@ export interface UserFailureDetails {
     | 'not_authorized'
     | 'authentication_required'
     | 'budget_exceeded';
+  /** The run's files are given up with the turn: they reached the run's disk limit, a follow-up starts afresh. */
+  releaseWorkspace?: boolean;
 }
 
 /** The run workflow's signature, for those that start it by its type name (the API, schedules). */

@@ -18,7 +18,7 @@ import { BUILTIN_TOOL_NAMES, runBuiltinTool, type ToolOutcome } from '../tools/b
 import { offersFactoryFileTool, runValidateFactoryFile, VALIDATE_FACTORY_FILE_TOOL } from '../tools/factory-file-tool';
 import { isOrchestrationTool } from '../tools/orchestration-tools';
 import { capText } from '../tools/output-capture';
-import { userFailure } from '../user-failure';
+import { diskLimitFailure } from '../user-failure';
 import { workspaceRepositories } from '../workspace/git';
 import { loadAdvertisedSkills } from './advertised-skills';
 import { createRecordChangedFiles } from './changed-files';
@@ -79,9 +79,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
     ctx: Context;
   }): Promise<AgentStepOutcome> {
     const processes = runProcesses(sandbox, runId);
-    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
-      launch: sandbox.hostLauncher,
-    });
+    const disk = runDiskQuota(sandbox, runId, config.sandbox.workspaceMaxBytes);
     /** A limit of the run that a tool call reached: recorded as the call's result, then the run fails. */
     let limitReached: RunDiskLimitError | undefined;
     const files = workspaceFiles(processes);
@@ -172,7 +170,10 @@ export function createRunToolCalls(deps: ActivityDeps) {
           } catch (err) {
             if (!(err instanceof RunDiskLimitError)) throw err;
             limitReached = err;
-            outcome = { output: err.message, isError: true };
+            outcome = {
+              output: err.toolOutput ? `${err.toolOutput}\n[sandbox] ${err.message}` : err.message,
+              isError: true,
+            };
           }
         }
       } else if (mcp) {
@@ -222,12 +223,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
         await recordResult(dataSource.manager);
       }
     }
-    if (limitReached) throw userFailure(limitReached.message, 'budget_exceeded');
+    if (limitReached) throw diskLimitFailure(limitReached.message);
     if (orchestration.length) return { done: false, orchestration };
     // MCP servers write too (built-in tools that write check after themselves; the others only read).
     if (calls.some((c) => !BUILTIN_TOOL_NAMES.has(c.name) && !isOrchestrationTool(c.name))) {
       await disk.check().catch((err: unknown) => {
-        throw err instanceof RunDiskLimitError ? userFailure(err.message, 'budget_exceeded') : err;
+        throw err instanceof RunDiskLimitError ? diskLimitFailure(err.message) : err;
       });
     }
     // Only a step that ran something that can change files has a diff to look for: git in the

@@ -20,8 +20,8 @@ import { loadRunNetworkPolicy } from '../sandbox/run-network-policy';
 import { runProcesses } from '../sandbox/sandboxed-process';
 import { socketPath } from '../sandbox/socket-path';
 import { workspaceFiles } from '../sandbox/workspace-files';
-import { userFailure } from '../user-failure';
-import { gatewaySocketDir, harnessOutputDir } from '../workspace/workspace-paths';
+import { diskLimitFailure, userFailure } from '../user-failure';
+import { gatewaySocketDir } from '../workspace/workspace-paths';
 import { CLI_HARNESS_ADAPTERS, installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError } from './harness-credential';
 import { claimHarnessStep } from './harness-claim';
@@ -108,14 +108,9 @@ export function createHarnessStep(deps: ActivityDeps) {
     }
     const processes = runProcesses(sandbox, runId);
     // Measured while the CLI works (its own tools write where the service cannot see each write),
-    // and once more after it: past the limit, the run fails as an agent step's command would fail it.
-    const disk = runDiskQuota(
-      [...sandbox.runPaths(runId), harnessOutputDir(config.workspace.dir, runId)],
-      config.sandbox.workspaceMaxBytes,
-      {
-        launch: sandbox.hostLauncher,
-      },
-    );
+    // and once more after it: at the limit, the run fails as an agent step's command would fail it.
+    // The CLI's output is in the run's state, so within the limit too.
+    const disk = runDiskQuota(sandbox, runId, config.sandbox.workspaceMaxBytes);
     await checkDisk(disk);
     const files = workspaceFiles(processes);
     // Written under the CLI's home by name: a name from a repository's front matter is a path part only if plain.
@@ -258,7 +253,7 @@ export function createHarnessStep(deps: ActivityDeps) {
       if (failure?.retry) throw new Error(failure.message);
       if (failure) {
         await recordHandoff(log, runId, turn, workspace, signal);
-        throw userFailure(failure.message, failure.code);
+        throw failureOf(failure);
       }
       await recordHarnessStepFinished(dataSource.manager, runId, stepKey);
       await recordHandoff(log, runId, turn, workspace, signal);
@@ -272,7 +267,11 @@ export function createHarnessStep(deps: ActivityDeps) {
 
 async function checkDisk(disk: RunDiskQuota): Promise<void> {
   const failure = await diskFailure(disk);
-  if (failure) throw userFailure(failure.message, failure.code);
+  if (failure) throw failureOf(failure);
+}
+
+function failureOf(failure: InvocationFailure): Error {
+  return failure.diskLimit ? diskLimitFailure(failure.message) : userFailure(failure.message, failure.code);
 }
 
 /** The run's files are past its limit: what the CLI wrote in its last seconds, after the last measurement. */
@@ -282,7 +281,7 @@ async function diskFailure(disk: RunDiskQuota): Promise<InvocationFailure | unde
     return undefined;
   } catch (err) {
     if (!(err instanceof RunDiskLimitError)) throw err;
-    return { message: err.message, code: 'budget_exceeded' };
+    return { message: err.message, code: 'budget_exceeded', diskLimit: true };
   }
 }
 

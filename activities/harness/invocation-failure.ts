@@ -8,6 +8,8 @@ export interface InvocationFailure {
   code: UserFailureDetails['errorCode'];
   /** Worth another attempt (the provider failing on its side): the retried invocation resumes the session. */
   retry?: boolean;
+  /** The run's files reached its disk limit: they are given up with the turn. */
+  diskLimit?: boolean;
 }
 
 /**
@@ -63,8 +65,9 @@ export function invocationFailure({
   }
   if (result.diskLimitExceeded !== undefined) {
     return {
-      message: `${title} was stopped: the run's files grew past its disk limit (AGENT_WORKSPACE_MAX_BYTES).`,
+      message: `${title} was stopped: the run's files reached its disk limit (AGENT_WORKSPACE_MAX_BYTES).`,
       code: 'budget_exceeded',
+      diskLimit: true,
     };
   }
   if (result.oomKilled) {

@@ -1,6 +1,6 @@
 import { chmod, chown, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { harnessOutputDir } from '../workspace/workspace-paths';
+import { harnessOutputDir, legacyHarnessOutputDir } from '../workspace/workspace-paths';
 
 /** One invocation's standard output on disk: `t<turn>-s<step>-i<attempt>.jsonl`. */
 export interface InvocationOutput {
@@ -60,16 +60,23 @@ export async function releaseInvocationOutput(output: InvocationOutput, recorded
  * attempt whose worker died left (not those of invocations this process is running).
  */
 export async function leftOverOutputs(root: string, runId: string): Promise<InvocationOutput[]> {
-  const dir = harnessOutputDir(root, runId);
-  const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return [];
-    throw err;
-  });
   const outputs: InvocationOutput[] = [];
-  for (const name of names) {
-    const match = NAME.exec(name);
-    if (match && !inUse.has(path.join(dir, name))) {
-      outputs.push({ path: path.join(dir, name), turn: Number(match[1]), step: Number(match[2]), attempt: match[3]! });
+  // Outputs a worker from before they moved into the run's state left are read from their old place.
+  for (const dir of [legacyHarnessOutputDir(root, runId), harnessOutputDir(root, runId)]) {
+    const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+    for (const name of names) {
+      const match = NAME.exec(name);
+      if (match && !inUse.has(path.join(dir, name))) {
+        outputs.push({
+          path: path.join(dir, name),
+          turn: Number(match[1]),
+          step: Number(match[2]),
+          attempt: match[3]!,
+        });
+      }
     }
   }
   const attemptOrder = (a: string) => [parseInt(a, 10), a.endsWith('r') ? 1 : 0] as const;

@@ -3,7 +3,7 @@ import { socketPath } from './socket-path';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxConfig } from '../../core/config';
-import { workspaceDir } from '../workspace/workspace-paths';
+import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
 import type { EgressProxy } from './egress-proxy';
 import { BRIDGE_PORT, bridgeMappings, GATEWAY_BRIDGE_PORT, type BridgedSocket } from './network-bridge';
 import {
@@ -23,6 +23,7 @@ import { CLONE_GITCONFIG, INNER_ID, writeSandboxEtc } from './sandbox-etc';
 import { imageShell, RunImageRoots } from './run-image-roots';
 import { RunEnvFiles } from './run-env-files';
 import type { ProcessLauncher } from './launched-process';
+import { RunDisks, type RunDiskUsage } from './run-disks';
 import { SpawnServer } from './spawn-server';
 import {
   SANDBOX_ENV,
@@ -50,6 +51,8 @@ export interface BwrapSandboxOptions {
   setprivPath: string;
   /** The image cache, whose hold on a run's image ends with the run's workspace. */
   images?: { release(runId: string): Promise<void> };
+  /** Bytes of each run's filesystem of its own (AGENT_DISK_LIMITS=enforce); undefined: none, the files are measured. */
+  diskMaxBytes?: number;
 }
 
 /** Sandboxes built from Linux namespaces with bubblewrap: one per process a run starts. */
@@ -67,12 +70,17 @@ export class BwrapSandbox implements Sandbox {
   private readonly systemArgs: string[];
   /** Starts the sandboxes, so that the worker never forks itself for one. */
   private readonly spawnServer: SpawnServer;
+  /** Each run's files on a filesystem of their own, when the worker enforces disk limits. */
+  readonly disks: RunDisks | undefined;
 
   constructor(private readonly options: BwrapSandboxOptions) {
     this.stateRoot = path.join(options.workspaceRoot, '.sandbox');
     this.systemArgs = systemDirArgs();
     this.spawnServer = SpawnServer.onHost(options.initPath);
     this.envFiles = new RunEnvFiles(options.hostUid);
+    this.disks = options.diskMaxBytes
+      ? new RunDisks({ root: options.workspaceRoot, maxBytes: options.diskMaxBytes, launch: this.spawnServer.launch })
+      : undefined;
   }
 
   get processUid(): number | undefined {
@@ -95,12 +103,20 @@ export class BwrapSandbox implements Sandbox {
     return SANDBOX_HOME;
   }
 
+  get diskLimits(): string | undefined {
+    return this.disks?.description;
+  }
+
   runPaths(runId: string): string[] {
     return [workspaceDir(this.options.workspaceRoot, runId), this.runDir(runId)];
   }
 
+  runDiskUsage(runId: string): Promise<RunDiskUsage | undefined> {
+    return this.disks?.usage(runId) ?? Promise.resolve(undefined);
+  }
+
   private runDir(runId: string): string {
-    return path.join(this.stateRoot, runId);
+    return runStateDir(this.options.workspaceRoot, runId);
   }
 
   async prepareRun(runId: string): Promise<void> {
@@ -110,6 +126,7 @@ export class BwrapSandbox implements Sandbox {
 
   private async makeRunState(runId: string): Promise<void> {
     await this.ensureEtc();
+    await this.disks?.attach(runId);
     await makeRunDirs(workspaceDir(this.options.workspaceRoot, runId), this.runDir(runId), this.options.hostUid);
     this.ready.add(runId);
   }
@@ -134,6 +151,7 @@ export class BwrapSandbox implements Sandbox {
     const workspace = workspaceDir(this.options.workspaceRoot, runId);
     // Root deletes only once nothing of the run is left that could swap a directory for a symlink.
     await killRunSandboxes(workspace);
+    await this.disks?.detach(runId);
     // The run's own directory (its environment files among it) first: a worker that dies between
     // the two leaves the workspace, which the sweeper finds and removes with this.
     await rm(this.runDir(runId), { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../core/config';
 import type { Logger } from '../../core/logger';
@@ -15,6 +15,7 @@ import { limitsSpec } from './sandbox-init-args';
 import { installSandboxInit, locateSandboxInit } from './sandbox-init-binary';
 import { detectRunCgroups, REAL_HOST, type CgroupHost } from './run-cgroups';
 import { killLeftoverSandboxes } from './sandbox-reaper';
+import { runDiskPaths, type RunDisks } from './run-disks';
 import { ExecError, runProcesses } from './sandboxed-process';
 import { ToolSandbox } from './tool-sandbox';
 import { Unsandboxed } from './unsandboxed';
@@ -182,11 +183,50 @@ async function createIsolation(
     initPath: await sandboxInit(config.sandbox.initPath),
     setprivPath: setprivPath ?? 'setpriv',
     images,
+    diskMaxBytes: diskLimitsEnforced(config, logger) ? config.sandbox.workspaceMaxBytes : undefined,
   });
   const killed = await killLeftoverSandboxes(root);
   if (killed.length) logger.warn('killed sandboxed processes a previous worker left running', { pids: killed });
+  if (sandbox.disks) await prepareRunDisks(sandbox.disks, logger);
   await probe(sandbox, root);
   return sandbox;
+}
+
+/** Whether each run gets a filesystem of its own for its disk limit; says so when it does not. */
+function diskLimitsEnforced(config: Config, logger: Logger): boolean {
+  if (config.sandbox.workspaceMaxBytes <= 0) return false;
+  if (config.sandbox.diskLimits === 'enforce') return true;
+  logger.warn(
+    "AGENT_DISK_LIMITS=measure: a run's files are measured while its commands run and after each step, so a fast writer can take far more than AGENT_WORKSPACE_MAX_BYTES of the host's disk before it is stopped. Never run shared deployments like this.",
+  );
+  return false;
+}
+
+/**
+ * Checks that this worker can give a run a filesystem of its own (makes, mounts, measures and
+ * removes one), then mounts again those of the runs whose workspaces are still here.
+ */
+async function prepareRunDisks(disks: RunDisks, logger: Logger): Promise<void> {
+  const probeRun = '.probe-disk';
+  try {
+    if (process.getuid?.() !== 0) throw new Error('the worker does not run as root');
+    await disks.detach(probeRun);
+    await disks.attach(probeRun);
+    if (!(await disks.usage(probeRun))) throw new Error('the probe filesystem did not mount');
+    await disks.detach(probeRun);
+    for (const dir of Object.values(runDiskPaths(disks.options.root, probeRun)))
+      await rm(dir, { recursive: true, force: true });
+  } catch (err) {
+    throw new SandboxUnavailableError(
+      `AGENT_DISK_LIMITS=enforce, but this worker cannot give a run a filesystem of its own for AGENT_WORKSPACE_MAX_BYTES: ${(err as Error).message}. ` +
+        'It needs root, loop devices and `mkfs.ext4` (e2fsprogs): in a container, run the worker privileged, or with CAP_SYS_ADMIN and the devices /dev/loop-control and /dev/loop* (see docker-compose.yml). ' +
+        "To measure runs' files instead (a fast writer can then pass the limit before it is stopped), set AGENT_DISK_LIMITS=measure.",
+    );
+  }
+  const { attached, removed } = await disks.reattach();
+  if (attached.length)
+    logger.info('mounted again the filesystems of runs whose workspaces are still here', { runs: attached });
+  if (removed.length) logger.info('removed the filesystems of runs whose workspaces are gone', { runs: removed });
 }
 
 async function sandboxInit(configured: string | undefined): Promise<string> {

@@ -1,4 +1,5 @@
 import type { ProcessLauncher } from './launched-process';
+import type { RunDiskUsage } from './run-disks';
 import type { PreparedProcess, RunImageRoot, Sandbox, SandboxProcessSpec } from './sandbox';
 
 /** A sandbox that adds one thing to another (limits, a launcher, a shared helper sandbox) and passes the rest through. */
@@ -14,6 +15,10 @@ export abstract class DelegatingSandbox implements Sandbox {
 
   get runLimits(): string | undefined {
     return this.inner.runLimits;
+  }
+
+  get diskLimits(): string | undefined {
+    return this.inner.diskLimits;
   }
 
   get hostLauncher(): ProcessLauncher | undefined {
@@ -38,6 +43,10 @@ export abstract class DelegatingSandbox implements Sandbox {
 
   runPaths(runId: string): string[] {
     return this.inner.runPaths(runId);
+  }
+
+  runDiskUsage(runId: string): Promise<RunDiskUsage | undefined> {
+    return this.inner.runDiskUsage?.(runId) ?? Promise.resolve(undefined);
   }
 
   prepareRun(runId: string): Promise<void> {

@@ -1,6 +1,7 @@
 import type { ProcessLauncher } from './launched-process';
 import type { NetworkPolicy } from '../../core/network-policy';
 import type { NetworkRefusal } from './egress-proxy';
+import type { RunDiskUsage } from './run-disks';
 
 /**
  * What a run's processes may reach on the network: the egress proxy under a policy, or (only for
@@ -85,6 +86,8 @@ export interface Sandbox {
   readonly kind: 'bwrap' | 'none';
   /** How the run's processes are limited together (cgroups); undefined: one by one only (AGENT_RUN_LIMITS=off). */
   readonly runLimits?: string;
+  /** How the run's files are limited: a filesystem of their own (AGENT_DISK_LIMITS=enforce); undefined: measured. */
+  readonly diskLimits?: string;
   /** Starts the worker's own programs on the host as the worker's user (du), without forking the worker; undefined: a fork. */
   readonly hostLauncher?: ProcessLauncher;
   /** The host uid the run's processes (and its spawn server) run as, when not the worker's: a worker running as root. */
@@ -114,6 +117,8 @@ export interface Sandbox {
   destroyRun(runId: string): Promise<void>;
   /** The host directories the run's processes write (its workspace, and its private home and tmp). */
   runPaths(runId: string): string[];
+  /** What the run's files take on the filesystem of its own; undefined where it has none (they are measured instead). */
+  runDiskUsage?(runId: string): Promise<RunDiskUsage | undefined>;
   /** Makes the run's commands use an image's root filesystem (undefined: the host's); kept with the run's state. Only bubblewrap can. */
   useImage?(runId: string, image: RunImageRoot | undefined): Promise<void>;
   /** The shell that runs the run's commands: bash on the host's root; bash, else sh, on an image. */
@@ -149,6 +154,8 @@ export function limitHint(exitCode: number | null, output: string): string | und
   if (exitCode === 152) return 'The command hit the sandbox CPU time limit (AGENT_SANDBOX_CPU_SECONDS).';
   if (/fork: (retry: )?Resource temporarily unavailable|Cannot fork|EAGAIN.*spawn/i.test(output))
     return "The command hit the run's process limit (AGENT_SANDBOX_MAX_PROCESSES), which counts all of the run's processes together.";
+  if (/No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/.test(output))
+    return "The command ran out of disk: the run's files (workspace, home and tmp) together reached their limit (AGENT_WORKSPACE_MAX_BYTES).";
   if (/Cannot allocate memory|MemoryError|out of memory|std::bad_alloc/i.test(output))
     return 'The command may have hit the sandbox memory limit (AGENT_SANDBOX_MEMORY_MB).';
   return undefined;

@@ -6,6 +6,7 @@ import { ServerNotStartedError } from './served-process';
 import { startPrepared } from './start-prepared';
 import type { NetworkRefusal } from './egress-proxy';
 import type { RunDiskQuota } from './run-disk';
+import type { RunDiskUsage } from './run-disks';
 import type { PreparedProcess, Sandbox, SandboxNetwork } from './sandbox';
 
 export interface SandboxedCommandResult extends ProcessResult {
@@ -13,8 +14,8 @@ export interface SandboxedCommandResult extends ProcessResult {
   refusals: NetworkRefusal[];
   /** The kernel killed a process of the run for want of memory while the command ran (the run's limit). */
   oomKilled: boolean;
-  /** The command was killed because the run's files grew past its disk limit (bytes used then). */
-  diskLimitExceeded?: number;
+  /** The command was killed because the run's files reached its disk limit (what they took then). */
+  diskLimitExceeded?: RunDiskUsage;
 }
 
 /** How often a running command's run is measured against its disk limit. */
@@ -132,7 +133,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
     });
     const oomBefore = (await sandbox.oomKills?.(runId)) ?? 0;
     const overDisk = new AbortController();
-    let diskUsed: number | undefined;
+    let diskUsed: RunDiskUsage | undefined;
     let measuring = false;
     const diskTimer =
       disk && disk.maxBytes > 0
@@ -142,7 +143,7 @@ export function runProcesses(sandbox: Sandbox, runId: string): RunProcesses {
             void disk
               .usage()
               .then((used) => {
-                if (used !== undefined && used > disk.maxBytes && !overDisk.signal.aborted) {
+                if (used?.reached && !overDisk.signal.aborted) {
                   diskUsed = used;
                   overDisk.abort();
                 }

@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { workspaceDir } from '../workspace/workspace-paths';
+import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
 import { baseEnvironment, type PreparedProcess, type Sandbox, type SandboxProcessSpec } from './sandbox';
 
 /**
@@ -25,7 +25,7 @@ export class Unsandboxed implements Sandbox {
   }
 
   runPaths(runId: string): string[] {
-    return [this.workspacePath(runId)];
+    return [this.workspacePath(runId), runStateDir(this.workspaceRoot, runId)];
   }
 
   async prepareRun(runId: string): Promise<void> {
@@ -33,6 +33,7 @@ export class Unsandboxed implements Sandbox {
   }
 
   async destroyRun(runId: string): Promise<void> {
+    await rm(runStateDir(this.workspaceRoot, runId), { recursive: true, force: true });
     await rm(this.workspacePath(runId), { recursive: true, force: true });
   }
 

@@ -1,4 +1,4 @@
-import { exceeded as diskExceeded } from '../sandbox/run-disk';
+import { exceeded as diskExceeded, RunDiskLimitError } from '../sandbox/run-disk';
 import { networkRefusalNotes } from '../sandbox/network-notes';
 import { limitHint } from '../sandbox/sandbox';
 import { capText } from './output-capture';
@@ -23,9 +23,13 @@ export async function runCommand(args: Record<string, unknown>, ctx: ToolContext
     keepBytes: Math.max(ctx.outputLimitBytes, 1024 * 1024),
     disk: ctx.disk,
   });
-  if (result.diskLimitExceeded !== undefined) throw diskExceeded(result.diskLimitExceeded, ctx.disk!.maxBytes);
+  if (result.diskLimitExceeded !== undefined) {
+    throw withOutput(diskExceeded(result.diskLimitExceeded, ctx.disk!.maxBytes), result.output, ctx);
+  }
   if (result.cancelled) throw new Error('command cancelled');
-  await ctx.disk?.check();
+  await ctx.disk?.check().catch((err: unknown) => {
+    throw err instanceof RunDiskLimitError ? withOutput(err, result.output, ctx) : err;
+  });
   const status = result.timedOut
     ? `Timed out after ${timeoutSeconds}s; the command and its children were killed.`
     : `Exit code ${result.exitCode ?? `signal ${result.signal}`} in ${result.durationMs} ms.`;
@@ -47,4 +51,10 @@ export async function runCommand(args: Record<string, unknown>, ctx: ToolContext
       ...(result.refusals.length ? { network_refusals: result.refusals } : {}),
     },
   };
+}
+
+/** The limit's error, carrying what the command printed (its `No space left on device`, say). */
+function withOutput(err: RunDiskLimitError, output: string, ctx: ToolContext): RunDiskLimitError {
+  err.toolOutput = capText(output, ctx.outputLimitBytes);
+  return err;
 }

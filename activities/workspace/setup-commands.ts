@@ -5,7 +5,7 @@ import { networkRefusalNotes } from '../sandbox/network-notes';
 import { exceeded as diskExceeded, runDiskQuota } from '../sandbox/run-disk';
 import { runNetworkPolicy } from '../sandbox/run-network-policy';
 import { runProcesses } from '../sandbox/sandboxed-process';
-import { userFailure } from '../user-failure';
+import { diskLimitFailure, userFailure } from '../user-failure';
 import { scrubSecret } from './git';
 import type { WorkspaceContext } from './workspace-context';
 
@@ -28,9 +28,7 @@ export function createRunSetupCommands(
   ) {
     const commands = env.config.setup_commands ?? [];
     const policy = runNetworkPolicy(config, env);
-    const disk = runDiskQuota(sandbox.runPaths(runId), config.sandbox.workspaceMaxBytes, {
-      launch: sandbox.hostLauncher,
-    });
+    const disk = runDiskQuota(sandbox, runId, config.sandbox.workspaceMaxBytes);
     for (const [index, command] of commands.entries()) {
       const result = await runProcesses(sandbox, runId).runCommand({
         command,
@@ -42,10 +40,7 @@ export function createRunSetupCommands(
       });
       if (result.diskLimitExceeded !== undefined) {
         const err = diskExceeded(result.diskLimitExceeded, disk.maxBytes);
-        throw userFailure(
-          `Setup command ${index + 1} of environment ${env.uid} (\`${command}\`): ${err.message}`,
-          'budget_exceeded',
-        );
+        throw diskLimitFailure(`Setup command ${index + 1} of environment ${env.uid} (\`${command}\`): ${err.message}`);
       }
       if (result.cancelled) throw new Error('setup cancelled');
       const output = scrubSecret(result.output, auth.token) + networkRefusalNotes(result.refusals);

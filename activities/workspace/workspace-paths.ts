@@ -30,9 +30,23 @@ export function gatewaySocketDir(root: string): string {
 }
 
 /**
+ * A run's private state beside its workspace (home, tmp, sockets, environment files): what the
+ * sandbox shows the run of it is only by name. With disk limits, the run's filesystem is mounted
+ * here and holds the workspace too (activities/sandbox/run-disks.ts).
+ */
+export function runStateDir(root: string, runId: string): string {
+  return path.join(root, '.sandbox', runId);
+}
+
+/**
  * Where a run's harness CLIs write their standard output, a file per invocation, kept until its
- * entries are recorded: beside the workspaces, out of the agent's reach.
+ * entries are recorded: in the run's state, within its disk limit, out of the agent's reach.
  */
 export function harnessOutputDir(root: string, runId: string): string {
+  return path.join(runStateDir(root, runId), 'harness-output');
+}
+
+/** Where harness output was kept before it moved into the run's state (read once for runs from then). */
+export function legacyHarnessOutputDir(root: string, runId: string): string {
   return path.join(root, '.harness-output', runId);
 }

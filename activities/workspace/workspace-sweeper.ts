@@ -91,7 +91,7 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
         result.kept += 1;
         continue;
       }
-      const bytes = await diskUsageBytes(deps.sandbox.runPaths(run.runId), deps.sandbox.hostLauncher).catch(() => 0);
+      const bytes = await runFilesBytes(deps.sandbox, run.runId).catch(() => 0);
       await removeRunWorkspace(deps, run.runId);
       workspacesRemoved.inc({ reason });
       workspaceBytesReclaimed.inc(bytes);
@@ -114,4 +114,10 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
     });
   }
   return result;
+}
+
+/** What a run's files take: its own filesystem's use, or measured. */
+async function runFilesBytes(sandbox: Sandbox, runId: string): Promise<number> {
+  const own = await sandbox.runDiskUsage?.(runId);
+  return own ? own.bytes : diskUsageBytes(sandbox.runPaths(runId), sandbox.hostLauncher);
 }

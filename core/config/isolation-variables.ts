@@ -82,7 +82,13 @@ export const sandbox = group('Sandbox and limits', {
       .max(Number.MAX_SAFE_INTEGER)
       .default(10 * 1024 ** 3),
     description:
-      "bytes a run's files (workspace, home, tmp) may take on disk; past it the run ends `FAILED` with `budget_exceeded`; 0 = no limit",
+      "bytes a run's files (workspace, home, tmp) may take on disk; a write past it fails in the run (`ENOSPC`) and the run ends `FAILED` with `budget_exceeded`; 0 = no limit",
+    readBy: ['workers'],
+  },
+  AGENT_DISK_LIMITS: {
+    schema: z.enum(['enforce', 'measure']).default('enforce'),
+    description:
+      "`enforce`: each run's files live on a filesystem of their own of `AGENT_WORKSPACE_MAX_BYTES` (a loop-mounted ext4 image), so a write past the limit fails in the run; a worker that cannot (not root, no loop devices, no `mkfs.ext4`) refuses to start. `measure`: the files are measured while commands run and after each step, so a fast writer can pass the limit before it is stopped; logged as a warning and shown by `/readyz`",
     readBy: ['workers'],
   },
 });

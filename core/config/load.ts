@@ -182,6 +182,11 @@ function configFrom(e: Env) {
       cpus: e.AGENT_SANDBOX_CPUS,
       /** Bytes a run's files (workspace, home, tmp) may take on disk; 0: no limit. */
       workspaceMaxBytes: e.AGENT_WORKSPACE_MAX_BYTES,
+      /**
+       * `enforce`: each run's files on a filesystem of AGENT_WORKSPACE_MAX_BYTES of their own; a
+       * worker that cannot make one refuses to start. `measure`: measured (du), stopped after the fact.
+       */
+      diskLimits: e.AGENT_DISK_LIMITS,
     },
     network: {
       /** Policy of environments that set none: `open`, `none`, or allowed domains. */

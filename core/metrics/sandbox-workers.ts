@@ -59,6 +59,12 @@ export const runLimitsEnforced = new Gauge({
   registers: [metricsRegistry],
 });
 
+export const diskLimitsEnforced = new Gauge({
+  name: 'agent_runs_worker_disk_limits_enforced',
+  help: "Whether this worker gives each run's files a filesystem of AGENT_WORKSPACE_MAX_BYTES (1), or measures them after the fact (0, AGENT_DISK_LIMITS=measure).",
+  registers: [metricsRegistry],
+});
+
 export function observeRefusal(kind: RefusalKind, source: 'sandbox' | 'worker'): void {
   sandboxRefusals.inc({ kind, source });
 }

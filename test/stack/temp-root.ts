@@ -1,4 +1,5 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -32,9 +33,33 @@ export function removeTestTempRoot(): void {
   delete state.__testTempRoot;
   if (made.previousTmpdir === undefined) delete process.env.TMPDIR;
   else process.env.TMPDIR = made.previousTmpdir;
+  unmountUnder(made.root);
   try {
     rmSync(made.root, { recursive: true, force: true, maxRetries: 3 });
   } catch (err) {
     process.stderr.write(`could not remove the test run's temporary directory ${made.root}: ${String(err)}\n`);
+  }
+}
+
+/**
+ * Unmounts what the service mounted under `root` (runs' filesystems, AGENT_DISK_LIMITS=enforce,
+ * of workspaces no test removed), deepest first, lazily: the directory can then go, and no loop
+ * device or image outlives the test run.
+ */
+function unmountUnder(root: string): void {
+  const prefix = path.resolve(root) + path.sep;
+  const mountPoints = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((point): point is string => point !== undefined)
+    .map((point) => point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((point) => point.startsWith(prefix))
+    .sort((a, b) => b.length - a.length);
+  for (const point of mountPoints) {
+    try {
+      execFileSync('umount', ['--lazy', point], { stdio: 'ignore' });
+    } catch {
+      // Gone with its parent already.
+    }
   }
 }

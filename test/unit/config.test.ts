@@ -156,6 +156,7 @@ describe('loadConfig', () => {
         runLimits: 'enforce',
         cpus: 0,
         workspaceMaxBytes: 10 * 1024 ** 3,
+        diskLimits: 'enforce',
       },
       worker: {
         id: `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,

@@ -4,13 +4,19 @@ import type { RunStatusMessage } from '../../core/run-types';
 import { RunFailureType, type UserFailureDetails } from '../run-contract';
 
 /** How a turn that failed ends: FAILED for what the user can fix, ERROR for what kept failing. */
-export function classifyFailure(err: unknown): { to: TerminalRunState; statusMessage: RunStatusMessage } {
+export function classifyFailure(err: unknown): {
+  to: TerminalRunState;
+  statusMessage: RunStatusMessage;
+  /** The failure gives the run's files up (its disk limit). */
+  releaseWorkspace?: boolean;
+} {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && cause.type === RunFailureType.USER_FAILURE) {
     const details = (cause.details?.[0] ?? {}) as Partial<UserFailureDetails>;
     return {
       to: 'FAILED',
       statusMessage: { message: cause.message, error_code: details.errorCode ?? 'invalid_request', retryable: false },
+      ...(details.releaseWorkspace ? { releaseWorkspace: true } : {}),
     };
   }
   const reason = cause instanceof Error && cause.message ? `: ${cause.message}` : '.';

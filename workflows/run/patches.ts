@@ -12,3 +12,5 @@ export const CANCEL_DESCENDANTS_PATCH = 'cancel-descendants';
  * before each turn starts, and wake the team's waiting runs when a turn ends.
  */
 export const TEAM_ADMISSION_PATCH = 'team-admission';
+/** Executions that took this patch give up a run's workspace as soon as a turn fails for the run's disk limit. */
+export const DISK_LIMIT_RELEASE_PATCH = 'disk-limit-release';

@@ -24,7 +24,7 @@ import {
 } from '../run-contract';
 import { runActivityProxies, type RunActivityProxies } from './activity-proxies';
 import { classifyFailure } from './failures';
-import { TEAM_ADMISSION_PATCH, WORKSPACE_LEASE_PATCH } from './patches';
+import { DISK_LIMIT_RELEASE_PATCH, TEAM_ADMISSION_PATCH, WORKSPACE_LEASE_PATCH } from './patches';
 import { RunWorkspace } from './workspace';
 
 /** How often a waiting run looks again for a slot on its own, should a wake-up signal be lost. */
@@ -150,6 +150,7 @@ export class RunExecution {
     let step = firstStep;
     let to: TerminalRunState = 'SUCCEEDED';
     let statusMessage: RunStatusMessage | undefined;
+    let releaseWorkspace: boolean | undefined;
     try {
       // No patch: the scope adds no command, and only an interrupt (a signal of this code) cancels it.
       await CancellationScope.cancellable(async () => {
@@ -196,7 +197,7 @@ export class RunExecution {
       } else if (isCancellation(err)) {
         throw err;
       } else {
-        ({ to, statusMessage } = classifyFailure(err));
+        ({ to, statusMessage, releaseWorkspace } = classifyFailure(err));
       }
     } finally {
       this.turnScope = undefined;
@@ -206,5 +207,6 @@ export class RunExecution {
     this.setState(to);
     await this.slotFreed();
     if (this.input.parentRunId) await tellParent(this.input.parentRunId, { runId, state: to });
+    if (releaseWorkspace && patched(DISK_LIMIT_RELEASE_PATCH)) await this.workspace.remove();
   }
 }
