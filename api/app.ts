@@ -7,7 +7,7 @@ import { downloadSigningKey } from '../core/download-urls';
 import type { Logger } from '../core/logger';
 import { postgresBlobStore } from '../db/blob-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
-import { authenticate } from './middleware/auth';
+import { authenticate, requireOwnTeam } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { createClientAddressLimit, limitOpenRoutes } from './middleware/client-address-limit';
@@ -104,6 +104,7 @@ export function createApp(deps: AppDeps): Koa {
   // limit of the route it is for.
   api.use(authenticate(dataSource, anonymousLimit));
   api.use(rateLimitRequests(requestRateLimit(config, dataSource, logger)));
+  api.use(requireOwnTeam());
   api.use(
     jsonBody({
       attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],

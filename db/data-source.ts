@@ -28,6 +28,7 @@ import { FactoryTasks1763962000000 } from './migrations/1763962000000-factory-ta
 import { ExternalReferences1763964000000 } from './migrations/1763964000000-external-references';
 import { RunImages1763966000000 } from './migrations/1763966000000-run-images';
 import { HarnessUsageCounted1763968000000 } from './migrations/1763968000000-harness-usage-counted';
+import { MalformedSkills1763969400000 } from './migrations/1763969400000-malformed-skills';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -56,6 +57,7 @@ export const MIGRATIONS = [
   ExternalReferences1763964000000,
   RunImages1763966000000,
   HarnessUsageCounted1763968000000,
+  MalformedSkills1763969400000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

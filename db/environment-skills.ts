@@ -1,11 +1,15 @@
 import type { EntityManager } from 'typeorm';
 
-/** A skill (SKILL.md) found in a repository of an environment when a run provisioned it. */
+/**
+ * A skill (SKILL.md) found in a repository of an environment when a run provisioned it; one that
+ * could not be parsed has its `error` (and is named after its directory, with no description).
+ */
 export interface DiscoveredSkill {
   skillPath: string;
   name: string;
   description: string;
   basePrompt: string;
+  error?: string;
 }
 
 /** Records (or refreshes) what a run found in one repository of an environment. */
@@ -16,11 +20,11 @@ export async function recordEnvironmentSkill(
   skill: DiscoveredSkill,
 ): Promise<void> {
   await manager.query(
-    `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO environment_skills (environment_uid, owner, repo, skill_path, name, description, base_prompt, error)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (environment_uid, owner, repo, skill_path)
      DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, base_prompt = EXCLUDED.base_prompt,
-                   discovered_at = now()`,
+                   error = EXCLUDED.error, discovered_at = now()`,
     [
       environmentUid,
       repository.owner,
@@ -29,6 +33,7 @@ export async function recordEnvironmentSkill(
       skill.name,
       skill.description,
       skill.basePrompt,
+      skill.error ?? null,
     ],
   );
 }
@@ -44,26 +49,31 @@ export interface TeamSkillRow {
   environment_uid: string;
   environment_name: string;
   last_run: Date | null;
+  /** Why the SKILL.md could not be parsed; null for a skill. */
+  error: string | null;
 }
 
 /**
- * The skills found in the team's environments (of repository `owner/repo` when given), by name.
- * `last_run` reads one entry of runs_team_skill_created per skill.
+ * The skills found in the team's environments (of repository `owner/repo` when given, in any
+ * case; with the malformed ones when asked), by name. `last_run` reads one entry of
+ * runs_team_skill_created per skill.
  */
 export async function listTeamSkills(
   manager: EntityManager,
   teamId: string,
-  repository: string | undefined,
+  options: { repository?: string; includeMalformed?: boolean },
 ): Promise<TeamSkillRow[]> {
   return (await manager.query(
-    `SELECT s.name, s.description, s.base_prompt, s.owner, s.repo, s.skill_path, e.uid AS environment_uid,
+    `SELECT s.name, s.description, s.base_prompt, s.owner, s.repo, s.skill_path, s.error, e.uid AS environment_uid,
             e.name AS environment_name,
             (SELECT r.created_at FROM runs r
               WHERE r.team_id = e.team_id AND r.skill_spec = s.owner || '/' || s.repo || ':' || s.skill_path
               ORDER BY r.created_at DESC LIMIT 1) AS last_run
        FROM environment_skills s JOIN environments e ON e.uid = s.environment_uid
-      WHERE e.team_id = $1 AND e.deleted_at IS NULL AND ($2::text IS NULL OR s.owner || '/' || s.repo = $2)
+      WHERE e.team_id = $1 AND e.deleted_at IS NULL
+        AND ($2::text IS NULL OR lower(s.owner || '/' || s.repo) = lower($2::text))
+        AND (s.error IS NULL OR $3::boolean)
       ORDER BY s.name, s.owner, s.repo, s.skill_path`,
-    [teamId, repository ?? null],
+    [teamId, options.repository ?? null, options.includeMalformed ?? false],
   )) as TeamSkillRow[];
 }

@@ -1,7 +1,9 @@
+import { ensurePythonClient, ensureWarpClient, WARP_CLIENT } from '../infra/python-client';
 import { createEnvironment } from './helpers/environments';
 import { createGitHost } from './helpers/git-fixtures';
 import { auth, createRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { warpClientCalls, type WarpResult } from './helpers/warp-client';
 
 /** The CloudEnvironment endpoints, and the two places runs and skills meet environments. */
 const git = createGitHost();
@@ -10,11 +12,17 @@ git.addRepo('acme', 'ops', {
   '.agents/skills/deploy/SKILL.md':
     '---\nname: deploy\ndescription: Deploy the service to staging\n---\n\n# Deploy\n\nRun `make deploy` and watch the smoke test.\n',
 });
+git.addRepo('acme', 'tools', {
+  '.agents/skills/lint/SKILL.md': '---\nname: lint\ndescription: Lint the code\n---\n\nRun `make lint`.\n',
+  // Malformed: no description.
+  '.agents/skills/broken/SKILL.md': '---\nname: broken\n---\n\nNo description here.\n',
+});
 
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestContext({ env: { GIT_BASE_URL: git.baseUrl } });
-});
+  await Promise.all([ensureWarpClient(), ensurePythonClient()]);
+}, 360_000);
 afterAll(async () => {
   await ctx?.close();
 });
@@ -399,6 +407,80 @@ test('GET /agent lists the skills found in the repositories of the caller’s en
   // Deleting the environment takes its skills out of the list.
   expect((await ctx.api.delete(`${PATH}/${envId}`).set(auth(key))).status).toBe(204);
   expect((await ctx.api.get('/api/v1/agent').set(auth(key))).body).toEqual({ agents: [] });
+});
+
+test(`${WARP_CLIENT}: agent.list honours what it sends: include_malformed_skills, refresh, repo, sort_by, team_uid`, async () => {
+  const { key, team } = await ctx.newTeamKey();
+  const other = await ctx.newTeamKey();
+  const teamIds = (await ctx.dataSource.query(`SELECT id, name FROM teams WHERE name = ANY($1)`, [
+    [team, other.team],
+  ])) as { id: string; name: string }[];
+  const teamId = teamIds.find((t) => t.name === team)!.id;
+  const otherTeamId = teamIds.find((t) => t.name === other.team)!.id;
+  const repos = [
+    { owner: 'acme', repo: 'ops' },
+    { owner: 'acme', repo: 'tools' },
+  ];
+  const envId = await createEnvironment(ctx, key, { name: 'both', github_repos: repos });
+  const marker = uniqueName('skills-client');
+  ctx.model.script(marker, () => ({ text: 'done' }));
+  const looked = await createRun(ctx, key, { prompt: `Look around ${marker}`, config: { environment_id: envId } });
+  await waitForState(ctx, key, looked, ['SUCCEEDED']);
+  // The lint skill run last: `sort_by=last_run` puts it first.
+  const linted = await createRun(ctx, key, {
+    prompt: `Lint ${marker}`,
+    skill: 'acme/tools:.agents/skills/lint/SKILL.md',
+    config: { environment_id: envId },
+  });
+  await waitForState(ctx, key, linted, ['SUCCEEDED']);
+
+  type Listed = { agents: { name: string; variants: { id: string; error?: string; description: string }[] }[] };
+  const names = (r: WarpResult | undefined) => (r as { ok: Listed }).ok.agents.map((a) => a.name);
+  const results = await warpClientCalls(ctx.baseUrl, key, [
+    { call: 'agent.list' },
+    { call: 'agent.list', kwargs: { include_malformed_skills: true } },
+    { call: 'agent.list', kwargs: { include_malformed_skills: false, refresh: true } },
+    { call: 'agent.list', kwargs: { repo: 'ACME/Tools' } },
+    { call: 'agent.list', kwargs: { repo: 'acme' } },
+    { call: 'agent.list', kwargs: { sort_by: 'name' } },
+    { call: 'agent.list', kwargs: { sort_by: 'last_run' } },
+    { call: 'agent.list', kwargs: { team_uid: teamId } },
+    { call: 'agent.list', kwargs: { team_uid: otherTeamId } },
+    { call: 'agent.runs.list', kwargs: { team_uid: otherTeamId } },
+  ]);
+  const [plain, malformed, refreshed, byRepo, badRepo, byName, byLastRun, own, theirs, theirRuns] = results;
+  expect(names(plain)).toEqual(['deploy', 'lint']);
+  expect(names(malformed)).toEqual(['broken', 'deploy', 'lint']);
+  const broken = (malformed as { ok: Listed }).ok.agents[0]!.variants;
+  expect(broken).toEqual([
+    expect.objectContaining({
+      id: 'acme/tools:.agents/skills/broken/SKILL.md',
+      description: '',
+      error: '.agents/skills/broken/SKILL.md has no `description` in its front matter',
+    }),
+  ]);
+  // Only a malformed variant has an `error`.
+  expect((plain as { ok: Listed }).ok.agents.flatMap((a) => a.variants).filter((v) => 'error' in v)).toEqual([]);
+  expect(refreshed).toEqual(plain);
+  expect(names(byRepo)).toEqual(['lint']);
+  expect(badRepo).toMatchObject({ status: 400, body: { detail: expect.stringContaining('`repo`') } });
+  expect(names(byName)).toEqual(['deploy', 'lint']);
+  expect(names(byLastRun)).toEqual(['lint', 'deploy']);
+  // `team_uid` (the `X-Warp-Team-Uid` header): the key's own team, or 404 as another team's things are.
+  expect(own).toEqual(plain);
+  expect([theirs, theirRuns]).toMatchObject([
+    { error: 'NotFoundError', status: 404, body: { detail: expect.stringContaining('X-Warp-Team-Uid') } },
+    { error: 'NotFoundError', status: 404 },
+  ]);
+
+  // oz-agent-sdk 0.15.0 sends the same parameters.
+  const [older] = await warpClientCalls(
+    ctx.baseUrl,
+    key,
+    [{ call: 'agent.list', kwargs: { include_malformed_skills: true, refresh: true, sort_by: 'last_run' } }],
+    'oz',
+  );
+  expect(names(older)).toEqual(['lint', 'broken', 'deploy']);
 });
 
 test('a skill in two environments is one variant naming both; an environment that drops the repository drops its skills', async () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import {
   parseSkillFile,
   SKILL_DIRS,
+  SkillFormatError,
   SkillNotFoundError,
   type SkillFile,
   type SkillSpec,
@@ -15,21 +16,41 @@ export interface DiscoveredSkill extends SkillFile {
   repoDir: string;
 }
 
+/** A SKILL.md that could not be parsed: named after its directory, with why. */
+export interface MalformedSkill {
+  skillPath: string;
+  name: string;
+  error: string;
+}
+
 /** Every `<dir>/<name>/SKILL.md` under the known skill directories of a workspace repository. */
 export async function discoverSkills(files: WorkspaceFiles, repoDir: string): Promise<DiscoveredSkill[]> {
-  const found: DiscoveredSkill[] = [];
+  return (await discoverSkillFiles(files, repoDir)).skills;
+}
+
+/**
+ * Every `<dir>/<name>/SKILL.md` of a repository: the skills (the first of each name), and the files
+ * that could not be parsed (skipped when skills are offered; naming one explicitly reports it).
+ */
+export async function discoverSkillFiles(
+  files: WorkspaceFiles,
+  repoDir: string,
+): Promise<{ skills: DiscoveredSkill[]; malformed: MalformedSkill[] }> {
+  const skills: DiscoveredSkill[] = [];
+  const malformed: MalformedSkill[] = [];
   const seen = new Set<string>();
   for (const { skillPath, content } of await files.skillFiles(repoDir, SKILL_DIRS)) {
     try {
       const skill = parseSkillFile(content, skillPath);
       if (seen.has(skill.name)) continue;
       seen.add(skill.name);
-      found.push({ ...skill, skillPath, repoDir });
-    } catch {
-      // A malformed skill is skipped in discovery; naming it explicitly reports the problem.
+      skills.push({ ...skill, skillPath, repoDir });
+    } catch (err) {
+      if (!(err instanceof SkillFormatError)) throw err;
+      malformed.push({ skillPath, name: path.posix.basename(path.posix.dirname(skillPath)), error: err.message });
     }
   }
-  return found;
+  return { skills, malformed };
 }
 
 /** Finds the skill a spec names inside a checked-out repository; the error says where it looked. */

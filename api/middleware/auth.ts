@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { DataSource } from 'typeorm';
 import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../../db/api-keys';
 import type { ClientAddressLimit } from './client-address-limit';
-import { ApiError } from '../../core/api-error';
+import { ApiError, notFound } from '../../core/api-error';
 
 const challenge = { 'WWW-Authenticate': 'Bearer' };
 
@@ -32,6 +32,26 @@ export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit)
     const principal = await authenticateKey(dataSource, key);
     if (!principal) return fail('The API key is unknown or has been revoked.');
     ctx.state.principal = principal;
+    await next();
+  };
+}
+
+/** The header the newest official client sends its `team_uid` argument in: the team a request acts for. */
+export const ACTIVE_TEAM_HEADER = 'X-Warp-Team-Uid';
+
+/**
+ * `X-Warp-Team-Uid`: a key acts for its own team only, so the header may name that team (or be
+ * empty); any other is 404 whether or not that team exists, as another team's resources are.
+ */
+export function requireOwnTeam(): Middleware {
+  return async (ctx, next) => {
+    const named = ctx.get(ACTIVE_TEAM_HEADER).trim();
+    const { teamId } = principalOf(ctx.state);
+    if (named && named.toLowerCase() !== teamId.toLowerCase()) {
+      throw notFound(
+        `No team ${JSON.stringify(named.slice(0, 100))} for this key: \`${ACTIVE_TEAM_HEADER}\` (the client's \`team_uid\`) may name only the key's own team, ${teamId}; omit it to act for that team.`,
+      );
+    }
     await next();
   };
 }

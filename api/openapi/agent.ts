@@ -4,6 +4,7 @@ import { z } from '../../core/schemas/zod';
 import { pageInfoSchema, registerOperation, timestamp } from './common';
 import { runItemSchema } from './run-responses';
 import type { conversationSteps } from '../../services/views/conversation-steps';
+import type { toSkillList } from '../../services/views/skill-list';
 import type { Fits } from './fits';
 
 const skillListSchema = z
@@ -19,6 +20,10 @@ const skillListSchema = z
             source: z.object({ owner: z.string(), name: z.string(), skill_path: z.string() }),
             environments: z.array(z.object({ uid: z.string(), name: z.string() })),
             last_run_timestamp: timestamp().nullable(),
+            error: z.string().optional().openapi({
+              description:
+                'Why the SKILL.md could not be parsed (its `description` and `base_prompt` are then empty); only with `include_malformed_skills=true`.',
+            }),
           }),
         ),
       }),
@@ -141,6 +146,8 @@ export function registerAgentOperations(registry: OpenAPIRegistry): void {
     path: '/api/v1/agent',
     operationId: 'listSkills',
     summary: "List the skills in your team's environments",
+    description:
+      "What runs found when they provisioned each environment (a run in an environment records its repositories' SKILL.md files), grouped by name.",
     tags: ['Skills'],
     query: agentListQuerySchema,
     responses: [
@@ -175,3 +182,5 @@ export function registerAgentOperations(registry: OpenAPIRegistry): void {
 }
 
 export type ConversationStepFits = Fits<typeof conversationStepSchema, ReturnType<typeof conversationSteps>[number]>;
+
+export type SkillListFits = Fits<typeof skillListSchema, ReturnType<typeof toSkillList>>;

@@ -83,6 +83,23 @@ const PROBLEM_HEADERS = {
   }),
 };
 
+/**
+ * `X-Warp-Team-Uid`, which the newest official client sends as its `team_uid`: every
+ * authenticated operation takes it (api/middleware/auth.ts `requireOwnTeam`).
+ */
+const activeTeamHeader = z
+  .string()
+  .max(100)
+  .optional()
+  .openapi('ActiveTeam', {
+    param: {
+      name: 'X-Warp-Team-Uid',
+      in: 'header',
+      description:
+        "The team the request acts for (the newest client's `team_uid`): a key acts for its own team only, so the header may name that team (or be empty); any other team is 404.",
+    },
+  });
+
 /** The errors an operation may answer, by status; each is a problem document. */
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
 
@@ -115,6 +132,7 @@ const ERROR_RESPONSE_NAMES: Record<ErrorStatus, string> = {
 /** The problem document, and one reusable response per error status, under `components`. */
 export function registerErrorComponents(registry: OpenAPIRegistry): void {
   registry.register('ProblemDocument', problemDocumentSchema);
+  registry.registerParameter('ActiveTeam', activeTeamHeader);
   for (const [status, name] of Object.entries(ERROR_RESPONSE_NAMES)) {
     const code = Number(status) as ErrorStatus;
     const headers: Record<string, ReturnType<typeof header>> = { ...PROBLEM_HEADERS };
@@ -193,6 +211,8 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
   if (op.auth === 'metrics-token') errors.add(401);
   if (auth) {
     errors.add(401);
+    // `X-Warp-Team-Uid` naming another team.
+    errors.add(404);
     errors.add(429);
   }
   if (op.body) {
@@ -233,7 +253,9 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
     request: {
       ...(op.params ? { params: op.params } : {}),
       ...(op.query ? { query: op.query } : {}),
-      ...(op.headers ? { headers: op.headers } : {}),
+      ...(auth || op.headers
+        ? { headers: z.object({ ...op.headers?.shape, ...(auth ? { 'X-Warp-Team-Uid': activeTeamHeader } : {}) }) }
+        : {}),
       ...(body ? { body } : {}),
     },
     responses,

@@ -13,11 +13,13 @@ import { principalOf } from '../middleware/auth';
 import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { cursorNotIssued } from '../page-params';
 import { toRunItem } from '../../services/views/run-item';
+import { toSkillList } from '../../services/views/skill-list';
 import { agentListQuerySchema } from '../../core/schemas/agent-schemas';
 import { rejectQueryParameters, validate } from '../validate';
 
 /**
- * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect;
+ * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect
+ * (services/views/skill-list.ts);
  * `GET /agent/conversations/{id}`: a conversation's runs, advertised skills and a page of its ordered actions
  * (with its `steps` on the first page); `GET /agent/runs/{id}/conversation`: the run's conversation as `steps`.
  */
@@ -34,31 +36,11 @@ export function createAgentRouter({
 
   router.get('/agent', async (ctx) => {
     const query = validate(agentListQuerySchema, ctx.query, 'query');
-    const teamId = principalOf(ctx.state).teamId;
-    const rows = await listTeamSkills(dataSource.manager, teamId, query.repo);
-    const agents = new Map<string, { name: string; variants: Map<string, Record<string, unknown>>; lastRun: number }>();
-    for (const row of rows) {
-      const agent = agents.get(row.name) ?? { name: row.name, variants: new Map(), lastRun: 0 };
-      agents.set(row.name, agent);
-      const id = `${row.owner}/${row.repo}:${row.skill_path}`;
-      const variant = agent.variants.get(id) ?? {
-        id,
-        description: row.description,
-        base_prompt: row.base_prompt,
-        source: { owner: row.owner, name: row.repo, skill_path: row.skill_path },
-        environments: [] as { uid: string; name: string }[],
-        last_run_timestamp: row.last_run ? row.last_run.toISOString() : null,
-      };
-      (variant.environments as { uid: string; name: string }[]).push({
-        uid: row.environment_uid,
-        name: row.environment_name,
-      });
-      agent.variants.set(id, variant);
-      agent.lastRun = Math.max(agent.lastRun, row.last_run?.getTime() ?? 0);
-    }
-    const list = [...agents.values()];
-    if (query.sort_by === 'last_run') list.sort((a, b) => b.lastRun - a.lastRun || a.name.localeCompare(b.name));
-    ctx.body = { agents: list.map((a) => ({ name: a.name, variants: [...a.variants.values()] })) };
+    const rows = await listTeamSkills(dataSource.manager, principalOf(ctx.state).teamId, {
+      repository: query.repo,
+      includeMalformed: query.include_malformed_skills === 'true',
+    });
+    ctx.body = toSkillList(rows, query.sort_by);
   });
 
   router.get('/agent/conversations/:conversationId', async (ctx) => {

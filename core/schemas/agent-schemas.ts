@@ -1,13 +1,25 @@
+import { REPOSITORY_PATTERN } from './environment-schemas';
 import { z } from './zod';
+
+const flag = (description: string) => z.enum(['true', 'false']).optional().openapi({ default: 'false', description });
 
 /** `GET /agent`: the skills found in the team's environments. */
 export const agentListQuerySchema = z.strictObject({
-  refresh: z
-    .enum(['true', 'false'])
+  include_malformed_skills: flag(
+    'Also list the SKILL.md files that were found but could not be parsed, each variant with its `error`.',
+  ),
+  refresh: flag(
+    'Accepted: this service keeps no cache of the list; every answer is read afresh from what runs last found when they provisioned each environment.',
+  ),
+  repo: z
+    .string()
+    .regex(REPOSITORY_PATTERN, 'must be `owner/repo`')
     .optional()
-    .openapi({ description: 'Accepted for the official clients; changes nothing.' }),
-  repo: z.string().max(200).optional().openapi({ description: 'Only skills of that repository (`owner/repo`).' }),
-  sort_by: z.enum(['name', 'last_run']).optional().openapi({ default: 'name' }),
+    .openapi({ description: 'Only skills of that repository (`owner/repo`, any case).' }),
+  sort_by: z
+    .enum(['name', 'last_run'])
+    .optional()
+    .openapi({ default: 'name', description: '`name` (A to Z), or `last_run`: the skill your team ran last first.' }),
 });
 
 export const CONVERSATION_PAGE_DEFAULT = 200;

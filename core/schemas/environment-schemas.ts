@@ -7,6 +7,8 @@ import { ALLOWED_DOMAIN_PATTERN, MAX_ALLOWED_DOMAIN_CHARS, networkPolicySchema }
 /** A GitHub owner or repository name; `.` and `..` are path segments, not names (they would escape the git host or workspace). */
 const REPO_PART = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
 const REPO_PART_RULE = 'must be 1-100 of [A-Za-z0-9_.-], and not "." or ".."';
+/** `owner/repo`, each part a REPO_PART. */
+export const REPOSITORY_PATTERN = /^(?!\.\.?\/)[A-Za-z0-9_.-]{1,100}\/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
 
 /** `CloudEnvironmentConfig`: what an environment holds. */
 export const environmentConfigSchema = z
