@@ -89,7 +89,8 @@ export async function isAwaitingWorkflowStart(manager: EntityManager, runId: str
 
 /**
  * Deletes a run whose workflow never picked it up (the start failed, so the caller was told
- * to retry), with the idempotency record that would replay its creation. Returns false, deleting nothing, when the workflow has already started the run:
+ * to retry), with the idempotency record that would replay its creation and the factory task
+ * made with it. Returns false, deleting nothing, when the workflow has already started the run:
  * the start reached Temporal after all.
  */
 export async function withdrawUnstartedRun(manager: EntityManager, runId: string): Promise<boolean> {
@@ -100,6 +101,13 @@ export async function withdrawUnstartedRun(manager: EntityManager, runId: string
     [runId],
   )) as unknown[];
   if (rows.length === 0) return false;
+  // The task a dispatch for a ticket opened with it, when the run was its conversation's only one.
+  await manager.query(
+    `DELETE FROM factory_tasks t USING runs r
+      WHERE r.run_id = $1 AND t.conversation_id = r.conversation_id::uuid AND t.deleted_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.conversation_id = r.conversation_id AND o.run_id <> r.run_id)`,
+    [runId],
+  );
   await manager.query(`DELETE FROM run_events WHERE run_id = $1`, [runId]);
   await manager.query(`DELETE FROM followups WHERE run_id = $1`, [runId]);
   await manager.query(`DELETE FROM runs WHERE run_id = $1`, [runId]);

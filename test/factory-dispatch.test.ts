@@ -3,7 +3,9 @@ import { pathToFileURL } from 'node:url';
 import { MAX_ATTACHMENT_BYTES } from '../core/attachments';
 import { MAX_BODY_BYTES, MAX_BODY_WITH_ATTACHMENTS_BYTES } from '../api/middleware/json-body';
 import { createEnvironment } from './helpers/environments';
-import { delegatingForeman, dispatch, listRuns, toolResult } from './helpers/factories';
+import { withdrawUnstartedRun } from '../db/run-creation';
+import { runWorkflowId } from '../workflows/run-contract';
+import { createFactory, delegatingForeman, dispatch, listRuns, toolResult } from './helpers/factories';
 import { createGitHost } from './helpers/git-fixtures';
 import { auth, createRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
@@ -396,4 +398,43 @@ test('attachments on a dispatch: 2 MiB goes through; every limit answers as on P
   }
   // Nothing but the first dispatch was made.
   expect((await listRuns(ctx, key, '')).map((r) => r.run_id)).toEqual([runId]);
+});
+
+test("a ticket dispatch whose workflow never started is taken back whole, with its task; a later run of a task's conversation leaves it", async () => {
+  // No worker: runs stay QUEUED and unstarted, as one whose workflow start Temporal refused.
+  const quiet = await createTestContext({ worker: false });
+  try {
+    const { key } = await quiet.newTeamKey();
+    const factory = await createFactory(quiet, key, [{ type: 'FOREMAN' }]);
+    const send = (prompt: string) =>
+      quiet.api.post(`/api/v1/factory/${factory.uid}/runs`).set(auth(key)).send({ prompt, ticket_ref: 'linear:X-1' });
+    const [taken, kept] = await Promise.all([send('Taken back'), send('Kept')]);
+    expect([taken.status, kept.status]).toEqual([201, 201]);
+    const keptRun = await quiet.api
+      .get(`/api/v1/agent/runs/${(kept.body as { run_id: string }).run_id}`)
+      .set(auth(key));
+    const later = await createRun(quiet, key, {
+      prompt: 'Continues the kept work',
+      conversation_id: (keptRun.body as { conversation_id: string }).conversation_id,
+    });
+    const tasks = async () =>
+      (
+        (await quiet.dataSource.query(`SELECT title FROM factory_tasks WHERE factory_uid = $1 ORDER BY title`, [
+          factory.uid,
+        ])) as { title: string }[]
+      ).map((t) => t.title);
+    expect(await tasks()).toEqual(['Kept', 'Taken back']);
+    const runId = (taken.body as { run_id: string }).run_id;
+    // What a create does when its workflow start fails.
+    for (const id of [runId, later]) {
+      expect(await quiet.dataSource.transaction((tx) => withdrawUnstartedRun(tx, id))).toBe(true);
+    }
+    expect(await tasks()).toEqual(['Kept']);
+    expect((await quiet.api.get(`/api/v1/agent/runs/${runId}`).set(auth(key))).status).toBe(404);
+    for (const id of [runId, later, (kept.body as { run_id: string }).run_id]) {
+      await quiet.client.workflow.getHandle(runWorkflowId(id)).terminate('test over');
+    }
+  } finally {
+    await quiet.close();
+  }
 });

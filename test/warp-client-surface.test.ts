@@ -230,7 +230,7 @@ test(`${WARP_CLIENT}: factories at /factory: listed, searched, read, and work di
       args: [factory.uid],
       kwargs: {
         prompt: `Fix the login page ${marker}`,
-        ticket_ref: 'APP-123',
+        ticket_ref: ' Linear:APP-123 ',
         ticket_url: 'https://tracker.example.com/APP-123',
       },
     },
@@ -252,10 +252,15 @@ test(`${WARP_CLIENT}: factories at /factory: listed, searched, read, and work di
   expect(teamUid).toEqual(expect.any(String));
   const run = (dispatched as { ok: { run_id: string; foreman_agent: string; ticket_ref: string; factory_uid: string } })
     .ok;
-  expect(run).toMatchObject({ factory_uid: factory.uid, ticket_ref: 'APP-123', state: 'QUEUED' });
+  // The reference in canonical form: its source in lower case, both parts trimmed.
+  expect(run).toMatchObject({ factory_uid: factory.uid, ticket_ref: 'linear:APP-123', state: 'QUEUED' });
   expect(run.foreman_agent).toMatch(/^foreman-/);
   const done = await waitForState(ctx, key, run.run_id, ['SUCCEEDED']);
-  expect(done.metadata).toEqual({ ticket_ref: 'APP-123', ticket_url: 'https://tracker.example.com/APP-123' });
+  expect(done.metadata).toEqual({
+    ticket_source: 'linear',
+    ticket_id: 'APP-123',
+    ticket_url: 'https://tracker.example.com/APP-123',
+  });
   expect((done.executor as { uid: string }).uid).toBe(factory.agents.FOREMAN);
 
   const other = await ctx.newTeamKey();
@@ -269,6 +274,76 @@ test(`${WARP_CLIENT}: factories at /factory: listed, searched, read, and work di
     expect.objectContaining({ status: 404 }),
     expect.objectContaining({ status: 404 }),
   ]);
+});
+
+test(`${WARP_CLIENT}: work dispatched without a ticket gets an adhoc reference and its factory task, found at once by its run`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }]);
+  const marker = uniqueName('adhoc');
+  ctx.model.script(marker, () => ({ text: 'Done.' }));
+  const idempotencyKey = uniqueName('adhoc-key');
+  const dispatch: WarpCall = {
+    call: 'factories.runs.create',
+    args: [factory.uid],
+    kwargs: {
+      prompt: `Tidy the README ${marker}`,
+      title: 'Tidy the README',
+      extra_headers: { 'Idempotency-Key': idempotencyKey },
+    },
+  };
+  const [created] = await calls(key, [dispatch]);
+  const runId = (created as { ok: { run_id: string } }).ok.run_id;
+  expect(created).toEqual({
+    ok: expect.objectContaining({ run_id: runId, ticket_ref: `adhoc:${runId}`, state: 'QUEUED' }),
+  });
+  // In the same call as the create's answer, with no wait: the task is made with the run.
+  const [byRun, replayed, board, ticketed, badRef] = await calls(key, [
+    { call: 'factories.tasks.get_by_run', args: [factory.uid], kwargs: { run_id: runId } },
+    dispatch,
+    { call: 'factories.tasks.list', args: [factory.uid], kwargs: { full_list: true } },
+    {
+      call: 'factories.runs.create',
+      args: [factory.uid],
+      kwargs: { prompt: `Fix the login ${marker}`, ticket_ref: 'github:acme/app#12' },
+    },
+    {
+      call: 'factories.runs.create',
+      args: [factory.uid],
+      kwargs: { prompt: `Nothing ${marker}`, ticket_ref: 'APP-9' },
+    },
+  ]);
+  const task = (byRun as { ok: { uid: string } }).ok;
+  expect(task).toMatchObject({
+    factory_uid: factory.uid,
+    run_id: runId,
+    title: 'Tidy the README',
+    stage: 'TRIAGE',
+    ticket_source: 'adhoc',
+    ticket_id: runId,
+  });
+  // A replay of the same request answers the same run and reference, and makes no second task.
+  expect(replayed).toEqual(created);
+  const ticketedRun = (ticketed as { ok: { run_id: string; ticket_ref: string } }).ok;
+  expect(ticketedRun.ticket_ref).toBe('github:acme/app#12');
+  expect((board as { ok: { uid: string; ticket_source?: string; ticket_id?: string }[] }).ok).toEqual([
+    expect.objectContaining({ uid: task.uid, ticket_source: 'adhoc', ticket_id: runId }),
+  ]);
+  // A reference not in `<source>:<id>` form is refused, naming the field, and makes nothing.
+  expect(badRef).toMatchObject({ status: 400, body: { detail: expect.stringContaining('ticket_ref') } });
+  const [again] = await calls(key, [
+    { call: 'factories.tasks.get_by_run', args: [factory.uid], kwargs: { run_id: ticketedRun.run_id } },
+  ]);
+  expect(again).toMatchObject({ ok: { ticket_source: 'github', ticket_id: 'acme/app#12' } });
+  const runs = await ctx.api.get(`/api/v1/agent/runs?q=${marker}`).set(auth(key));
+  expect((runs.body as { runs: { run_id: string }[] }).runs.map((r) => r.run_id).sort()).toEqual(
+    [runId, ticketedRun.run_id].sort(),
+  );
+  const tasks = (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM factory_tasks WHERE factory_uid = $1`, [
+    factory.uid,
+  ])) as { n: number }[];
+  expect(tasks[0]!.n).toBe(2);
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  await waitForState(ctx, key, ticketedRun.run_id, ['SUCCEEDED']);
 });
 
 test(`${WARP_CLIENT}: a factory's task board: bind, list, move, find by run or conversation, cancel, delete`, async () => {

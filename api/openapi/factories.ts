@@ -182,7 +182,10 @@ const factoryTicketRunSchema = z
     foreman_agent: z.string().openapi({ description: "The foreman's name." }),
     run_id: z.uuid(),
     state: z.enum(RUN_STATES),
-    ticket_ref: z.string().openapi({ description: 'As sent; empty when none was.' }),
+    ticket_ref: z.string().openapi({
+      description:
+        'The `<source>:<id>` reference the run was stamped with: the one sent, in canonical form (the source in lower case), or the adhoc `adhoc:<run id>` minted when none was.',
+    }),
   })
   .openapi('FactoryTicketRun');
 
@@ -220,7 +223,7 @@ export function registerFactoryResourceOperations(registry: OpenAPIRegistry): vo
     operationId: 'dispatchTicketToFactory',
     summary: "Create a run of a factory's foreman, for a ticket",
     description:
-      "As `POST /agent/factories/{uid}/runs`; `ticket_ref` and `ticket_url` are kept in the run's `metadata`.",
+      "As `POST /agent/factories/{uid}/runs`, for a ticket: the run's `metadata` says which (`ticket_source`, `ticket_id`, and `ticket_url` when sent), and the factory's task for the work is made with the run (in TRIAGE, titled as the run, bound to its conversation): `GET /factory/{uid}/task-by-run?run_id=` finds it as soon as this answers. Without `ticket_ref`, an adhoc reference is minted.",
     tags,
     params: uidParams,
     headers: idempotencyHeaders,

@@ -34,8 +34,13 @@ const taskSchema = z
       .object({ run_id: z.uuid(), state: z.enum(RUN_STATES), is_run_type_cancellable: z.boolean() })
       .optional()
       .openapi({ description: 'On get, and in lists with `include_current_run=true`.' }),
-    ticket_id: z.string().optional().openapi({ description: "The run's `metadata.ticket_ref`, when it has one." }),
-    ticket_source: z.string().optional().openapi({ description: "The run's `metadata.ticket_url`, when it has one." }),
+    ticket_id: z.string().optional().openapi({
+      description:
+        "The ticket of the task's work (`metadata.ticket_id` of its first run that has one); on single reads and `full_list=true`.",
+    }),
+    ticket_source: z.string().optional().openapi({
+      description: "Where that ticket lives (the run's `metadata.ticket_source`, e.g. `linear`, or `adhoc`).",
+    }),
     outputs: z
       .array(artifactItemSchema)
       .optional()

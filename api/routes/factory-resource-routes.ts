@@ -1,9 +1,11 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
+import { formatTicketRef, parseTicketRef, ticketOfMetadata } from '../../core/factory-tickets';
 import { factoryResourceListQuerySchema, factoryTicketDispatchSchema } from '../../core/schemas/factory-schemas';
 import { environmentRepositories } from '../../db/environments';
 import { FACTORY_ORDER, findFactoryWithAgents, listFactories, type FactoryWithAgents } from '../../db/factories';
+import { findRun } from '../../db/run-queries';
 import { readIdempotencyKey, REPLAYED_HEADER } from '../../services/runs/idempotency';
 import type { createRunService } from '../../services/runs/run-service';
 import { toFactoryResource } from '../factory-item';
@@ -13,7 +15,8 @@ import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 /**
  * The team's factories where the newest official client looks for them (`/factory`): the same
- * factories as `/agent/factories`, in its `Factory` shape, and work dispatched for a ticket.
+ * factories as `/agent/factories`, in its `Factory` shape, and work dispatched for a ticket
+ * (with its task on the factory's board).
  */
 export function createFactoryResourceRouter({
   dataSource,
@@ -62,19 +65,18 @@ export function createFactoryResourceRouter({
 
   router.post('/factory/:uid/runs', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const body = validate(factoryTicketDispatchSchema, ctx.state.body);
+    const { ticket_ref, ticket_url, ...work } = validate(factoryTicketDispatchSchema, ctx.state.body);
     const key = readIdempotencyKey(ctx.get('idempotency-key') || undefined);
     const principal = principalOf(ctx.state);
     const uid = ctx.params.uid!;
-    const { ticket_ref, ticket_url, ...work } = body;
-    const metadata = { ...(ticket_ref ? { ticket_ref } : {}), ...(ticket_url ? { ticket_url } : {}) };
-    const accepted = await runService.dispatchToFactory(
-      principal,
-      uid,
-      { ...work, ...(Object.keys(metadata).length ? { metadata } : {}) },
-      key,
-    );
+    const accepted = await runService.dispatchToFactory(principal, uid, work, key, {
+      ...(ticket_ref ? { ref: parseTicketRef(ticket_ref) } : {}),
+      ...(ticket_url ? { url: ticket_url } : {}),
+    });
     const foreman = (await load(uid, principal.teamId)).agents.find((a) => a.agentType === 'FOREMAN');
+    // From the run, which a replay of an earlier request answers too: its adhoc reference was minted then.
+    const run = await findRun(dataSource.manager, accepted.runId, principal.teamId);
+    const ticket = run && ticketOfMetadata(run.metadata);
     ctx.status = 201;
     if (accepted.replayed) ctx.set(REPLAYED_HEADER, 'true');
     ctx.set('Location', `/api/v1/agent/runs/${accepted.runId}`);
@@ -83,7 +85,7 @@ export function createFactoryResourceRouter({
       foreman_agent: foreman?.name ?? '',
       run_id: accepted.runId,
       state: accepted.state,
-      ticket_ref: ticket_ref ?? '',
+      ticket_ref: ticket ? formatTicketRef(ticket) : '',
     };
   });
   return router;

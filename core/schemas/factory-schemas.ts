@@ -1,3 +1,4 @@
+import { parseTicketRef, TICKET_REF_PATTERN, TICKET_REF_RULE } from '../factory-tickets';
 import { nonBlankText, notBlank } from './text';
 import { resourcePageQuery } from './resource-page-schemas';
 import { MAX_PROMPT_CHARS, MAX_TITLE_CHARS } from './run-fields';
@@ -33,17 +34,26 @@ export const factoryResourceListQuerySchema = z.strictObject({
 /** `POST /factory/{uid}/runs`: work for the factory's foreman, for a ticket. */
 export const factoryTicketDispatchSchema = z.strictObject({
   prompt: notBlank(z.string().max(MAX_PROMPT_CHARS), 'required (a non-empty prompt: the work for the factory)'),
-  title: z.string().max(MAX_TITLE_CHARS).optional(),
+  title: z
+    .string()
+    .max(MAX_TITLE_CHARS)
+    .optional()
+    .openapi({ description: 'The title of the run and of its task; from the prompt when absent.' }),
   ticket_ref: z
     .string()
     .refine((v) => Buffer.byteLength(v) <= 256, 'at most 256 bytes')
+    .refine((v) => parseTicketRef(v) !== undefined, TICKET_REF_RULE)
     .optional()
-    .openapi({ description: "The ticket the work is for (`APP-123`); kept in the run's `metadata`." }),
+    .openapi({
+      pattern: TICKET_REF_PATTERN,
+      description:
+        "The ticket the work is for, `<source>:<id>` (`linear:REMOTE-123`); stamped on the run's `metadata` as `ticket_source` (in lower case) and `ticket_id`. Absent: an adhoc reference, `adhoc:<run id>`.",
+    }),
   ticket_url: z
     .url({ protocol: /^https?$/ })
     .refine((v) => Buffer.byteLength(v) <= 256, 'at most 256 bytes')
     .optional()
-    .openapi({ description: "The ticket's URL; kept in the run's `metadata`." }),
+    .openapi({ description: "The ticket's URL; stamped on the run's `metadata` as `ticket_url`." }),
 });
 
 const TASK_STAGE_VALUES = ['TRIAGE', 'SPEC', 'IMPLEMENT', 'REVIEW', 'COMPLETE', 'CANCELLED'] as const;

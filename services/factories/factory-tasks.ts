@@ -1,5 +1,6 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiError, invalid, notFound } from '../../core/api-error';
+import { ticketOfMetadata } from '../../core/factory-tickets';
 import { isUuid } from '../../core/ids';
 import { isTerminal } from '../../core/run-state';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
@@ -52,7 +53,8 @@ export function createFactoryTasks(deps: {
   async function view(task: FactoryTask, detail: TaskDetail) {
     const runs = (await listConversationRuns(manager, task.conversationId, task.teamId)).map((c) => c.run);
     const current = runs.at(-1);
-    const ticket = current?.metadata ?? {};
+    const ticketRun = runs.find((r) => ticketOfMetadata(r.metadata));
+    const ticket = ticketRun && ticketOfMetadata(ticketRun.metadata);
     const outputs = detail.full
       ? [
           ...(
@@ -86,8 +88,7 @@ export function createFactoryTasks(deps: {
             },
           }
         : {}),
-      ...(detail.full && ticket.ticket_ref ? { ticket_id: ticket.ticket_ref } : {}),
-      ...(detail.full && ticket.ticket_url ? { ticket_source: ticket.ticket_url } : {}),
+      ...(detail.full && ticket ? { ticket_id: ticket.id, ticket_source: ticket.source } : {}),
       ...(outputs ? { outputs } : {}),
     };
   }
@@ -188,3 +189,20 @@ export function createFactoryTasks(deps: {
 }
 
 export type FactoryTasksService = ReturnType<typeof createFactoryTasks>;
+
+/**
+ * The task of work just dispatched to a factory for a ticket (in the transaction that records its
+ * run): bound to the run's conversation, titled as the run, in TRIAGE, its author the run's creator.
+ */
+export async function openDispatchedTask(tx: EntityManager, run: Run): Promise<void> {
+  if (!run.factoryUid) throw new Error(`run ${run.runId} is no factory agent's: it cannot have a factory task`);
+  await insertTask(tx, {
+    teamId: run.teamId,
+    factoryUid: run.factoryUid,
+    conversationId: run.conversationId,
+    title: run.title,
+    description: null,
+    stage: 'TRIAGE',
+    author: { uid: run.creatorUid, displayName: run.creatorDisplayName },
+  });
+}

@@ -1,5 +1,6 @@
 import { ATTACHMENTS_DIR } from '../../core/attachments';
 import { invalid, notFound } from '../../core/api-error';
+import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-tickets';
 import { newUuidV7 } from '../../core/ids';
 import { observeRunCreated, type RunCreatedOrigin } from '../../core/metrics';
 import type { ResolvedAgentConfig } from '../../core/run-types';
@@ -19,6 +20,7 @@ import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } fro
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { honouredConfig } from './run-request-fields';
 import { checkRunHarness } from './harness-request';
+import { openDispatchedTask } from '../factories/factory-tasks';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
 
@@ -47,9 +49,12 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
       body: CreateRunRequest,
       idempotencyKey: string | undefined,
       origin: RunOrigin = { source: 'API' },
+      /** Work for a ticket (`POST /factory/{uid}/runs`): stamped with it, and given its factory task. */
+      ticket?: TicketRequest,
     ): Promise<StoredResponse> {
       const skill = checkCreateRequest(config, body);
-      const claim = claimFor(principal, 'create-run', idempotencyKey, idempotencyView(body, secretsKey));
+      const view = idempotencyView(body, secretsKey);
+      const claim = claimFor(principal, 'create-run', idempotencyKey, ticket ? { ...view, ticket } : view);
       const runId = newUuidV7();
       const attachments = decodeAttachments(body.attachments);
       let created: RunCreatedOrigin | undefined;
@@ -99,7 +104,8 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
               await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
               created = createdOrigin(origin, executor);
               resolvedHarness = resolved.harness?.type ?? 'oz';
-              const run = newRun(creator, executor, body, resolved, origin, {
+              const metadata = ticket ? { ...body.metadata, ...stampedTicket(ticket, runId) } : body.metadata;
+              const run = newRun(creator, executor, { ...body, metadata }, resolved, origin, {
                 runId,
                 skill,
                 conversationId: await resolveConversation(tx, principal, body.conversation_id),
@@ -125,6 +131,8 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
                 false,
               );
               await recordRunAttachments(tx, blobs, runId, attachments);
+              // In the same transaction: a run for a ticket never exists without its task.
+              if (ticket) await openDispatchedTask(tx, run);
               return {
                 status: 201,
                 body: { run_id: runId, task_id: runId, state: 'QUEUED' },
@@ -152,13 +160,15 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
 
     /**
      * `POST /agent/factories/{uid}/runs`: a run of the factory's foreman, created exactly as
-     * `POST /agent/runs` with the foreman's `agent_identity_uid` would be.
+     * `POST /agent/runs` with the foreman's `agent_identity_uid` would be; with `ticket`
+     * (`POST /factory/{uid}/runs`), work for that ticket, with its task on the factory's board.
      */
     async dispatchToFactory(
       principal: RunPrincipal,
       factoryUid: string,
       body: FactoryDispatchRequest,
       idempotencyKey: string | undefined,
+      ticket?: TicketRequest,
     ): Promise<StoredResponse> {
       const factory = await findFactory(dataSource.manager, factoryUid, principal.teamId);
       if (!factory) throw notFound(`No factory ${factoryUid}.`);
@@ -174,10 +184,26 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
           }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
         );
       }
-      return creation.createRun(principal, { ...body, agent_identity_uid: foreman.uid }, idempotencyKey);
+      return creation.createRun(
+        principal,
+        { ...body, agent_identity_uid: foreman.uid },
+        idempotencyKey,
+        { source: 'API' },
+        ticket,
+      );
     },
   };
   return creation;
+}
+
+/** A ticket dispatch's ticket (an adhoc one when `ref` is absent) and its URL. */
+export interface TicketRequest {
+  ref?: TicketRef;
+  url?: string;
+}
+
+function stampedTicket(ticket: TicketRequest, runId: string): Record<string, string> {
+  return ticketMetadata(ticket.ref ?? adhocTicket(runId), ticket.url);
 }
 
 /** How `runsCreated` counts a run: a factory agent's run made through the API counts as `factory`. */
