@@ -12,6 +12,8 @@ import {
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import type { ChatRequest } from './helpers/scripted-model';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { warpClientCalls, type WarpResult } from './helpers/warp-client';
+import { ensureWarpClient, WARP_CLIENT } from '../infra/python-client';
 
 /**
  * Environments' images: runs' commands get the image's root filesystem as `/`, pulled from a
@@ -41,7 +43,8 @@ beforeAll(async () => {
       AGENT_SANDBOX_MAX_FILE_SIZE_MB: '8',
     },
   });
-});
+  await ensureWarpClient();
+}, 360_000);
 afterAll(async () => {
   await ctx?.close();
   await open?.stop();
@@ -128,6 +131,40 @@ test('commands and setup run on the image, not the host; the tag is recorded as 
   expect(second).toContain("already in this worker's image cache");
   expect(second).not.toContain('Pulling');
   expect(await commandOutput(secondId)).toContain('marker-v1');
+});
+
+test(`${WARP_CLIENT}: the digest a run resolved: on the run, in its conversation's runs, and on its timeline's worker_container_ready`, async () => {
+  const { key } = await ctx.newTeamKey();
+  const reference = `${open.host}/tools/busy:v1`;
+  const envId = await createEnvironment(ctx, key, { name: 'digest', docker_image: reference });
+  const marker = uniqueName('digest');
+  runsCommand(marker, 'cat /marker');
+  const runId = await createRun(ctx, key, { prompt: `Read the marker ${marker}`, config: { environment_id: envId } });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const plain = await createRun(ctx, key, { prompt: `No image ${marker}` });
+  await waitForState(ctx, key, plain, ['SUCCEEDED']);
+  const [retrieved, listed, timeline, plainRun, plainTimeline] = await warpClientCalls(ctx.baseUrl, key, [
+    { call: 'agent.runs.retrieve', args: [runId] },
+    { call: 'agent.runs.list', kwargs: { limit: 2 } },
+    { call: 'agent.runs.get_timeline', args: [runId] },
+    { call: 'agent.runs.retrieve', args: [plain] },
+    { call: 'agent.runs.get_timeline', args: [plain] },
+  ]);
+  const image = { image_reference: reference, image_digest: busyDigest };
+  expect(retrieved).toMatchObject({ ok: { run_id: runId, ...image } });
+  expect((listed as { ok: Record<string, unknown>[] }).ok).toEqual([
+    expect.not.objectContaining({ image_digest: expect.anything() }),
+    expect.objectContaining({ run_id: runId, ...image }),
+  ]);
+  type Timeline = { ok: { events: { event_type: string; payload: Record<string, unknown> }[] } };
+  const ready = (t: WarpResult | undefined) =>
+    (t as Timeline).ok.events.filter((e) => e.event_type === 'worker_container_ready').map((e) => e.payload);
+  expect(ready(timeline)).toEqual([{ turn: 1, message: expect.stringContaining('Workspace on'), ...image }]);
+  // A run on no image says none.
+  expect((plainRun as { ok: Record<string, unknown> }).ok).not.toHaveProperty('image_digest');
+  expect(ready(plainTimeline)).toEqual([{ turn: 1, message: expect.stringContaining('Workspace on') }]);
+  const conversation = await ctx.api.get(`/api/v1/agent/conversations/${run.conversation_id as string}`).set(auth(key));
+  expect(conversation.body.runs).toEqual([expect.objectContaining({ run_id: runId, ...image })]);
 });
 
 test('on an image, the sandbox holds: read-only root and cache, limits set, nothing of the host or the platform in reach', async () => {

@@ -13,6 +13,8 @@ import {
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import type { ChatRequest } from './helpers/scripted-model';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { warpClientCalls } from './helpers/warp-client';
+import { ensureWarpClient } from '../infra/python-client';
 
 /**
  * Environment setup snapshots: with `setup_snapshot`, the workspace and home as setup left them
@@ -48,7 +50,8 @@ beforeAll(async () => {
       IMAGE_ALLOWED_REGISTRIES: registry.host,
     },
   });
-});
+  await ensureWarpClient();
+}, 360_000);
 afterAll(async () => {
   await ctx?.close();
   await registry?.stop();
@@ -217,7 +220,7 @@ test('a damaged snapshot is found before it is restored, removed, and the run se
 
 test("on an image, setup's snapshot is restored onto the same digest; the tag moving to a new image runs setup again", async () => {
   const reference = `${registry.host}/tools/busy:snap`;
-  await pushImage(reference, busyboxFiles('marker-one'));
+  const firstDigest = await pushImage(reference, busyboxFiles('marker-one'));
   const { key } = await ctx.newTeamKey();
   const envId = await createEnvironment(ctx, key, {
     name: 'busy-tools',
@@ -237,8 +240,26 @@ test("on an image, setup's snapshot is restored onto the same digest; the tag mo
   const second = await run();
   expect(second).toMatchObject({ built: first.built, setupRan: false });
 
-  await pushImage(reference, busyboxFiles('marker-two'));
+  const secondDigest = await pushImage(reference, busyboxFiles('marker-two'));
   const third = await run();
   expect(third.setupRan).toBe(true);
   expect(third.built).toMatch(/^marker-two-\d+-$/);
+
+  // Through the newest client: each workspace's timeline event names the digest it runs on,
+  // the restored one's as the cloned ones'.
+  const timelines = await warpClientCalls(
+    ctx.baseUrl,
+    key,
+    [first, second, third].map((r) => ({ call: 'agent.runs.get_timeline', args: [r.runId] })),
+  );
+  type Timeline = { ok: { events: { event_type: string; payload: Record<string, unknown> }[] } };
+  const ready = timelines.map((t) =>
+    (t as Timeline).ok.events.filter((e) => e.event_type === 'worker_container_ready').map((e) => e.payload),
+  );
+  expect(ready).toEqual(
+    [firstDigest, firstDigest, secondDigest].map((digest) => [
+      expect.objectContaining({ image_reference: reference, image_digest: digest }),
+    ]),
+  );
+  expect(String(ready[1]![0]!.message)).toContain('restored the setup snapshot');
 });

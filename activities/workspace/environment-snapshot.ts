@@ -3,6 +3,7 @@ import { mib, seconds } from '../../core/human-units';
 import { readFile } from 'node:fs/promises';
 import { Context } from '@temporalio/activity';
 import { repositoryNames, type Environment } from '../../db/environments';
+import type { RunImage } from '../../db/run-images';
 import type { ActivityDeps } from '../deps';
 import { runNetworkPolicy } from '../sandbox/run-network-policy';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
@@ -100,14 +101,15 @@ export function createEnvironmentSnapshots(
       turn: number;
       processes: RunProcesses;
       env: Environment;
-      imageDigest: string | undefined;
+      /** The image the workspace runs on, if any: its digest is part of the snapshot's key. */
+      image: RunImage | undefined;
       stillCurrent: () => Promise<boolean>;
     }): Promise<SnapshotPlan | undefined> {
       const { runId, turn, processes, env, stillCurrent } = input;
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
       const attempt = `t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`;
-      const found = await keyFor(processes, env, input.imageDigest, signal);
+      const found = await keyFor(processes, env, input.image?.digest, signal);
       if (!('key' in found)) {
         await note(runId, turn, `snapshot-none-${attempt}`, `No setup snapshot: ${found.why}.`);
         return undefined;
@@ -138,11 +140,13 @@ export function createEnvironmentSnapshots(
           }
           const { snapshot } = outcome;
           const where = ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker';
+          // The workspace's notice (`workspace-t…`): the timeline's worker_container_ready, as a cloned one's is.
           await note(
             runId,
             turn,
-            `snapshot-restore-${attempt}`,
+            `workspace-${attempt}-restored`,
             `Workspace on ${where} ${workspaceQueue}: restored the setup snapshot ${short} of environment ${env.config.name} (${env.uid}) in ${seconds(Date.now() - started)} (${mib(snapshot.diskBytes)}, layer ${snapshot.layerDigest}, kept ${snapshot.createdAt}): ${repositoryNames(env) || 'no repositories'} at the same commits; setup commands not run again.`,
+            input.image,
           );
           return true;
         },

@@ -4,6 +4,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { findEnvironment, markEnvironmentSetupFailed, repositoryNames, type Environment } from '../../db/environments';
+import type { RunImage } from '../../db/run-images';
 import { findWorkspaceHolder, recordWorkspaceHolder } from '../../db/run-workspaces';
 import type { ActivityDeps } from '../deps';
 import { recordEnvironmentFactories } from '../factories/discover-factories';
@@ -38,6 +39,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
     env: Environment | null,
     processes: RunProcesses,
     dir: string,
+    image: RunImage | undefined,
   ): Promise<void> {
     const ctx = Context.current();
     if (env) {
@@ -68,6 +70,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
       env
         ? `Workspace on ${ctx.info.taskQueue === workspaceQueue ? 'this' : 'worker'} ${workspaceQueue}: cloned ${repositoryNames(env) || 'no repositories'} for environment ${env.config.name} (${env.uid}).`
         : `Workspace on worker ${workspaceQueue}: no environment, an empty git repository.`,
+      image,
     );
     if (env) {
       // As committed: before setup commands can change the files.
@@ -162,10 +165,10 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
         const envId = run.config.environment_id;
         const env = envId ? await findEnvironment(dataSource.manager, envId, run.team_id) : null;
         if (envId && !env) throw userFailure(`Environment ${envId} no longer exists.`, 'resource_not_found');
-        let imageDigest: string | undefined;
+        let image: RunImage | undefined;
         if (env?.config.docker_image) {
           let notices = 0;
-          imageDigest = await provisionRunImage(deps, {
+          const digest = await provisionRunImage(deps, {
             runId,
             run,
             environment: { uid: env.uid, reference: env.config.docker_image },
@@ -174,6 +177,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
             say: (message) =>
               note(runId, turn, `image-${++notices}-t${turn}-${ctx.info.activityId}-a${ctx.info.attempt}`, message),
           });
+          image = { reference: env.config.docker_image, digest };
         }
         // Environments saved before the operator set GIT_ALLOWED_OWNERS are held to it here,
         // before the git host is asked anything, whether the workspace is cloned or restored.
@@ -184,7 +188,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
               turn,
               processes,
               env,
-              imageDigest,
+              image,
               stillCurrent: async () => (await readFile(workspaceIdFile(runId), 'utf8')) === workspaceId,
             })
           : undefined;
@@ -192,7 +196,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
           await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
           await recordEnvironmentSkills(runId, env);
         } else {
-          await cloneAndSetUp(runId, turn, env, processes, dir);
+          await cloneAndSetUp(runId, turn, env, processes, dir, image);
           await snapshot?.save();
         }
         const repos = workspaceRepositories(dir);

@@ -1,5 +1,6 @@
 import { isGitOwnerAllowed } from '../../core/git-owners';
 import { appendRunEvent } from '../../db/run-events';
+import type { RunImage } from '../../db/run-images';
 import { loadProvisionedRun, type ProvisionedRun } from '../../db/run-step-reads';
 import type { ActivityDeps } from '../deps';
 import { userFailure } from '../user-failure';
@@ -27,10 +28,10 @@ export function workspaceContext({ dataSource, config }: ActivityDeps) {
     return (await loadProvisionedRun(dataSource.manager, runId))!;
   }
 
-  async function note(runId: string, turn: number, key: string, message: string) {
-    await dataSource.transaction((tx) =>
-      appendRunEvent(tx, { runId, eventKey: key, kind: 'notice', turn, payload: { message } }),
-    );
+  /** A notice on the run's transcript and timeline; a workspace's names the image it runs on. */
+  async function note(runId: string, turn: number, key: string, message: string, image?: RunImage) {
+    const payload = image ? { message, image_reference: image.reference, image_digest: image.digest } : { message };
+    await dataSource.transaction((tx) => appendRunEvent(tx, { runId, eventKey: key, kind: 'notice', turn, payload }));
   }
 
   return { root, workerId, workspaceRoot, auth, provisionedMarker, workspaceIdFile, assertOwnerAllowed, loadRun, note };

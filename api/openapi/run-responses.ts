@@ -139,6 +139,14 @@ export const runItemSchema = z
       .string()
       .optional()
       .openapi({ description: "WORKER_ID of the worker that holds (or last held) the run's workspace." }),
+    image_reference: z.string().optional().openapi({
+      description:
+        "The container image the run's environment named (`docker_image`, as written), once the run was provisioned on it.",
+    }),
+    image_digest: z.string().optional().openapi({
+      description:
+        'The digest (`sha256:…`) that image resolved to when the run was first provisioned: what it runs on, whatever the tag names later. Each workspace of the run says its own in the timeline (`worker_container_ready`).',
+    }),
     is_run_type_cancellable: z.boolean(),
   })
   .openapi('RunItem');

@@ -23,7 +23,10 @@ const timelineSchema = z
         occurred_at: timestamp(),
         run_id: z.uuid(),
         execution_id: z.number().int().openapi({ description: 'The turn of the run the event belongs to.' }),
-        payload: z.record(z.string(), z.unknown()),
+        payload: z.record(z.string(), z.unknown()).openapi({
+          description:
+            "By event: `oz_run_created` `{source}`; the others `{turn, ...}`: `worker_container_ready` adds `message` (the workspace, as the transcript says it) and, when the workspace runs on its environment's image, `image_reference` and `image_digest` (`sha256:…`, what it runs on); `agent_started` adds `model_id` and `environment_id` when the agent was set up; an ending adds `state` and `status_message`.",
+        }),
       }),
     ),
   })
@@ -36,7 +39,7 @@ export function registerTimelineOperations(registry: OpenAPIRegistry): void {
     operationId: 'getRunTimeline',
     summary: "The run's lifecycle events, in order",
     description:
-      'Created; then per turn: claimed (in progress), its workspace ready (when the turn made one), the agent started, and how the turn ended.',
+      'Created; then per turn: claimed (in progress), its workspace ready (when the turn made one, with the image digest it runs on), the agent started, and how the turn ended.',
     tags: ['Runs'],
     params: z.object({ runId: z.uuid().openapi({ param: { description: 'The run id.' } }) }),
     responses: [{ status: 200, description: 'The timeline.', schema: timelineSchema }],

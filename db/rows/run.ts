@@ -47,6 +47,8 @@ export interface Run {
   cancelRequestedBy: string | null;
   /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
   workerId?: string | null;
+  /** The image its environment named and the digest that resolved to when the run was first provisioned on it. */
+  image?: { reference: string; digest: string } | null;
   startedAt: Date | null;
   endedAt: Date | null;
   createdAt: Date;

@@ -36,6 +36,9 @@ export interface RunItem {
   finished_at?: string;
   /** WORKER_ID of the worker that holds (or last held) the run's workspace. */
   worker_id?: string;
+  /** The image the run's environment named, and the digest it resolved to when the run was first provisioned. */
+  image_reference?: string;
+  image_digest?: string;
   is_run_type_cancellable: boolean;
 }
 
@@ -103,5 +106,9 @@ export function toRunItem(
   if (isTerminal(run.state) && run.endedAt) item.finished_at = run.endedAt.toISOString();
   if (run.schedule) item.schedule = run.schedule;
   if (run.workerId) item.worker_id = run.workerId;
+  if (run.image) {
+    item.image_reference = run.image.reference;
+    item.image_digest = run.image.digest;
+  }
   return item;
 }

@@ -36,7 +36,8 @@ function eventUuid(runId: string, what: string): string {
 
 /**
  * `GET /agent/runs/{id}/timeline`, built from what the run recorded: created; then per turn
- * (`execution_id`) claimed (INPROGRESS), its workspace ready (when the turn made one), the agent
+ * (`execution_id`) claimed (INPROGRESS), its workspace ready (when the turn made one; with the
+ * image it runs on, `image_reference` and `image_digest`, when it runs on one), the agent
  * started (its setup, or the turn's start when the workspace was already there) and how the turn
  * ended. A run still queued has only its creation.
  */
@@ -70,9 +71,11 @@ export function runTimeline(run: { runId: string; createdAt: Date; source: strin
         });
       }
     } else if (entry.kind === 'notice') {
+      const { message, image_reference, image_digest } = entry.payload;
       add('worker_container_ready', `workspace-${entry.id}`, entry.createdAt, turn, {
         turn,
-        message: entry.payload.message,
+        message,
+        ...(image_digest ? { image_reference, image_digest } : {}),
       });
     } else if (entry.kind === 'config') {
       add('agent_started', `started-${entry.id}`, entry.createdAt, turn, {
