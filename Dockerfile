@@ -24,7 +24,8 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /sandbox-init .
 FROM node:20-bookworm-slim AS runtime
 # Workers clone repositories and run the agent's commands with git and bash, each in a
 # bubblewrap sandbox (see docker-compose.yml for what the container needs for user namespaces).
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap skopeo umoci && rm -rf /var/lib/apt/lists/*
+# e2fsprogs and mount: each run's filesystem of AGENT_WORKSPACE_MAX_BYTES (a loop-mounted ext4 image).
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap skopeo umoci e2fsprogs mount && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
