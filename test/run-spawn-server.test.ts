@@ -163,3 +163,24 @@ test("a run's spawn server waits on its sandboxes without a thread each: its thr
   for (const pid of pids) process.kill(pid, 'SIGKILL');
   for (const result of await Promise.all(commands)) expect(result.exitCode).not.toBe(0);
 });
+
+test("what a run's processes see as pid 1 (a program's sandbox or the command sandbox) names no path of the host", async () => {
+  const processes = runProcesses(sandbox, uniqueName('pid-one'));
+  const show = 'tr "\\0" " " < /proc/1/cmdline; echo; tr "\\0" " " < /proc/1/environ; echo';
+  const program = await processes.runProgram({
+    argv: ['/bin/sh', '-c', show],
+    // With a network: a sandbox of its own (with none, the run's helper sandbox runs it).
+    policy: 'open',
+    timeoutMs: 30_000,
+    keepBytes: 65_536,
+  });
+  const command = await processes.runCommand({ command: show, policy: 'none', timeoutMs: 30_000, keepBytes: 65_536 });
+  for (const { output, exitCode } of [program, command]) {
+    expect(exitCode).toBe(0);
+    // The sandbox's own init, with sandbox paths only.
+    expect(output).toMatch(/^\/run\/agent-runs\/init /);
+    expect(output).not.toContain(config.workspace.dir);
+    expect(output).not.toContain(config.dataDir);
+    expect(output).not.toMatch(/bwrap|--bind/);
+  }
+});

@@ -181,7 +181,10 @@ export class BwrapSandbox implements Sandbox {
       '--cap-drop',
       'ALL',
       '--disable-userns',
-      ...(spec.spawnServer ? ['--as-pid-1'] : []), // the sandbox's init, out of its processes' reach (reap.go)
+      // sandbox-init is the sandbox's pid 1 (reap.go, main.go's runAsParent): out of its processes'
+      // reach, and what they see as pid 1 names no host path (bubblewrap's own init would show its
+      // whole command line: the data directory, the workspace, the sockets).
+      '--as-pid-1',
     ];
     const image = spec.onImage ? await this.images.of(spec.runId, dir) : undefined;
     if (image) {

@@ -8,9 +8,9 @@
 //	  [-bridge /run/agent-runs/proxy.sock=3128;...] -- argv...
 //
 // The environment comes from the -env file (NAME=value entries separated by NUL), never from the
-// host side that started the sandbox. Without bridges it becomes the command (exec); with
-// bridges it stays as the command's parent, forwarding connections and signals, and exits with
-// the command's status (128+n for signal n). The limits are then set in the command's process
+// host side that started the sandbox. As the sandbox's pid 1, or with bridges, it stays as the
+// command's parent, forwarding connections and signals and reaping orphans, and exits with the
+// command's status (128+n for signal n); otherwise it becomes the command (exec). The limits are then set in the command's process
 // only (a fresh sandbox-init that execs it), never on the bridge: the Go runtime makes threads
 // as it needs them, and a command at its process limit must not take the bridge down.
 //
@@ -184,35 +184,51 @@ func main() {
 		fail(125, "no command")
 	}
 	loadEnvironment(*envFile)
-	if *bridges == "" {
+	if *bridges == "" && os.Getpid() != 1 {
 		setLimits(*limits)
 		refuseOthersLimits()
 		file := lookPath(argv[0])
 		err := syscall.Exec(file, argv, os.Environ())
 		fail(126, "%s: %v", argv[0], err)
 	}
-	startBridges(*bridges)
+	if *bridges != "" {
+		startBridges(*bridges)
+	}
+	runAsParent(*limits, argv)
+}
+
+// runAsParent runs the command under its limits as this process's child (this program again,
+// without bridges, which sets them and execs it), forwards signals to it, reaps whatever else
+// ends below it (as the sandbox's pid 1, bwrap --as-pid-1, it inherits every orphan), and exits
+// with the command's status. Being pid 1 itself, with only sandbox paths in its command line,
+// keeps bubblewrap's own init, whose command line names the host's paths, out of the sandbox.
+func runAsParent(limits string, argv []string) {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// The command, under its limits: this program again, without bridges, which sets them and execs it.
-	cmd := exec.Command("/proc/self/exe", append([]string{"-limits", *limits, "--"}, argv...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	self := "/proc/self/exe"
+	command, err := os.StartProcess(self, append([]string{self, "-limits", limits, "--"}, argv...), &os.ProcAttr{
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
 		fail(126, "%s: %v", argv[0], err)
 	}
 	go func() {
 		for sig := range signals {
-			cmd.Process.Signal(sig)
+			command.Signal(sig)
 		}
 	}()
-	err := cmd.Wait()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		fail(125, "%s: %v", argv[0], err)
+	for {
+		var status syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &status, 0, nil)
+		if err == syscall.EINTR || (err == nil && pid != command.Pid) {
+			continue
+		}
+		if err != nil {
+			fail(125, "%s: %v", argv[0], err)
+		}
+		if status.Signaled() {
+			os.Exit(128 + int(status.Signal()))
+		}
+		os.Exit(status.ExitStatus())
 	}
-	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if status.Signaled() {
-		os.Exit(128 + int(status.Signal()))
-	}
-	os.Exit(status.ExitStatus())
 }
