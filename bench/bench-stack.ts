@@ -72,6 +72,8 @@ export async function startBenchStack(
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),
     TEMPORAL_UI_PORT: String(await freePort()),
+    TEMPORAL_DEV_HTTP_PORT: String(await freePort()),
+    TEMPORAL_DEV_METRICS_PORT: String(await freePort()),
     LOG_LEVEL: 'error',
     ...options.env,
   });

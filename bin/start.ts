@@ -18,6 +18,7 @@ import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { DataDirInUseError, lockDataDir } from '../infra/data-dir-lock';
 import { leaveSignalsToCaller } from '../infra/embedded-postgres';
+import { stopLeftovers } from '../infra/leftovers';
 import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
@@ -59,7 +60,9 @@ async function main(): Promise<void> {
   const unlockDataDir = await lockDataDir(config.dataDir, (err) =>
     logger.error('lost the lock of the data directory', { error: err.message }),
   );
-  // Before anything starts: a taken port is one line naming its variable, not a failure halfway.
+  // Holding the lock, whatever a previous instance here left running is an orphan on our ports.
+  await stopLeftovers(config, say);
+  // Before anything starts: every taken port, each naming its variable, not a failure halfway.
   await assertPortsFree(plannedPorts(config));
   // The SDK's own metrics, on a loopback exporter that the API's /metrics serves with the rest.
   const temporalMetrics = await freeLoopbackAddress();

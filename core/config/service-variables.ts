@@ -128,6 +128,16 @@ export const temporal = group('Temporal', {
     description: "port of the dev server's Web UI",
     readBy: ['API', 'npm start'],
   },
+  TEMPORAL_DEV_HTTP_PORT: {
+    schema: intFrom(7243, 1, 65535),
+    description: "port of the dev server's HTTP API (unused by the service; the dev server cannot turn it off)",
+    readBy: ['npm start'],
+  },
+  TEMPORAL_DEV_METRICS_PORT: {
+    schema: intFrom(7244, 1, 65535),
+    description: "port of the dev server's own Prometheus `/metrics` (the dev server cannot turn it off)",
+    readBy: ['npm start'],
+  },
   TEMPORAL_UI_URL: {
     schema: optionalUrl,
     description:

@@ -34,6 +34,8 @@ async function main(): Promise<void> {
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     TEMPORAL_DEV_PORT: String(await freePort()),
     TEMPORAL_UI_PORT: String(await freePort()),
+    TEMPORAL_DEV_HTTP_PORT: String(await freePort()),
+    TEMPORAL_DEV_METRICS_PORT: String(await freePort()),
   });
   const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), {
     temporalUi: false,

@@ -89,6 +89,8 @@ describe('loadConfig', () => {
         cliPath: undefined,
         devPort: 7233,
         uiPort: 8233,
+        devHttpPort: 7243,
+        devMetricsPort: 7244,
         uiUrl: 'http://localhost:8233',
         rpcTimeoutMs: 5000,
       },
