@@ -124,8 +124,12 @@ export function renderEvent(event: RunEvent, s: Styled): string {
           : '';
       return `${s(stateColour(state), s('bold', `=== ${state}`))}${detail}\n`;
     }
-    case 'notice':
-      return `${s('yellow', `!!! ${headingText(String((p as { message?: unknown }).message ?? ''))}`)}\n`;
+    case 'notice': {
+      // Emphasis only for what went wrong; an ordinary notice reads like the lines around it.
+      const n = p as Partial<RunEventPayloads['notice']>;
+      const text = headingText(String(n.message ?? ''));
+      return n.level === 'warning' ? `${s('yellow', `!!! ${text}`)}\n` : `${s('dim', '--- note:')} ${text}\n`;
+    }
     case 'skill_load':
       return `${s('blue', `--- skill loaded: ${oneLine(String((p as { name?: unknown }).name ?? ''), 100)}`)}\n`;
     case 'config': {

@@ -83,8 +83,12 @@ export type RunEventPayloads = {
     model_id: string;
     skills?: string[];
   };
-  /** A workspace's notice (`workspace-t…`) also names the image it runs on, when it runs on one. */
-  notice: { message: string; image_reference?: string; image_digest?: string };
+  /**
+   * A word to the reader about the run. `warning`: something went wrong or was left out that
+   * the reader may need to act on; absent: an ordinary notice (what happened, what comes next).
+   * A workspace's notice (`workspace-t…`) also names the image it runs on, when it runs on one.
+   */
+  notice: { message: string; level?: 'warning'; image_reference?: string; image_digest?: string };
   /**
    * What the model is shown instead of the conversation's messages 1 to `to_message` - 1 (0 is
    * the first user message) once they no longer fit its context: a summary it wrote of messages

@@ -35,13 +35,13 @@ export async function appendNoticeToCurrentTurn(
   manager: EntityManager,
   runId: string,
   eventKey: string,
-  message: string,
+  notice: RunEventPayloads['notice'],
 ): Promise<void> {
   await manager.query(
     `INSERT INTO run_events (run_id, event_key, kind, turn, payload)
      SELECT run_id, $2, 'notice', turn, $3::jsonb FROM runs WHERE run_id = $1
      ON CONFLICT (run_id, event_key) DO NOTHING`,
-    [runId, eventKey, storableJson({ message })],
+    [runId, eventKey, storableJson(notice)],
   );
 }
 

@@ -111,7 +111,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
           dataSource.manager,
           runId,
           `mcp-network-${randomUUID()}`,
-          `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
+          {
+            message: `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
+            level: 'warning',
+          },
         ).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
       },
     },

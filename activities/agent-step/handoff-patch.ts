@@ -61,6 +61,7 @@ export function createRecordHandoff({ dataSource, config, sandbox, blobs }: Acti
           turn,
           payload: {
             message: `The handoff patch leaves out repositories git could not diff (the limit is ${MAX_HANDOFF_PATCH_BYTES} bytes per patch): ${skipped.join('; ')}`,
+            level: 'warning',
           },
         }),
       );

@@ -7,6 +7,7 @@ import {
   type FoundFactoryFile,
   type SkippedFactoryFile,
 } from '../../db/factories';
+import type { RunEventPayloads } from '../../core/run-events';
 import { appendRunEvent } from '../../db/run-events';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
@@ -84,34 +85,35 @@ export async function recordEnvironmentFactories(input: {
     keep: skipped.filter((file) => file.keepRecorded !== false),
   });
 
-  const notices = [
+  const warnings = [
     ...skipped.map(
       (s) =>
         `Skipped factory file ${s.repository}:${s.path}: ${s.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}. Fix it and commit it; the next run in this environment reads it again.`,
     ),
     ...result.conflicts.map((c) => `Skipped factory file ${c.file}: ${c.message}.`),
   ];
+  const notices: RunEventPayloads['notice'][] = warnings.map((message) => ({ message, level: 'warning' }));
   const recorded = result.synced.map(
     (f) => `${f.name} (${f.uid}, ${f.agents} agents, ${f.file}${f.changed ? ', updated' : ''})`,
   );
   const removed = result.removed.map((f) => `${f.name} (${f.uid}, was ${f.file})`);
   if (recorded.length || removed.length) {
-    notices.push(
-      [
+    notices.push({
+      message: [
         `Factories of environment ${env.config.name} (${env.uid})`,
         recorded.length ? `: ${recorded.join(', ')}` : '',
         removed.length ? `${recorded.length ? '; ' : ': '}removed ${removed.join(', ')}` : '',
         '.',
       ].join(''),
-    );
+    });
   }
-  for (const [index, message] of notices.entries()) {
+  for (const [index, payload] of notices.entries()) {
     await appendRunEvent(dataSource.manager, {
       runId,
       eventKey: `factories-t${turn}-${attemptKey}-${index}`,
       kind: 'notice',
       turn,
-      payload: { message },
+      payload,
     });
   }
   return result;

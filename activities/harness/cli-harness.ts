@@ -56,7 +56,7 @@ export type HarnessEntry =
   /** The CLI's own cumulative usage for the invocation, in its native categories. */
   | { kind: 'usage'; usage: Record<string, number>; costUsd?: number; model?: string }
   | { kind: 'error'; message: string }
-  | { kind: 'notice'; message: string }
+  | { kind: 'notice'; message: string; level?: 'warning' }
   | { kind: 'result'; text?: string; isError: boolean };
 
 /** Reads a CLI's JSON event lines, one at a time, keeping what spans lines (pending tool calls). */

@@ -226,6 +226,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           turn,
           payload: {
             message: `${spec.title} could not resume its session ${state.sessionId} on this worker; a new session continues the conversation from its transcript.`,
+            level: 'warning',
           },
         });
         const earlier = await loadRunEvents(dataSource.manager, runId, {

@@ -93,6 +93,7 @@ export class HarnessTranscript {
       await this.record({
         kind: 'notice',
         message: `${dropped} more events of this invocation were not recorded (at most ${MAX_ENTRIES}, ${MAX_WAITING} waiting at once); the raw event stream artifact has what fits.`,
+        level: 'warning',
       });
     }
   }
@@ -160,11 +161,14 @@ export class HarnessTranscript {
       case 'error': {
         const message = capText(entry.message, MAX_NOTICE_BYTES);
         this.report.errors.push(message);
-        await append('notice', { message: `[${this.at.harness}] ${message}` });
+        await append('notice', { message: `[${this.at.harness}] ${message}`, level: 'warning' });
         return;
       }
       case 'notice':
-        await append('notice', { message: `[${this.at.harness}] ${capText(entry.message, MAX_NOTICE_BYTES)}` });
+        await append('notice', {
+          message: `[${this.at.harness}] ${capText(entry.message, MAX_NOTICE_BYTES)}`,
+          ...(entry.level ? { level: entry.level } : {}),
+        });
         return;
       case 'result':
         this.report.result = { text: entry.text, isError: entry.isError };
