@@ -1,4 +1,5 @@
 import { invalid } from '../core/api-error';
+import { rejectQueryParameters } from './validate';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -33,9 +34,7 @@ interface CursorPayload {
 
 /** Validates `limit` and `cursor` (other parameters are rejected) of `GET /agent/conversations/{id}`. */
 export function parseConversationQuery(query: Query, conversationId: string): ConversationQuery {
-  for (const key of Object.keys(query)) {
-    if (!PARAMETERS.includes(key)) throw invalid(`Unknown query parameter \`${key}\`.`);
-  }
+  rejectQueryParameters(query, PARAMETERS);
   const limit = parseLimit(query, CONVERSATION_PAGE_DEFAULT, CONVERSATION_PAGE_MAX);
   const cursor = singleQueryParameter(query, 'cursor');
   return { limit, after: cursor === undefined ? undefined : decodeActionCursor(cursor, conversationId) };

@@ -4,6 +4,7 @@ import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
 import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifacts';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
 import { invalid } from '../core/api-error';
+import { unknownQueryParameter } from './validate';
 import {
   cursorNotIssued,
   decodeOpaqueCursor,
@@ -74,7 +75,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
       throw invalid(
         key.startsWith('metadata')
           ? `Query parameter \`${key}\` must look like metadata[KEY]=VALUE with KEY matching [a-zA-Z0-9._-]{1,64}.`
-          : `Unknown query parameter \`${key}\`.`,
+          : unknownQueryParameter(key, ['state', ...SINGLE_PARAMS]).detail,
       );
     }
   }

@@ -1,11 +1,12 @@
+import { closest, distance } from 'fastest-levenshtein';
 import type { z } from 'zod';
-import { invalid, notFound } from '../core/api-error';
+import { invalid, notFound, type ApiError } from '../core/api-error';
 
 /** Parses `value` with a schema; on failure throws a 400 whose detail names each bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, what = 'body'): z.infer<S> {
   // With the input in each issue, a field of the wrong type is told apart from a missing one.
   const result = schema.safeParse(value ?? {}, { reportInput: true });
-  if (!result.success) throw invalid(describeIssues(result.error.issues, what));
+  if (!result.success) throw invalid(describeIssues(result.error.issues, what, schema));
   const bad = findUnstorableString(result.data, []);
   if (bad) throw invalid(`\`${bad.path.length ? bad.path.join('.') : what}\` ${bad.problem}.`);
   return result.data;
@@ -42,19 +43,76 @@ function findUnstorableString(root: unknown, rootPath: string[]): { path: string
   return undefined;
 }
 
-export function describeIssues(issues: readonly z.core.$ZodIssue[], what: string): string {
+export function describeIssues(issues: readonly z.core.$ZodIssue[], what: string, schema?: z.ZodType): string {
   return issues
     .slice(0, 10)
     .map((issue) => {
       const where = issue.path.length ? issue.path.map(String).join('.') : what;
       if (issue.code === 'unrecognized_keys') {
         const prefix = issue.path.length ? `${where}.` : '';
-        return `Unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `\`${prefix}${k}\``).join(', ')}.`;
+        const known = schema ? knownKeysAt(schema, issue.path) : [];
+        const names = issue.keys.map((key) => withSuggestion(key, known, prefix));
+        return `Unknown field${issue.keys.length > 1 ? 's' : ''} ${names.join(', ')}.`;
       }
       if (issue.code === 'invalid_type' && issue.input === undefined) return `\`${where}\` is required.`;
       return `\`${where}\`: ${issue.message}.`;
     })
     .join(' ');
+}
+
+/** `name` in backquotes, with the known name it is probably a slip for: `promt` (did you mean `prompt`?). */
+function withSuggestion(name: string, known: readonly string[], prefix = ''): string {
+  const near = nearestName(name, known);
+  return `\`${prefix}${name}\`${near === undefined ? '' : ` (did you mean \`${prefix}${near}\`?)`}`;
+}
+
+/**
+ * The known name closest to `name` when it is close enough to be a slip (`promt` for `prompt`,
+ * `modelId` for `model_id`): at most a third of its letters apart, compared without case, `-`
+ * or `_`. Undefined when none is.
+ */
+export function nearestName(name: string, known: readonly string[]): string | undefined {
+  if (known.length === 0) return undefined;
+  const fold = (s: string) => s.toLowerCase().replace(/[-_]/g, '');
+  const folded = new Map(known.map((k) => [fold(k), k]));
+  const best = closest(fold(name), [...folded.keys()]);
+  const limit = Math.max(1, Math.floor(Math.max(name.length, best.length) / 3));
+  return distance(fold(name), best) <= limit ? folded.get(best) : undefined;
+}
+
+/** What Zod keeps of a schema, enough to walk to the object at a path. */
+interface SchemaDef {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  options?: readonly z.ZodType[];
+  left?: z.ZodType;
+  right?: z.ZodType;
+  getter?: () => z.ZodType;
+}
+
+const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
+
+/** The field names the object schema(s) at `path` know, through optional, default, pipes, arrays, records and unions. */
+function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[], depth = 0): string[] {
+  const def = defOf(schema);
+  if (depth > 64) return [];
+  const inner = def.innerType ?? def.in ?? def.getter?.();
+  if (inner) return knownKeysAt(inner, path, depth + 1);
+  if (def.options) return [...new Set(def.options.flatMap((o) => knownKeysAt(o, path, depth + 1)))];
+  if (def.left && def.right)
+    return [...knownKeysAt(def.left, path, depth + 1), ...knownKeysAt(def.right, path, depth + 1)];
+  const [head, ...rest] = path;
+  if (def.type === 'object' && def.shape) {
+    if (head === undefined) return Object.keys(def.shape);
+    const field = def.shape[String(head)];
+    return field ? knownKeysAt(field, rest, depth + 1) : [];
+  }
+  const items = def.element ?? def.valueType;
+  return items && head !== undefined ? knownKeysAt(items, rest, depth + 1) : [];
 }
 
 /**
@@ -68,8 +126,13 @@ export function storablePathId(what: string) {
   };
 }
 
-/** For routes that take no query parameters: any is unknown, and rejected like an unknown field. */
-export function rejectQueryParameters(query: Record<string, unknown>): void {
-  const [name] = Object.keys(query);
-  if (name !== undefined) throw invalid(`Unknown query parameter \`${name}\`.`);
+/** The 400 for a query parameter not among `known`, suggesting the known one it is probably a slip for. */
+export function unknownQueryParameter(name: string, known: readonly string[]): ApiError {
+  return invalid(`Unknown query parameter ${withSuggestion(name, known)}.`);
+}
+
+/** Rejects the first query parameter not among `known` (for routes that take none: any). */
+export function rejectQueryParameters(query: Record<string, unknown>, known: readonly string[] = []): void {
+  const name = Object.keys(query).find((key) => !known.includes(key));
+  if (name !== undefined) throw unknownQueryParameter(name, known);
 }

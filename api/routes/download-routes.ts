@@ -8,7 +8,8 @@ import { findRun, listConversationRunsUnscoped } from '../../db/run-queries';
 import type { Run } from '../../db/rows/run';
 import { transcriptJsonLines } from '../transcript-download';
 import type { BlobStore } from '../../db/blob-store';
-import { ApiError, invalid, notFound } from '../../core/api-error';
+import { ApiError, notFound } from '../../core/api-error';
+import { rejectQueryParameters } from '../validate';
 
 const SAFE_MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
 
@@ -37,9 +38,7 @@ export function createDownloadRouter({
   const router = new Router();
 
   function assertSigned(ctx: RouterContext, kind: DownloadKind, id: string, fetchAgain: string): void {
-    for (const name of Object.keys(ctx.query)) {
-      if (name !== 'expires' && name !== 'signature') throw invalid(`Unknown query parameter \`${name}\`.`);
-    }
+    rejectQueryParameters(ctx.query, ['expires', 'signature']);
     const check = checkDownloadSignature(signingKey, kind, id, ctx.query.expires, ctx.query.signature);
     if (check.ok) return;
     if (check.reason === 'expired') {

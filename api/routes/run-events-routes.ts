@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { invalid } from '../../core/api-error';
+import { rejectQueryParameters } from '../validate';
 import { principalOf } from '../middleware/auth';
 import { teamRunOr404 } from '../team-runs';
 import type { RunEventStreams } from '../run-event-stream';
@@ -22,8 +22,7 @@ export function createRunEventsRouter({
 }): Router {
   const router = new Router();
   router.get('/agent/runs/:runId/events', async (ctx) => {
-    const unknown = Object.keys(ctx.query).find((name) => name !== 'after');
-    if (unknown !== undefined) throw invalid(`Unknown query parameter \`${unknown}\`; only \`after\` is accepted.`);
+    rejectQueryParameters(ctx.query, ['after']);
     const runId = ctx.params.runId!;
     await serveRunTranscript(ctx, streams, {
       secretsKey,

@@ -107,9 +107,7 @@ export function createWebhooksRouter({
   });
 
   router.get('/agent/webhooks/:id/deliveries', async (ctx) => {
-    for (const key of Object.keys(ctx.query)) {
-      if (key !== 'limit' && key !== 'cursor') throw invalid(`Unknown query parameter \`${key}\`.`);
-    }
+    rejectQueryParameters(ctx.query, ['limit', 'cursor']);
     const limit = parseLimit(ctx.query, DELIVERIES_PAGE_DEFAULT, DELIVERIES_PAGE_MAX);
     const webhook = await load(ctx.params.id!, principalOf(ctx.state).teamId);
     const cursor = singleQueryParameter(ctx.query, 'cursor');
