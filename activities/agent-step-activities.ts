@@ -12,6 +12,7 @@ import { createRunToolCalls } from './agent-step/run-tool-calls';
 import { assistantEventKey } from './agent-step/tool-call-keys';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { withStepAttempt } from './agent-step/step-attempt';
 import { createHarnessStep } from './harness/harness-step';
 import { isCliHarness } from '../core/harnesses';
 import { loadStepConversation } from './step-conversation';
@@ -61,80 +62,93 @@ export function createAgentStepActivities(deps: ActivityDeps) {
         if (isCliHarness(harness)) {
           return runHarnessStep({ runId, turn, step, run: run!, type: harness, workspace, ctx, log });
         }
-        const assistantKey = assistantEventKey(turn, step);
-        // With nothing to deliver, the row just read decides, as its lock would: a follow-up sent
-        // meanwhile waits for the next step either way.
-        const turnOpen =
-          run!.pending_followups === 0
-            ? !turnIsOver(run!, turn)
-            : await dataSource.transaction(async (tx) => {
-                if (!(await lockRunForStep(tx, runId, turn))) return false;
-                // A retried step whose model call is recorded finishes its tool calls first: a follow-up
-                // may not land between the model's tool calls and their results.
-                if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
-                return true;
-              });
-        if (!turnOpen) return { done: true, turnEnded: true };
-        // A summary is written before its step's reply and never takes in the last exchange: this
-        // step's reply, what followed it and the latest entry are always among those loaded.
-        const conversation = await loadStepConversation(dataSource.manager, runId);
-        const { events } = conversation;
-        let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
-          RunEventPayloads['assistant'] | undefined;
-        let replyIsNew = false;
+        return withStepAttempt(dataSource, { runId, turn, step }, async () => {
+          const assistantKey = assistantEventKey(turn, step);
+          // With nothing to deliver, the row just read decides, as its lock would: a follow-up sent
+          // meanwhile waits for the next step either way.
+          const turnOpen =
+            run!.pending_followups === 0
+              ? !turnIsOver(run!, turn)
+              : await dataSource.transaction(async (tx) => {
+                  if (!(await lockRunForStep(tx, runId, turn))) return false;
+                  // A retried step whose model call is recorded finishes its tool calls first: a follow-up
+                  // may not land between the model's tool calls and their results.
+                  if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
+                  return true;
+                });
+          if (!turnOpen) return { done: true, turnEnded: true };
+          // A summary is written before its step's reply and never takes in the last exchange: this
+          // step's reply, what followed it and the latest entry are always among those loaded.
+          const conversation = await loadStepConversation(dataSource.manager, runId);
+          const { events } = conversation;
+          let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
+            RunEventPayloads['assistant'] | undefined;
+          let replyIsNew = false;
 
-        if (!assistant) {
-          const last = events[events.length - 1];
-          // Nothing new since the last reply (a follow-up already answered by a retried step).
-          if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) {
+          if (!assistant) {
+            const last = events[events.length - 1];
+            // Nothing new since the last reply (a follow-up already answered by a retried step).
+            if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) {
+              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+              return { done: true };
+            }
+            // The worker's limits are ceilings too (an operator may have lowered them since).
+            const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
+            const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
+            // Earlier replies of this turn may be among the entries a summary stands for: counted by
+            // key then (a turn numbers its steps from 0).
+            const stepsSoFar = conversation.summary
+              ? (
+                  await recordedEventKeys(
+                    dataSource.manager,
+                    runId,
+                    Array.from({ length: step }, (_, s) => assistantEventKey(turn, s)),
+                  )
+                ).size
+              : events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
+            if (stepsSoFar >= maxSteps) {
+              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+              throw userFailure(
+                `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
+                'invalid_request',
+              );
+            }
+            if (Number(run!.total_tokens) >= maxTokens) {
+              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+              throw userFailure(
+                `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
+                'invalid_request',
+              );
+            }
+            const made = await callModel(log, runId, turn, step, run!, conversation, ctx);
+            assistant = made.reply;
+            replyIsNew = made.recorded;
+            log.debug('model replied', {
+              model_id: assistant.model_id,
+              total_tokens: assistant.total_tokens,
+              finish_reason: assistant.finish_reason,
+              tool_calls: assistant.tool_calls?.length ?? 0,
+            });
+          }
+
+          const calls = assistant.tool_calls ?? [];
+          if (calls.length === 0) {
             await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
             return { done: true };
           }
-          // The worker's limits are ceilings too (an operator may have lowered them since).
-          const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
-          const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
-          // Earlier replies of this turn may be among the entries a summary stands for: counted by
-          // key then (a turn numbers its steps from 0).
-          const stepsSoFar = conversation.summary
-            ? (
-                await recordedEventKeys(
-                  dataSource.manager,
-                  runId,
-                  Array.from({ length: step }, (_, s) => assistantEventKey(turn, s)),
-                )
-              ).size
-            : events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
-          if (stepsSoFar >= maxSteps) {
-            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-            throw userFailure(
-              `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
-              'invalid_request',
-            );
-          }
-          if (Number(run!.total_tokens) >= maxTokens) {
-            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-            throw userFailure(
-              `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
-              'invalid_request',
-            );
-          }
-          const made = await callModel(log, runId, turn, step, run!, conversation, ctx);
-          assistant = made.reply;
-          replyIsNew = made.recorded;
-          log.debug('model replied', {
-            model_id: assistant.model_id,
-            total_tokens: assistant.total_tokens,
-            finish_reason: assistant.finish_reason,
-            tool_calls: assistant.tool_calls?.length ?? 0,
+          return runToolCalls({
+            runId,
+            turn,
+            step,
+            run: run!,
+            events,
+            assistantKey,
+            replyIsNew,
+            calls,
+            workspace,
+            ctx,
           });
-        }
-
-        const calls = assistant.tool_calls ?? [];
-        if (calls.length === 0) {
-          await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-          return { done: true };
-        }
-        return runToolCalls({ runId, turn, step, run: run!, events, assistantKey, replyIsNew, calls, workspace, ctx });
+        });
       });
     },
   };

@@ -29,6 +29,7 @@ import { ExternalReferences1763964000000 } from './migrations/1763964000000-exte
 import { RunImages1763966000000 } from './migrations/1763966000000-run-images';
 import { HarnessUsageCounted1763968000000 } from './migrations/1763968000000-harness-usage-counted';
 import { MalformedSkills1763969400000 } from './migrations/1763969400000-malformed-skills';
+import { StepInFlight1763970000000 } from './migrations/1763970000000-step-in-flight';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -58,6 +59,7 @@ export const MIGRATIONS = [
   RunImages1763966000000,
   HarnessUsageCounted1763968000000,
   MalformedSkills1763969400000,
+  StepInFlight1763970000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -166,6 +166,12 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
     expect(kinds.indexOf('prompt')).toBeLessThan(kinds.indexOf('followup'));
     expect(kinds.indexOf('followup')).toBeLessThan(kinds.indexOf('assistant'));
     expect(events.filter((e) => e.kind === 'assistant').map((e) => e.payload.text)).toEqual([`done (call 2)`]);
+    // The transcript says that the step was resumed after its worker went away, once, before its reply.
+    const resumed = events.filter((e) => e.kind === 'notice' && /was interrupted/.test(String(e.payload.message)));
+    expect(resumed.map((e) => e.payload)).toEqual([
+      { message: 'Step 1 of this turn was interrupted (its worker stopped); attempt 2 resumes it.' },
+    ]);
+    expect(kinds.indexOf('notice')).toBeLessThan(kinds.indexOf('assistant'));
     expect(events.filter((e) => e.kind === 'state').map((e) => e.payload.state)).toEqual([
       'QUEUED',
       'INPROGRESS',
