@@ -141,6 +141,14 @@ function parseFrontMatter(source: string, add: Add): Record<string, unknown> | u
   return value as Record<string, unknown>;
 }
 
+/** Agents' `base_model`s this service does not serve, each with why. */
+function unservedModels(factory: FactoryFile, modelProblem: (modelId: string) => string | undefined) {
+  return factory.agents.flatMap((agent, index) => {
+    const problem = agent.base_model ? modelProblem(agent.base_model) : undefined;
+    return problem ? [{ path: `agents[${index}].base_model`, message: problem }] : [];
+  });
+}
+
 /**
  * Skills of a factory's agents that this service may not load: `allowed` says whether
  * GIT_ALLOWED_OWNERS lets a run load a skill spec (the file format itself does not depend on it).
@@ -164,15 +172,17 @@ export type FactoryFileCheck = { valid: true; factory: FactoryFile } | { valid: 
 /**
  * The whole check a FACTORY.md gets, the same wherever it is made (discovery, the validation
  * endpoint, the agent's `validate_factory_file` tool): the format, then the agents' skills
- * against what this service may load.
+ * against what this service may load and their models against what it serves (`modelProblem`
+ * says why a model id cannot be served, services/platform/model-list.ts).
  */
 export function checkFactoryFile(
   content: string,
   filePath: string | undefined,
   allowedSkill: (spec: string) => boolean,
+  modelProblem: (modelId: string) => string | undefined = () => undefined,
 ): FactoryFileCheck {
   const parsed = parseFactoryFile(content, filePath);
   if (!parsed.ok) return { valid: false, errors: parsed.errors };
-  const errors = disallowedSkills(parsed.factory, allowedSkill);
+  const errors = [...disallowedSkills(parsed.factory, allowedSkill), ...unservedModels(parsed.factory, modelProblem)];
   return errors.length ? { valid: false, errors } : { valid: true, factory: parsed.factory };
 }

@@ -426,6 +426,17 @@ describe('creating a run', () => {
     ['an empty `config.model_id`', { prompt: 'x', config: { model_id: '' } }, /`config\.model_id`/],
     ['`config.model_id` with a space', { prompt: 'x', config: { model_id: 'openai/gpt 4o' } }, /`config\.model_id`/],
     [
+      'a `config.model_id` this service does not serve',
+      { prompt: 'x', config: { model_id: 'openai/gpt-9-ultra' } },
+      /^`config\.model_id`: this service does not serve the model "openai\/gpt-9-ultra"; it serves .*`openai\/gpt-4o`.*`openai\/test-model`.*GET \/api\/v1\/agent\/models/,
+    ],
+    ['a misspelt field', { promt: 'x' }, /^Unknown field `promt` \(did you mean `prompt`\?\)\./],
+    [
+      'a misspelt config field',
+      { prompt: 'x', config: { modelId: 'x' } },
+      /`config\.modelId` \(did you mean `config\.model_id`\?\)/,
+    ],
+    [
       'a negative idle_timeout_minutes',
       { prompt: 'x', config: { idle_timeout_minutes: -1 } },
       /`config\.idle_timeout_minutes`/,
@@ -520,6 +531,66 @@ describe('creating a run', () => {
     const agent = await newTeam('agent', main.team);
     const fromAgent = await unchanged(() => createWith({ prompt: 'x', agent_identity_uid: otherAgent.uid }, agent.key));
     expectProblem(fromAgent, 404, 'resource_not_found', new RegExp(otherAgent.uid));
+  });
+});
+
+describe('a model this service does not serve', () => {
+  const unserved =
+    /this service does not serve the model "openai\/gpt-9-ultra"; it serves .*GET \/api\/v1\/agent\/models/;
+
+  test('is 400 naming the field for an agent, a schedule and a factory file, and creates nothing', async () => {
+    const identity = await unchanged(() =>
+      ctx.api
+        .post('/api/v1/agent/identities')
+        .set(auth(main.key))
+        .send({ name: uniqueName('agent'), base_model: 'openai/gpt-9-ultra' }),
+    );
+    expectProblem(identity, 400, 'invalid_request', new RegExp(`^\`base_model\`: ${unserved.source}`));
+    const schedule = await unchanged(() =>
+      ctx.api
+        .post('/api/v1/agent/schedules')
+        .set(auth(main.key))
+        .send({
+          name: uniqueName('schedule'),
+          cron_schedule: '0 9 * * *',
+          prompt: 'x',
+          agent_config: { model_id: 'openai/gpt-9-ultra' },
+        }),
+    );
+    expectProblem(schedule, 400, 'invalid_request', new RegExp(`^\`agent_config\.model_id\`: ${unserved.source}`));
+    const factory = await ctx.api
+      .post('/api/v1/agent/factories/validate')
+      .set(auth(main.key))
+      .send({
+        path: '.agents/factories/team/FACTORY.md',
+        content: [
+          '---',
+          'name: team',
+          'description: A team',
+          'agents:',
+          '  - name: lead',
+          '    agent_type: FOREMAN',
+          '    description: Leads',
+          '    base_model: openai/gpt-9-ultra',
+          '---',
+          '',
+          'Body.',
+          '',
+        ].join('\n'),
+      });
+    expect(factory.status).toBe(200);
+    expect(factory.body).toEqual({
+      valid: false,
+      errors: [{ path: 'agents[0].base_model', message: expect.stringMatching(unserved) }],
+    });
+  });
+
+  test('a served one is accepted', async () => {
+    const res = await ctx.api
+      .post('/api/v1/agent/identities')
+      .set(auth(main.key))
+      .send({ name: uniqueName('agent'), base_model: 'openai/gpt-4o' });
+    expect(res.status).toBe(201);
   });
 });
 

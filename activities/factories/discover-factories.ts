@@ -27,6 +27,7 @@ export async function discoverFactoryFiles(
   repoDir: string,
   repository: string,
   allowedSkill: (spec: string) => boolean,
+  modelProblem: (modelId: string) => string | undefined,
 ): Promise<{ found: FoundFactoryFile[]; skipped: SkippedFactoryFile[] }> {
   const found: FoundFactoryFile[] = [];
   const skipped: SkippedFactoryFile[] = [];
@@ -44,7 +45,7 @@ export async function discoverFactoryFiles(
       skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
       continue;
     }
-    const checked = checkFactoryFile(entry.content, entry.path, allowedSkill);
+    const checked = checkFactoryFile(entry.content, entry.path, allowedSkill, modelProblem);
     if (checked.valid) found.push({ repository, path: entry.path, factory: checked.factory });
     else skipped.push({ repository, path: entry.path, errors: checked.errors });
   }
@@ -62,6 +63,8 @@ export async function recordEnvironmentFactories(input: {
   files: WorkspaceFiles;
   env: Environment;
   gitAllowedOwners: readonly string[] | undefined;
+  /** Why a model id cannot be served here (services/platform/model-list.ts `servedModelProblem`). */
+  modelProblem: (modelId: string) => string | undefined;
   runId: string;
   turn: number;
   /** Tells provisionings of one turn apart in the notices' keys. */
@@ -72,8 +75,12 @@ export async function recordEnvironmentFactories(input: {
   const skipped: SkippedFactoryFile[] = [];
   for (const repo of env.config.github_repos ?? []) {
     const repository = `${repo.owner}/${repo.repo}`;
-    const discovered = await discoverFactoryFiles(input.files, repo.repo, repository, (spec) =>
-      isSkillSpecAllowed(input.gitAllowedOwners, spec),
+    const discovered = await discoverFactoryFiles(
+      input.files,
+      repo.repo,
+      repository,
+      (spec) => isSkillSpecAllowed(input.gitAllowedOwners, spec),
+      input.modelProblem,
     );
     found.push(...discovered.found);
     skipped.push(...discovered.skipped);

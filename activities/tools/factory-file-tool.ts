@@ -76,6 +76,8 @@ export interface FactoryFileToolContext {
   repositories: readonly string[];
   /** Whether this service may load an agent's skill (GIT_ALLOWED_OWNERS). */
   allowedSkill: (spec: string) => boolean;
+  /** Why a model id cannot be served here (services/platform/model-list.ts `servedModelProblem`). */
+  modelProblem: (modelId: string) => string | undefined;
   outputLimitBytes: number;
   signal: AbortSignal;
 }
@@ -105,7 +107,7 @@ export function runValidateFactoryFile(
     }
     const where = locate(ctx, requested);
     // Decoded as discovery decodes it: a stray byte becomes U+FFFD, a NUL is reported.
-    const checked = checkFactoryFile(bytes.toString('utf8'), where.repoPath, ctx.allowedSkill);
+    const checked = checkFactoryFile(bytes.toString('utf8'), where.repoPath, ctx.allowedSkill, ctx.modelProblem);
     const text = checked.valid ? describeValid(checked.factory, where) : describeInvalid(checked.errors, where);
     return { output: capText(text, ctx.outputLimitBytes), isError: false };
   });

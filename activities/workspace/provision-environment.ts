@@ -21,6 +21,7 @@ import { createRunSetupCommands } from './setup-commands';
 import type { WorkspaceContext } from './workspace-context';
 import { workspaceDir } from './workspace-paths';
 import { createWriteAttachments } from './write-attachments';
+import { servedModelProblem } from '../../services/platform/model-list';
 
 export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceContext) {
   const { dataSource, config, workspaceQueue, sandbox } = deps;
@@ -79,6 +80,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
         files: workspaceFiles(processes),
         env,
         gitAllowedOwners: config.workspace.gitAllowedOwners,
+        modelProblem: (modelId) => servedModelProblem(config, modelId),
         runId,
         turn,
         attemptKey: ctx.info.activityId,

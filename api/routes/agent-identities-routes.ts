@@ -18,6 +18,7 @@ import { ApiError, invalid, notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import { applyIdentityUpdate } from '../../services/identities/agent-identity-update';
 import { checkIdentityHarness, foremanHarnessCheck } from '../../services/identities/identity-harness';
+import { assertServedModel } from '../../services/platform/model-list';
 import { assertFactoryMembership, assertNotFileAgent } from '../../services/factories/factory-membership';
 import { assertSkillOwnerAllowed } from '../../services/skills/git-owners';
 import { principalOf, requireAdmin } from '../middleware/auth';
@@ -81,6 +82,7 @@ export function createAgentIdentitiesRouter({
     for (const [index, skill] of (body.skills ?? []).entries()) {
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);
     }
+    if (body.base_model) assertServedModel(config, body.base_model, 'base_model');
   };
 
   router.post('/agent/identities', async (ctx) => {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { servedModelProblem } from '../../services/platform/model-list';
 import type { Config } from '../../core/config';
 import { checkFactoryFile } from '../../core/factory-file';
 import { findEnvironment } from '../../db/environments';
@@ -58,8 +59,11 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
   router.post('/agent/factories/validate', (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(factoryValidateBodySchema, ctx.state.body);
-    ctx.body = checkFactoryFile(body.content, body.path, (spec) =>
-      isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+    ctx.body = checkFactoryFile(
+      body.content,
+      body.path,
+      (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
+      (modelId) => servedModelProblem(config, modelId),
     );
   });
 

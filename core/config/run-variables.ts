@@ -43,15 +43,16 @@ export const models = group('Models', {
   },
   MODEL_PRICES: {
     schema: optionalString,
-    description: 'JSON of USD per million tokens by model id, merged over the built-in ones',
-    readBy: ['workers'],
+    description:
+      'JSON of USD per million tokens by model id, merged over the built-in ones; a model named here is one runs may name',
+    readBy: ['API', 'workers'],
     unset: 'built-in prices',
   },
   MODEL_CONTEXT_TOKENS: {
     schema: optionalString,
     description:
-      'JSON of context window sizes in tokens by model id, merged over the built-in ones, e.g. `{"openai/my-model":32000}`',
-    readBy: ['workers'],
+      'JSON of context window sizes in tokens by model id, merged over the built-in ones, e.g. `{"openai/my-model":32000}`; a model named here is one runs may name (how to add a model an OpenAI-compatible endpoint serves)',
+    readBy: ['API', 'workers'],
     unset: 'built-in for the known models',
   },
   AGENT_DEFAULT_CONTEXT_TOKENS: {

@@ -1,5 +1,12 @@
+import { invalid } from '../../core/api-error';
 import type { Config } from '../../core/config';
-import { MODEL_PROVIDER_KEY_VARIABLES, modelProviderOf, type ModelProviderName } from '../../core/model-providers';
+import {
+  isKnownModelProvider,
+  MODEL_PROVIDER_KEY_VARIABLES,
+  MODEL_PROVIDERS,
+  modelProviderOf,
+  type ModelProviderName,
+} from '../../core/model-providers';
 
 /** The provider names of the official clients' `Model.provider`. */
 const CLIENT_PROVIDER: Record<string, 'OPENAI' | 'ANTHROPIC' | 'GOOGLE'> = {
@@ -56,4 +63,40 @@ export function listModels(config: Config): { default_model_id: string; models: 
       };
     }),
   };
+}
+
+/**
+ * The models this deployment serves: its default and every model it has a price or a context
+ * window for (built in, `MODEL_PRICES`, `MODEL_CONTEXT_TOKENS`), of a provider it speaks to.
+ * Whether the provider's key is set is the worker's to say (it holds the keys): a run on a model
+ * whose key is missing fails there, naming the variable.
+ */
+export function servedModelIds(config: Config): string[] {
+  const { models } = config;
+  return [...new Set([models.defaultModel, ...Object.keys(models.prices), ...Object.keys(models.contextTokens)])]
+    .filter(isKnownModelProvider)
+    .sort();
+}
+
+/**
+ * Throws a 400 naming `field` when `modelId` is not a model this deployment serves, listing
+ * those it does (the same as `GET /agent/models` where the providers' keys are set). Every
+ * writer of a model id (runs, schedules, agent identities, factory agents) checks through it.
+ */
+export function assertServedModel(config: Config, modelId: string, field: string): void {
+  const problem = servedModelProblem(config, modelId);
+  if (problem) throw invalid(`\`${field}\`: ${problem}.`);
+}
+
+/** Why `modelId` cannot be served here, in words that say what to send instead; undefined when it can. */
+export function servedModelProblem(config: Config, modelId: string): string | undefined {
+  if (!isKnownModelProvider(modelId)) {
+    return `this service has no provider "${modelProviderOf(modelId)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}`;
+  }
+  const served = servedModelIds(config);
+  if (served.includes(modelId)) return undefined;
+  return (
+    `this service does not serve the model "${modelId}"; it serves ${served.map((id) => `\`${id}\``).join(', ')} ` +
+    '(`GET /api/v1/agent/models` lists them; an operator adds a model with `MODEL_CONTEXT_TOKENS`)'
+  );
 }

@@ -3,17 +3,21 @@ import { ApiError, invalid } from '../../core/api-error';
 import { uniqueFileNames } from '../../core/attachments';
 import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
-import { isKnownModelProvider, modelProviderOf, MODEL_PROVIDERS } from '../../core/model-providers';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 import type { FileContent } from '../../db/attachments';
 import { findRun, isConversationOfTeam } from '../../db/run-queries';
+import { assertServedModel } from '../platform/model-list';
 import { assertSkillOwnerAllowed } from '../skills/git-owners';
 import type { RunPrincipal } from './run-executor';
 import { checkLineage } from './lineage-limits';
 import { assertRunFieldsSupported } from './run-request-fields';
 
 /** What a create request asks for, checked before anything is recorded; the skill it names. */
-export function checkCreateRequest(config: Config, body: CreateRunRequest): string | undefined {
+export function checkCreateRequest(
+  config: Config,
+  body: CreateRunRequest,
+  modelField = 'config.model_id',
+): string | undefined {
   if (body.config?.computer_use_enabled) {
     throw new ApiError(
       'feature_not_available',
@@ -28,11 +32,7 @@ export function checkCreateRequest(config: Config, body: CreateRunRequest): stri
   for (const [index, extra] of (body.config?.skills ?? []).entries()) {
     assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, extra, `config.skills.${index}`);
   }
-  if (body.config?.model_id && !isKnownModelProvider(body.config.model_id)) {
-    throw invalid(
-      `\`config.model_id\`: this service has no provider "${modelProviderOf(body.config.model_id)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}.`,
-    );
-  }
+  if (body.config?.model_id) assertServedModel(config, body.config.model_id, modelField);
   assertWithinOperatorLimits(config, body.config);
   return skill;
 }

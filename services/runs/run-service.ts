@@ -24,8 +24,8 @@ export function createRunService(deps: RunServiceDeps) {
      * Checks what a create request asks for before anything is recorded (a schedule checks its
      * run request here too, when it is created or changed). Returns the skill the run uses.
      */
-    checkCreateRequest(_principal: RunPrincipal, body: CreateRunRequest): string | undefined {
-      return checkCreateRequest(deps.config, body);
+    checkCreateRequest(_principal: RunPrincipal, body: CreateRunRequest, modelField?: string): string | undefined {
+      return checkCreateRequest(deps.config, body, modelField);
     },
     /** `POST /agent/runs`, and every firing of a schedule (`origin`: its source and schedule). */
     async createRun(...args: Parameters<typeof creation.createRun>): Promise<RunAccepted> {

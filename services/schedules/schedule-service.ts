@@ -159,11 +159,15 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       metadata: body.metadata ?? null,
       agentUid: body.agent_uid ?? null,
     };
-    runService.checkCreateRequest(principal, {
-      ...(body.prompt ? { prompt: body.prompt } : {}),
-      config,
-      ...(body.agent_uid ? { agent_identity_uid: body.agent_uid } : {}),
-    });
+    runService.checkCreateRequest(
+      principal,
+      {
+        ...(body.prompt ? { prompt: body.prompt } : {}),
+        config,
+        ...(body.agent_uid ? { agent_identity_uid: body.agent_uid } : {}),
+      },
+      'agent_config.model_id',
+    );
     if (
       config.environment_id &&
       !(await findEnvironment(dataSource.manager, config.environment_id, principal.teamId))

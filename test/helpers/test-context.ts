@@ -23,6 +23,25 @@ import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
 import { ScriptedModelServer } from './scripted-model';
 
+/** Models test files name in runs, schedules, agents and factories (besides the catalog's built-in ones). */
+const TEST_MODELS = [
+  'openai/test',
+  'openai/x',
+  'openai/m',
+  'openai/m-one',
+  'openai/shape-model',
+  'openai/request-model',
+  'openai/identity-model',
+  'openai/foreman-model',
+  'openai/lead-model',
+  'openai/fixer-model',
+  'openai/better-model',
+  'anthropic/claude-test',
+  'anthropic/claude-x',
+  'anthropic/x',
+  'anthropic/claude-sonnet-4',
+];
+
 export function testStack(): TestStackInfo {
   const raw = process.env.AGENT_RUNS_TEST_STACK;
   if (!raw) throw new Error('AGENT_RUNS_TEST_STACK is not set: run the tests with `npm test` (jest global setup).');
@@ -90,6 +109,9 @@ export async function createTestContext(
     ANTHROPIC_BASE_URL: modelUrl.replace(/\/v1$/, ''),
     GEMINI_BASE_URL: modelUrl.replace(/\/v1$/, ''),
     AGENT_DEFAULT_MODEL: 'openai/test-model',
+    // The models the tests name besides the default: this deployment serves them (the scripted
+    // server answers any), with the default context window, so runs naming them are accepted.
+    MODEL_CONTEXT_TOKENS: JSON.stringify(Object.fromEntries(TEST_MODELS.map((id) => [id, 128_000]))),
     MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
     MODEL_RETRY_MAX_INTERVAL_MS: '200',
     MODEL_RETRY_MAX_ATTEMPTS: '3',
