@@ -3,12 +3,13 @@
 #   node dist/api/main.js | node dist/worker/main.js | node dist/bin/migrate.js
 
 # --- build: compile TypeScript to dist/ and prebuild the workflow bundle -------------------
-FROM node:20-bookworm-slim AS build
+# Node 24, the LTS the service supports (package.json `engines`; CI runs on the same major).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# package.json's `allowScripts` is read by npm 11; the npm 10 of Node 20 ignores it and runs
-# the install scripts as usual. The lock file holds every platform's optional packages, so
-# `npm ci` takes it with either npm (CI checks that: bin/check-lockfile.sh).
+# The npm 11 of Node 24 reads package.json's `allowScripts`: only the install scripts listed
+# there run. The lock file holds every platform's optional packages (CI checks that:
+# bin/check-lockfile.sh).
 RUN npm ci
 COPY . .
 # tsc to dist/, then dist/workflow-bundle.js, which production workers load.
@@ -21,7 +22,7 @@ COPY activities/sandbox/sandbox-init/ ./
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /sandbox-init .
 
 # --- runtime: production dependencies, dist/ and docs/ ------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # Workers clone repositories and run the agent's commands with git and bash, each in a
 # bubblewrap sandbox (see docker-compose.yml for what the container needs for user namespaces).
 # e2fsprogs and mount: each run's filesystem of AGENT_WORKSPACE_MAX_BYTES (a loop-mounted ext4 image).
