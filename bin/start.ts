@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { watchShutdownSignals } from '../core/shutdown-signal';
@@ -10,6 +11,7 @@ import {
   modelProviderOf,
   type ModelProviderName,
 } from '../core/model-providers';
+import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
@@ -23,9 +25,11 @@ import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/po
 import { startDependencies } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
+import { elapsedTicker } from '../infra/temporal-cli';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { startTracing } from '../infra/tracing';
-import { createWorker } from '../worker/create-worker';
+import { createWorker, WORKFLOW_BUNDLE_PATH } from '../worker/create-worker';
+import { cachedWorkflowBundle } from '../worker/workflow-bundle-cache';
 
 const say = (message: string) => process.stdout.write(`${message}\n`);
 
@@ -67,6 +71,13 @@ async function main(): Promise<void> {
   // The SDK's own metrics, on a loopback exporter that the API's /metrics serves with the rest.
   const temporalMetrics = await freeLoopbackAddress();
   installTemporalRuntime({ logger: workerLogger, prometheusBindAddress: temporalMetrics });
+  // Without a prebuilt bundle (`npm run build`), the cached one while its sources are unchanged;
+  // else bundled now, beside PostgreSQL's and Temporal's start (other processes) instead of after.
+  const workflowBundle: Promise<string | undefined> =
+    config.worker.workflowBundle !== undefined || existsSync(WORKFLOW_BUNDLE_PATH)
+      ? Promise.resolve(config.worker.workflowBundle)
+      : cachedWorkflowBundle();
+  workflowBundle.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
   const deps = await startDependencies(config, say);
@@ -78,8 +89,16 @@ async function main(): Promise<void> {
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
 
   const workerConnection = await connectWorkerConnection(deps.temporalAddress);
+  // The first start on a machine builds the sandbox's sandbox-init with Go (cached after): the
+  // longest step then (~30 s with an empty Go build cache), so it says so every 5 s. The worker's
+  // own lookup below then finds it, or reports why it cannot be had.
+  const stopTicker = elapsedTicker('preparing the sandbox (the first start builds sandbox-init with Go)', say);
+  await locateSandboxInit(config.sandbox.initPath)
+    .catch(() => undefined)
+    .finally(stopTicker);
   const worker = await createWorker({
     config,
+    workflowBundlePath: await workflowBundle,
     dataSource,
     connection: workerConnection,
     logger: workerLogger,

@@ -184,7 +184,7 @@ function runShowingProgress(command: string, args: string[], what: string, say: 
 }
 
 /** Says every five seconds how long a slow start-up step has been running. */
-function elapsedTicker(what: string, say: (message: string) => void): () => void {
+export function elapsedTicker(what: string, say: (message: string) => void): () => void {
   const started = Date.now();
   const timer = setInterval(() => say(`  ...${what}: ${Math.round((Date.now() - started) / 1000)} s`), 5000);
   timer.unref();
