@@ -93,7 +93,9 @@ test("a notice written while a step's transaction is open reaches a live and a r
     await notice(step.runner.manager, runId, 'step');
     // ...when the worker records a refused MCP connection (worker/create-worker.ts), committed at once.
     let noticeCommitted = false;
-    const refusal = appendNoticeToCurrentTurn(worker.runner.manager, runId, 'notice-refused', { message: 'refused' }).then(() => {
+    const refusal = appendNoticeToCurrentTurn(worker.runner.manager, runId, 'notice-refused', {
+      message: 'refused',
+    }).then(() => {
       noticeCommitted = true;
     });
     await waitFor(

@@ -107,15 +107,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
       sandbox,
       outboundRules,
       onRefusal: (runId, server, refusal) => {
-        void appendNoticeToCurrentTurn(
-          dataSource.manager,
-          runId,
-          `mcp-network-${randomUUID()}`,
-          {
-            message: `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
-            level: 'warning',
-          },
-        ).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
+        void appendNoticeToCurrentTurn(dataSource.manager, runId, `mcp-network-${randomUUID()}`, {
+          message: `[sandbox network] MCP server "${server}": refused ${refusal.host}:${refusal.port}: ${refusal.reason}`,
+          level: 'warning',
+        }).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
       },
     },
     (servers) => decryptMcpServers(servers, secretsKey),
