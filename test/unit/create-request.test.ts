@@ -69,13 +69,39 @@ describe('checkCreateRequest', () => {
     );
   });
 
-  test('a model of a provider the service does not have is refused with the providers it has', () => {
+  test('a model of a provider the service does not have is refused with the providers it has; a served one passes', () => {
     expect(refusal(() => checkCreateRequest(config, { prompt: 'p', config: { model_id: 'google/gemini' } }))).toEqual({
       code: 'invalid_request',
       status: 400,
       detail: '`config.model_id`: this service has no provider "google"; use `openai/<model>` or `anthropic/<model>`.',
     });
-    expect(() => checkCreateRequest(config, { prompt: 'p', config: { model_id: 'anthropic/claude-x' } })).not.toThrow();
+    expect(() =>
+      checkCreateRequest(config, { prompt: 'p', config: { model_id: 'anthropic/claude-sonnet-4-5' } }),
+    ).not.toThrow();
+  });
+
+  test('a model the service does not serve is refused, naming the field and listing those it serves', () => {
+    expect(
+      refusal(() => checkCreateRequest(config, { prompt: 'p', config: { model_id: 'openai/gpt-9-ultra' } })),
+    ).toEqual({
+      code: 'invalid_request',
+      status: 400,
+      detail:
+        '`config.model_id`: this service does not serve the model "openai/gpt-9-ultra"; it serves `anthropic/claude-haiku-4-5`, `anthropic/claude-sonnet-4-5`, `openai/gpt-4.1`, `openai/gpt-4.1-mini`, `openai/gpt-4o`, `openai/gpt-4o-mini` (`GET /api/v1/agent/models` lists them; an operator adds a model with `MODEL_CONTEXT_TOKENS`).',
+    });
+    // The operator's additions and default are served; a schedule names its own field.
+    const extended = loadConfig({
+      MODEL_CONTEXT_TOKENS: '{"openai/llama-3.3-70b":131072}',
+      AGENT_DEFAULT_MODEL: 'anthropic/house-model',
+    });
+    for (const model_id of ['openai/llama-3.3-70b', 'anthropic/house-model']) {
+      expect(() => checkCreateRequest(extended, { prompt: 'p', config: { model_id } })).not.toThrow();
+    }
+    expect(
+      refusal(() =>
+        checkCreateRequest(config, { prompt: 'p', config: { model_id: 'openai/x' } }, 'agent_config.model_id'),
+      ).detail,
+    ).toMatch(/^`agent_config\.model_id`: this service does not serve the model "openai\/x"/);
   });
 
   test.each([
