@@ -15,6 +15,7 @@ export async function createTestSandbox(env: Record<string, string> = {}): Promi
   processes(runId: string): Promise<RunProcesses>;
 }> {
   const config = loadConfig({
+    AGENT_RUNS_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-sbx-data-')),
     AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-sbx-')),
     LOG_LEVEL: 'error',
     ...env,

@@ -122,6 +122,8 @@ export async function createTestContext(
     TEMPORAL_RPC_TIMEOUT_SECONDS: '15',
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
+    // The data directory of the service's own files (the object store's directory, say): the test run's, never ./.data.
+    AGENT_RUNS_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-data-')),
     AGENT_RUNS_WORKSPACE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-')),
     IMAGE_CACHE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-images-')),
     WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
