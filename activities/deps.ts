@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import type { BlobStore } from '../db/blob-store';
+import type { RunCheckpoints } from './checkpoints/run-checkpoints';
 import type { ImageStore } from './images/image-store';
 import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
@@ -25,4 +26,6 @@ export interface ActivityDeps {
   blobs: BlobStore;
   /** Environments' container images on this worker. */
   images: ImageStore;
+  /** Checkpoints of runs' files; undefined on a worker that cannot take them (it says why at start). */
+  checkpoints?: RunCheckpoints;
 }

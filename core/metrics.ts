@@ -51,6 +51,7 @@ export {
 } from './metrics/sandbox-workers';
 export { databaseReachable, databaseRefusals, rateLimitRejections } from './metrics/database-limits';
 export { harnessInvocations, harnessTokens, observeHarnessInvocation, observeHarnessTokens } from './metrics/harnesses';
+export { checkpointBytesAdded, checkpointDuration, checkpointRestores, checkpointsTaken } from './metrics/checkpoints';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

@@ -32,6 +32,8 @@ import { ensureServiceSchedules } from './service-schedules';
 import { WorkspaceCapacity } from './workspace-capacity';
 import { workflowSources } from './workflow-sources';
 import { postgresBlobStore } from '../db/blob-store';
+import { createRunCheckpoints } from '../activities/checkpoints/create-run-checkpoints';
+import { DirectoryObjectStore } from '../infra/object-store/directory-store';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -122,6 +124,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     namespace: config.temporal.namespace,
     interceptors: { workflow: tracing?.clientInterceptors() ?? [] },
   });
+  const objects = new DirectoryObjectStore(path.join(config.dataDir, 'objects'));
+  const checkpoints = await createRunCheckpoints({ config, dataSource, sandbox, store: objects, logger });
   const activities = createActivities({
     dataSource,
     config,
@@ -133,6 +137,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     secretsKey,
     blobs: postgresBlobStore,
     images,
+    checkpoints,
   });
   // A run counts against the worker's capacity from its provisioning to the end of its turn.
   const { provisionEnvironment, resolveSkillsAndMcpServers, runAgentStep, removeWorkspace } = activities;

@@ -7,6 +7,7 @@ import type { ActivityDeps } from '../deps';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import { diffAgainstHead, workspaceRepositories } from '../workspace/git';
 import { isRegularFile } from './regular-file';
+import { createCheckpointStep } from '../checkpoints/checkpoint-step';
 
 const MAX_DIFF_BYTES_PER_FILE = 256 * 1024;
 const MAX_DIFF_BYTES_PER_STEP = 2 * 1024 * 1024;
@@ -21,10 +22,18 @@ function capDiff(diff: string, limit: number): string {
   return `${head}\n[... diff cut: ${bytes - limit} more bytes of this file's diff are not shown ...]`;
 }
 
-export function createRecordChangedFiles({ dataSource }: ActivityDeps) {
-  /** Records the files this step changed, per repository, as unified diffs from git (in a `record_changed_files` span). */
-  return (...args: Parameters<typeof recordChangedFiles>) =>
-    withSpan('record_changed_files', {}, () => recordChangedFiles(...args));
+export function createRecordChangedFiles(deps: ActivityDeps) {
+  const { dataSource } = deps;
+  const checkpointStep = createCheckpointStep(deps);
+  /**
+   * Records the files this step changed, per repository, as unified diffs from git (in a
+   * `record_changed_files` span), then the run's files as they are now in its checkpoint.
+   */
+  return async (...args: Parameters<typeof recordChangedFiles>) => {
+    await withSpan('record_changed_files', {}, () => recordChangedFiles(...args));
+    const [runId, turn, step] = args;
+    await withSpan('checkpoint', {}, () => checkpointStep(runId, turn, step + 1));
+  };
 
   async function recordChangedFiles(
     runId: string,

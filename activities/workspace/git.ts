@@ -7,7 +7,8 @@ const CLONE_GITCONFIG_PATH = `/etc/${CLONE_GITCONFIG}`;
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 /** A private index, so snapshots never touch the index the agent itself uses. */
-const SNAPSHOT_INDEX = 'agent-runs-snapshot.index';
+/** The private index of the diff step in each repository's .git: a cache, left out of checkpoints. */
+export const SNAPSHOT_INDEX = 'agent-runs-snapshot.index';
 
 export interface GitAuth {
   token?: string;

@@ -21,6 +21,8 @@ import { createRunSetupCommands } from './setup-commands';
 import type { WorkspaceContext } from './workspace-context';
 import { workspaceDir } from './workspace-paths';
 import { createWriteAttachments } from './write-attachments';
+import { createCheckpointStep } from '../checkpoints/checkpoint-step';
+import { createRestoreRunFiles } from '../checkpoints/restore-run-files';
 import { servedModelProblem } from '../../services/platform/model-list';
 
 export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceContext) {
@@ -30,7 +32,9 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
   const runSetupCommands = createRunSetupCommands(deps, ws);
   const recordEnvironmentSkills = createRecordEnvironmentSkills(deps);
   const writeAttachments = createWriteAttachments(deps);
-  const recordBaseCommits = createRecordBaseCommits(ws);
+  const { recordBaseCommits, restoreBaseCommits } = createRecordBaseCommits(ws, deps);
+  const restoreRunFiles = createRestoreRunFiles(deps, ws);
+  const checkpointStep = createCheckpointStep(deps);
   const snapshots = createEnvironmentSnapshots(deps, ws);
 
   /** The workspace from scratch: the environment's repositories cloned, its setup run (or an empty repository). */
@@ -194,16 +198,23 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
               stillCurrent: async () => (await readFile(workspaceIdFile(runId), 'utf8')) === workspaceId,
             })
           : undefined;
-        if (env && (await snapshot?.restore())) {
-          await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
-          await recordEnvironmentSkills(runId, env);
+        if (await restoreRunFiles(runId, turn, image)) {
+          if (env) await recordEnvironmentSkills(runId, env);
+          await restoreBaseCommits(runId);
         } else {
-          await cloneAndSetUp(runId, turn, env, processes, dir, image);
-          await snapshot?.save();
+          if (env && (await snapshot?.restore())) {
+            await markEnvironmentSetupFailed(dataSource.manager, env.uid, false);
+            await recordEnvironmentSkills(runId, env);
+          } else {
+            await cloneAndSetUp(runId, turn, env, processes, dir, image);
+            await snapshot?.save();
+          }
+          const repos = workspaceRepositories(dir);
+          await writeAttachments(runId, processes, repos);
+          await recordBaseCommits(runId, processes, repos);
+          // The run's first checkpoint: the workspace as provisioned, before the agent's first step.
+          await checkpointStep(runId, turn, 0);
         }
-        const repos = workspaceRepositories(dir);
-        await writeAttachments(runId, processes, repos);
-        await recordBaseCommits(runId, processes, repos);
         await mkdir(path.dirname(provisionedMarker(runId)), { recursive: true });
         await writeFile(provisionedMarker(runId), workspaceId);
         return { workspaceQueue, workspaceId };

@@ -28,6 +28,8 @@ export function spawnWorker(
       TEMPORAL_ADDRESS: c.stack.temporalAddress,
       TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
       AGENT_RUNS_WORKSPACE_DIR: options.workspaceDir ?? c.config.workspace.dir,
+      // The context's data directory: its object store is the one every worker of the context shares.
+      AGENT_RUNS_DATA_DIR: c.config.dataDir,
       WORKER_LEASE_SECONDS: String(c.config.worker.leaseSeconds),
       // The test run's bundle of the workflows' source, made once (test-stack.ts), as in-process workers use it.
       WORKER_WORKFLOW_BUNDLE: c.stack.workflowBundlePath,

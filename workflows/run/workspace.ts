@@ -65,7 +65,7 @@ export class RunWorkspace {
         return await this.whileWorkerLives(queue, () => work(queue));
       } catch (err) {
         if (!(isWorkspaceLost(err) || err instanceof WorkspaceWorkerGone) || attempt >= MAX_REPROVISIONS) throw err;
-        reason = `The worker that held the workspace (${this.queue}) is gone: provisioning a new workspace elsewhere; changes made in the old one are lost.`;
+        reason = `The worker that held the workspace (${this.queue}) is gone: provisioning a new workspace elsewhere.`;
         // Should that worker come back, it removes the abandoned workspace (and only that one).
         void this.activities.removeWorkspaceOn(runId, this.queue!, '1 hour', this.id);
         this.queue = undefined;

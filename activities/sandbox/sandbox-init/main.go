@@ -14,6 +14,9 @@
 // only (a fresh sandbox-init that execs it), never on the bridge: the Go runtime makes threads
 // as it needs them, and a command at its process limit must not take the bridge down.
 //
+// `sandbox-init -checkpoint` and `-restore` are two more: they read and make a run's files for its
+// checkpoints on the host side (checkpoint.go, restore.go).
+//
 // `sandbox-init -spawn-server` is another program in the same binary, run on the host side by
 // the worker: it starts the worker's processes for it (spawner.go). With -contained it runs
 // inside a run's helper sandbox and starts the platform's own helpers there (git, the file
@@ -168,7 +171,24 @@ func main() {
 	bridges := flag.String("bridge", "", "socket=port;... to offer on the loopback")
 	serve := flag.Bool("spawn-server", false, "start the worker's processes for it (spawner.go)")
 	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
+	checkpoint := flag.Bool("checkpoint", false, "write what changed in a run's files since -index as a tar stream (checkpoint.go)")
+	indexOnly := flag.Bool("index-only", false, "with -checkpoint: write the index of the files only")
+	restore := flag.Bool("restore", false, "make a run's files from a tar stream on standard input (restore.go)")
+	roots := flag.String("root", "", "with -checkpoint or -restore: name=/path,... of the trees")
+	index := flag.String("index", "", "with -checkpoint: the stat index of the last checkpoint")
+	exclude := flag.String("exclude", "", "with -checkpoint: name/path,... left out")
+	excludeNames := flag.String("exclude-name", "", "with -checkpoint: file names left out wherever they are")
+	uid := flag.Int("uid", -1, "with -restore: the owner of what it makes (-1: the caller)")
+	gid := flag.Int("gid", -1, "with -restore: the group of what it makes")
 	flag.Parse()
+	if *checkpoint {
+		checkpointMain(*roots, *index, *exclude, *excludeNames, *indexOnly)
+		return
+	}
+	if *restore {
+		restoreMain(*roots, *uid, *gid)
+		return
+	}
 	if *serve {
 		// A run's command sandbox serves its commands with the network they would have had.
 		if *bridges != "" {

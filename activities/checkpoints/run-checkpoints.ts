@@ -1,0 +1,186 @@
+import { existsSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { DataSource, EntityManager } from 'typeorm';
+import { newUuidV7 } from '../../core/ids';
+import {
+  checkpointChain,
+  insertCheckpoint,
+  latestCheckpoint,
+  type CheckpointRow,
+  type NewCheckpoint,
+} from '../../db/checkpoints';
+import type { ObjectStore } from '../../infra/object-store/object-store';
+import { HOST_PATH } from '../sandbox/host-root';
+import { SNAPSHOT_INDEX } from '../workspace/git';
+import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
+import {
+  composeManifests,
+  decodeManifest,
+  encodeManifest,
+  type ManifestDocument,
+  type ManifestEntry,
+} from './checkpoint-manifest';
+import { CheckpointObjects } from './checkpoint-objects';
+import { checkpointTar } from './checkpoint-tar';
+import { walkChanges, type HostTools } from './checkpoint-walk';
+
+/** A full manifest at least every so many checkpoints: composing one never reads more manifests than this. */
+const MAX_CHAIN = 32;
+
+/** Caches of the run's home, left out of its checkpoints (docs/concepts.md says which). */
+export const CHECKPOINT_CACHE_PATHS = ['home/.cache', 'home/.npm/_cacache'];
+/** The diff step's own index in each repository (and its lock), rewritten every step: left out wherever they are. */
+const CHECKPOINT_CACHE_NAMES = [SNAPSHOT_INDEX, `${SNAPSHOT_INDEX}.lock`];
+
+export interface RunCheckpointsDeps {
+  dataSource: DataSource;
+  store: ObjectStore;
+  tools: HostTools;
+  workspaceRoot: string;
+  /** The owner of restored files: the sandbox's host uid when the worker runs as root. */
+  processUid?: number;
+}
+
+/**
+ * A run's checkpoints on this worker: each records what its files (workspace and home) are
+ * after a step, storing only what changed since the one before; a run's files are made again
+ * from one on another worker, or for a fork.
+ */
+export class RunCheckpoints {
+  constructor(private readonly deps: RunCheckpointsDeps) {}
+
+  /**
+   * Takes the run's checkpoint after `step` steps of `turn`: undefined when nothing changed
+   * since its last one (or the step already has one). Whatever fails leaves the last checkpoint
+   * as it was: the next one takes what changed since then.
+   */
+  async take(runId: string, at: { turn: number; step: number }): Promise<NewCheckpoint | undefined> {
+    const parent = await latestCheckpoint(this.deps.dataSource.manager, runId);
+    const index = this.indexFile(runId);
+    // Without an index of its last checkpoint (a new workspace) the walk cannot tell what is gone:
+    // it lists every file and the manifest is a full one.
+    const delta = parent !== undefined && existsSync(index);
+    if (!delta) await rm(index, { force: true });
+    const objects = new CheckpointObjects(this.deps.store);
+    const walked = await walkChanges(
+      this.deps.tools,
+      { roots: this.roots(runId), index, exclude: CHECKPOINT_CACHE_PATHS, excludeNames: CHECKPOINT_CACHE_NAMES },
+      objects,
+    );
+    if (parent && walked.entries.length === 0 && walked.deleted.length === 0) {
+      await this.commitIndex(runId);
+      return undefined;
+    }
+    await objects.finish();
+    const changes: ManifestDocument = { version: 1, full: !delta, entries: walked.entries, deleted: walked.deleted };
+    const full = !delta || parent.chainLength >= MAX_CHAIN;
+    const document = full && delta ? await this.fullAfter(parent, changes) : changes;
+    const row = {
+      checkpointId: newUuidV7(),
+      runId,
+      turn: at.turn,
+      step: at.step,
+      parentId: parent?.checkpointId ?? null,
+      manifestKey: await objects.object(encodeManifest(document)),
+      fullManifest: full,
+      chainLength: full ? 1 : parent.chainLength + 1,
+      files: walked.summary.files,
+      bytes: walked.summary.bytes,
+      bytesAdded: objects.addedBytes,
+    };
+    // A step that already has one (a retried step) keeps it; this walk's changes come with the next.
+    if (!(await insertCheckpoint(this.deps.dataSource.manager, row, objects.objects))) {
+      await rm(`${index}.next`, { force: true });
+      return undefined;
+    }
+    await this.commitIndex(runId);
+    return row;
+  }
+
+  /**
+   * Makes the run's files (its workspace and home, which must be new and empty) what
+   * `checkpoint` holds, owned by the run's processes, and the index its next checkpoint
+   * compares with.
+   */
+  async restore(runId: string, checkpoint: CheckpointRow): Promise<void> {
+    const entries = await this.entriesOf(this.deps.dataSource.manager, checkpoint);
+    const roots = this.roots(runId);
+    const uid = this.deps.processUid;
+    const args = [
+      '-restore',
+      '-root',
+      rootsArg(roots),
+      ...(uid === undefined ? [] : ['-uid', `${uid}`, '-gid', `${uid}`]),
+    ];
+    await this.hostTool(args, checkpointTar(this.deps.store, entries) as AsyncIterable<Buffer>);
+    await this.hostTool(['-checkpoint', '-index-only', '-root', rootsArg(roots), '-index', this.indexFile(runId)]);
+  }
+
+  /** Every entry a checkpoint holds, in path order. */
+  async entriesOf(manager: EntityManager, checkpoint: CheckpointRow): Promise<ManifestEntry[]> {
+    return composeManifests(await this.documentsOf(manager, checkpoint));
+  }
+
+  private async documentsOf(manager: EntityManager, checkpoint: CheckpointRow): Promise<ManifestDocument[]> {
+    const chain = await checkpointChain(manager, checkpoint.checkpointId);
+    return Promise.all(
+      chain.map(async (c) => {
+        const bytes = await this.deps.store.get(c.manifestKey);
+        if (!bytes) throw new Error(`the manifest of checkpoint ${c.checkpointId} is missing from the object store`);
+        return decodeManifest(bytes);
+      }),
+    );
+  }
+
+  private async fullAfter(parent: CheckpointRow, delta: ManifestDocument): Promise<ManifestDocument> {
+    const documents = await this.documentsOf(this.deps.dataSource.manager, parent);
+    return { version: 1, full: true, entries: composeManifests([...documents, delta]), deleted: [] };
+  }
+
+  private roots(runId: string): Record<string, string> {
+    return {
+      workspace: workspaceDir(this.deps.workspaceRoot, runId),
+      home: path.join(runStateDir(this.deps.workspaceRoot, runId), 'home'),
+    };
+  }
+
+  /** The stat index of the run's last checkpoint, in its state (root's, out of the sandbox's view). */
+  private indexFile(runId: string): string {
+    return path.join(runStateDir(this.deps.workspaceRoot, runId), 'checkpoint.index');
+  }
+
+  private async commitIndex(runId: string): Promise<void> {
+    const index = this.indexFile(runId);
+    await rename(`${index}.next`, index).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+
+  /** Runs sandbox-init's `args` on the host, with `input` on its standard input; rejects with its standard error. */
+  private async hostTool(args: string[], input?: AsyncIterable<Buffer>): Promise<void> {
+    const { launch, initPath } = this.deps.tools;
+    const child = launch(initPath, args, { cwd: '/', env: { PATH: HOST_PATH }, stdin: input !== undefined });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code: number | null) => resolve(code));
+    });
+    if (input)
+      await pipeline(input, child.stdin!).catch(async (err: unknown) => {
+        // It died reading: its own error says why.
+        if ((await exited) === 0) throw err;
+      });
+    const code = await exited;
+    if (code !== 0) throw new Error(`sandbox-init ${args[0]} exited ${code}: ${stderr.trim()}`);
+  }
+}
+
+function rootsArg(roots: Record<string, string>): string {
+  return Object.entries(roots)
+    .map(([name, dir]) => `${name}=${dir}`)
+    .join(',');
+}

@@ -1,0 +1,377 @@
+package main
+
+// `sandbox-init -checkpoint` is another program in this binary, run on the host side by the
+// worker (as root): it walks a run's files (its workspace and home, on the run's own filesystem)
+// and writes to standard output a tar stream of every entry that changed since the last
+// checkpoint, judged by the stat index of that checkpoint (as git's index judges a work tree:
+// type, mode, size, inode, modification and change times), followed by `.agent-runs/deleted`
+// (the paths gone since, NUL-separated) and `.agent-runs/summary` (JSON counts of the whole
+// tree). The new index goes to `<index>.next`; the worker renames it into place once the
+// checkpoint is recorded, so a checkpoint that is not recorded is taken again next time.
+//
+// The walk never follows a symlink and never leaves the filesystem it starts on: every directory
+// is opened relative to its parent's descriptor with O_NOFOLLOW, every file likewise, and
+// checked to be what was listed. A run that swaps a directory for a symlink while it is walked
+// (its background processes may still run) makes the walk skip that entry, never read through it.
+
+import (
+	"archive/tar"
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// treeStat is what decides whether an entry changed: a file whose stat is the same has the
+// same bytes (a write changes the change time, which no process can set).
+type treeStat struct {
+	Kind  byte // 'd', 'f', 'l'
+	Mode  uint32
+	Size  int64
+	Ino   uint64
+	Mtime int64
+	Ctime int64
+}
+
+type walkSummary struct {
+	Files    int   `json:"files"`
+	Dirs     int   `json:"dirs"`
+	Symlinks int   `json:"symlinks"`
+	Bytes    int64 `json:"bytes"`
+	Changed  int   `json:"changed"`
+	Deleted  int   `json:"deleted"`
+	Skipped  int   `json:"skipped"`
+}
+
+type walker struct {
+	// Only the index is wanted (after a restore): nothing is read or written out.
+	indexOnly bool
+	previous  map[string]treeStat
+	next      map[string]treeStat
+	excluded  map[string]bool
+	// Names left out wherever they are (the service's own caches in a repository's .git).
+	excludedNames map[string]bool
+	out           *tar.Writer
+	summary       walkSummary
+}
+
+// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only]
+func checkpointMain(roots, index, exclude, excludeNames string, indexOnly bool) {
+	w := &walker{previous: readIndex(index), next: map[string]treeStat{}, excluded: map[string]bool{},
+		excludedNames: map[string]bool{}, indexOnly: indexOnly}
+	for _, name := range strings.Split(excludeNames, ",") {
+		if name != "" {
+			w.excludedNames[name] = true
+		}
+	}
+	if indexOnly {
+		w.previous = map[string]treeStat{}
+	}
+	for _, path := range strings.Split(exclude, ",") {
+		if path != "" {
+			w.excluded[path] = true
+		}
+	}
+	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
+	w.out = tar.NewWriter(buffered)
+	for _, root := range strings.Split(roots, ",") {
+		name, dir, ok := strings.Cut(root, "=")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			fail(125, "bad -root %q", root)
+		}
+		w.walkRoot(name, dir)
+	}
+	if indexOnly {
+		writeIndex(index, w.next)
+		return
+	}
+	w.finish()
+	if err := w.out.Close(); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+	if err := buffered.Flush(); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+	writeIndex(index+".next", w.next)
+}
+
+func (w *walker) walkRoot(name, dir string) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return
+	}
+	if err != nil {
+		fail(125, "checkpoint: %s: %v", dir, err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		fail(125, "checkpoint: %s: %v", dir, err)
+	}
+	w.visit(name, st, 0)
+	w.walkDir(fd, name, st.Dev)
+}
+
+func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
+	names, err := readDirNames(dirfd)
+	if err != nil {
+		w.summary.Skipped++
+		return
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := prefix + "/" + name
+		if w.excluded[path] || w.excludedNames[name] {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := fstatat(dirfd, name, &st); err != nil || st.Dev != dev {
+			// Gone meanwhile, or another filesystem mounted here: not the run's files.
+			continue
+		}
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFDIR:
+			child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				w.summary.Skipped++
+				continue
+			}
+			var opened syscall.Stat_t
+			if syscall.Fstat(child, &opened) == nil && opened.Ino == st.Ino && opened.Dev == dev {
+				w.visit(path, st, dirfd)
+				w.walkDir(child, path, dev)
+			} else {
+				w.summary.Skipped++
+			}
+			syscall.Close(child)
+		case syscall.S_IFREG, syscall.S_IFLNK:
+			w.visit(path, st, dirfd)
+		}
+	}
+}
+
+// visit records an entry in the new index and, when it changed, in the tar stream.
+func (w *walker) visit(path string, st syscall.Stat_t, dirfd int) {
+	kind := kindOf(st.Mode)
+	now := treeStat{Kind: kind, Mode: st.Mode & 07777, Size: st.Size, Ino: st.Ino,
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+	switch kind {
+	case 'd':
+		w.summary.Dirs++
+		// A directory changes with its entries, which are compared themselves: its times change
+		// too when a file comes and goes within a step (git's lock files), which changes nothing.
+		now.Size, now.Mtime, now.Ctime = 0, 0, 0
+	case 'f':
+		w.summary.Files++
+		w.summary.Bytes += st.Size
+	case 'l':
+		w.summary.Symlinks++
+	}
+	w.next[path] = now
+	if old, ok := w.previous[path]; w.indexOnly || (ok && (old == now || (kind == 'f' && gitObject(path) && sameButTimes(old, now)))) {
+		return
+	}
+	name := path[strings.LastIndex(path, "/")+1:]
+	header := &tar.Header{Name: path, Mode: int64(now.Mode), ModTime: time.Unix(0, st.Mtim.Nano()), Format: tar.FormatPAX}
+	switch kind {
+	case 'd':
+		header.Typeflag = tar.TypeDir
+		w.write(header, nil)
+	case 'l':
+		target, err := readlinkat(dirfd, name)
+		if err != nil {
+			delete(w.next, path)
+			w.summary.Skipped++
+			return
+		}
+		header.Typeflag, header.Linkname = tar.TypeSymlink, target
+		w.write(header, nil)
+	case 'f':
+		w.writeFile(header, path, name, st, dirfd)
+	}
+	w.summary.Changed++
+}
+
+// writeFile copies a regular file opened without following anything; one that changed while it
+// was read is written as it was read, and left out of the index so that the next walk reads it again.
+func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Stat_t, dirfd int) {
+	fd, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	var opened syscall.Stat_t
+	if err == nil && (syscall.Fstat(fd, &opened) != nil || opened.Ino != st.Ino || opened.Mode&syscall.S_IFMT != syscall.S_IFREG) {
+		syscall.Close(fd)
+		err = syscall.ESTALE
+	}
+	if err != nil {
+		delete(w.next, path)
+		w.summary.Files--
+		w.summary.Bytes -= st.Size
+		w.summary.Skipped++
+		return
+	}
+	file := os.NewFile(uintptr(fd), path)
+	defer file.Close()
+	header.Typeflag, header.Size = tar.TypeReg, st.Size
+	if err := w.out.WriteHeader(header); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+	copied, err := io.CopyN(w.out, file, st.Size)
+	if copied < st.Size {
+		// Shorter than it was: padded, and read again next time.
+		if _, werr := w.out.Write(make([]byte, st.Size-copied)); werr != nil {
+			fail(125, "checkpoint: %v", werr)
+		}
+		err = io.ErrUnexpectedEOF
+	}
+	var after syscall.Stat_t
+	if err != nil || syscall.Fstat(fd, &after) != nil || after.Ctim != st.Ctim || after.Size != st.Size {
+		delete(w.next, path)
+	}
+}
+
+func (w *walker) write(header *tar.Header, body []byte) {
+	header.Size = int64(len(body))
+	if err := w.out.WriteHeader(header); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+	if _, err := w.out.Write(body); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+}
+
+// finish writes the paths gone since the last checkpoint and the summary.
+func (w *walker) finish() {
+	var deleted []string
+	for path := range w.previous {
+		if _, ok := w.next[path]; !ok {
+			deleted = append(deleted, path)
+		}
+	}
+	sort.Strings(deleted)
+	w.summary.Deleted = len(deleted)
+	w.write(&tar.Header{Name: ".agent-runs/deleted", Typeflag: tar.TypeReg, Mode: 0600}, []byte(strings.Join(deleted, "\x00")))
+	summary, _ := json.Marshal(w.summary)
+	w.write(&tar.Header{Name: ".agent-runs/summary", Typeflag: tar.TypeReg, Mode: 0600}, summary)
+}
+
+// gitObject says whether a path is a loose object of a git repository: named by its content, it
+// never changes, but git sets its times whenever it would write it again (freshening it against
+// garbage collection), which the diff of every step does.
+func gitObject(path string) bool {
+	return strings.Contains(path, "/.git/objects/")
+}
+
+func sameButTimes(a, b treeStat) bool {
+	a.Mtime, a.Ctime, b.Mtime, b.Ctime = 0, 0, 0, 0
+	return a == b
+}
+
+func kindOf(mode uint32) byte {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return 'd'
+	case syscall.S_IFLNK:
+		return 'l'
+	}
+	return 'f'
+}
+
+// The index: for each entry, its path's length and bytes, then kind, mode, size, inode, mtime, ctime.
+
+func readIndex(file string) map[string]treeStat {
+	index := map[string]treeStat{}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return index
+	}
+	for len(data) >= 4 {
+		n := int(binary.LittleEndian.Uint32(data))
+		if len(data) < 4+n+1+4+8*4 {
+			return map[string]treeStat{}
+		}
+		path := string(data[4 : 4+n])
+		rest := data[4+n:]
+		index[path] = treeStat{
+			Kind:  rest[0],
+			Mode:  binary.LittleEndian.Uint32(rest[1:]),
+			Size:  int64(binary.LittleEndian.Uint64(rest[5:])),
+			Ino:   binary.LittleEndian.Uint64(rest[13:]),
+			Mtime: int64(binary.LittleEndian.Uint64(rest[21:])),
+			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
+		}
+		data = rest[37:]
+	}
+	return index
+}
+
+func writeIndex(file string, index map[string]treeStat) {
+	out := make([]byte, 0, len(index)*96)
+	for path, st := range index {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(path)))
+		out = append(out, path...)
+		out = append(out, st.Kind)
+		out = binary.LittleEndian.AppendUint32(out, st.Mode)
+		out = binary.LittleEndian.AppendUint64(out, uint64(st.Size))
+		out = binary.LittleEndian.AppendUint64(out, st.Ino)
+		out = binary.LittleEndian.AppendUint64(out, uint64(st.Mtime))
+		out = binary.LittleEndian.AppendUint64(out, uint64(st.Ctime))
+	}
+	partial := file + ".partial"
+	if err := os.WriteFile(partial, out, 0600); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+	if err := os.Rename(partial, file); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
+}
+
+// System calls package syscall does not wrap relative to a directory descriptor.
+
+const atSymlinkNofollow = 0x100
+
+func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return err
+	}
+	_, _, errno := syscall.Syscall6(syscall.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(st)), atSymlinkNofollow, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func readlinkat(dirfd int, name string) (string, error) {
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, 4096)
+	n, _, errno := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
+	if errno != 0 {
+		return "", errno
+	}
+	return string(buf[:n]), nil
+}
+
+// readDirNames lists a directory from its descriptor (which it leaves open).
+func readDirNames(dirfd int) ([]string, error) {
+	dup, err := syscall.Dup(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(dup), "dir")
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("readdir: %w", err)
+	}
+	return names, nil
+}
