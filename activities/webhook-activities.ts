@@ -6,6 +6,8 @@ import type { Logger } from '../core/logger';
 import { observeWebhookAttempt, observeWebhookGivenUp, type WebhookAttemptOutcome } from '../core/metrics';
 import type { OutboundAddressRules } from '../core/outbound-addresses';
 import { decryptSecret } from '../core/secrets';
+import { urlSigningKey } from '../core/signed-urls';
+import { sessionLinkSigner } from '../services/views/run-item';
 import {
   loadDeliveryToSend,
   markDeliveryGivenUp,
@@ -39,6 +41,7 @@ const PRUNE_BATCH = 1000;
 /** The activities of webhook deliveries; they run on the webhooks queue (workflows/webhook-contract.ts). */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
   const { dataSource, config, secretsKey } = deps;
+  const sessionLinks = sessionLinkSigner(config, urlSigningKey(secretsKey));
   // Every connection, to the URL's host or anywhere else, is checked when it is made.
   const fetchChecked = guardedFetch(deps.outboundRules);
 
@@ -92,7 +95,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (delivery.status === 'succeeded' || delivery.status === 'given_up') return delivery.status;
       let outcome: AttemptOutcome;
       try {
-        const body = webhookBody(delivery, config.publicUrl, secretsKey);
+        const body = webhookBody(delivery, sessionLinks, secretsKey);
         const secret = decryptSecret(delivery.encryptedSecret, secretsKey);
         const at = new Date();
         outcome = await post(delivery.url, webhookHeaders(delivery.id, secret, at, body), body, input.timeoutSeconds);

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
-import { downloadSigningKey } from '../core/download-urls';
+import { urlSigningKey } from '../core/signed-urls';
 import type { Logger } from '../core/logger';
 import { postgresBlobStore } from '../db/blob-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
@@ -20,6 +20,7 @@ import { rateLimitRequests } from './middleware/rate-limit';
 import { requestRateLimit } from '../services/rate-limits';
 import { traceRequests } from './middleware/trace-requests';
 import { createRunService } from '../services/runs/run-service';
+import { sessionLinkSigner } from '../services/views/run-item';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from '../services/schedules/schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
@@ -80,8 +81,9 @@ export function createApp(deps: AppDeps): Koa {
   const anonymousLimit = createClientAddressLimit(config.quotas.unauthenticatedPerMinute);
 
   const blobs = postgresBlobStore;
-  const signingKey = downloadSigningKey(secretsKey);
+  const signingKey = urlSigningKey(secretsKey);
   const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
+  const sessionLinks = sessionLinkSigner(config, signingKey);
   const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey, blobs, logger });
   const scheduleService = createScheduleService({
     config,
@@ -110,10 +112,10 @@ export function createApp(deps: AppDeps): Koa {
       attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],
     }),
   );
-  const runs = createRunsRouter({ config, dataSource, runService, secretsKey, downloads });
+  const runs = createRunsRouter({ dataSource, runService, secretsKey, downloads, sessionLinks });
   for (const router of [
     createEnvironmentsRouter({ config, dataSource }),
-    createAgentRouter({ config, dataSource, secretsKey }),
+    createAgentRouter({ dataSource, secretsKey, sessionLinks }),
     createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
     createFactoriesRouter({ config, dataSource }),
     createSchedulesRouter({ scheduleService }),
@@ -146,7 +148,7 @@ export function createApp(deps: AppDeps): Koa {
       workerRunLimits: deps.workerRunLimits,
       workerHarnesses: deps.workerHarnesses,
     }),
-    createSessionRouter({ dataSource, secretsKey, streams }),
+    createSessionRouter({ dataSource, secretsKey, streams, sessionLinks }),
     createRedirectRouter({ dataSource }),
     createDownloadRouter({ dataSource, blobs, signingKey, secretsKey }),
     createErrorReferenceRouter(),

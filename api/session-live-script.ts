@@ -45,7 +45,8 @@ export const SESSION_LIVE_SCRIPT = `(function () {
     }
   }
   function connect() {
-    source = new EventSource(src + '?after=' + encodeURIComponent(after));
+    // src carries the page's signed query already.
+    source = new EventSource(src + '&after=' + encodeURIComponent(after));
     kinds.forEach(function (kind) {
       if (kind) source.addEventListener(kind, onEvent);
     });

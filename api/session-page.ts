@@ -38,15 +38,18 @@ function renderDiff(diff: string): string {
   return `<pre class="diff">${lines.join('\n')}</pre>`;
 }
 
-/** The runs around this one: the run that dispatched it, and those it dispatched. */
+/**
+ * The runs around this one: the run that dispatched it, and those it dispatched, each with the
+ * signed link of its transcript page (`href`, relative: session pages are siblings, /sessions/<id>?…).
+ */
 export interface RunFamily {
-  parent: { sessionId: string; title: string } | null;
-  children: Pick<ChildRunStatus, 'runId' | 'agent' | 'title' | 'state' | 'sessionId'>[];
+  parent: { href: string; title: string } | null;
+  children: (Pick<ChildRunStatus, 'runId' | 'agent' | 'title' | 'state'> & { href: string })[];
 }
 
-/** A link to another run's transcript (session pages are siblings: /sessions/<id>). */
-function runLink(run: { sessionId: string; title: string; runId?: string }): string {
-  return `<a href="${escapeHtml(run.sessionId)}"${run.runId ? ` data-child-run="${escapeHtml(run.runId)}"` : ''}>${escapeHtml(run.title)}</a>`;
+/** A link to another run's transcript. */
+function runLink(run: { href: string; title: string; runId?: string }): string {
+  return `<a href="${escapeHtml(run.href)}"${run.runId ? ` data-child-run="${escapeHtml(run.runId)}"` : ''}>${escapeHtml(run.title)}</a>`;
 }
 
 function childLine(child: RunFamily['children'][number]): string {
@@ -146,16 +149,17 @@ export interface TranscriptPage {
   startAfter: string;
 }
 
-function navigation(sessionId: string, transcript: TranscriptPage): string {
+/** `access`: the signed query of this page's link, which every link to another of its pages carries. */
+function navigation(sessionId: string, transcript: TranscriptPage, access: string): string {
   const first = transcript.events[0];
   const last = transcript.events[transcript.events.length - 1];
   const link = (href: string, label: string, rel: string) => `<a href="${escapeHtml(href)}" rel="${rel}">${label}</a>`;
   const links = [
-    transcript.earlier ? link('?after=0', '« First events', 'first') : '',
-    transcript.earlier && first ? link(`?before=${first.id}`, '‹ Earlier events', 'prev') : '',
-    transcript.later && last ? link(`?after=${last.id}`, 'Later events ›', 'next') : '',
+    transcript.earlier ? link(`?after=0&${access}`, '« First events', 'first') : '',
+    transcript.earlier && first ? link(`?before=${first.id}&${access}`, '‹ Earlier events', 'prev') : '',
+    transcript.later && last ? link(`?after=${last.id}&${access}`, 'Later events ›', 'next') : '',
     // Relative to /sessions/, so that it works behind a proxy that adds a path prefix too.
-    transcript.later ? link(sessionId, 'Newest events »', 'last') : '',
+    transcript.later ? link(`${sessionId}?${access}`, 'Newest events »', 'last') : '',
   ].filter(Boolean);
   return links.length ? `<nav class="pages">${links.join(' · ')}</nav>` : '';
 }
@@ -163,12 +167,15 @@ function navigation(sessionId: string, transcript: TranscriptPage): string {
 /**
  * A page of the transcript behind `session_link`, escaped. The page that ends with the newest
  * events follows the run live: its script appends what the session's event stream sends.
+ * `access` is the signed query (`expires=…&signature=…`) of the link it was opened with: its
+ * other pages and its event stream open with it too, until the same moment.
  */
 export function renderSessionPage(
   run: Run,
   transcript: TranscriptPage,
   family: RunFamily,
   stream: { kinds: readonly string[] },
+  access: string,
 ): string {
   const following = !transcript.later;
   const live = following && !isTerminal(run.state);
@@ -193,9 +200,9 @@ ${family.parent ? `<p class="meta">Dispatched by ${runLink(family.parent)}</p>` 
   // Where live events go, and the stream they come from (relative to /sessions/, like the links).
   const last = transcript.events[transcript.events.length - 1];
   const marker = following
-    ? `<div id="stream" hidden data-src="${escapeHtml(run.sessionId)}/events" data-after="${escapeHtml(last?.id ?? transcript.startAfter)}" data-kinds="${escapeHtml(stream.kinds.join(' '))}"></div>`
+    ? `<div id="stream" hidden data-src="${escapeHtml(`${run.sessionId}/events?${access}`)}" data-after="${escapeHtml(last?.id ?? transcript.startAfter)}" data-kinds="${escapeHtml(stream.kinds.join(' '))}"></div>`
     : '';
-  const nav = navigation(run.sessionId, transcript);
+  const nav = navigation(run.sessionId, transcript, access);
   return page(
     `${run.title} · transcript`,
     header + nav + transcript.events.map((e) => renderTranscriptEvent(e, family)).join('\n') + marker + waiting + nav,

@@ -9,6 +9,7 @@ import { createGitHost } from './helpers/git-fixtures';
 import { gate } from './helpers/scripted-model';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { sessionPagePath } from './helpers/session-links';
 
 const git = createGitHost();
 git.addRepo('acme', 'widgets', {
@@ -86,7 +87,7 @@ test('the agent works in the environment: clones, setup, a command that writes a
   expect(widget?.diff).toContain("-export const colour = 'red';");
   expect(widget?.diff).toContain("+export const colour = 'blue';");
 
-  const page = await ctx.api.get(new URL(run.session_link as string).pathname);
+  const page = await ctx.api.get(sessionPagePath(run.session_link));
   expect(page.text).toContain('echo hello &gt; widgets/out.txt');
   expect(page.text).toContain('<span class="add">+export const colour = &#39;blue&#39;;</span>');
   await recordReplayFixture(ctx, runId, 'environment-setup-tools-diffs');
@@ -352,7 +353,7 @@ test('a follow-up sent before a cancel does not bring the run back; one sent aft
   expect(conversation.body.actions).toContainEqual(
     expect.objectContaining({ kind: 'user_message', text: 'before cancel', followup: true, pending: true }),
   );
-  const page = await ctx.api.get(new URL(cancelled.session_link as string).pathname).expect(200);
+  const page = await ctx.api.get(sessionPagePath(cancelled.session_link)).expect(200);
   expect(page.text).toMatch(/Follow-up #1 \(normal\) · pending: delivered when the run continues/);
 
   await ctx.api

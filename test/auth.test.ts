@@ -523,7 +523,7 @@ describe('unauthenticated traffic', () => {
       statuses.push((await limited.api.get('/api/v1/Factory-Files/schemas')).status);
       statuses.push((await limited.api.get('/sessions/unknown-session')).status);
       const refused = await limited.api.get('/api/v1/agent/runs').set('Authorization', 'Bearer nope');
-      expect(statuses).toEqual([401, 401, 401, 200, 404]);
+      expect(statuses).toEqual([401, 401, 401, 200, 403]);
       expect(refused.status).toBe(429);
       expect(refused.body).toMatchObject({ error_code: 'rate_limited', retryable: true });
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { hostPidsRunning } from './helpers/host-processes';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { sessionLinkQuery, sessionPagePath } from './helpers/session-links';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -118,12 +119,15 @@ test('a foreman dispatches two agents and waits for both; one fails, and the for
       .join(', ')}`,
   );
 
-  // The parent's transcript page links each child's.
-  const page = await ctx.api.get(new URL(String(parent.session_link)).pathname);
+  // The parent's transcript page links each child's, signed to expire with the page's own link.
+  const expires = new URL(String(parent.session_link)).searchParams.get('expires')!;
+  const page = await ctx.api.get(sessionPagePath(parent.session_link));
   expect(page.status).toBe(200);
   for (const child of children) {
     const sessionId = (await getRun(ctx, key, child.run_id)).session_id as string;
-    expect(page.text).toContain(`href="${sessionId}" data-child-run="${child.run_id}"`);
+    expect(page.text).toContain(
+      `href="${sessionId}?${sessionLinkQuery(ctx, sessionId, Number(expires)).replace('&', '&amp;')}" data-child-run="${child.run_id}"`,
+    );
   }
   await recordReplayFixture(ctx, parentId, 'factory-foreman-two-children');
   await recordReplayFixture(ctx, verify.run_id, 'factory-child-failed');

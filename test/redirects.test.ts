@@ -2,7 +2,7 @@ import { newUuidV7 } from '../core/ids';
 import { createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
-/** The clients' redirect checks: no key, the id is the capability, unknown ids are 404. */
+/** The clients' redirect checks: no key, unknown ids are 404, and the ids they answer open nothing by themselves. */
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestContext();
@@ -27,6 +27,16 @@ test('a session redirects to its conversation and a conversation to its latest s
   const byConversation = await ctx.api.get(`/api/v1/agent/conversations/${run.conversation_id as string}/redirect`);
   expect(byConversation.status).toBe(200);
   expect(byConversation.body).toEqual({ session_id: latest.session_id });
+  // What a redirect answers is an id, and an id alone shows no transcript: that needs the signed
+  // session_link, which only a read of the run with its team's key gives.
+  for (const sessionId of [run.session_id, latest.session_id] as string[]) {
+    const page = await ctx.api.get(`/sessions/${sessionId}`);
+    expect(page.status).toBe(403);
+    expect(page.text).not.toContain(marker);
+    const events = await ctx.api.get(`/sessions/${sessionId}/events`);
+    expect([events.status, events.body.error_code]).toEqual([403, 'not_authorized']);
+    expect(events.text).not.toContain(marker);
+  }
 
   for (const path of [
     `/api/v1/agent/sessions/${'A'.repeat(32)}/redirect`,

@@ -11,6 +11,7 @@ import { auth, createRun, waitForState } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
 import { openStream, type SseStream } from './helpers/sse-client';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { sessionLinkQuery } from './helpers/session-links';
 
 /**
  * `GET /api/v1/agent/runs/{runId}/events` and its session twin: Server-Sent Events of the
@@ -272,8 +273,10 @@ test('secrets are masked as on the transcript page, in the API stream and in the
   expect(notice.data).not.toContain(token);
   expect(JSON.parse(notice.data).payload).toEqual({ message: 'the server said: bad token *** <b>' });
 
-  // No key: the session id is the capability. Same events, with their HTML as the page renders it.
-  const session = await openStream(`${a.baseUrl}/sessions/${sessionId}/events`);
+  // No key: the transcript link's signature is the capability. Same events, with their HTML as
+  // the page renders it.
+  const signed = sessionLinkQuery(a, sessionId);
+  const session = await openStream(`${a.baseUrl}/sessions/${sessionId}/events?${signed}`);
   expect(session.status).toBe(200);
   const html = await session.waitForEvent((e) => e.event === 'notice');
   session.close();
@@ -281,11 +284,13 @@ test('secrets are masked as on the transcript page, in the API stream and in the
   expect(html.data).not.toContain(token);
   const htmlData = JSON.parse(html.data) as { html: string; payload: unknown };
   expect(htmlData.payload).toEqual({ message: 'the server said: bad token *** <b>' });
-  const page = await a.api.get(`/sessions/${sessionId}`).expect(200);
+  const page = await a.api.get(`/sessions/${sessionId}?${signed}`).expect(200);
   expect(page.text).toContain(htmlData.html);
   expect(htmlData.html).toContain('bad token *** &lt;b&gt;');
-  expect((await openStream(`${a.baseUrl}/sessions/${'A'.repeat(32)}/events`)).status).toBe(404);
-  expect((await openStream(`${a.baseUrl}/sessions/${sessionId}/events?after=x`)).status).toBe(400);
+  // A session that is gone, with the link it had: 404 (without a valid link, test/session-links.test.ts: 403).
+  const gone = 'A'.repeat(32);
+  expect((await openStream(`${a.baseUrl}/sessions/${gone}/events?${sessionLinkQuery(a, gone)}`)).status).toBe(404);
+  expect((await openStream(`${a.baseUrl}/sessions/${sessionId}/events?after=x&${signed}`)).status).toBe(400);
 });
 
 test('a client that stops reading is dropped without wedging the server; others keep streaming', async () => {

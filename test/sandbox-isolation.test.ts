@@ -6,6 +6,7 @@ import { createEnvironment } from './helpers/environments';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { sessionPagePath } from './helpers/session-links';
 
 /**
  * The hostile-command suite: the scripted model asks for what an attacker would, through the real
@@ -167,7 +168,7 @@ test('PostgreSQL, Temporal and the host loopback are unreachable, directly and t
   // Every refusal is in the transcript the user reads, and what the model was told.
   expect(metadata.output).toContain('[sandbox network] refused 169.254.169.254:80');
   const run = await getRun(ctx, key, runId);
-  const page = await ctx.api.get(new URL(run.session_link as string).pathname);
+  const page = await ctx.api.get(sessionPagePath(run.session_link));
   expect(page.text).toContain('169.254.169.254');
 });
 

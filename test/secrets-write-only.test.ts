@@ -21,6 +21,7 @@ import { appendRunEvent } from '../db/run-events';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { auth, createRun, getRun, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { sessionLinkQuery } from './helpers/session-links';
 
 /** MCP `env` and `headers` values are write-only: encrypted at rest, `"***"` in every response. */
 const ROOT = path.resolve(__dirname, '..');
@@ -179,7 +180,7 @@ describe('the API', () => {
     const [{ session_id }] = (await ctx.dataSource.query(`SELECT session_id FROM runs WHERE run_id = $1`, [runId])) as [
       { session_id: string },
     ];
-    const page = await ctx.api.get(`/sessions/${session_id}`);
+    const page = await ctx.api.get(`/sessions/${session_id}?${sessionLinkQuery(ctx, session_id)}`);
     expect(page.status).toBe(200);
     return page.text;
   };

@@ -4,6 +4,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { gate } from './helpers/scripted-model';
 import { createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { sessionLinkQuery } from './helpers/session-links';
 
 /** The transcript page behind `session_link`, as a browser renders it. */
 let ctx: TestContext;
@@ -66,7 +67,9 @@ test('a finished run: title, the command, its folded output, the diff of the wri
   const runId = await createRun(ctx, key, { prompt: `Count and write ${marker}`, title });
   const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const link = run.session_link as string;
-  expect(link).toMatch(new RegExp(`^${ctx.baseUrl}/sessions/[A-Za-z0-9_-]{32}$`));
+  expect(link).toMatch(
+    new RegExp(`^${ctx.baseUrl}/sessions/[A-Za-z0-9_-]{32}\\?expires=\\d+&signature=[A-Za-z0-9_-]{43}$`),
+  );
 
   const { page, problems } = await openPage();
   try {
@@ -170,7 +173,10 @@ test('a run still in progress shows the live marker and follows the run without 
     expect(await page.locator('#live').count()).toBe(0);
     expect(navigations).toBe(0);
     expect(await page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
-    expect((await getRun(ctx, key, runId)).session_link).toBe(run.session_link);
+    // The same page: a later read signs a link of its own to it.
+    expect(new URL((await getRun(ctx, key, runId)).session_link as string).pathname).toBe(
+      new URL(run.session_link as string).pathname,
+    );
 
     // One definition of how an event looks: what arrived live is what a fresh page shows.
     const ids = (await ctx.dataSource.query(`SELECT id, kind FROM run_events WHERE run_id = $1 ORDER BY id`, [
@@ -189,6 +195,38 @@ test('a run still in progress shows the live marker and follows the run without 
       await fresh.close();
     }
     expect(problems).toEqual([]);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a link without its signature, or one that expired, shows a page that says so and how to get a fresh one', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('browser-expired');
+  ctx.model.script(marker, () => ({ text: `Secret answer ${marker}.` }));
+  const runId = await createRun(ctx, key, { prompt: `Answer ${marker}`, title: `Expired ${marker}` });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const sessionId = run.session_id as string;
+  const expiredAt = Math.floor(Date.now() / 1000) - 60;
+  const { page, problems } = await openPage();
+  try {
+    for (const [href, heading] of [
+      [`${ctx.baseUrl}/sessions/${sessionId}`, 'This transcript link is not valid'],
+      [
+        `${ctx.baseUrl}/sessions/${sessionId}?${sessionLinkQuery(ctx, sessionId, expiredAt)}`,
+        'This transcript link has expired',
+      ],
+    ] as const) {
+      expect((await page.goto(href))?.status()).toBe(403);
+      expect(await page.locator('h1').innerText()).toBe(heading);
+      const text = await page.locator('body').innerText();
+      expect(text).toContain('Get a fresh link by reading the run again');
+      expect(text).toContain('agent-runs get <run_id>');
+      expect(text).not.toContain(marker);
+      expect(await page.locator('script, section.event').count()).toBe(0);
+    }
+    // The browser reports the 403s themselves; nothing else (no blocked style, no script).
+    expect(problems.filter((p) => !/status of 403/.test(p))).toEqual([]);
   } finally {
     await page.close();
   }

@@ -170,7 +170,9 @@ test('the conversation endpoint pages through its actions in order, pending foll
 
 const eventIds = (html: string) => [...html.matchAll(/<section [^>]*id="event-(\d+)"/g)].map((m) => m[1]!);
 const links = (html: string) =>
-  Object.fromEntries([...html.matchAll(/<a href="([^"]*)" rel="(\w+)">/g)].map((m) => [m[2]!, m[1]!]));
+  Object.fromEntries(
+    [...html.matchAll(/<a href="([^"]*)" rel="(\w+)">/g)].map((m) => [m[2]!, m[1]!.replaceAll('&amp;', '&')]),
+  );
 
 test('the transcript page shows a bounded page of events, the newest first, with links to the others', async () => {
   const { key } = await ctx.newTeamKey();
@@ -203,7 +205,7 @@ test('the transcript page shows a bounded page of events, the newest first, with
     return res.text;
   };
 
-  const newest = await open(pageUrl.pathname);
+  const newest = await open(pageUrl.pathname + pageUrl.search);
   expect(eventIds(newest)).toEqual(stored.slice(-SESSION_PAGE_EVENTS));
   // It follows the live run: its script reads the session's event stream after its last event.
   expect(newest).toContain('<script src="live.js" defer>');
@@ -249,16 +251,18 @@ test('the transcript page shows a bounded page of events, the newest first, with
   expect(html).toContain(`data-after="${stored[stored.length - 1]}"`);
   expect(html).toContain('data-kind="pending_followup"');
 
+  // Every link between the pages carries the page's own signed query (and no other).
+  for (const href of Object.values(links(newest))) expect(href.endsWith(pageUrl.search.slice(1))).toBe(true);
   for (const query of ['?after=x', '?before=-1', '?after=1&before=2', '?after=1&after=2']) {
-    const res = await ctx.api.get(pageUrl.pathname + query);
+    const res = await ctx.api.get(`${pageUrl.pathname}${query}&${pageUrl.search.slice(1)}`);
     expect([query, res.status]).toEqual([query, 400]);
     expect(res.body.detail).toMatch(/`after`|`before`/);
   }
-  expect((await ctx.api.get(`${pageUrl.pathname}?utm_source=chat`)).status).toBe(200);
+  expect((await ctx.api.get(`${pageUrl.pathname}${pageUrl.search}&utm_source=chat`)).status).toBe(200);
 
   hold.release({ text: 'first' });
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
-  const done = await open(pageUrl.pathname);
+  const done = await open(pageUrl.pathname + pageUrl.search);
   // Ended: no longer marked live (its script still follows a follow-up within the idle window).
   expect(done).not.toContain('id="live"');
   expect(done).not.toContain('pending_followup');

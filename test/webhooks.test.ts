@@ -1,6 +1,7 @@
 import { Client as PgClient } from 'pg';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { auth, createRun, waitForState, type RunBody } from './helpers/runs';
+import { sessionPagePath } from './helpers/session-links';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { WebhookReceiver, type ReceivedRequest } from './helpers/webhook-receiver';
 import { webhookDeliveryWorkflowId, webhookSweepScheduleId } from '../workflows/webhook-contract';
@@ -255,9 +256,18 @@ test('every state change of a run, follow-ups included, reaches the receiver sig
     expect(r.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect(Number(r.headers['webhook-timestamp'])).toBeCloseTo(Date.now() / 1000, -2);
   }
-  // The run as GET showed it at that change: the SUCCEEDED ones are what the test read then.
-  expect(payloads[2]!.data).toEqual(first);
-  expect(payloads[5]!.data).toEqual(second);
+  // The run as GET showed it at that change: the SUCCEEDED ones are what the test read then, but
+  // for the session_link, signed as of the change (so that every attempt sends the same bytes).
+  const withoutLink = ({ session_link: _, ...rest }: RunBody) => rest;
+  expect(withoutLink(payloads[2]!.data)).toEqual(withoutLink(first));
+  expect(withoutLink(payloads[5]!.data)).toEqual(withoutLink(second));
+  for (const p of payloads.filter((p) => p.data.session_link !== undefined)) {
+    const link = new URL(p.data.session_link as string);
+    expect(link.pathname).toBe(new URL(first.session_link as string).pathname);
+    const expires = Math.ceil(Date.parse(p.timestamp) / 1000) + ctx.config.sessionLinkTtlSeconds;
+    expect(Number(link.searchParams.get('expires'))).toBe(expires);
+    expect((await ctx.api.get(sessionPagePath(link))).status).toBe(200);
+  }
   expect(payloads[0]!.data).toMatchObject({ state: 'QUEUED', is_run_type_cancellable: true });
   expect(payloads[0]!.data.started_at).toBeUndefined();
   expect(payloads[4]!.data).toMatchObject({ state: 'INPROGRESS', started_at: first.started_at });

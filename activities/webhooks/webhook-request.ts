@@ -1,17 +1,19 @@
 import { Webhook } from 'standardwebhooks';
+import type { UrlSigner } from '../../core/signed-urls';
 import { toRunItem } from '../../services/views/run-item';
 import type { DeliveryToSend } from '../../db/webhook-deliveries';
 
 /**
  * The body of a delivery: the event type, when the change happened, and the run as
  * `GET /agent/runs/{id}` showed it at that change (built from the row copied when the change was
- * recorded, with `run_time` as of that moment). The same bytes on every attempt.
+ * recorded, with `run_time` as of that moment, its `session_link` signed as of then). The same
+ * bytes on every attempt.
  */
-export function webhookBody(delivery: DeliveryToSend, publicUrl: string, secretsKey: Buffer): string {
+export function webhookBody(delivery: DeliveryToSend, sessionLinks: UrlSigner, secretsKey: Buffer): string {
   return JSON.stringify({
     type: delivery.eventType,
     timestamp: delivery.occurredAt.toISOString(),
-    data: toRunItem(delivery.run, publicUrl, secretsKey, delivery.artifacts, delivery.occurredAt),
+    data: toRunItem(delivery.run, sessionLinks, secretsKey, delivery.artifacts, delivery.occurredAt),
   });
 }
 

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../../core/schemas/zod';
-import { registerOperation, SIGNED_LOCATION_HEADER, timestamp } from './common';
+import { registerOperation, SIGNED_LOCATION_HEADER, signatureParameters, timestamp } from './common';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
 import type { toArtifactResponse } from '../../services/views/artifact-views';
 import type { Fits } from './fits';
@@ -32,10 +32,7 @@ const downloadHeaders = {
   },
 };
 
-const signatureQuery = z.strictObject({
-  expires: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
-  signature: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
-});
+const signatureQuery = z.strictObject(signatureParameters);
 
 export function registerArtifactOperations(registry: OpenAPIRegistry): void {
   registerOperation(registry, {

@@ -150,9 +150,12 @@ export function registerErrorComponents(registry: OpenAPIRegistry): void {
 
 const problemResponse = (status: ErrorStatus) => ({ $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[status]}` });
 
-/** A successful response: a JSON body by default, or `content` as given; none for 204 and 302. */
+/**
+ * A response of the operation's own: a JSON body by default, or `content` as given; none for 204
+ * and 302. (403: a page that says why, where a browser asks: the transcript page's refusal.)
+ */
 export interface Success {
-  status: 200 | 201 | 202 | 204 | 302 | 304 | 503;
+  status: 200 | 201 | 202 | 204 | 302 | 304 | 403 | 503;
   description: string;
   schema?: z.ZodType;
   contentType?: string;
@@ -261,6 +264,12 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
     responses,
   });
 }
+
+/** `expires` and `signature` of a signed URL (downloads, transcript links). */
+export const signatureParameters = {
+  expires: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
+  signature: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
+};
 
 /** The `Idempotency-Key` request header of creates and follow-ups. */
 export const idempotencyHeaders = z.object({

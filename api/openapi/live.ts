@@ -7,7 +7,7 @@ import {
   webhookItemSchema,
   webhookListSchema,
 } from '../../core/schemas/webhook-schemas';
-import { linksTo, locationHeader, registerOperation } from './common';
+import { linksTo, locationHeader, registerOperation, signatureParameters } from './common';
 import { runIdParams } from './runs';
 import { resourcePageQuerySchema } from '../../core/schemas/resource-page-schemas';
 
@@ -54,16 +54,18 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
     tags: string[];
     auth?: false;
     params: z.ZodObject;
+    query?: z.ZodObject;
+    errors?: 403[];
   }) =>
     registerOperation(registry, {
       method: 'get',
       ...operation,
-      query: afterQuery,
+      query: operation.query ?? afterQuery,
       headers: lastEventIdHeader,
       responses: [
         { status: 200, description: 'The event stream.', contentType: 'text/event-stream', schema: streamEventSchema },
       ],
-      errors: [400, 404],
+      errors: [400, 404, ...(operation.errors ?? [])],
     });
   stream({
     path: '/api/v1/agent/runs/{runId}/events',
@@ -76,11 +78,13 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
   stream({
     path: '/sessions/{sessionId}/events',
     operationId: 'streamSessionEvents',
-    summary: "Follow a transcript page's run live (the session id is the capability)",
-    description: `${STREAM_DESCRIPTION} Each event's data also carries \`html\`, the entry as the transcript page renders it.`,
+    summary: "Follow a transcript page's run live (with the page's signed query)",
+    description: `${STREAM_DESCRIPTION} Each event's data also carries \`html\`, the entry as the transcript page renders it. Opened with the \`expires\` and \`signature\` of the page's \`session_link\` (403 without them, or once expired); a stream open then runs on.`,
     tags: ['Service'],
     auth: false,
     params: z.object({ sessionId: z.string().openapi({ param: { description: 'The run’s session id.' } }) }),
+    query: afterQuery.extend(signatureParameters),
+    errors: [403],
   });
   registerOperation(registry, {
     method: 'get',

@@ -2,7 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { DOCS_ASSETS } from './docs-assets';
 import { z } from '../../core/schemas/zod';
-import { registerOperation } from './common';
+import { registerOperation, signatureParameters } from './common';
 
 const html = (description: string) => ({
   status: 200 as const,
@@ -122,13 +122,14 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/sessions/{sessionId}',
     operationId: 'getTranscriptPage',
-    summary: "A run's transcript page",
+    summary: "A run's transcript page (its `session_link`)",
     description:
-      'The session id is the capability: no key is needed. Without `after`/`before`, the newest events. Other query parameters are ignored (chat apps append tracking parameters to shared links).',
+      "Opened with the run's `session_link` as the API gave it: its signature is the capability (no key is needed; the session id alone opens nothing) until `expires`, SESSION_LINK_TTL_SECONDS after the read of the run that gave it. Without `after`/`before`, the newest events. Other query parameters are ignored (chat apps append tracking parameters to shared links).",
     tags: ['Service'],
     auth: false,
     params: z.object({ sessionId: z.string().openapi({ param: { description: "The run's `session_id`." } }) }),
     query: z.object({
+      ...signatureParameters,
       after: z
         .string()
         .regex(/^\d{1,18}$/)
@@ -140,7 +141,16 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
         .optional()
         .openapi({ description: 'Events before this event id.' }),
     }),
-    responses: [html('The transcript page.')],
+    responses: [
+      html('The transcript page.'),
+      {
+        status: 403,
+        description:
+          'A page saying that the link expired or is not valid (altered, cut short), and how to get a fresh one; the same whether or not the session exists.',
+        contentType: 'text/html',
+        schema: z.string(),
+      },
+    ],
     errors: [400, 404],
   });
   registerOperation(registry, {
@@ -171,7 +181,8 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
       path,
       operationId,
       summary,
-      description: 'Needs no key: the id is itself the capability. An unknown id is 404.',
+      description:
+        'Needs no key (the official clients send none): the answer is another id, which opens nothing by itself (a transcript page needs its signed `session_link`). An unknown id is 404.',
       tags: ['Redirects'],
       auth: false,
       params: z.object({ [param]: z.string() }),

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../../core/config';
+import type { UrlSigner } from '../../core/signed-urls';
 import { isUuid } from '../../core/ids';
 import { artifactsOfRuns } from '../../db/artifacts';
 import { listTeamSkills } from '../../db/environment-skills';
@@ -24,13 +24,14 @@ import { rejectQueryParameters, validate } from '../validate';
  * (with its `steps` on the first page); `GET /agent/runs/{id}/conversation`: the run's conversation as `steps`.
  */
 export function createAgentRouter({
-  config,
   dataSource,
   secretsKey,
+  sessionLinks,
 }: {
-  config: Config;
   dataSource: DataSource;
   secretsKey: Buffer;
+  /** Signs each run's `session_link` as it is read. */
+  sessionLinks: UrlSigner;
 }): Router {
   const router = new Router();
 
@@ -63,7 +64,7 @@ export function createAgentRouter({
     ctx.body = {
       conversation_id: conversationId,
       ...(steps ? { steps } : {}),
-      runs: runs.map((r) => toRunItem(r, config.publicUrl, secretsKey, artifacts.get(r.runId))),
+      runs: runs.map((r) => toRunItem(r, sessionLinks, secretsKey, artifacts.get(r.runId))),
       advertised_skills: [...advertised.values()],
       actions,
       page_info: {

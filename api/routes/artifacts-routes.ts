@@ -7,7 +7,8 @@ import { invalid, notFound } from '../../core/api-error';
 import { canonicalReferenceUrl } from '../../core/external-references';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
 import { findRunByExternalReference } from '../../db/external-references';
-import { signedUrl, toArtifactResponse, type DownloadSigner } from '../../services/views/artifact-views';
+import { signedUrl, toArtifactResponse } from '../../services/views/artifact-views';
+import type { UrlSigner } from '../../core/signed-urls';
 import { principalOf } from '../middleware/auth';
 import { rejectQueryParameters, validate } from '../validate';
 
@@ -21,7 +22,7 @@ export function createArtifactsRouter({
   downloads,
 }: {
   dataSource: DataSource;
-  downloads: DownloadSigner;
+  downloads: UrlSigner;
 }): Router {
   const router = new Router();
   const teamArtifact = async (uid: string, teamId: string) => {

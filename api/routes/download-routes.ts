@@ -1,6 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { checkDownloadSignature, type DownloadKind } from '../../core/download-urls';
+import { checkUrlSignature, type DownloadKind } from '../../core/signed-urls';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifacts';
 import { findHandoffAttachment } from '../../db/attachments';
@@ -39,7 +39,7 @@ export function createDownloadRouter({
 
   function assertSigned(ctx: RouterContext, kind: DownloadKind, id: string, fetchAgain: string): void {
     rejectQueryParameters(ctx.query, ['expires', 'signature']);
-    const check = checkDownloadSignature(signingKey, kind, id, ctx.query.expires, ctx.query.signature);
+    const check = checkUrlSignature(signingKey, kind, id, ctx.query.expires, ctx.query.signature);
     if (check.ok) return;
     if (check.reason === 'expired') {
       throw new ApiError(

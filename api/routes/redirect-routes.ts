@@ -6,9 +6,10 @@ import { notFound } from '../../core/api-error';
 import { rejectQueryParameters } from '../validate';
 
 /**
- * The clients' redirect checks, which they make without a key. Each id is itself the
- * capability (a session id is 192 random bits, a conversation id has 74), so an answer grants
- * nothing its holder could not already reach: the transcript page needs no key either.
+ * The clients' redirect checks, which they make without a key. Each answers an id with another
+ * id, and ids open nothing: a transcript page needs the signature of its `session_link`, which
+ * only a read of the run with a key of its team gives (api/routes/session-routes.ts); every
+ * other route that shows a team's data needs that key or a signed URL. Unknown ids are 404.
  */
 export function createRedirectRouter({ dataSource }: { dataSource: DataSource }): Router {
   const router = new Router({ prefix: '/api/v1' });

@@ -1,6 +1,5 @@
 import Router, { type RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
-import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import { isTerminal } from '../../core/run-state';
 import type { DataSource } from 'typeorm';
@@ -10,7 +9,8 @@ import { findRun, listRuns } from '../../db/run-queries';
 import { loadHarnessState } from '../../db/harness-state';
 import { toHarnessUsage } from '../../services/views/harness-usage';
 import { invalid, notFound } from '../../core/api-error';
-import { toHandoffItem, type DownloadSigner } from '../../services/views/artifact-views';
+import { toHandoffItem } from '../../services/views/artifact-views';
+import type { UrlSigner } from '../../core/signed-urls';
 import { readIdempotencyKey, REPLAYED_HEADER } from '../../services/runs/idempotency';
 import type { RunAccepted } from '../../services/runs/run-service';
 import { encodeCursor, parseListRunsQuery } from '../list-runs-query';
@@ -23,11 +23,12 @@ import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../co
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 export interface RunsRoutesDeps {
-  config: Config;
   dataSource: DataSource;
   runService: ReturnType<typeof createRunService>;
   secretsKey: Buffer;
-  downloads: DownloadSigner;
+  downloads: UrlSigner;
+  /** Signs each run's `session_link` as it is read. */
+  sessionLinks: UrlSigner;
 }
 
 const emptyBodySchema = z.strictObject({});
@@ -43,7 +44,13 @@ function answerCreated(ctx: Answerable, run: RunAccepted): void {
 }
 
 /** The run endpoints of the wire contract (plus the older `POST /agent/run`). */
-export function createRunsRouter({ config, dataSource, runService, secretsKey, downloads }: RunsRoutesDeps): Router {
+export function createRunsRouter({
+  dataSource,
+  runService,
+  secretsKey,
+  downloads,
+  sessionLinks,
+}: RunsRoutesDeps): Router {
   const router = new Router();
   router.param('uid', storablePathId('factory'));
 
@@ -85,7 +92,7 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
       runs.map((r) => r.runId),
     );
     return {
-      runs: runs.map((run) => toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId))),
+      runs: runs.map((run) => toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId))),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
@@ -112,14 +119,14 @@ export function createRunsRouter({ config, dataSource, runService, secretsKey, d
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.taskId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toTaskItem(toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId)));
+    ctx.body = toTaskItem(toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId)));
   });
 
   router.get('/agent/runs/:runId', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toRunItem(run, config.publicUrl, secretsKey, artifacts.get(run.runId));
+    ctx.body = toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId));
   });
 
   // What a CLI harness reported it used (its own counters), for the official clients' `get_harness_usage`.

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { signedUrl, type DownloadSigner } from '../../services/views/artifact-views';
+import { signedUrl } from '../../services/views/artifact-views';
+import type { UrlSigner } from '../../core/signed-urls';
 import { principalOf } from '../middleware/auth';
 import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { rejectQueryParameters } from '../validate';
@@ -15,7 +16,7 @@ export function createTranscriptRouter({
   downloads,
 }: {
   dataSource: DataSource;
-  downloads: DownloadSigner;
+  downloads: UrlSigner;
 }): Router {
   const router = new Router();
   router.get('/agent/runs/:runId/transcript', async (ctx) => {

@@ -206,6 +206,8 @@ function configFrom(e: Env) {
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     /** How long a signed download URL (artifacts, handoff files) works. */
     downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
+    /** How long a run's signed `session_link` works, from the read of the run that gave it. */
+    sessionLinkTtlSeconds: e.SESSION_LINK_TTL_SECONDS,
     /** Seconds between the comments an event stream sends to keep proxies from closing it. */
     sseHeartbeatSeconds: e.SSE_HEARTBEAT_SECONDS,
     /** Event streams one API process serves at once: in all, to one client address, of one run. */

@@ -65,6 +65,12 @@ export const service = group('Service', {
     description: 'how long a signed download URL of an artifact or handoff file works',
     readBy: ['API'],
   },
+  SESSION_LINK_TTL_SECONDS: {
+    schema: intFrom(86400, 60, 30 * 24 * 3600),
+    description:
+      "how long a run's `session_link` (its transcript page) works without a key, from the read of the run (or the change a webhook reports) that gave it; reading the run again gives a fresh one",
+    readBy: ['API', 'workers'],
+  },
   SSE_HEARTBEAT_SECONDS: {
     schema: intFrom(15, 1, 3600),
     description:

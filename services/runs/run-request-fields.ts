@@ -31,7 +31,7 @@ export function assertRunFieldsSupported(body: CreateRunRequest): void {
     {
       path: 'config.session_sharing',
       value: c.session_sharing,
-      why: "a run's transcript is shared through its `session_link`, which needs no key.",
+      why: "a run's transcript is shared through its `session_link`, a signed link that needs no key until it expires (SESSION_LINK_TTL_SECONDS).",
     },
   ]);
 }

@@ -1,16 +1,9 @@
-import { signedDownloadUrl, type DownloadKind } from '../../core/download-urls';
+import { signedDownloadUrl, type DownloadKind, type UrlSigner } from '../../core/signed-urls';
 import type { FileArtifact, RunArtifact } from '../../db/artifacts';
 import type { HandoffAttachment } from '../../db/attachments';
 
-/** What signs download URLs: the derived key, the public base URL and how long a URL works. */
-export interface DownloadSigner {
-  key: Buffer;
-  publicUrl: string;
-  ttlSeconds: number;
-}
-
 /** A signed URL that downloads `id` (of `kind`) without a key until the signer's TTL passes. */
-export function signedUrl(signer: DownloadSigner, kind: DownloadKind, id: string): string {
+export function signedUrl(signer: UrlSigner, kind: DownloadKind, id: string): string {
   return signedDownloadUrl(signer.publicUrl, signer.key, kind, id, signer.ttlSeconds).url;
 }
 
@@ -39,7 +32,7 @@ export function toArtifactItem(a: RunArtifact) {
 }
 
 /** `GET /agent/artifacts/{uid}`: the artifact with a signed, expiring `download_url`. */
-export function toArtifactResponse(a: FileArtifact, signer: DownloadSigner) {
+export function toArtifactResponse(a: FileArtifact, signer: UrlSigner) {
   const { url, expiresAt } = signedDownloadUrl(
     signer.publicUrl,
     signer.key,
@@ -65,7 +58,7 @@ export function toArtifactResponse(a: FileArtifact, signer: DownloadSigner) {
 }
 
 /** One file of `GET /agent/runs/{id}/handoff/attachments`. */
-export function toHandoffItem(h: HandoffAttachment, signer: DownloadSigner) {
+export function toHandoffItem(h: HandoffAttachment, signer: UrlSigner) {
   return {
     attachment_id: h.attachmentId,
     filename: h.filename,

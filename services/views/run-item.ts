@@ -1,4 +1,6 @@
+import type { Config } from '../../core/config';
 import { isTerminal } from '../../core/run-state';
+import { expiresIn, signedQuery, type UrlSigner } from '../../core/signed-urls';
 import type { RunArtifact } from '../../db/artifacts';
 import type { Run } from '../../db/rows/run';
 import { toArtifactItem } from './artifact-views';
@@ -51,17 +53,32 @@ export function isoDuration(ms: number): string {
   return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
 }
 
-export function sessionLink(publicUrl: string, sessionId: string): string {
-  return `${publicUrl}/sessions/${sessionId}`;
+/** What signs the `session_link`s of runs; `signingKey`: urlSigningKey(the secrets key). */
+export function sessionLinkSigner(
+  config: Pick<Config, 'publicUrl' | 'sessionLinkTtlSeconds'>,
+  signingKey: Buffer,
+): UrlSigner {
+  return { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.sessionLinkTtlSeconds };
+}
+
+/**
+ * A run's transcript page, `{PUBLIC_URL}/sessions/{session_id}?expires=…&signature=…`: readable
+ * without a key until SESSION_LINK_TTL_SECONDS after `now`, and only with its signature (the
+ * session id alone opens nothing).
+ */
+export function sessionLink(signer: UrlSigner, sessionId: string, now: Date): string {
+  const expires = expiresIn(signer.ttlSeconds, now.getTime());
+  return `${signer.publicUrl}/sessions/${sessionId}?${signedQuery(signer.key, 'sessions', sessionId, expires)}`;
 }
 
 /**
  * The run as every endpoint shows it: MCP credentials as `"***"`, never in clear (not even echoed
- * in a status); `artifacts` are the run's (db/artifacts.ts `artifactsOfRuns`).
+ * in a status); `artifacts` are the run's (db/artifacts.ts `artifactsOfRuns`); `session_link`
+ * signed afresh, working for the signer's TTL from `now`.
  */
 export function toRunItem(
   run: Run,
-  publicUrl: string,
+  sessionLinks: UrlSigner,
   secretsKey: Buffer,
   artifacts: RunArtifact[] = [],
   now: Date = new Date(),
@@ -96,7 +113,7 @@ export function toRunItem(
   // The transcript page exists from the start; the link is advertised once the agent started.
   if (started || run.state === 'SUCCEEDED') {
     item.session_id = run.sessionId;
-    item.session_link = sessionLink(publicUrl, run.sessionId);
+    item.session_link = sessionLink(sessionLinks, run.sessionId, now);
   }
   if (run.agentSkill) item.agent_skill = run.agentSkill;
   if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));

@@ -175,6 +175,7 @@ describe('loadConfig', () => {
       },
       reconcileIntervalSeconds: 20,
       downloadUrlTtlSeconds: 3600,
+      sessionLinkTtlSeconds: 86400,
       sseHeartbeatSeconds: 15,
       sseCaps: { total: 1000, perClient: 20, perRun: 100 },
       secretsEncryptionKey: undefined,

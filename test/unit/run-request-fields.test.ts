@@ -50,7 +50,7 @@ describe('assertRunFieldsSupported', () => {
     [
       'config.session_sharing',
       { session_sharing: { public: true } },
-      "a run's transcript is shared through its `session_link`, which needs no key.",
+      "a run's transcript is shared through its `session_link`, a signed link that needs no key until it expires (SESSION_LINK_TTL_SECONDS).",
     ],
   ])('%s is refused when it asks for something', (path, config, why) => {
     expect(refused({ prompt: 'p', config })).toBe(`\`${path}\` is not available on this service: ${why}`);
