@@ -155,7 +155,11 @@ export function createApp(deps: AppDeps): Koa {
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createOpenApiRouter(openApiLimits(config)),
     createFactoryFilesRouter({ config }),
-    createMetricsRouter({ bearerToken: config.metrics.bearerToken, extraMetrics: deps.extraMetrics }),
+    createMetricsRouter({
+      host: config.host,
+      bearerToken: config.metrics.bearerToken,
+      extraMetrics: deps.extraMetrics,
+    }),
   ];
 
   if (config.tracing) app.use(traceRequests());

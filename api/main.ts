@@ -1,4 +1,5 @@
 import { loadConfig } from '../core/config';
+import { assertMetricsGuarded } from '../core/metrics';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
@@ -15,6 +16,8 @@ import { closeServer, listen } from './server';
 async function main(): Promise<void> {
   watchShutdownSignals();
   const config = loadConfig();
+  // Before any connection: an API off loopback serves /metrics only with its token.
+  assertMetricsGuarded('the API', config.host, config.metrics.bearerToken);
   const logger = createLogger(config.logLevel, 'api', loggerOptions(config));
   installTemporalRuntime({ logger });
   // Before any connection: without the key, runs with MCP credentials could not be stored.

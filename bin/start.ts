@@ -4,6 +4,7 @@ import path from 'node:path';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { ConfigError, loadConfig, type Config } from '../core/config';
 import { createLogger, loggerOptions } from '../core/logger';
+import { assertMetricsGuarded } from '../core/metrics';
 import {
   configuredModelProviders,
   isKnownModelProvider,
@@ -55,6 +56,8 @@ async function main(): Promise<void> {
   watchShutdownSignals();
   const started = Date.now();
   const config = loadConfig();
+  // Before anything starts: its API, off loopback, serves /metrics only with its token.
+  assertMetricsGuarded('the API', config.host, config.metrics.bearerToken);
   // Readable lines on a terminal, JSON lines when the output goes to a file or a collector.
   const logOptions = loggerOptions(config, process.stderr.isTTY ? 'pretty' : 'json');
   const logger = createLogger(config.logLevel, 'start', logOptions);

@@ -9,6 +9,8 @@
  * registers all of them, in this order.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import { ConfigError } from './config/parsers';
 import { metricsRegistry } from './metrics/registry';
 
 export { metricsRegistry } from './metrics/registry';
@@ -70,4 +72,29 @@ export function bearerTokenMatches(header: string | undefined, token: string): b
   if (!match) return false;
   const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
   return timingSafeEqual(digest(match[1]!), digest(token));
+}
+
+/** Whether HOST binds loopback only (`localhost`, 127.0.0.0/8, `::1`): nothing off this machine reaches it. */
+export function isLoopbackHost(host: string): boolean {
+  const address = host
+    .trim()
+    .replace(/^\[(.*)\]$/, '$1')
+    .toLowerCase();
+  if (address === 'localhost') return true;
+  if (isIP(address) === 4) return address.startsWith('127.');
+  if (isIP(address) === 6) return address === '::1' || /^::ffff:127\./.test(address);
+  return false;
+}
+
+/**
+ * `/metrics` shows every team's runs, models and costs: off loopback it needs its token. A server
+ * (`what`) bound elsewhere without METRICS_BEARER_TOKEN refuses to start, naming the variable,
+ * rather than serve them to whoever reaches it (or serve nothing while Prometheus is left to
+ * find out). On a laptop (HOST's default, 127.0.0.1) it stays open with nothing to configure.
+ */
+export function assertMetricsGuarded(what: string, host: string, bearerToken: string | undefined): void {
+  if (bearerToken !== undefined || isLoopbackHost(host)) return;
+  throw new ConfigError(
+    `Invalid configuration:\n  METRICS_BEARER_TOKEN: required when ${what} listens on HOST=${host}, not on loopback only: its /metrics would show every team's runs, models and costs to anyone who reaches it. Set METRICS_BEARER_TOKEN (e.g. \`openssl rand -hex 32\`) and give Prometheus the same token, or bind HOST to 127.0.0.1.`,
+  );
 }

@@ -1,9 +1,17 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Koa from 'koa';
+import supertest from 'supertest';
+import { createMetricsRouter } from '../api/routes/metrics-routes';
 import { createLogger } from '../core/logger';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { startWorkerMetricsServer } from '../worker/metrics-server';
 import { parsePrometheusText, sampleValue, type Exposition } from './helpers/prometheus-text';
+import { freePort } from './helpers/free-port';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { WebhookReceiver } from './helpers/webhook-receiver';
@@ -203,4 +211,73 @@ test('METRICS_BEARER_TOKEN is required on the API and on the worker', async () =
   // An API key is not the metrics token.
   const { key } = await ctx.newTeamKey();
   expect((await ctx.api.get('/metrics').set(auth(key))).status).toBe(401);
+});
+
+/** An entry point (`api/main.ts`, ...) as production starts it; resolves with its exit code and output. */
+function runEntryPoint(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const inherited = { ...process.env };
+  delete inherited.METRICS_BEARER_TOKEN;
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: path.resolve(__dirname, '..'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...inherited, LOG_FORMAT: 'json', ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })));
+}
+
+test('off loopback without METRICS_BEARER_TOKEN, the API, `npm start` and a worker refuse to start, naming it', async () => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-metrics-'));
+  try {
+    const env = {
+      HOST: '0.0.0.0',
+      AGENT_RUNS_DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      WORKER_METRICS_PORT: String(await freePort()),
+    };
+    const scripts = ['api/main.ts', 'bin/start.ts', 'worker/main.ts'];
+    const ended = await Promise.all(scripts.map((script) => runEntryPoint(script, env)));
+    for (const [i, { code, output }] of ended.entries()) {
+      expect({ script: scripts[i], code }).toEqual({ script: scripts[i], code: 1 });
+      expect(output).toContain('METRICS_BEARER_TOKEN: required when');
+      expect(output).toContain('HOST=0.0.0.0');
+    }
+    // Refused before anything started: `npm start` made no database, no key, nothing.
+    expect(readdirSync(dataDir)).toEqual([]);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('/metrics is open without a token only on loopback; off it, a token is needed and then enforced', async () => {
+  // A bare app, as createApp mounts the router (without its error handler: refusals are plain 401s).
+  const appOf = (router: ReturnType<typeof createMetricsRouter>) => {
+    const app = new Koa().use(router.routes());
+    app.silent = true;
+    return app;
+  };
+  for (const host of ['127.0.0.1', '::1', 'localhost']) {
+    const app = appOf(createMetricsRouter({ host }));
+    const res = await supertest(app.callback()).get('/metrics');
+    expect({ host, status: res.status }).toEqual({ host, status: 200 });
+    expect(res.text).toContain('agent_runs_');
+    const worker = await startWorkerMetricsServer({ host, port: 0 });
+    try {
+      const { port } = worker.address() as AddressInfo;
+      const scrape = await fetch(`http://${host === '::1' ? '[::1]' : host}:${port}/metrics`);
+      expect({ host, status: scrape.status }).toEqual({ host, status: 200 });
+    } finally {
+      await new Promise((resolve) => worker.close(resolve));
+    }
+  }
+  for (const host of ['0.0.0.0', '::', '10.1.2.3']) {
+    expect(() => createMetricsRouter({ host })).toThrow(/METRICS_BEARER_TOKEN: required when the API listens/);
+    await expect(startWorkerMetricsServer({ host, port: 0 })).rejects.toThrow(/METRICS_BEARER_TOKEN/);
+  }
+  // With the token, any address: scrapes without it are refused.
+  const app = appOf(createMetricsRouter({ host: '0.0.0.0', bearerToken: TOKEN }));
+  expect((await supertest(app.callback()).get('/metrics')).status).toBe(401);
+  expect((await supertest(app.callback()).get('/metrics').set(auth(TOKEN))).status).toBe(200);
 });

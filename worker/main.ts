@@ -1,4 +1,4 @@
-import { loadConfig } from '../core/config';
+import { ConfigError, loadConfig } from '../core/config';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
@@ -59,6 +59,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`Worker failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A configuration to change says everything in its message; anything else needs its stack.
+  const text =
+    err instanceof Error ? (err instanceof ConfigError ? err.message : (err.stack ?? err.message)) : String(err);
+  process.stderr.write(`Worker failed: ${text}\n`);
   process.exit(1);
 });

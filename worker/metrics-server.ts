@@ -1,5 +1,5 @@
 import http, { type Server } from 'node:http';
-import { bearerTokenMatches, renderMetrics } from '../core/metrics';
+import { assertMetricsGuarded, bearerTokenMatches, renderMetrics } from '../core/metrics';
 
 export interface WorkerMetricsServerOptions {
   host: string;
@@ -16,9 +16,11 @@ const problem = (status: number, title: string, detail: string) =>
 
 /**
  * A worker's `GET /metrics` (Prometheus text): the registry of core/metrics.ts and the Temporal
- * SDK's metrics, so an operator scrapes one target per worker. Nothing else is served.
+ * SDK's metrics, so an operator scrapes one target per worker. Nothing else is served. Without a
+ * token it starts on a loopback `host` only (assertMetricsGuarded).
  */
 export async function startWorkerMetricsServer(options: WorkerMetricsServerOptions): Promise<Server> {
+  assertMetricsGuarded("the worker's metrics server", options.host, options.bearerToken);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) =>

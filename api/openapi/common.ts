@@ -5,7 +5,7 @@ import { z } from '../../core/schemas/zod';
 /** The security scheme of every authenticated operation: `Authorization: Bearer <API key>`. */
 export const BEARER_AUTH = 'bearerAuth';
 
-/** `/metrics`: open, or `Authorization: Bearer <METRICS_BEARER_TOKEN>` when the operator sets one. */
+/** `/metrics`: `Authorization: Bearer <METRICS_BEARER_TOKEN>` when the operator sets one (always off loopback), else open. */
 export const METRICS_TOKEN_AUTH = 'metricsToken';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -48,7 +48,8 @@ function registry(): OpenAPIRegistry {
   registry.registerComponent('securitySchemes', METRICS_TOKEN_AUTH, {
     type: 'http',
     scheme: 'bearer',
-    description: "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open when it is unset.",
+    description:
+      "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open without it only on a service bound to loopback.",
   });
   registerRunOperations(registry);
   registerAgentOperations(registry);

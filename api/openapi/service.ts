@@ -41,7 +41,7 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
     operationId: 'metrics',
     summary: 'Prometheus metrics of this process (docs/operations.md "Metrics")',
     description:
-      'Prometheus text format. Open unless the operator sets `METRICS_BEARER_TOKEN`; then it takes `Authorization: Bearer <that token>` (not an API key).',
+      'Prometheus text format. Takes `Authorization: Bearer <METRICS_BEARER_TOKEN>` (not an API key) when the operator sets that token, which every service reachable beyond loopback has; open only on a loopback-bound service without one.',
     tags: ['Service'],
     auth: 'metrics-token',
     responses: [

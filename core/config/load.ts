@@ -243,7 +243,7 @@ function configFrom(e: Env) {
       teamMaxEnvironments: e.TEAM_MAX_ENVIRONMENTS,
     },
     metrics: {
-      /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`. */
+      /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`; unset, only on a loopback HOST. */
       bearerToken: e.METRICS_BEARER_TOKEN,
       /** Port of a worker's `/metrics` (on HOST); 0: no metrics server and no Temporal SDK exporter. */
       workerPort: e.WORKER_METRICS_PORT,

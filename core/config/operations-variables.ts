@@ -160,9 +160,10 @@ export const quotas = group('Rate limits and quotas', {
 export const telemetry = group('Metrics and tracing', {
   METRICS_BEARER_TOKEN: {
     schema: optionalString,
-    description: 'when set, `GET /metrics` of the API and the workers requires `Authorization: Bearer <it>`',
+    description:
+      '`GET /metrics` of the API and the workers requires `Authorization: Bearer <it>`; required when `HOST` is not loopback (the API, `npm start` and a worker with a metrics server refuse to start without it)',
     readBy: ['API', 'workers'],
-    unset: 'unset: open',
+    unset: 'unset: open, on a loopback `HOST` only',
   },
   WORKER_METRICS_PORT: {
     schema: intFrom(9464, 0, 65535),
