@@ -24,6 +24,8 @@ export interface CliTurn {
   /** The run's home and workspace as the sandboxed CLI sees them. */
   home: string;
   workspace: string;
+  /** The run's memory limit (AGENT_SANDBOX_MEMORY_MB), for a runtime that can be told to keep within it. */
+  memoryMb: number;
 }
 
 /** How to start the CLI: its command line, environment and the files it reads (under the run's home). */

@@ -31,8 +31,14 @@ export const geminiCli: CliHarness = {
 
   invocation(install, turn) {
     const prompt = turn.instructions && !turn.resumeSession ? `${turn.instructions}\n\n${turn.prompt}` : turn.prompt;
+    const [node, ...script] = install.command;
     const argv = [
-      ...install.command,
+      node!,
+      // Node sizes its heap from the host's memory (the run's cgroup is hidden from it): told the
+      // run's limit, less a quarter for its native memory and what it runs, it collects garbage to
+      // stay within it, and past it fails with its own "heap out of memory" (invocation-failure.ts).
+      `--max-old-space-size=${Math.floor((turn.memoryMb * 3) / 4)}`,
+      ...script,
       '-p',
       prompt,
       '--output-format',

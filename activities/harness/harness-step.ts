@@ -176,6 +176,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           skills,
           home: sandbox.homePath(runId),
           workspace: processes.workspacePath,
+          memoryMb: config.sandbox.limits.memoryMb,
         });
         // The CLIs take the message as an argument, and Linux caps one argument (MAX_ARG_STRLEN).
         const longest = Math.max(...invocation.argv.map((a) => Buffer.byteLength(a)));
@@ -249,6 +250,7 @@ export function createHarnessStep(deps: ActivityDeps) {
           report,
           gateway,
           secretName: credential.secretName,
+          memoryMb: config.sandbox.limits.memoryMb,
         }) ?? (await diskFailure(disk));
       observeHarnessInvocation(type, failure ? (failure.retry ? 'retried' : 'failed') : 'ok');
       if (failure?.retry) throw new Error(failure.message);

@@ -23,12 +23,15 @@ export function invocationFailure({
   report,
   gateway,
   secretName,
+  memoryMb,
 }: {
   title: string;
   result: SandboxedCommandResult;
   report: InvocationReport;
   gateway: Pick<GatewayChannel, 'refusal' | 'providerError'>;
   secretName?: string;
+  /** The run's memory limit, AGENT_SANDBOX_MEMORY_MB. */
+  memoryMb: number;
 }): InvocationFailure | undefined {
   const ended = result.exitCode === 0 && !result.timedOut && report.result?.isError !== true;
   if (ended) return undefined;
@@ -70,12 +73,8 @@ export function invocationFailure({
       diskLimit: true,
     };
   }
-  if (result.oomKilled) {
-    return {
-      message: `${title} was killed: the run's processes ran out of memory (AGENT_SANDBOX_MEMORY_MB).`,
-      code: 'budget_exceeded',
-    };
-  }
+  const memory = memoryFailure(title, result, memoryMb);
+  if (memory) return memory;
   if (provider) {
     return {
       message: `The model provider rejected ${title}'s request (HTTP ${provider.status}): ${provider.message}`,
@@ -87,6 +86,38 @@ export function invocationFailure({
   const how =
     result.exitCode === null ? `was killed (${result.signal ?? 'signal'})` : `exited with status ${result.exitCode}`;
   return { message: `${title} ${how}${said ? `: ${said}` : ''}`, code: 'invalid_request' };
+}
+
+/** What a runtime prints when it cannot get memory: V8 (Node), Rust, C++, glibc, and the like. */
+const OUT_OF_MEMORY =
+  /JavaScript heap out of memory|Allocation failed|memory allocation of \d+ bytes failed|out of memory|OutOfMemory|std::bad_alloc|Cannot allocate memory/i;
+
+/**
+ * Bun's crash report for an abort(): how Claude Code (a Bun executable) dies, before it writes a
+ * word of its own, when JavaScriptCore cannot reserve the address space it needs within the run's
+ * per-process data limit (below about 600 MiB). Its own errors end otherwise (a status of its own,
+ * or a fault), so an abort in that report is taken for want of memory.
+ */
+const BUN_ABORT = /panic\([^)]*\): abort\(\) called[\s\S]*Bun has crashed/;
+
+/**
+ * The CLI died for want of memory: the kernel killed a process of the run at its cgroup's limit,
+ * or the CLI's runtime aborted (SIGABRT, status 134) saying it could not allocate.
+ */
+function memoryFailure(title: string, result: SandboxedCommandResult, memoryMb: number): InvocationFailure | undefined {
+  const limit = `${memoryMb} MiB (AGENT_SANDBOX_MEMORY_MB=${memoryMb}; an operator's setting)`;
+  if (result.oomKilled) {
+    return {
+      message: `${title} was killed by the kernel: the run's processes together reached their memory limit of ${limit}.`,
+      code: 'budget_exceeded',
+    };
+  }
+  const aborted = result.exitCode === 134 || result.signal === 'SIGABRT';
+  if (!aborted || !(OUT_OF_MEMORY.test(result.output) || BUN_ABORT.test(result.output))) return undefined;
+  return {
+    message: `${title} ran out of memory: its runtime aborted (status 134) when it could not get more within the run's memory limit of ${limit}, which bounds the run's processes together and each one's data.`,
+    code: 'budget_exceeded',
+  };
 }
 
 function lastLines(output: string): string {
