@@ -27,6 +27,8 @@ FROM node:24-bookworm-slim AS runtime
 # bubblewrap sandbox (see docker-compose.yml for what the container needs for user namespaces).
 # e2fsprogs and mount: each run's filesystem of AGENT_WORKSPACE_MAX_BYTES (a loop-mounted ext4 image).
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap skopeo umoci e2fsprogs mount && rm -rf /var/lib/apt/lists/*
+# Listening beyond loopback, the API and the workers' metrics servers need METRICS_BEARER_TOKEN
+# (they refuse to start without it: docs/operations.md, Metrics).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
