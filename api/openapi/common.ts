@@ -267,8 +267,14 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
 
 /** `expires` and `signature` of a signed URL (downloads, transcript links). */
 export const signatureParameters = {
-  expires: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
-  signature: z.string().openapi({ description: 'From the signed URL, unchanged.' }),
+  expires: z
+    .string()
+    .regex(/^\d{1,12}$/)
+    .openapi({ description: 'From the signed URL, unchanged (unix seconds).' }),
+  signature: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{43}$/)
+    .openapi({ description: 'From the signed URL, unchanged.' }),
 };
 
 /** The `Idempotency-Key` request header of creates and follow-ups. */
