@@ -1,4 +1,3 @@
-import { LineCounter, parseDocument } from 'yaml';
 import { parseAgents } from './factory-file-agents';
 import {
   FACTORIES_DIR,
@@ -16,6 +15,7 @@ import {
   type FactoryFileResult,
 } from './factory-file-format';
 import { maxChars, requiredString, type Add } from './factory-file-values';
+import { parseYamlSource } from './factory-tree/yaml-source';
 
 /**
  * The FACTORY.md format: a factory defined in a repository, at
@@ -117,23 +117,15 @@ export function parseFactoryFile(content: string, filePath?: string): FactoryFil
 }
 
 function parseFrontMatter(source: string, add: Add): Record<string, unknown> | undefined {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false });
-  if (doc.errors.length) {
-    for (const error of doc.errors.slice(0, 10)) {
-      // +1: the front matter starts on the file's second line, after `---`.
-      const { line, col } = lineCounter.linePos(error.pos[0]);
-      add('front_matter', `YAML error at line ${line + 1}, column ${col}: ${error.message}`);
+  // The front matter starts on the file's second line, after `---`.
+  const parsed = parseYamlSource(source, 2);
+  if (!parsed.ok) {
+    for (const { position, message } of parsed.errors) {
+      add('front_matter', `YAML error at line ${position.line}, column ${position.column}: ${message}`);
     }
     return undefined;
   }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (err) {
-    add('front_matter', `YAML error: ${(err as Error).message}`);
-    return undefined;
-  }
+  const { value } = parsed;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     add('front_matter', 'must be a YAML mapping with name, description and agents');
     return undefined;

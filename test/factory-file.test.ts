@@ -174,7 +174,7 @@ test('no front matter, broken YAML and a front matter that is not a mapping are 
   expect(broken[0]!.path).toBe('front_matter');
   expect(broken[0]!.message).toMatch(/^YAML error at line \d+, column \d+: /);
   const duplicate = errorsOf(parseFactoryFile(frontMatter('name: a\nname: b')));
-  expect(duplicate[0]!.message).toContain('unique');
+  expect(duplicate[0]!.message).toContain('duplicate key "name"');
   expect(errorsOf(parseFactoryFile(frontMatter('- a\n- b')))).toEqual([
     { path: 'front_matter', message: 'must be a YAML mapping with name, description and agents' },
   ]);

@@ -11,6 +11,8 @@ export const DIAGNOSTIC_CODES = {
   fileTooLarge: 'FF_FILE_TOO_LARGE',
   invalidEncoding: 'FF_INVALID_ENCODING',
   yamlSyntax: 'FF_YAML_SYNTAX',
+  yamlLimit: 'FF_YAML_LIMIT',
+  parseLimit: 'FF_PARSE_LIMIT',
   missingFrontMatter: 'FF_MISSING_FRONT_MATTER',
   unsupportedSchemaVersion: 'FF_UNSUPPORTED_SCHEMA_VERSION',
   unknownField: 'FF_UNKNOWN_FIELD',

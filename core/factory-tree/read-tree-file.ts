@@ -27,7 +27,10 @@ function readable(content: string, report: Report): boolean {
 function parseYaml(text: string, firstLine: number, report: Report): ParsedYaml | undefined {
   const parsed = parseYamlSource(text, firstLine);
   if (!parsed.ok) {
-    for (const error of parsed.errors) report(DIAGNOSTIC_CODES.yamlSyntax, `YAML: ${error.message}`, error.position);
+    for (const error of parsed.errors) {
+      const code = error.limit ? DIAGNOSTIC_CODES.yamlLimit : DIAGNOSTIC_CODES.yamlSyntax;
+      report(code, `YAML: ${error.message}`, error.position);
+    }
     return undefined;
   }
   return parsed;

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { parseYamlSource } from '../../core/factory-tree/yaml-source';
 
 /** Where repositories keep skills, in the order they are searched. */
 export const SKILL_DIRS = ['.agents/skills', '.warp/skills', '.claude/skills', '.codex/skills', 'skills'] as const;
@@ -20,13 +20,14 @@ export class SkillFormatError extends Error {
 export function parseSkillFile(content: string, where: string): SkillFile {
   const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(content);
   if (!match) throw new SkillFormatError(`${where} has no YAML front matter (--- name/description ---)`);
-  let meta: unknown;
-  try {
-    meta = parseYaml(match[1]!);
-  } catch (err) {
-    throw new SkillFormatError(`${where} has invalid front matter: ${(err as Error).message}`);
+  const meta = parseYamlSource(match[1]!, 2);
+  if (!meta.ok) {
+    const { position, message } = meta.errors[0]!;
+    throw new SkillFormatError(
+      `${where} has invalid front matter: line ${position.line}, column ${position.column}: ${message}`,
+    );
   }
-  const { name, description } = (meta ?? {}) as { name?: unknown; description?: unknown };
+  const { name, description } = (meta.value ?? {}) as { name?: unknown; description?: unknown };
   if (typeof name !== 'string' || !name.trim())
     throw new SkillFormatError(`${where} has no \`name\` in its front matter`);
   if (typeof description !== 'string' || !description.trim()) {

@@ -300,7 +300,7 @@ test('input nobody authenticated buys a bounded answer: at most 50 diagnostics a
   expect(validateFactoryTree(tree(many), allowAll).validation.diagnostics.length).toBeLessThanOrEqual(200 + 13);
 });
 
-test('an alias bomb is a YAML error, and keys like __proto__ are unknown fields, never properties', () => {
+test('an alias bomb is beyond the YAML limits, and keys like __proto__ are unknown fields, never properties', () => {
   const bomb = [
     'a: &a [x, x, x, x, x, x, x, x, x, x]',
     ...Array.from({ length: 8 }, (_, i) => {
@@ -309,7 +309,7 @@ test('an alias bomb is a YAML error, and keys like __proto__ are unknown fields,
     }),
   ].join('\n');
   expect(codes(tree({ 'factory.yaml': `${bomb}\nname: team\ndescription: x\n` })).map((d) => d.code)).toEqual([
-    'FF_YAML_SYNTAX',
+    'FF_YAML_LIMIT',
   ]);
   const polluting = validateFactoryTree(
     tree({ 'factory.yaml': 'name: team\ndescription: x\n__proto__: {polluted: true}\nconstructor: 1\n' }),
