@@ -6,8 +6,7 @@ import { recordFileArtifact } from '../../db/artifacts';
 import { recordExternalReference } from '../../db/external-references';
 import { appendRunEvent, recordedEventKeys, type StoredRunEvent } from '../../db/run-events';
 import type { StepRun } from '../../db/run-step-reads';
-import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
-import { servedModelProblem } from '../../services/platform/model-list';
+import { servedModelIds } from '../../services/platform/model-list';
 import type { AgentStepOutcome, OrchestrationCall } from '../../workflows/run-contract';
 import type { ActivityDeps } from '../deps';
 import type { ToolCall } from '../model/types';
@@ -142,8 +141,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
             files,
             workspacePath: processes.workspacePath,
             repositories: workspaceRepositories(workspace),
-            allowedSkill: (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
-            modelProblem: (modelId) => servedModelProblem(config, modelId),
+            checks: { gitAllowedOwners: config.workspace.gitAllowedOwners, servedModels: servedModelIds(config) },
             outputLimitBytes: config.agent.toolOutputLimitBytes,
             signal: ctx.cancellationSignal,
           }),

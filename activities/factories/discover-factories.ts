@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { checkFactoryFile, FACTORIES_DIR, FACTORY_FILE_NAME, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
+import { FACTORIES_DIR, FACTORY_FILE_NAME, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
 import type { Environment } from '../../db/environments';
 import {
   syncFileFactories,
@@ -10,7 +10,7 @@ import {
 import type { RunEventPayloads } from '../../core/run-events';
 import { appendRunEvent } from '../../db/run-events';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
-import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { checkUntrustedFactoryFile, type FactoryFileChecks } from '../../services/untrusted-parse/untrusted-parser';
 import { discoverFactoryTrees } from './discover-factory-trees';
 
 /** Factory directories read per repository; more is a mistake, not a factory. */
@@ -20,14 +20,14 @@ export const MAX_FACTORY_DIRS = 100;
  * Reads and parses every `.agents/factories/<name>/FACTORY.md` of a repository in the workspace,
  * and every factory tree (`factory.yaml` with `agents/<agent>/agent.md`, discover-factory-trees.ts),
  * through the run's sandbox (the bytes are the repository's: untrusted, size-capped, no symlink
- * followed). `allowedSkill` says whether this service may load an agent's skill.
+ * followed), each in the parse child. `checks` say whose skills this service may load
+ * (GIT_ALLOWED_OWNERS) and which models it serves.
  */
 export async function discoverFactoryFiles(
   files: WorkspaceFiles,
   repoDir: string,
   repository: string,
-  allowedSkill: (spec: string) => boolean,
-  modelProblem: (modelId: string) => string | undefined,
+  checks: FactoryFileChecks,
 ): Promise<{ found: FoundFactoryFile[]; skipped: SkippedFactoryFile[] }> {
   const found: FoundFactoryFile[] = [];
   const skipped: SkippedFactoryFile[] = [];
@@ -45,11 +45,18 @@ export async function discoverFactoryFiles(
       skipped.push({ repository, path: entry.path, errors: [{ path: 'file', message: entry.error ?? 'unreadable' }] });
       continue;
     }
-    const checked = checkFactoryFile(entry.content, entry.path, allowedSkill, modelProblem);
+    const checked = await checkUntrustedFactoryFile(entry.content, entry.path, checks);
     if (checked.valid) found.push({ repository, path: entry.path, factory: checked.factory });
     else skipped.push({ repository, path: entry.path, errors: checked.errors });
   }
-  const trees = await discoverFactoryTrees(files, repoDir, repository, allowedSkill, markdownDirs, MAX_FACTORY_DIRS);
+  const trees = await discoverFactoryTrees(
+    files,
+    repoDir,
+    repository,
+    checks.gitAllowedOwners,
+    markdownDirs,
+    MAX_FACTORY_DIRS,
+  );
   return { found: [...found, ...trees.found], skipped: [...skipped, ...trees.skipped] };
 }
 
@@ -62,9 +69,8 @@ export async function recordEnvironmentFactories(input: {
   dataSource: DataSource;
   files: WorkspaceFiles;
   env: Environment;
-  gitAllowedOwners: readonly string[] | undefined;
-  /** Why a model id cannot be served here (services/platform/model-list.ts `servedModelProblem`). */
-  modelProblem: (modelId: string) => string | undefined;
+  /** Whose skills and which models the factories may name. */
+  checks: FactoryFileChecks;
   runId: string;
   turn: number;
   /** Tells provisionings of one turn apart in the notices' keys. */
@@ -75,13 +81,7 @@ export async function recordEnvironmentFactories(input: {
   const skipped: SkippedFactoryFile[] = [];
   for (const repo of env.config.github_repos ?? []) {
     const repository = `${repo.owner}/${repo.repo}`;
-    const discovered = await discoverFactoryFiles(
-      input.files,
-      repo.repo,
-      repository,
-      (spec) => isSkillSpecAllowed(input.gitAllowedOwners, spec),
-      input.modelProblem,
-    );
+    const discovered = await discoverFactoryFiles(input.files, repo.repo, repository, input.checks);
     found.push(...discovered.found);
     skipped.push(...discovered.skipped);
   }

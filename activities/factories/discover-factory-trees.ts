@@ -1,8 +1,9 @@
 import { FACTORIES_DIR, MAX_FACTORY_AGENTS, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
 import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
 import { diagnosticPlace } from '../../core/factory-tree/diagnostics';
-import { validateFactoryTree, type TreeFile } from '../../core/factory-tree/validate-tree';
+import type { TreeFile } from '../../core/factory-tree/validate-tree';
 import type { FoundFactoryFile, SkippedFactoryFile } from '../../db/factories';
+import { validateUntrustedTree } from '../../services/untrusted-parse/untrusted-parser';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 
 /**
@@ -15,7 +16,7 @@ export async function discoverFactoryTrees(
   files: WorkspaceFiles,
   repoDir: string,
   repository: string,
-  allowedSkill: (spec: string) => boolean,
+  gitAllowedOwners: readonly string[] | undefined,
   markdownDirs: ReadonlySet<string>,
   maxDirs: number,
 ): Promise<{ found: FoundFactoryFile[]; skipped: SkippedFactoryFile[] }> {
@@ -54,7 +55,7 @@ export async function discoverFactoryTrees(
     }
     const tree: TreeFile[] = [{ path: root.path, content: root.content }];
     for (const entry of agentEntries) tree.push({ path: entry.path, content: entry.content! });
-    const { validation, factory } = validateFactoryTree(tree, allowedSkill);
+    const { validation, factory } = await validateUntrustedTree(tree, gitAllowedOwners);
     if (factory) {
       found.push({ repository, path: root.path, factory });
       continue;

@@ -1,13 +1,13 @@
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import path from 'node:path';
 import {
-  parseSkillFile,
   SKILL_DIRS,
   SkillFormatError,
   SkillNotFoundError,
   type SkillFile,
   type SkillSpec,
 } from '../../services/skills/skill-files';
+import { parseUntrustedSkillFile } from '../../services/untrusted-parse/untrusted-parser';
 
 export interface DiscoveredSkill extends SkillFile {
   /** Path of SKILL.md inside its repository. */
@@ -41,7 +41,7 @@ export async function discoverSkillFiles(
   const seen = new Set<string>();
   for (const { skillPath, content } of await files.skillFiles(repoDir, SKILL_DIRS)) {
     try {
-      const skill = parseSkillFile(content, skillPath);
+      const skill = await parseUntrustedSkillFile(content, skillPath);
       if (seen.has(skill.name)) continue;
       seen.add(skill.name);
       skills.push({ ...skill, skillPath, repoDir });
@@ -64,7 +64,7 @@ export async function findSkillInRepo(
   for (const skillPath of candidates) {
     if (path.posix.normalize(skillPath).startsWith('..')) continue;
     const content = await files.read(path.posix.join(repoDir, skillPath), 1024 * 1024).catch(() => undefined);
-    if (content !== undefined) return { ...parseSkillFile(content, specText), skillPath, repoDir };
+    if (content !== undefined) return { ...(await parseUntrustedSkillFile(content, specText)), skillPath, repoDir };
   }
   throw new SkillNotFoundError(
     `Skill ${specText} not found: looked for ${candidates.join(', ')} in ${spec.owner}/${spec.repo}.`,

@@ -2,7 +2,6 @@ import path from 'node:path';
 import type { EntityManager } from 'typeorm';
 import type { StepRun } from '../../db/run-step-reads';
 import {
-  checkFactoryFile,
   FACTORIES_DIR,
   FACTORY_FILE_NAME,
   MAX_FACTORY_AGENTS,
@@ -12,11 +11,15 @@ import {
 } from '../../core/factory-file';
 import { diagnosticPlace } from '../../core/factory-tree/diagnostics';
 import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
-import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
 import { hasLoadedBundledSkill } from '../../db/run-events';
 import type { ToolSpec } from '../model/types';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import { FACTORY_FILES_SKILL } from '../../services/skills/bundled-skills';
+import {
+  checkUntrustedFactoryFile,
+  validateUntrustedTree,
+  type FactoryFileChecks,
+} from '../../services/untrusted-parse/untrusted-parser';
 import type { ToolOutcome } from './builtin-tools';
 import { capText } from './output-capture';
 import { traceToolCall } from './traced-tool-call';
@@ -74,10 +77,8 @@ export interface FactoryFileToolContext {
   workspacePath: string;
   /** The git repositories of the workspace, relative to it ('' for the workspace itself). */
   repositories: readonly string[];
-  /** Whether this service may load an agent's skill (GIT_ALLOWED_OWNERS). */
-  allowedSkill: (spec: string) => boolean;
-  /** Why a model id cannot be served here (services/platform/model-list.ts `servedModelProblem`). */
-  modelProblem: (modelId: string) => string | undefined;
+  /** The skill owners this service may load (GIT_ALLOWED_OWNERS; undefined: every owner) and the models it serves. */
+  checks: FactoryFileChecks;
   outputLimitBytes: number;
   signal: AbortSignal;
 }
@@ -107,7 +108,7 @@ export function runValidateFactoryFile(
     }
     const where = locate(ctx, requested);
     // Decoded as discovery decodes it: a stray byte becomes U+FFFD, a NUL is reported.
-    const checked = checkFactoryFile(bytes.toString('utf8'), where.repoPath, ctx.allowedSkill, ctx.modelProblem);
+    const checked = await checkUntrustedFactoryFile(bytes.toString('utf8'), where.repoPath, ctx.checks);
     const text = checked.valid ? describeValid(checked.factory, where) : describeInvalid(checked.errors, where);
     return { output: capText(text, ctx.outputLimitBytes), isError: false };
   });
@@ -141,12 +142,12 @@ async function validateTree(requested: string, ctx: FactoryFileToolContext): Pro
   const where = locate(ctx, requested);
   // The tree's files as discovery names them: inside the repository that holds them.
   const inRepo = (file: string) => where.repoPath.slice(0, -FACTORY_YAML.length) + file.slice(dir.length + 1);
-  const { validation, factory } = validateFactoryTree(
+  const { validation, factory } = await validateUntrustedTree(
     [
       { path: where.repoPath, content: root.toString('utf8') },
       ...agents.map((entry) => ({ path: inRepo(entry.path), content: entry.content! })),
     ],
-    ctx.allowedSkill,
+    ctx.checks.gitAllowedOwners,
   );
   const text = factory
     ? describeValid(factory, where)

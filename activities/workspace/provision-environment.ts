@@ -23,7 +23,7 @@ import { workspaceDir } from './workspace-paths';
 import { createWriteAttachments } from './write-attachments';
 import { createCheckpointStep } from '../checkpoints/checkpoint-step';
 import { createRestoreRunFiles } from '../checkpoints/restore-run-files';
-import { servedModelProblem } from '../../services/platform/model-list';
+import { servedModelIds } from '../../services/platform/model-list';
 
 export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceContext) {
   const { dataSource, config, workspaceQueue, sandbox } = deps;
@@ -83,8 +83,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
         dataSource,
         files: workspaceFiles(processes),
         env,
-        gitAllowedOwners: config.workspace.gitAllowedOwners,
-        modelProblem: (modelId) => servedModelProblem(config, modelId),
+        checks: { gitAllowedOwners: config.workspace.gitAllowedOwners, servedModels: servedModelIds(config) },
         runId,
         turn,
         attemptKey: ctx.info.activityId,

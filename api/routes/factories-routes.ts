@@ -1,9 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
-import { servedModelProblem } from '../../services/platform/model-list';
 import type { Config } from '../../core/config';
-import { checkFactoryFile } from '../../core/factory-file';
 import { findEnvironment } from '../../db/environments';
 import {
   createFactory,
@@ -16,6 +13,8 @@ import {
 } from '../../db/factories';
 import { invalid, notFound } from '../../core/api-error';
 import { fileFactoryConflict } from '../../services/factories/factory-membership';
+import { checkUntrustedFactoryFile } from '../../services/untrusted-parse/untrusted-parser';
+import { servedModelIds } from '../../services/platform/model-list';
 import { toFactoryItem } from '../factory-item';
 import { principalOf } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
@@ -56,15 +55,13 @@ export function createFactoriesRouter({ config, dataSource }: { config: Config; 
     return ctx.method === 'POST' ? next() : undefined;
   });
 
-  router.post('/agent/factories/validate', (ctx) => {
+  router.post('/agent/factories/validate', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(factoryValidateBodySchema, ctx.state.body);
-    ctx.body = checkFactoryFile(
-      body.content,
-      body.path,
-      (spec) => isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
-      (modelId) => servedModelProblem(config, modelId),
-    );
+    ctx.body = await checkUntrustedFactoryFile(body.content, body.path, {
+      gitAllowedOwners: config.workspace.gitAllowedOwners,
+      servedModels: servedModelIds(config),
+    });
   });
 
   router.post('/agent/factories', async (ctx) => {

@@ -10,9 +10,8 @@ import {
   isFactorySchemaVersion,
   type FactorySchemaVersion,
 } from '../../core/factory-tree/schema-documents';
-import { validateFactoryTree } from '../../core/factory-tree/validate-tree';
 import { factoryTreeValidateBodySchema, MAX_TREE_BODY_BYTES } from '../../core/schemas/factory-files-schemas';
-import { isSkillSpecAllowed } from '../../services/skills/bundled-skills';
+import { validateUntrustedTree } from '../../services/untrusted-parse/untrusted-parser';
 import { createClientAddressLimit } from '../middleware/client-address-limit';
 import { jsonBody } from '../middleware/json-body';
 import { rejectQueryParameters, validate } from '../validate';
@@ -61,12 +60,10 @@ export function createFactoryFilesRouter({ config }: { config: Config }): Router
     await next();
   };
   // Counted before the body is read: parsing YAML is the expensive part.
-  router.post('/validate', countValidation, jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), (ctx) => {
+  router.post('/validate', countValidation, jsonBody({ maxBytes: MAX_TREE_BODY_BYTES }), async (ctx) => {
     rejectQueryParameters(ctx.query);
     const { files } = validate(factoryTreeValidateBodySchema, ctx.state.body);
-    ctx.body = validateFactoryTree(files, (spec) =>
-      isSkillSpecAllowed(config.workspace.gitAllowedOwners, spec),
-    ).validation;
+    ctx.body = (await validateUntrustedTree(files, config.workspace.gitAllowedOwners)).validation;
   });
 
   return router;

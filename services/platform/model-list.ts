@@ -90,10 +90,14 @@ export function assertServedModel(config: Config, modelId: string, field: string
 
 /** Why `modelId` cannot be served here, in words that say what to send instead; undefined when it can. */
 export function servedModelProblem(config: Config, modelId: string): string | undefined {
+  return modelProblemAmong(servedModelIds(config), modelId);
+}
+
+/** servedModelProblem against a list of served models (servedModelIds), as plain data: what the parse child is given. */
+export function modelProblemAmong(served: readonly string[], modelId: string): string | undefined {
   if (!isKnownModelProvider(modelId)) {
     return `this service has no provider "${modelProviderOf(modelId)}"; use ${MODEL_PROVIDERS.map((p) => `\`${p}/<model>\``).join(' or ')}`;
   }
-  const served = servedModelIds(config);
   if (served.includes(modelId)) return undefined;
   return (
     `this service does not serve the model "${modelId}"; it serves ${served.map((id) => `\`${id}\``).join(', ')} ` +
