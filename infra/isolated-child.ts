@@ -57,121 +57,145 @@ interface Pending {
  * this process alive, and exits when this process does (its IPC channel closes).
  */
 export function createIsolatedChild(options: IsolatedChildOptions): IsolatedChild {
-  const { deadlineMs, maxOldSpaceMb } = options;
-  const failure = (reason: IsolatedChildError['reason'], message: string) =>
-    new IsolatedChildError(reason, message, { deadlineMs, maxOldSpaceMb });
-  const queue: Pending[] = [];
-  let child: ChildProcess | undefined;
-  let ready = false;
-  let current: (Pending & { id: number }) | undefined;
-  let nextId = 1;
-  let timer: NodeJS.Timeout | undefined;
-  let killedFor: IsolatedChildError | undefined;
-  let stderr = '';
+  return new OneChild(options);
+}
 
-  const kill = (why: IsolatedChildError) => {
-    if (!child) return;
-    killedFor ??= why;
-    child.kill('SIGKILL');
-  };
-  const arm = (ms: number, why: () => IsolatedChildError) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => kill(why()), ms);
-  };
-  const idle = () => {
-    clearTimeout(timer);
-    child?.unref();
-    child?.channel?.unref();
-  };
+class OneChild implements IsolatedChild {
+  private readonly queue: Pending[] = [];
+  private child: ChildProcess | undefined;
+  private ready = false;
+  private current: (Pending & { id: number }) | undefined;
+  private nextId = 1;
+  private timer: NodeJS.Timeout | undefined;
+  private killedFor: IsolatedChildError | undefined;
+  private lastWords: () => string | undefined = () => undefined;
 
-  const pump = () => {
-    if (current || queue.length === 0) return;
-    if (!child) child = start();
-    if (!ready) return;
-    current = { ...queue.shift()!, id: nextId++ };
-    child.ref();
-    child.channel?.ref();
-    arm(options.deadlineMs, () => failure('timeout', `ran past its deadline of ${options.deadlineMs} ms`));
-    child.send({ id: current.id, job: current.job, input: current.input } satisfies JobRequest);
-  };
+  constructor(private readonly options: IsolatedChildOptions) {}
 
-  const onMessage = (message: JobReply) => {
+  run(job: string, input: unknown): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job, input, resolve, reject });
+      this.pump();
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  close(): void {
+    const error = this.failure('exited', 'the child process was closed');
+    for (const job of this.queue.splice(0)) job.reject(error);
+    this.kill(error);
+  }
+
+  /** Sends the next job once the child is ready, starting a child first if none runs. */
+  private pump(): void {
+    if (this.current || this.queue.length === 0) return;
+    this.child ??= this.start();
+    if (!this.ready) return;
+    const current = { ...this.queue.shift()!, id: this.nextId++ };
+    this.current = current;
+    this.child.ref();
+    this.child.channel?.ref();
+    const { deadlineMs } = this.options;
+    this.arm(deadlineMs, () => this.failure('timeout', `ran past its deadline of ${deadlineMs} ms`));
+    this.child.send({ id: current.id, job: current.job, input: current.input } satisfies JobRequest);
+  }
+
+  private onMessage(message: JobReply): void {
     if ('ready' in message) {
-      ready = true;
-      idle();
-    } else if (current && message.id === current.id) {
-      const { resolve, reject } = current;
-      current = undefined;
-      idle();
+      this.ready = true;
+      this.idle();
+    } else if (this.current && message.id === this.current.id) {
+      const { resolve, reject } = this.current;
+      this.current = undefined;
+      this.idle();
       if (message.ok) resolve(message.output);
       else reject(new Error(message.message));
     }
-    pump();
-  };
+    this.pump();
+  }
 
-  const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+  private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-    const said = lastWords(stderr);
-    const error = killedFor ?? failure('exited', `the child process ${how}${said ? ` (${said})` : ''}`);
-    clearTimeout(timer);
+    const said = this.lastWords();
+    const error = this.killedFor ?? this.failure('exited', `the child process ${how}${said ? ` (${said})` : ''}`);
+    clearTimeout(this.timer);
     // Jobs that never reached a child that could not start would only start it again, and again.
-    const failed = ready ? (current ? [current] : []) : [...(current ? [current] : []), ...queue.splice(0)];
-    child = undefined;
-    ready = false;
-    current = undefined;
-    killedFor = undefined;
+    const failed = [...(this.current ? [this.current] : []), ...(this.ready ? [] : this.queue.splice(0))];
+    this.child = undefined;
+    this.ready = false;
+    this.current = undefined;
+    this.killedFor = undefined;
     for (const job of failed) job.reject(error);
-    pump();
-  };
+    this.pump();
+  }
 
-  const start = (): ChildProcess => {
-    const node = [
-      `--max-old-space-size=${options.maxOldSpaceMb}`,
-      `--stack-size=${options.stackSizeKb}`,
-      ...(path.extname(options.entry) === '.ts' ? ['--import', tsxLoader()] : []),
-      options.entry,
-    ];
-    // Through sh only to turn core dumps off: V8 aborts on an exhausted heap or stack, and a
-    // dump of each death an input causes could fill a disk.
-    const started = spawn('/bin/sh', ['-c', 'ulimit -c 0 && exec "$@"', 'sh', process.execPath, ...node], {
-      // None of this process's environment (its secrets): the child only reads what it is sent.
-      env: {},
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'json',
-    });
-    stderr = '';
-    started.stderr!.setEncoding('utf8');
-    started.stderr!.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-8192)));
-    (started.stderr as Socket).unref();
-    started.on('message', (message) => onMessage(message as JobReply));
+  private start(): ChildProcess {
+    const child = spawnChild(this.options);
+    this.lastWords = keepLastWords(child);
+    child.on('message', (message) => this.onMessage(message as JobReply));
     // Once its stderr is read to the end too: what it said before it died is part of the error.
-    started.on('close', onExit);
+    child.on('close', (code, signal) => this.onExit(code, signal));
     // An error sending to a child that just died: its exit says what happened.
-    started.on('error', () => kill(failure('exited', 'the child process could not be reached')));
-    arm(options.startDeadlineMs ?? 60_000, () => failure('exited', 'the child process did not start in time'));
-    return started;
-  };
+    child.on('error', () => this.kill(this.failure('exited', 'the child process could not be reached')));
+    const startDeadlineMs = this.options.startDeadlineMs ?? 60_000;
+    this.arm(startDeadlineMs, () => this.failure('exited', 'the child process did not start in time'));
+    return child;
+  }
 
-  return {
-    run: (job, input) =>
-      new Promise((resolve, reject) => {
-        queue.push({ job, input, resolve, reject });
-        pump();
-      }),
-    get pid() {
-      return child?.pid;
-    },
-    close: () => {
-      const error = failure('exited', 'the child process was closed');
-      for (const job of queue.splice(0)) job.reject(error);
-      kill(error);
-    },
-  };
+  private kill(why: IsolatedChildError): void {
+    if (!this.child) return;
+    this.killedFor ??= why;
+    this.child.kill('SIGKILL');
+  }
+
+  private arm(ms: number, why: () => IsolatedChildError): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kill(why()), ms);
+  }
+
+  /** No job runs: nothing here waits for the child, so it keeps no process alive. */
+  private idle(): void {
+    clearTimeout(this.timer);
+    this.child?.unref();
+    this.child?.channel?.unref();
+  }
+
+  private failure(reason: IsolatedChildError['reason'], message: string): IsolatedChildError {
+    const { deadlineMs, maxOldSpaceMb } = this.options;
+    return new IsolatedChildError(reason, message, { deadlineMs, maxOldSpaceMb });
+  }
 }
 
-/** What a child said as it died: V8's `FATAL ERROR` line (heap, stack), or the error it stopped with. */
-function lastWords(stderr: string): string | undefined {
-  return /^(?:FATAL ERROR|\w*Error\b).*$/m.exec(stderr)?.[0].slice(0, 300);
+/** `node` with the child's limits, through sh only to turn core dumps off. */
+function spawnChild(options: IsolatedChildOptions): ChildProcess {
+  const node = [
+    `--max-old-space-size=${options.maxOldSpaceMb}`,
+    `--stack-size=${options.stackSizeKb}`,
+    ...(path.extname(options.entry) === '.ts' ? ['--import', tsxLoader()] : []),
+    options.entry,
+  ];
+  // V8 aborts on an exhausted heap or stack: a dump of each death an input causes could fill a disk.
+  return spawn('/bin/sh', ['-c', 'ulimit -c 0 && exec "$@"', 'sh', process.execPath, ...node], {
+    // None of this process's environment (its secrets): the child only reads what it is sent.
+    env: {},
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    serialization: 'json',
+  });
+}
+
+/**
+ * Keeps the end of what the child writes to stderr, and returns what it said as it died: V8's
+ * `FATAL ERROR` line (heap, stack), or the error it stopped with.
+ */
+function keepLastWords(child: ChildProcess): () => string | undefined {
+  let tail = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => (tail = (tail + chunk).slice(-8192)));
+  (child.stderr as Socket).unref();
+  return () => /^(?:FATAL ERROR|\w*Error\b).*$/m.exec(tail)?.[0].slice(0, 300);
 }
 
 /** tsx's loader, by its file URL: `--import tsx` would resolve from the working directory. */
