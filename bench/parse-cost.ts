@@ -31,6 +31,10 @@ const TREES: Record<string, TreeFile[] & { huge?: true }> = {
   '250 KiB factory.yaml of 25,000 keys': Object.assign([{ path: 'factory.yaml', content: huge['many keys']! }], {
     huge: true as const,
   }),
+  '250 KiB factory.yaml of 250,000 unmatched ] (a YAML error each)': Object.assign(
+    [{ path: 'factory.yaml', content: ']'.repeat(250_000) }],
+    { huge: true as const },
+  ),
   '250 KiB factory.yaml of one 128,000-item list': Object.assign(
     [{ path: 'factory.yaml', content: huge['one flow list']! }],
     { huge: true as const },

@@ -39,6 +39,7 @@ export function deepInputs(levels = 5_000): Record<string, string> {
     'after a multi-line plain scalar with a quote': `x: a\n  'b\ny: ${'['.repeat(levels)}\nz: '`,
     'a second document': `a: 1\n---\nb: ${'['.repeat(levels)}`,
     'CRLF lines': staircase((i) => `${' '.repeat(i)}k${i}:`, '\r\n'),
+    'unclosed flows continued on indented lines': unclosedFlows('\n '),
   };
 }
 
@@ -50,7 +51,13 @@ export const SHALLOW_LOOKALIKES: Record<string, string> = {
   'brackets in a block scalar': `name: x\ndescription: |\n  ${'['.repeat(5_000)}\n  ${'- '.repeat(2_000)}\n`,
   'brackets in a plain scalar': `name: x\ndescription: it's ${'['.repeat(10)} plain`,
   'dashes in a plain scalar': `name: x\ndescription: a ${'- '.repeat(5_000)}b`,
+  // The lexer ends a flow collection that the next line is not indented into: no line nests in another.
+  'unclosed flows, each ended by the next line': unclosedFlows('\n', 50),
 };
+
+function unclosedFlows(separator: string, lines = 200): string {
+  return Array.from({ length: lines }, (_, i) => `a${i}: ${'['.repeat(60)}`).join(separator);
+}
 
 /** Large and flat: every key once (a pairwise key check is quadratic), a long list, a long line. */
 export function hugeInputs(bytes = 250 * 1024): Record<string, string> {
