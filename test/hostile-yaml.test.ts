@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DIAGNOSTIC_CODES } from '../core/factory-tree/diagnostics';
 import { parseChild } from '../services/untrusted-parse/untrusted-parser';
 import {
@@ -5,6 +6,7 @@ import {
   DEEP_FLOW,
   DEEP_FRONT_MATTER,
   deepInputs,
+  hostileMarkdown,
   hugeInputs,
   seededRandom,
   SHALLOW_LOOKALIKES,
@@ -65,19 +67,24 @@ test("the issue's requests, again and again: each a 200 naming the limit, and th
   expect((await ctx.api.post(VALIDATE).send({ files: TREE })).body.valid).toBe(true);
 });
 
-test('every hostile input of the fuzz test, as a factory.yaml and as front matter: a 200 with diagnostics, never a 500', async () => {
+test('every hostile input of the fuzz test, as a factory.yaml, as front matter and as an agent.md: a 200 with diagnostics, never a 500', async () => {
   const random = seededRandom(42);
   const inputs = [
     ...Object.values({ ...deepInputs(), ...SHALLOW_LOOKALIKES, ...hugeInputs(100 * 1024) }),
     ...Array.from({ length: 20 }, () => yamlSoup(random, 1 + Math.floor(random() * 8192))),
   ];
-  for (const yaml of inputs) {
-    const res = await ctx.api.post(VALIDATE).send({
-      files: [
-        { path: 'factory.yaml', content: yaml },
-        { path: 'agents/a/agent.md', content: `---\n${yaml}\n---\nThe prompt.\n` },
-      ],
-    });
+  const trees = [
+    ...inputs.map((yaml) => [
+      { path: 'factory.yaml', content: yaml },
+      { path: 'agents/a/agent.md', content: `---\n${yaml}\n---\nThe prompt.\n` },
+    ]),
+    ...Object.values(hostileMarkdown(100 * 1024)).map((markdown) => [
+      TREE[0]!,
+      { path: 'agents/a/agent.md', content: markdown },
+    ]),
+  ];
+  for (const files of trees) {
+    const res = await ctx.api.post(VALIDATE).send({ files });
     expect(res.status).toBe(200);
     const diagnostics = res.body.diagnostics as { code: string; message: string }[];
     expect(diagnostics.length).toBeGreaterThan(0);
@@ -114,4 +121,42 @@ test('a parse child killed between requests is started again: the next request i
   expect(res.body.valid).toBe(true);
   expect(parseChild().pid).toEqual(expect.any(Number));
   expect(parseChild().pid).not.toBe(pid);
+});
+
+test('a parse child killed while it parses a request: that request is answered FF_PARSE_LIMIT, the next one as before', async () => {
+  expect((await ctx.api.post(VALIDATE).send({ files: TREE })).body.valid).toBe(true);
+  const pid = parseChild().pid!;
+  // Four files of 250,000 YAML errors each: seconds of parsing, long enough to be caught at it.
+  const slow = ['factory.yaml', 'agents/a/agent.md', 'agents/b/agent.md', 'agents/c/agent.md'].map((path, i) => ({
+    path,
+    content: i === 0 ? ']'.repeat(250_000) : `---\n${']'.repeat(249_990)}\n---\n`,
+  }));
+  const cpuTicks = () => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[11]);
+  const before = cpuTicks();
+  const answer = ctx.api
+    .post(VALIDATE)
+    .send({ files: slow })
+    .then((res) => res);
+  await waitFor(
+    async () => cpuTicks(),
+    (ticks) => ticks > before + 20,
+    'the parse child to be parsing the request',
+  );
+  process.kill(pid, 'SIGKILL');
+  const res = await answer;
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({
+    valid: false,
+    diagnostics: [
+      {
+        code: 'FF_PARSE_LIMIT',
+        path: 'factory.yaml',
+        message: expect.stringMatching(
+          /^the tree could not be parsed within this service's limits: its parser stopped/,
+        ),
+      },
+    ],
+    validation_scope: { parser: 'not_run' },
+  });
+  expect((await ctx.api.post(VALIDATE).send({ files: TREE })).body.valid).toBe(true);
 });

@@ -79,6 +79,20 @@ export function hugeInputs(bytes = 250 * 1024): Record<string, string> {
   };
 }
 
+/** Whole agent.md, FACTORY.md or SKILL.md files built to trip the patterns that find a front matter. */
+export function hostileMarkdown(bytes = 250 * 1024): Record<string, string> {
+  const fill = (unit: string) => unit.repeat(Math.floor(bytes / unit.length));
+  return {
+    'never closed, and many lines starting ---': `---\n${fill('a\n---x')}`,
+    'never closed, --- and blanks before a letter': `---\n${fill(`\n---${' \t'.repeat(20)}x`)}`,
+    'carriage returns and dashes': `---\n${fill('\r\r\n-')}`,
+    'a prompt of --- lines': `---\nagent_type: FOREMAN\n---\n${fill('---\n')}`,
+    'only dashes': fill('-'),
+    'front matter after front matter': fill('---\nagent_type: FOREMAN\n'),
+    'a prompt of brackets': `---\nagent_type: FOREMAN\n---\n${fill('[{')}`,
+  };
+}
+
 /** A seeded generator (mulberry32): the same soup on every run, so a failure can be replayed. */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

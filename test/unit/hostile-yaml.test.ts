@@ -8,6 +8,7 @@ import {
   DEEP_FLOW,
   DEEP_FRONT_MATTER,
   deepInputs,
+  hostileMarkdown,
   hugeInputs,
   seededRandom,
   SHALLOW_LOOKALIKES,
@@ -118,6 +119,22 @@ test.each(Object.entries(hugeInputs(128 * 1024)))(
   (_, yaml) => {
     expect(yaml.length).toBeLessThan(256 * 1024);
     expectComposed(throughEveryParser(yaml));
+  },
+);
+
+test.each(Object.entries(hostileMarkdown(128 * 1024)))(
+  'markdown built to trip the front matter patterns (%s): an answer from every parser',
+  (_, markdown) => {
+    const { diagnostics } = validateFactoryTree(
+      [
+        { path: 'factory.yaml', content: 'name: team\ndescription: x\n' },
+        { path: 'agents/lead/agent.md', content: markdown },
+      ],
+      allowAll,
+    ).validation;
+    expect(diagnostics.length).toBeGreaterThan(0);
+    expect(parseFactoryFile(markdown).ok).toBe(false);
+    expect(() => parseSkillFile(markdown, 'SKILL.md')).toThrow(SkillFormatError);
   },
 );
 
