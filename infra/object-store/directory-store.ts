@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, type Dirent } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -49,7 +49,9 @@ export class DirectoryObjectStore implements ObjectStore {
 
   private async *walk(dir: string, prefix: string): AsyncIterable<StoredObject> {
     const entries = await readdir(path.join(this.root, dir), { withFileTypes: true }).catch(absent);
-    for (const entry of (entries ?? []).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    // Key order: a directory's keys all go on with `/`, so `a/x` sorts as `a/`, after `a-b`.
+    const sortName = (e: Dirent) => (e.isDirectory() ? `${e.name}/` : e.name);
+    for (const entry of (entries ?? []).sort((a, b) => (sortName(a) < sortName(b) ? -1 : 1))) {
       const key = dir ? `${dir}/${entry.name}` : entry.name;
       if (!(key.startsWith(prefix) || prefix.startsWith(`${key}/`))) continue;
       if (entry.isDirectory()) {

@@ -24,7 +24,7 @@ export function objectStoreConformance(name: string, make: () => Promise<ObjectS
 
     test('list by prefix in key order, and delete (missing keys are no error)', async () => {
       const prefix = `conformance/${Math.random().toString(36).slice(2)}`;
-      const keys = [`${prefix}/b`, `${prefix}/a/2`, `${prefix}/a/1`, `${prefix}-not/x`];
+      const keys = [`${prefix}/b`, `${prefix}/a/2`, `${prefix}/a/1`, `${prefix}/a-b`, `${prefix}-not/x`];
       for (const key of keys) await store.put(key, Buffer.from(key));
       const listed: string[] = [];
       for await (const object of store.list(`${prefix}/`)) {
@@ -32,9 +32,24 @@ export function objectStoreConformance(name: string, make: () => Promise<ObjectS
         expect(Number.isFinite(object.modifiedAt.getTime())).toBe(true);
         listed.push(object.key);
       }
-      expect(listed).toEqual([`${prefix}/a/1`, `${prefix}/a/2`, `${prefix}/b`]);
+      expect(listed).toEqual([`${prefix}/a-b`, `${prefix}/a/1`, `${prefix}/a/2`, `${prefix}/b`]);
       await store.delete([...keys, `${prefix}/never-written`]);
       for (const key of keys) expect(await store.has(key)).toBe(false);
+    });
+
+    test('more objects than one listing page or one delete request takes', async () => {
+      const prefix = `conformance/many-${Math.random().toString(36).slice(2)}`;
+      const keys = Array.from({ length: 1001 }, (_, i) => `${prefix}/${String(i).padStart(4, '0')}`);
+      for (let i = 0; i < keys.length; i += 50) {
+        await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, Buffer.from('x'))));
+      }
+      const listed: string[] = [];
+      for await (const object of store.list(`${prefix}/`)) listed.push(object.key);
+      expect(listed).toEqual(keys);
+      await store.delete(keys);
+      const left: string[] = [];
+      for await (const object of store.list(`${prefix}/`)) left.push(object.key);
+      expect(left).toEqual([]);
     });
 
     test('a large object round-trips whole', async () => {
