@@ -4,5 +4,12 @@
  * `loadConfig` builds from them, and `npm run config:docs` writes docs/configuration.md and
  * .env.example from the same declarations.
  */
-export { loadConfig, type Config, type SandboxConfig, type StreamCaps, type TracingConfig } from './config/load';
+export {
+  loadConfig,
+  type Config,
+  type ObjectStoreConfig,
+  type SandboxConfig,
+  type StreamCaps,
+  type TracingConfig,
+} from './config/load';
 export { ConfigError } from './config/parsers';

@@ -35,6 +35,7 @@ export type Config = Declared<ReturnType<typeof configFrom>>;
 export type SandboxConfig = Config['sandbox'];
 export type StreamCaps = Config['sseCaps'];
 export type TracingConfig = NonNullable<Config['tracing']>;
+export type ObjectStoreConfig = Config['objectStore'];
 
 type Declared<T> = T extends readonly unknown[]
   ? T
@@ -71,6 +72,7 @@ function configFrom(e: Env) {
     logLevel: e.LOG_LEVEL,
     /** Unset: each entry point's default (`npm start`: pretty on a terminal; otherwise JSON lines). */
     logFormat: e.LOG_FORMAT,
+    objectStore: objectStoreFrom(e),
     database: {
       url: e.DATABASE_URL,
       embeddedPort: e.EMBEDDED_POSTGRES_PORT,
@@ -263,6 +265,33 @@ function configFrom(e: Env) {
     /** OpenTelemetry tracing; undefined (off) unless an OTLP endpoint is set. */
     tracing: tracingFrom(e),
   };
+}
+
+/** Where runs' files' bytes go: a directory (the default, under the data directory) or an S3 bucket. */
+function objectStoreFrom(e: Env) {
+  const kind = e.OBJECT_STORE ?? (e.OBJECT_STORE_S3_BUCKET ? 's3' : 'directory');
+  if (kind === 'directory') {
+    return {
+      kind,
+      dir: path.resolve(e.OBJECT_STORE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'objects')),
+    } as const;
+  }
+  if (!e.OBJECT_STORE_S3_BUCKET) {
+    throw new ConfigError(
+      'Invalid configuration:\n  OBJECT_STORE_S3_BUCKET: must be set with OBJECT_STORE=s3 (the bucket, made beforehand)',
+    );
+  }
+  const endpoint = e.OBJECT_STORE_S3_ENDPOINT;
+  return {
+    kind,
+    bucket: e.OBJECT_STORE_S3_BUCKET,
+    /** Segments without a slash at either end; undefined: keys from the bucket's root. */
+    prefix: e.OBJECT_STORE_S3_PREFIX,
+    endpoint,
+    /** Undefined: the AWS SDK's own (AWS_REGION, the profile's). */
+    region: e.OBJECT_STORE_S3_REGION ?? (endpoint ? 'us-east-1' : undefined),
+    forcePathStyle: (e.OBJECT_STORE_S3_FORCE_PATH_STYLE ?? (endpoint ? 'true' : 'false')) === 'true',
+  } as const;
 }
 
 /** Traces go out when an OTLP endpoint is set (per the OpenTelemetry conventions: `/v1/traces` is appended to the generic one). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { network, sandbox } from './isolation-variables';
+import { objectStore } from './object-store-variables';
 import { quotas, telemetry, webhooks, workers } from './operations-variables';
 import { agent, models, workspaces } from './run-variables';
 import { database, service, temporal } from './service-variables';
@@ -9,6 +10,7 @@ import type { Variable } from './variable';
 export const groups = [
   service,
   database,
+  objectStore,
   temporal,
   models,
   agent,

@@ -81,6 +81,7 @@ describe('loadConfig', () => {
       dataDir,
       logLevel: 'info',
       logFormat: undefined,
+      objectStore: { kind: 'directory', dir: path.join(dataDir, 'objects') },
       database: { url: undefined, embeddedPort: 54329, queryTimeoutMs: 10_000 },
       temporal: {
         address: undefined,
@@ -264,6 +265,12 @@ describe('loadConfig', () => {
     ['EGRESS_CIDRS', { EGRESS_CIDRS: '203.0.113.0/24,example.com' }],
     ['EGRESS_CIDRS', { EGRESS_CIDRS: '10.0.0.0/33' }],
     ['IMAGE_ALLOWED_REGISTRIES', { IMAGE_ALLOWED_REGISTRIES: 'ghcr.io,https://registry.internal' }],
+    ['OBJECT_STORE', { OBJECT_STORE: 'gcs' }],
+    ['OBJECT_STORE_S3_BUCKET', { OBJECT_STORE: 's3' }],
+    ['OBJECT_STORE_S3_BUCKET', { OBJECT_STORE_S3_BUCKET: 'Not_A_Bucket' }],
+    ['OBJECT_STORE_S3_PREFIX', { OBJECT_STORE_S3_BUCKET: 'b-1', OBJECT_STORE_S3_PREFIX: 'a/../b' }],
+    ['OBJECT_STORE_S3_ENDPOINT', { OBJECT_STORE_S3_BUCKET: 'b-1', OBJECT_STORE_S3_ENDPOINT: 'minio:9000' }],
+    ['OBJECT_STORE_S3_FORCE_PATH_STYLE', { OBJECT_STORE_S3_FORCE_PATH_STYLE: 'yes' }],
   ];
 
   test.each(badValues)('a bad %s stops it, naming the variable', (name, env) => {
@@ -274,6 +281,38 @@ describe('loadConfig', () => {
   test('every bad value is named, one per line', () => {
     expect(() => loadConfig({ PORT: '99999', LOG_LEVEL: 'loud', AGENT_RUN_LIMITS: 'maybe' })).toThrow(
       /^Invalid configuration:\n {2}PORT: .*\n {2}LOG_LEVEL: .*\n {2}AGENT_RUN_LIMITS: .*$/,
+    );
+  });
+
+  test('the object store: a directory (under the data directory unless named), or S3 once a bucket is named', () => {
+    expect(loadConfig({ AGENT_RUNS_DATA_DIR: '/srv/data' }).objectStore).toEqual({
+      kind: 'directory',
+      dir: '/srv/data/objects',
+    });
+    expect(loadConfig({ OBJECT_STORE_DIR: '/mnt/shared/objects' }).objectStore).toEqual({
+      kind: 'directory',
+      dir: '/mnt/shared/objects',
+    });
+    expect(
+      loadConfig({ OBJECT_STORE_S3_BUCKET: 'runs', OBJECT_STORE_S3_PREFIX: '/prod/agent-runs/' }).objectStore,
+    ).toEqual({
+      kind: 's3',
+      bucket: 'runs',
+      prefix: 'prod/agent-runs',
+      endpoint: undefined,
+      region: undefined,
+      forcePathStyle: false,
+    });
+    // A server that is not AWS: path-style addressing and a region it ignores, unless said otherwise.
+    const minio = { OBJECT_STORE: 's3', OBJECT_STORE_S3_BUCKET: 'runs', OBJECT_STORE_S3_ENDPOINT: 'http://minio:9000' };
+    expect(loadConfig(minio).objectStore).toMatchObject({ region: 'us-east-1', forcePathStyle: true });
+    expect(
+      loadConfig({ ...minio, OBJECT_STORE_S3_REGION: 'eu-west-3', OBJECT_STORE_S3_FORCE_PATH_STYLE: 'false' })
+        .objectStore,
+    ).toMatchObject({ region: 'eu-west-3', forcePathStyle: false });
+    // Named explicitly, the directory wins over a bucket left set.
+    expect(loadConfig({ OBJECT_STORE: 'directory', OBJECT_STORE_S3_BUCKET: 'runs' }).objectStore.kind).toBe(
+      'directory',
     );
   });
 
