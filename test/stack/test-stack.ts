@@ -1,8 +1,10 @@
 /**
  * Brings up the one PostgreSQL and the one Temporal dev server of a test run with the same
- * bootstrap code as `npm start`, bundles the workflow once, prints one JSON line, and keeps
- * running until stdin closes. Run by the jest global setup as a child process.
+ * bootstrap code as `npm start`, and the run's S3 server (Versity Gateway, for the object store's
+ * S3 backend), bundles the workflow once, prints one JSON line, and keeps running until stdin
+ * closes. Run by the jest global setup as a child process.
  */
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import { loadConfig } from '../../core/config';
 import { runMigrations } from '../../db/data-source';
 import { openDataSource } from '../../infra/connections';
 import { startDependencies } from '../../infra/runtime';
+import { ensureVersityGateway, startVersityGateway, type VersityGateway } from '../../infra/versity-gateway';
 import { workflowSources } from '../../worker/workflow-sources';
 import { freePort } from '../helpers/free-port';
 import { CONTINUE_AS_NEW_SETTING, CONTINUE_AS_NEW_SUGGESTED_AT } from './server-settings';
@@ -20,6 +23,22 @@ export interface TestStackInfo {
   temporalAddress: string;
   workflowBundlePath: string;
   dataDir: string;
+  /** The run's S3 server and its bucket (test contexts with `objectStore: 's3'` use it). */
+  s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
+}
+
+const S3_BUCKET = 'agent-runs-test';
+
+/** The run's S3 server on a free loopback port, its data under the stack's directory. */
+async function startS3(dataDir: string): Promise<VersityGateway> {
+  return startVersityGateway({
+    binary: await ensureVersityGateway(),
+    dir: path.join(dataDir, 's3'),
+    port: await freePort(),
+    buckets: [S3_BUCKET],
+    accessKeyId: 'agent-runs-test',
+    secretAccessKey: randomBytes(18).toString('hex'),
+  });
 }
 
 async function main(): Promise<void> {
@@ -37,6 +56,8 @@ async function main(): Promise<void> {
     TEMPORAL_DEV_HTTP_PORT: String(await freePort()),
     TEMPORAL_DEV_METRICS_PORT: String(await freePort()),
   });
+  const s3Started = startS3(dataDir);
+  s3Started.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
   const deps = await startDependencies(config, (m) => process.stderr.write(`${m}\n`), {
     temporalUi: false,
     // No test restarts this server; an in-memory store spares it a file's writes.
@@ -50,17 +71,18 @@ async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({ ...workflowSources(), logger: quietLogger });
   const workflowBundlePath = path.join(dataDir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, code);
+  const s3 = await s3Started;
   const info: TestStackInfo = {
     databaseUrl: deps.databaseUrl,
     temporalAddress: deps.temporalAddress,
     workflowBundlePath,
     dataDir,
+    s3: { endpoint: s3.endpoint, bucket: S3_BUCKET, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
   };
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const stop = () => {
-    void deps
-      .stop()
+    void Promise.all([deps.stop(), s3.stop()])
       .then(() => rmSync(dataDir, { recursive: true, force: true }))
       .finally(() => process.exit(0));
   };
