@@ -5,7 +5,9 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
 import { urlSigningKey } from '../core/signed-urls';
 import type { Logger } from '../core/logger';
-import { postgresBlobStore } from '../db/blob-store';
+import { createObjectStore } from '../infra/object-store/create-object-store';
+import { objectBlobStore } from '../infra/object-store/object-blob-store';
+import type { ObjectStore } from '../infra/object-store/object-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate, requireOwnTeam } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
@@ -66,6 +68,8 @@ export interface AppDeps {
   extraMetrics?: (() => Promise<string>)[];
   /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
   secretsKey?: Buffer;
+  /** Where runs' files' bytes are; default: createObjectStore(config) (entry points pass it checked: openObjectStore). */
+  objectStore?: ObjectStore;
 }
 
 /** Builds the Koa app; tests and every entry point build it the same way. */
@@ -80,7 +84,7 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
   const anonymousLimit = createClientAddressLimit(config.quotas.unauthenticatedPerMinute);
 
-  const blobs = postgresBlobStore;
+  const blobs = objectBlobStore(deps.objectStore ?? createObjectStore(config.objectStore));
   const signingKey = urlSigningKey(secretsKey);
   const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
   const sessionLinks = sessionLinkSigner(config, signingKey);

@@ -3,6 +3,7 @@ import { assertMetricsGuarded } from '../core/metrics';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
+import { openObjectStore } from '../infra/object-store/create-object-store';
 import { resolveEndpoints } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
@@ -23,6 +24,8 @@ async function main(): Promise<void> {
   // Before any connection: without the key, runs with MCP credentials could not be stored.
   const secretsKey = resolveSecretsKey(config);
   const endpoints = resolveEndpoints(config);
+  // Refuses to start when it cannot write, read and delete there: downloads would fail later.
+  const objectStore = await openObjectStore(config.objectStore);
   const tracing = startTracing(config, 'agent-runs-api');
   const dataSource = await openDataSource(endpoints.databaseUrl, {
     queryTimeoutMs: config.database.queryTimeoutMs,
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
     temporalConnection: connection,
     logger,
     secretsKey,
+    objectStore,
   });
   const server = await listen(app, config.port, config.host);
   const reconciler = startReconciler({
@@ -49,7 +53,10 @@ async function main(): Promise<void> {
     logger,
     intervalSeconds: config.reconcileIntervalSeconds,
   });
-  logger.info('API listening', { url: `http://${config.host}:${config.port}/api/v1` });
+  logger.info('API listening', {
+    url: `http://${config.host}:${config.port}/api/v1`,
+    objects: objectStore.description,
+  });
 
   const shutdown = async () => {
     logger.info('shutting down');

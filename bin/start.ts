@@ -21,6 +21,7 @@ import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { DataDirInUseError, lockDataDir } from '../infra/data-dir-lock';
 import { leaveSignalsToCaller } from '../infra/embedded-postgres';
+import { ObjectStoreUnusableError, openObjectStore } from '../infra/object-store/create-object-store';
 import { stopLeftovers } from '../infra/leftovers';
 import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
 import { startDependencies } from '../infra/runtime';
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
   workflowBundle.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
   const secretsKey = resolveSecretsKey(config, { create: true });
+  // Runs' files (artifacts, attachments, ...): `<data dir>/objects` unless OBJECT_STORE says otherwise.
+  const objectStore = await openObjectStore(config.objectStore);
   const deps = await startDependencies(config, say);
   const tracing = startTracing(config, 'agent-runs');
   const dataSource = await openDataSource(deps.databaseUrl, { queryTimeoutMs: config.database.queryTimeoutMs, logger });
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
     platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
     secretsKey,
     tracing,
+    objectStore,
   });
   const workerDone = worker.run();
 
@@ -122,6 +126,7 @@ async function main(): Promise<void> {
     workerHarnesses: () => worker.harnesses.offered,
     secretsKey,
     extraMetrics: [temporalMetricsSource(temporalMetrics)],
+    objectStore,
   });
   const server = await listen(app, config.port, config.host);
   const reconciler = startReconciler({
@@ -137,6 +142,7 @@ async function main(): Promise<void> {
   if (deps.temporalUiUrl) say(`Temporal UI:     ${deps.temporalUiUrl}`);
   if (config.tracing) say(`Traces to:       ${config.tracing.tracesUrl}`);
   say(`Data directory:  ${config.dataDir}`);
+  say(`Objects:         ${objectStore.description}`);
   if (deps.embeddedDatabase) {
     // What another API or worker on this machine needs to join this stack (its password stays in its file).
     const url = new URL(deps.databaseUrl);
@@ -202,7 +208,11 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   // What the operator must change says everything in its message; anything else needs its stack.
-  const known = err instanceof PortUnavailableError || err instanceof ConfigError || err instanceof DataDirInUseError;
+  const known =
+    err instanceof PortUnavailableError ||
+    err instanceof ConfigError ||
+    err instanceof DataDirInUseError ||
+    err instanceof ObjectStoreUnusableError;
   const text = err instanceof Error ? (known ? err.message : (err.stack ?? err.message)) : String(err);
   process.stderr.write(`Start failed: ${text}\n`);
   process.exit(1);

@@ -62,8 +62,10 @@ export async function recordFileArtifact(
   blobs: BlobStore,
   input: ArtifactFile & { runId: string; toolCallKey: string },
 ): Promise<FileArtifact> {
+  // The bytes first, outside the transaction: its row then commits with the artifact's, or neither does.
+  const stored = await blobs.store(input.bytes);
   return dataSource.transaction(async (tx) => {
-    const blobId = await blobs.put(tx, input.runId, input.bytes);
+    const blobId = await blobs.record(tx, input.runId, stored);
     const inserted = (await tx.query(
       `INSERT INTO artifacts (artifact_uid, run_id, team_id, tool_call_key, artifact_type, filepath, filename,
                               mime_type, description, title, size_bytes, blob_id)
@@ -84,7 +86,7 @@ export async function recordFileArtifact(
       ],
     )) as Record<string, unknown>[];
     if (inserted[0]) return toArtifact(inserted[0]);
-    // Recorded by an earlier attempt of this step: keep that one, drop the bytes just stored.
+    // Recorded by an earlier attempt of this step: keep that one, drop the blob just recorded.
     await tx.query(`DELETE FROM blobs WHERE blob_id = $1`, [blobId]);
     const [existing] = (await tx.query(`SELECT ${COLUMNS} FROM artifacts WHERE run_id = $1 AND tool_call_key = $2`, [
       input.runId,

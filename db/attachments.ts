@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
-import type { BlobStore } from './blob-store';
+import type { BlobStore, StoredBytes } from './blob-store';
 
 export interface FileContent {
   fileName: string;
@@ -26,13 +26,22 @@ export async function recordRunAttachments(
 }
 
 /** The attachments of a run with their bytes, in request order. */
-export async function loadRunAttachments(manager: EntityManager, runId: string): Promise<FileContent[]> {
+export async function loadRunAttachments(
+  manager: EntityManager,
+  blobs: BlobStore,
+  runId: string,
+): Promise<FileContent[]> {
   const rows = (await manager.query(
-    `SELECT a.file_name, a.mime_type, b.content FROM run_attachments a JOIN blobs b ON b.blob_id = a.blob_id
-      WHERE a.run_id = $1 ORDER BY a.position`,
+    `SELECT file_name, mime_type, blob_id FROM run_attachments WHERE run_id = $1 ORDER BY position`,
     [runId],
-  )) as { file_name: string; mime_type: string; content: Buffer }[];
-  return rows.map((r) => ({ fileName: r.file_name, mimeType: r.mime_type, bytes: r.content }));
+  )) as { file_name: string; mime_type: string; blob_id: string }[];
+  const files: FileContent[] = [];
+  for (const r of rows) {
+    const bytes = await blobs.get(manager, r.blob_id);
+    if (!bytes) throw new Error(`the bytes of attachment ${r.file_name} of run ${runId} are no longer stored`);
+    files.push({ fileName: r.file_name, mimeType: r.mime_type, bytes });
+  }
+  return files;
 }
 
 export interface HandoffAttachment {
@@ -71,13 +80,16 @@ export async function replaceHandoffAttachments(
   turn: number,
   files: FileContent[],
 ): Promise<void> {
+  // The bytes first, outside the transaction: the rows then commit together, or none does.
+  const stored: StoredBytes[] = [];
+  for (const file of files) stored.push(await blobs.store(file.bytes));
   await dataSource.transaction(async (tx) => {
     await tx.query(
       `DELETE FROM blobs WHERE blob_id IN (SELECT blob_id FROM handoff_attachments WHERE run_id = $1 AND turn <= $2)`,
       [runId, turn],
     );
-    for (const file of files) {
-      const blobId = await blobs.put(tx, runId, file.bytes);
+    for (const [i, file] of files.entries()) {
+      const blobId = await blobs.record(tx, runId, stored[i]!);
       await tx.query(
         `INSERT INTO handoff_attachments (attachment_id, run_id, turn, filename, mime_type, size_bytes, blob_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7)`,

@@ -1,42 +1,64 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { EntityManager } from 'typeorm';
 
-/**
- * Where the bytes of a run's files (artifacts, attachments, handoff patches) are kept; the rows
- * that describe them refer to a blob by id. One small interface, so an object store can take
- * its place without touching the callers.
- *
- * This implementation keeps them in PostgreSQL (`bytea` in `blobs`): the API and the workers
- * may run on different machines with nothing shared but the database, the files are small
- * (every kind is size-limited, see docs/guide/results.md "Artifacts, attachments and handoff"), a blob is
- * written in the same transaction as the row that names it (so a retried step never leaves a
- * half-recorded artifact), and it is backed up and deleted with its run. Large objects would add
- * their own lifecycle (lo_unlink) for sizes bytea handles well; a blob directory would need a
- * volume shared by the API and every worker.
- */
-export interface BlobStore {
-  /** Stores `bytes` as a blob of `runId` inside the caller's transaction; returns its id. */
-  put(tx: EntityManager, runId: string, bytes: Buffer): Promise<string>;
-  /** The bytes of a blob, or null when there is none. */
-  get(manager: EntityManager, blobId: string): Promise<Buffer | null>;
+/** Bytes written to the object store and not yet recorded: what a `blobs` row will say of them. */
+export interface StoredBytes {
+  objectKey: string;
+  sizeBytes: number;
+  sha256: string;
 }
 
-export const postgresBlobStore: BlobStore = {
-  async put(tx, runId, bytes) {
-    const blobId = randomUUID();
-    await tx.query(`INSERT INTO blobs (blob_id, run_id, size_bytes, sha256, content) VALUES ($1, $2, $3, $4, $5)`, [
-      blobId,
-      runId,
-      bytes.length,
-      createHash('sha256').update(bytes).digest('hex'),
-      bytes,
-    ]);
-    return blobId;
-  },
-  async get(manager, blobId) {
-    const rows = (await manager.query(`SELECT content FROM blobs WHERE blob_id = $1`, [blobId])) as {
-      content: Buffer;
-    }[];
-    return rows[0]?.content ?? null;
-  },
-};
+/**
+ * The bytes of a run's files (artifacts, attachments, handoff patches, harnesses' raw event logs):
+ * in the object store under their content key (identical bytes are one object), described by a
+ * `blobs` row of the run that the rows of those files name by id. PostgreSQL keeps no bytes:
+ * only rows written before the object store (migration BlobObjects1763971000000) still have
+ * their `content`, and are read from there.
+ *
+ * The object goes first, then the row in the caller's transaction: a step retried after either
+ * finds the object there (writing it again is harmless) and records the row once. An object whose
+ * row never committed, or whose rows are all gone (a replaced handoff patch, a deleted run), is
+ * garbage for the store's collector; objects are never deleted here, as another row may share them.
+ * The implementation: infra/object-store/object-blob-store.ts.
+ */
+export interface BlobStore {
+  /** Writes `bytes` to the object store (before the transaction that records them). */
+  store(bytes: Buffer): Promise<StoredBytes>;
+  /** Records stored bytes as a blob of `runId` inside the caller's transaction; returns its id. */
+  record(tx: EntityManager, runId: string, stored: StoredBytes): Promise<string>;
+  /** store, then record in `tx`: for a transaction already open when the bytes come. */
+  put(tx: EntityManager, runId: string, bytes: Buffer): Promise<string>;
+  /** The bytes of a blob, or null when there is none (or its object is gone). */
+  get(manager: EntityManager, blobId: string): Promise<Buffer | null>;
+  /** The bytes of a blob as a stream, or null when there is none (or its object is gone). */
+  getStream(manager: EntityManager, blobId: string): Promise<Readable | null>;
+}
+
+/** Where a blob's bytes are: an object, or (rows from before the object store) its `content`. */
+export interface BlobLocation {
+  objectKey: string | null;
+  content: Buffer | null;
+}
+
+/** Records bytes already stored as a blob of `runId`; returns its id. */
+export async function insertBlob(tx: EntityManager, runId: string, stored: StoredBytes): Promise<string> {
+  const blobId = randomUUID();
+  await tx.query(`INSERT INTO blobs (blob_id, run_id, size_bytes, sha256, object_key) VALUES ($1, $2, $3, $4, $5)`, [
+    blobId,
+    runId,
+    stored.sizeBytes,
+    stored.sha256,
+    stored.objectKey,
+  ]);
+  return blobId;
+}
+
+/** Where the bytes of a blob are, or undefined when there is no such blob. */
+export async function findBlobLocation(manager: EntityManager, blobId: string): Promise<BlobLocation | undefined> {
+  const rows = (await manager.query(`SELECT object_key, content FROM blobs WHERE blob_id = $1`, [blobId])) as {
+    object_key: string | null;
+    content: Buffer | null;
+  }[];
+  return rows[0] && { objectKey: rows[0].object_key, content: rows[0].content };
+}

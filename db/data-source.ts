@@ -30,6 +30,7 @@ import { RunImages1763966000000 } from './migrations/1763966000000-run-images';
 import { HarnessUsageCounted1763968000000 } from './migrations/1763968000000-harness-usage-counted';
 import { MalformedSkills1763969400000 } from './migrations/1763969400000-malformed-skills';
 import { StepInFlight1763970000000 } from './migrations/1763970000000-step-in-flight';
+import { BlobObjects1763971000000 } from './migrations/1763971000000-blob-objects';
 import { Checkpoints1763972000000 } from './migrations/1763972000000-checkpoints';
 
 export const MIGRATIONS = [
@@ -61,6 +62,7 @@ export const MIGRATIONS = [
   HarnessUsageCounted1763968000000,
   MalformedSkills1763969400000,
   StepInFlight1763970000000,
+  BlobObjects1763971000000,
   Checkpoints1763972000000,
 ];
 

@@ -7,7 +7,8 @@ import { createApp } from '../api/app';
 import { MAX_ATTACHMENT_BYTES } from '../core/attachments';
 import { createLogger } from '../core/logger';
 import { recordFileArtifact } from '../db/artifacts';
-import { postgresBlobStore } from '../db/blob-store';
+import { objectBlobStore } from '../infra/object-store/object-blob-store';
+import { contentKey } from '../infra/object-store/object-store';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -179,6 +180,7 @@ test('a tampered or expired download URL is refused with a clear 403; another te
     temporalClient: ctx.client,
     temporalConnection: ctx.connection,
     logger: createLogger('error', 'test'),
+    objectStore: ctx.objectStore,
   });
   const short = (
     (await supertest(shortLived.callback()).get(`/api/v1/agent/artifacts/${uid}`).set(auth(key)))
@@ -225,7 +227,7 @@ test('the artifact_type filter lists the runs with artifacts of that type', asyn
 test('recording an artifact again for the same tool call (a retried step) returns the first one', async () => {
   const { runId } = uploaded;
   const record = () =>
-    recordFileArtifact(ctx.dataSource, postgresBlobStore, {
+    recordFileArtifact(ctx.dataSource, objectBlobStore(ctx.objectStore), {
       runId,
       toolCallKey: 'tool-t9-s0-c0',
       filepath: 'again.txt',
@@ -244,6 +246,83 @@ test('recording an artifact again for the same tool call (a retried step) return
   )) as [{ artifacts: number; blobs: number }];
   expect({ artifacts, blobs }).toEqual({ artifacts: 1, blobs: 1 });
   await ctx.dataSource.query(`DELETE FROM blobs WHERE blob_id = $1`, [first.blobId]);
+});
+
+test("the files' bytes are objects under their content key: PostgreSQL keeps the key, identical bytes are one object", async () => {
+  const { runId } = uploaded;
+  const rows = (await ctx.dataSource.query(
+    `SELECT b.object_key, b.content, b.sha256, b.size_bytes FROM blobs b
+      WHERE b.blob_id IN (SELECT blob_id FROM artifacts WHERE run_id = $1 AND tool_call_key NOT LIKE 'again-%'
+                          UNION SELECT blob_id FROM handoff_attachments WHERE run_id = $1)`,
+    [runId],
+  )) as { object_key: string; content: Buffer | null; sha256: string; size_bytes: string }[];
+  // The two artifacts and the handoff patch.
+  expect(rows).toHaveLength(3);
+  for (const row of rows) {
+    expect(row.content).toBeNull();
+    expect(row.object_key).toBe(`sha256/${row.sha256.slice(0, 2)}/${row.sha256}`);
+    const bytes = await ctx.objectStore.get(row.object_key);
+    expect(bytes?.length).toBe(Number(row.size_bytes));
+  }
+  expect(rows.map((r) => r.object_key)).toContain(contentKey(Buffer.from('hello artifact\n')));
+
+  const blobs = objectBlobStore(ctx.objectStore);
+  const same = Buffer.from(`the same bytes ${uniqueName('twice')}`);
+  const record = (toolCallKey: string) =>
+    recordFileArtifact(ctx.dataSource, blobs, {
+      runId,
+      toolCallKey,
+      filepath: 'same.txt',
+      filename: 'same.txt',
+      mimeType: 'text/plain',
+      bytes: same,
+    });
+  const [one, two] = [await record('again-1'), await record('again-2')];
+  expect(one.artifactUid).not.toBe(two.artifactUid);
+  const keys = (await ctx.dataSource.query(`SELECT object_key FROM blobs WHERE blob_id = ANY($1::uuid[])`, [
+    [one.blobId, two.blobId],
+  ])) as { object_key: string }[];
+  expect(keys.map((k) => k.object_key)).toEqual([contentKey(same), contentKey(same)]);
+  const objects: string[] = [];
+  for await (const object of ctx.objectStore.list(contentKey(same))) objects.push(object.key);
+  expect(objects).toEqual([contentKey(same)]);
+  await ctx.dataSource.query(`DELETE FROM blobs WHERE blob_id = ANY($1::uuid[])`, [[one.blobId, two.blobId]]);
+});
+
+test('a file stored before the object store (its bytes in PostgreSQL) still downloads; one whose object is gone is 404', async () => {
+  const { key, runId } = uploaded;
+  const legacy = Buffer.from([0, 9, 8, 7, 255]);
+  const missing = Buffer.from(`never written ${uniqueName('gone')}`);
+  const blobOf = async (content: Buffer | null, objectKey: string | null) =>
+    (
+      (await ctx.dataSource.query(
+        `INSERT INTO blobs (blob_id, run_id, size_bytes, sha256, content, object_key)
+         VALUES (gen_random_uuid(), $1, 5, 'x', $2, $3) RETURNING blob_id`,
+        [runId, content, objectKey],
+      )) as { blob_id: string }[]
+    )[0]!.blob_id;
+  const oldBlob = await blobOf(legacy, null);
+  const goneBlob = await blobOf(null, contentKey(missing));
+  const artifactOf = async (blobId: string, name: string) =>
+    (
+      (await ctx.dataSource.query(
+        `INSERT INTO artifacts (artifact_uid, run_id, team_id, tool_call_key, artifact_type, filepath, filename,
+                                mime_type, size_bytes, blob_id)
+         SELECT gen_random_uuid(), run_id, team_id, $2, 'FILE', $3, $3, 'application/octet-stream', 5, $4
+           FROM runs WHERE run_id = $1
+         RETURNING artifact_uid`,
+        [runId, `legacy-${name}`, name, blobId],
+      )) as { artifact_uid: string }[]
+    )[0]!.artifact_uid;
+  const urlOf = async (uid: string) =>
+    ((await ctx.api.get(`/api/v1/agent/artifacts/${uid}`).set(auth(key))).body as ArtifactResponse).data.download_url;
+  const old = await download(await urlOf(await artifactOf(oldBlob, 'old.bin')));
+  expect(old.status).toBe(200);
+  expect(old.bytes.equals(legacy)).toBe(true);
+  const gone = await download(await urlOf(await artifactOf(goneBlob, 'gone.bin')));
+  expect(gone.status).toBe(404);
+  expect(gone.body).toMatchObject({ detail: 'The file is no longer stored.' });
+  await ctx.dataSource.query(`DELETE FROM blobs WHERE blob_id = ANY($1::uuid[])`, [[oldBlob, goneBlob]]);
 });
 
 test('handoff attachments: a patch of what the agent changed, downloadable with a signed URL', async () => {

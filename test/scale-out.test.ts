@@ -70,6 +70,7 @@ async function spawnApi(temporalAddress: string): Promise<{ proc: ChildProcess; 
       RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
       RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
       LOG_LEVEL: 'warn',
+      ...ctx.objectStoreEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -31,9 +31,10 @@ import { startWebhookDispatcher } from './webhook-dispatcher';
 import { ensureServiceSchedules } from './service-schedules';
 import { WorkspaceCapacity } from './workspace-capacity';
 import { workflowSources } from './workflow-sources';
-import { postgresBlobStore } from '../db/blob-store';
 import { createRunCheckpoints } from '../activities/checkpoints/create-run-checkpoints';
-import { DirectoryObjectStore } from '../infra/object-store/directory-store';
+import { openObjectStore } from '../infra/object-store/create-object-store';
+import { objectBlobStore } from '../infra/object-store/object-blob-store';
+import type { ObjectStore } from '../infra/object-store/object-store';
 
 /** Where `npm run build` writes the prebuilt workflow bundle that production workers load. */
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -54,6 +55,8 @@ export interface CreateWorkerOptions {
   secretsKey?: Buffer;
   /** The process's tracing (infra/tracing.ts), when on. */
   tracing?: Tracing;
+  /** Where runs' files' bytes are; default: openObjectStore(config), checked before the worker starts. */
+  objectStore?: ObjectStore;
 }
 
 /** The run worker of one process: the shared queue (workflows, provisioning) and its workspace queue. */
@@ -83,6 +86,8 @@ export function workspaceQueueName(config: Config): string {
 /** Builds the workers: the workflow (prebuilt bundle when present) and the activities. */
 export async function createWorker(options: CreateWorkerOptions): Promise<RunWorker> {
   const { config, dataSource, connection, logger } = options;
+  // First: a worker that cannot keep runs' files refuses to start, before it makes anything.
+  const objectStore = options.objectStore ?? (await openObjectStore(config.objectStore));
   const bundlePath =
     options.workflowBundlePath ??
     config.worker.workflowBundle ??
@@ -124,8 +129,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     namespace: config.temporal.namespace,
     interceptors: { workflow: tracing?.clientInterceptors() ?? [] },
   });
-  const objects = new DirectoryObjectStore(path.join(config.dataDir, 'objects'));
-  const checkpoints = await createRunCheckpoints({ config, dataSource, sandbox, store: objects, logger });
+  const checkpoints = await createRunCheckpoints({ config, dataSource, sandbox, store: objectStore, logger });
   const activities = createActivities({
     dataSource,
     config,
@@ -135,7 +139,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     sandbox,
     temporal,
     secretsKey,
-    blobs: postgresBlobStore,
+    blobs: objectBlobStore(objectStore),
     images,
     checkpoints,
   });

@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../core/config';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
+import { openObjectStore } from '../infra/object-store/create-object-store';
 import { resolveEndpoints } from '../infra/runtime';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { startTracing } from '../infra/tracing';
@@ -25,6 +26,8 @@ async function main(): Promise<void> {
       })
     : undefined;
   const endpoints = resolveEndpoints(config);
+  // Refuses to start when it cannot write, read and delete there: every run's files go there.
+  const objectStore = await openObjectStore(config.objectStore);
   const tracing = startTracing(config, 'agent-runs-worker');
   const dataSource = await openDataSource(endpoints.databaseUrl, {
     queryTimeoutMs: config.database.queryTimeoutMs,
@@ -38,6 +41,7 @@ async function main(): Promise<void> {
     logger,
     platformEndpoints: [endpoints.databaseUrl, endpoints.temporalAddress],
     tracing,
+    objectStore,
   });
   logger.info('worker polling', {
     task_queue: config.temporal.taskQueue,
@@ -45,6 +49,7 @@ async function main(): Promise<void> {
     metrics: metricsServer ? `http://${config.host}:${config.metrics.workerPort}/metrics` : 'off',
     run_limits: worker.runLimits,
     harnesses: worker.harnesses.offered,
+    objects: objectStore.description,
   });
   for (const [type, why] of Object.entries(worker.harnesses.missing)) {
     logger.warn('harness not offered: its runs fail on this worker', { harness: type, why });

@@ -4,7 +4,7 @@ import type { ActivityDeps } from '../deps';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import { workspaceFiles } from '../sandbox/workspace-files';
 
-export function createWriteAttachments({ dataSource }: ActivityDeps) {
+export function createWriteAttachments({ dataSource, blobs }: ActivityDeps) {
   return writeAttachments;
 
   /**
@@ -12,7 +12,7 @@ export function createWriteAttachments({ dataSource }: ActivityDeps) {
    * every file the run sees; a workspace that is itself a repository leaves them out of its diffs.
    */
   async function writeAttachments(runId: string, processes: RunProcesses, repos: string[]) {
-    const attachments = await loadRunAttachments(dataSource.manager, runId);
+    const attachments = await loadRunAttachments(dataSource.manager, blobs, runId);
     if (!attachments.length) return;
     const files = workspaceFiles(processes);
     for (const a of attachments) await files.writeBytes(`${ATTACHMENTS_DIR}/${a.fileName}`, a.bytes);

@@ -64,8 +64,13 @@ export function createDownloadRouter({
     ctx.body = transcriptJsonLines(dataSource.manager, runs, secretsKey);
   }
 
-  async function send(ctx: RouterContext, blobId: string, filename: string, mimeType: string): Promise<void> {
-    const bytes = await blobs.get(dataSource.manager, blobId);
+  async function send(
+    ctx: RouterContext,
+    file: { blobId: string; sizeBytes: number; filename: string; mimeType: string },
+  ): Promise<void> {
+    const { filename, mimeType } = file;
+    // Streamed from the object store: a large file never sits whole in the API's memory.
+    const bytes = await blobs.getStream(dataSource.manager, file.blobId);
     if (!bytes) throw notFound('The file is no longer stored.');
     ctx.set('Content-Disposition', contentDisposition(filename));
     ctx.set('X-Content-Type-Options', 'nosniff');
@@ -74,6 +79,7 @@ export function createDownloadRouter({
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.type = SAFE_MIME.test(mimeType) ? mimeType : 'application/octet-stream';
     ctx.body = bytes;
+    ctx.length = file.sizeBytes;
   }
 
   router.get('/downloads/artifacts/:id', async (ctx) => {
@@ -81,7 +87,7 @@ export function createDownloadRouter({
     assertSigned(ctx, 'artifacts', id, `GET /api/v1/agent/artifacts/${id}`);
     const artifact = isUuid(id) ? await findArtifact(dataSource.manager, id) : null;
     if (!artifact) throw notFound(`No artifact ${id}.`);
-    await send(ctx, artifact.blobId, artifact.filename, artifact.mimeType);
+    await send(ctx, artifact);
   });
 
   router.get('/downloads/handoff/:id', async (ctx) => {
@@ -89,7 +95,7 @@ export function createDownloadRouter({
     assertSigned(ctx, 'handoff', id, 'GET /api/v1/agent/runs/{run_id}/handoff/attachments');
     const file = isUuid(id) ? await findHandoffAttachment(dataSource.manager, id) : null;
     if (!file) throw notFound(`No handoff attachment ${id}; a later turn of the run may have replaced it.`);
-    await send(ctx, file.blobId, file.filename, file.mimeType);
+    await send(ctx, file);
   });
 
   router.get('/downloads/transcripts/:id', async (ctx) => {

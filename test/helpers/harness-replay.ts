@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createInvocationOutput, releaseInvocationOutput } from '../../activities/harness/invocation-output';
 import { invocationRecording } from '../../activities/harness/invocation-recording';
 import type { CliHarnessType } from '../../core/harnesses';
-import { postgresBlobStore } from '../../db/blob-store';
+import { objectBlobStore } from '../../infra/object-store/object-blob-store';
 import { createRun, getRun, waitForState } from './runs';
 import { uniqueName, type TestContext } from './test-context';
 
@@ -41,7 +41,7 @@ export async function expectReplayRecordsOnce(
   const recording = invocationRecording(
     {
       dataSource: ctx.dataSource,
-      blobs: postgresBlobStore,
+      blobs: objectBlobStore(ctx.objectStore),
       outputLimitBytes: 64 * 1024,
       workspaceRoot: ctx.config.workspace.dir,
     },

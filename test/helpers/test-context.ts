@@ -18,6 +18,8 @@ import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
 import { startTracing, type Tracing } from '../../infra/tracing';
 import { installTemporalRuntime } from '../../infra/temporal-runtime';
+import { openObjectStore } from '../../infra/object-store/create-object-store';
+import type { ObjectStore } from '../../infra/object-store/object-store';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
 import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
@@ -52,9 +54,30 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(6).toString('hex')}`;
 }
 
+/**
+ * The object store variables of a test context: the test run's directory (the default), or its
+ * S3 server (test-stack.ts) with the credentials in the AWS SDK's variables, as a process that
+ * reads its environment (spawnWorker) gets them. One store per test run, shared by its contexts.
+ */
+export function objectStoreEnv(stack: TestStackInfo, kind: 'directory' | 's3'): Record<string, string> {
+  if (kind === 'directory') return { OBJECT_STORE: 'directory', OBJECT_STORE_DIR: path.join(stack.dataDir, 'objects') };
+  return {
+    OBJECT_STORE: 's3',
+    OBJECT_STORE_S3_BUCKET: stack.s3.bucket,
+    OBJECT_STORE_S3_ENDPOINT: stack.s3.endpoint,
+    OBJECT_STORE_S3_PREFIX: 'agent-runs',
+    AWS_ACCESS_KEY_ID: stack.s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: stack.s3.secretAccessKey,
+  };
+}
+
 export interface TestContext {
   config: Config;
   stack: TestStackInfo;
+  /** Where the API and worker of this context keep runs' files' bytes. */
+  objectStore: ObjectStore;
+  /** The variables of that store, for processes started apart (objectStoreEnv). */
+  objectStoreEnv: Record<string, string>;
   dataSource: DataSource;
   client: Client;
   connection: Connection;
@@ -87,6 +110,8 @@ export async function createTestContext(
     temporalAddress?: string;
     databaseUrl?: string;
     logDestination?: DestinationStream;
+    /** The test run's object store directory (default), or its S3 server. */
+    objectStore?: 'directory' | 's3';
   } = {},
 ): Promise<TestContext> {
   // A test may bring its own Temporal server or PostgreSQL (to stop or freeze it).
@@ -99,6 +124,7 @@ export async function createTestContext(
   const port = await freePort();
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
+  const storeEnv = objectStoreEnv(stack, options.objectStore ?? 'directory');
   const config = loadConfig({
     DATABASE_URL: stack.databaseUrl,
     TEMPORAL_ADDRESS: stack.temporalAddress,
@@ -133,6 +159,7 @@ export async function createTestContext(
     RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
     RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE: '0',
+    ...storeEnv,
     ...options.env,
   });
   const logger = createLogger(config.logLevel, 'test', {
@@ -148,7 +175,17 @@ export async function createTestContext(
   if (options.databaseUrl) await runMigrations(dataSource);
   const tracing = startTracing(config, 'agent-runs-test');
   const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);
-  const app = createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger });
+  // The credentials given, not taken from this process's environment (the SDK's chain would read it).
+  const { accessKeyId, secretAccessKey } = stack.s3;
+  const objectStore = await openObjectStore(config.objectStore, { credentials: { accessKeyId, secretAccessKey } });
+  const app = createApp({
+    config,
+    dataSource,
+    temporalClient: client,
+    temporalConnection: connection,
+    logger,
+    objectStore,
+  });
   const server: Server = await listen(app, port, '127.0.0.1');
   const baseUrl = config.publicUrl;
 
@@ -158,6 +195,8 @@ export async function createTestContext(
   const ctx: TestContext = {
     config,
     stack,
+    objectStore,
+    objectStoreEnv: storeEnv,
     dataSource,
     client,
     connection,
@@ -180,6 +219,7 @@ export async function createTestContext(
         workflowBundlePath: stack.workflowBundlePath,
         platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
         tracing,
+        objectStore,
       });
       workerRun = worker.run();
     },

@@ -45,6 +45,8 @@ export function spawnWorker(
       LOG_LEVEL: 'warn',
       // Never the default port: another stack on this machine may have it.
       WORKER_METRICS_PORT: '0',
+      // The context's object store: files a worker records, its API serves.
+      ...c.objectStoreEnv,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
