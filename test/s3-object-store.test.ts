@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import type { ObjectStoreConfig } from '../core/config';
 import {
   createObjectStore,
@@ -86,4 +88,31 @@ describe('the S3 backend', () => {
       new RegExp(`cannot be used: .*cannot reach ${nothingThere}: check OBJECT_STORE_S3_ENDPOINT`),
     );
   });
+});
+
+test('the API refuses to start on a bucket that does not exist, naming the variable', async () => {
+  const { s3 } = testStack();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: 'postgres://127.0.0.1:1/never-reached',
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
+    SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    OBJECT_STORE_S3_BUCKET: 'no-such-bucket',
+    OBJECT_STORE_S3_ENDPOINT: s3.endpoint,
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+  const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'api/main.ts'],
+      { cwd: path.resolve(__dirname, '..'), env, timeout: 60_000 },
+      (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+    );
+  });
+  expect(result.code).toBe(1);
+  expect(result.stderr).toMatch(
+    /^API failed to start: The object store \(s3:\/\/no-such-bucket\/ at .*\) cannot be used: .*OBJECT_STORE_S3_BUCKET=no-such-bucket does not exist: make it first/,
+  );
+  expect(result.stderr).not.toContain(s3.secretAccessKey);
 });
