@@ -6,7 +6,6 @@ import { forkLauncher } from '../activities/sandbox/launched-process';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { runStateDir } from '../activities/workspace/workspace-paths';
 import { latestCheckpoint, type CheckpointRow } from '../db/checkpoints';
-import { DirectoryObjectStore } from '../infra/object-store/directory-store';
 import { killWorker, spawnWorker, waitUntilPolling, type WorkerChild } from './helpers/worker-processes';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -109,7 +108,7 @@ test("each step that changes the run's files leaves a checkpoint storing only wh
   mkdirSync(path.join(runStateDir(root, target), 'home'), { recursive: true });
   const checkpoints2 = new RunCheckpoints({
     dataSource: ctx.dataSource,
-    store: new DirectoryObjectStore(path.join(ctx.config.dataDir, 'objects')),
+    store: ctx.objectStore,
     tools: { launch: forkLauncher, initPath: await locateSandboxInit(undefined) },
     workspaceRoot: root,
   });
