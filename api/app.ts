@@ -52,6 +52,11 @@ import { createRunEventStreams } from './run-event-stream';
 import { onServerClose } from './server';
 import { createWebhooksRouter } from './routes/webhooks-routes';
 import { createSecretsRouter } from './routes/secrets-routes';
+import { createEnvironmentService } from '../services/environments/environment-service';
+import { createAgentIdentityService } from '../services/identities/agent-identity-service';
+import { createFactoryService } from '../services/factories/factory-service';
+import { createWebhookService } from '../services/webhooks/webhook-service';
+import { createManagedSecretService } from '../services/secrets/managed-secret-service';
 
 export interface AppDeps {
   config: Config;
@@ -118,10 +123,13 @@ export function createApp(deps: AppDeps): Koa {
   );
   const runs = createRunsRouter({ dataSource, runService, secretsKey, downloads, sessionLinks });
   for (const router of [
-    createEnvironmentsRouter({ config, dataSource }),
+    createEnvironmentsRouter({ dataSource, environments: createEnvironmentService({ config, dataSource }) }),
     createAgentRouter({ dataSource, secretsKey, sessionLinks }),
-    createAgentIdentitiesRouter({ config, dataSource, secretsKey }),
-    createFactoriesRouter({ config, dataSource }),
+    createAgentIdentitiesRouter({
+      dataSource,
+      identities: createAgentIdentityService({ config, dataSource, secretsKey }),
+    }),
+    createFactoriesRouter({ config, dataSource, factories: createFactoryService({ dataSource }) }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
     createPlatformRouter({ config }),
@@ -136,8 +144,8 @@ export function createApp(deps: AppDeps): Koa {
       }),
     }),
     createRunEventsRouter({ dataSource, secretsKey, streams }),
-    createWebhooksRouter({ config, dataSource, secretsKey }),
-    createSecretsRouter({ config, dataSource, secretsKey }),
+    createWebhooksRouter({ dataSource, webhooks: createWebhookService({ config, dataSource, secretsKey }) }),
+    createSecretsRouter({ dataSource, secrets: createManagedSecretService({ config, dataSource, secretsKey }) }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

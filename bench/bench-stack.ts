@@ -9,7 +9,7 @@ import { createApp } from '../api/app';
 import { listen } from '../api/server';
 import { loadConfig, type Config } from '../core/config';
 import type { Logger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { runMigrations } from '../db/data-source';
 import { openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
@@ -120,6 +120,10 @@ export async function serveBenchApi(
   });
   const server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  const { rawKey } = await createApiKeyService({ config, dataSource }).create({
+    kind: 'personal',
+    name: 'bench',
+    team: 'bench',
+  });
   return { server, base, headers: { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' } };
 }

@@ -10,7 +10,7 @@ import { createApp } from '../api/app';
 import { encodeCursor, parseListRunsQuery } from '../api/list-runs-query';
 import { closeServer, listen } from '../api/server';
 import { createLogger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { connectTemporalClient } from '../infra/connections';
 import { percentile, startBenchStack } from './bench-stack';
 
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   });
   const server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;
-  const { rawKey, principalUid } = await createApiKey(dataSource, {
+  const { rawKey, principalUid } = await createApiKeyService({ config, dataSource }).create({
     kind: 'personal',
     name: 'bench',
     team: 'bench-big',

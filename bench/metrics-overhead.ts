@@ -10,7 +10,7 @@ import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
 import { createLogger } from '../core/logger';
 import { observeHttpRequest, observeRunCreated, renderMetrics } from '../core/metrics';
-import { createApiKey } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { connectTemporalClient } from '../infra/connections';
 import { percentile, startBenchStack, timedConcurrently } from './bench-stack';
 
@@ -31,7 +31,11 @@ async function main(): Promise<void> {
   if (without.middleware.length !== withMetrics.middleware.length - 1) throw new Error('no metrics middleware found');
   const servers: Server[] = [await listen(withMetrics, 0, '127.0.0.1'), await listen(without, 0, '127.0.0.1')];
   const [on, off] = servers.map((s) => `http://127.0.0.1:${(s.address() as { port: number }).port}/api/v1/agent/runs`);
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  const { rawKey } = await createApiKeyService({ config, dataSource }).create({
+    kind: 'personal',
+    name: 'bench',
+    team: 'bench',
+  });
   const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
 
   const latencies = { on: [] as number[], off: [] as number[] };

@@ -10,7 +10,7 @@ import { createApp } from '../api/app';
 import { closeServer, listen } from '../api/server';
 import { type Config } from '../core/config';
 import { createLogger } from '../core/logger';
-import { createApiKey } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { connectTemporalClient } from '../infra/connections';
 import { startTracing } from '../infra/tracing';
 import { percentile, startBenchStack } from './bench-stack';
@@ -49,7 +49,11 @@ async function main(): Promise<void> {
       return { url, server, connection, latencies: [] as number[], cpuMs: 0 };
     }),
   );
-  const { rawKey } = await createApiKey(dataSource, { kind: 'personal', name: 'bench', team: 'bench' });
+  const { rawKey } = await createApiKeyService({ config: off, dataSource }).create({
+    kind: 'personal',
+    name: 'bench',
+    team: 'bench',
+  });
   const headers = { Authorization: `Bearer ${rawKey}`, 'content-type': 'application/json' };
   const round = async (api: (typeof apis)[number], count: number, record = true) => {
     let left = count;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config';
-import { createApiKey, listApiKeys, revokeApiKey, setApiKeyRole, UnknownAgentError } from '../db/api-keys';
+import { listApiKeys } from '../db/api-keys';
+import { createApiKeyService, UnknownAgentError } from '../services/keys/api-key-service';
 import { KEY_ROLES, type KeyRole } from '../db/rows/api-key';
 
 const isKeyRole = (value: string): value is KeyRole => (KEY_ROLES as readonly string[]).includes(value);
@@ -66,35 +67,38 @@ async function main(argv: string[]): Promise<void> {
     const dataSource = await openDataSource(url, { poolSize: 2 });
     try {
       await runMigrations(dataSource);
+      const keys = createApiKeyService({ config, dataSource });
       if (command === 'create') {
-        const key = await createApiKey(dataSource, {
-          ...(values.agent !== undefined
-            ? { kind: 'agent' as const, agentUid: values.agent.trim() }
-            : { kind: values.kind as 'personal' | 'agent', name: values.name!.trim(), team: values.team!.trim() }),
-          role: values.role as KeyRole | undefined,
-        }).catch((err: unknown) => {
-          throw err instanceof UnknownAgentError ? new UsageError(err.message) : err;
-        });
+        const key = await keys
+          .create({
+            ...(values.agent !== undefined
+              ? { kind: 'agent' as const, agentUid: values.agent.trim() }
+              : { kind: values.kind as 'personal' | 'agent', name: values.name!.trim(), team: values.team!.trim() }),
+            role: values.role as KeyRole | undefined,
+          })
+          .catch((err: unknown) => {
+            throw err instanceof UnknownAgentError ? new UsageError(err.message) : err;
+          });
         const who = values.agent !== undefined ? `agent ${values.agent}` : `"${values.name}" in team "${values.team}"`;
         process.stdout.write(
           `Created ${values.kind} ${key.role} key ${key.id} (prefix ${key.prefix}) for ${who}.\n` +
             `${values.kind === 'agent' ? 'Agent' : 'Creator'} uid: ${key.principalUid}. The key is shown once; store it now:\n${key.rawKey}\n`,
         );
       } else if (command === 'list') {
-        const keys = await listApiKeys(dataSource);
-        if (keys.length === 0) process.stdout.write('No keys.\n');
-        for (const k of keys) {
+        const listed = await listApiKeys(dataSource);
+        if (listed.length === 0) process.stdout.write('No keys.\n');
+        for (const k of listed) {
           process.stdout.write(
             `${k.id}  ${k.prefix}  ${k.kind.padEnd(8)}  ${k.role.padEnd(6)}  team=${k.team}  name=${k.name}  creator=${k.principalUid}  created=${k.createdAt.toISOString()}${k.revokedAt ? `  REVOKED ${k.revokedAt.toISOString()}` : ''}\n`,
           );
         }
       } else if (command === 'set-role') {
-        if (!(await setApiKeyRole(dataSource, positionals[0]!, positionals[1] as KeyRole))) {
+        if (!(await keys.setRole(positionals[0]!, positionals[1] as KeyRole))) {
           throw new UsageError(`No active key ${positionals[0]}.`);
         }
         process.stdout.write(`Key ${positionals[0]} is now ${positionals[1]}.\n`);
       } else {
-        const revoked = await revokeApiKey(dataSource, positionals[0]!);
+        const revoked = await keys.revoke(positionals[0]!);
         if (!revoked) throw new UsageError(`No active key with id or prefix ${positionals[0]}.`);
         process.stdout.write(`Revoked ${positionals[0]}.\n`);
       }

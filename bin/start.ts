@@ -16,7 +16,8 @@ import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
-import { countApiKeys, createApiKey } from '../db/api-keys';
+import { countApiKeys } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
 import { DataDirInUseError, lockDataDir } from '../infra/data-dir-lock';
@@ -160,7 +161,7 @@ async function main(): Promise<void> {
   for (const [type, why] of Object.entries(worker.harnesses.missing)) say(`                 not ${type}: ${why}`);
   for (const line of modelLines(config)) say(line);
   if (count === 0) {
-    const key = await createApiKey(dataSource, {
+    const key = await createApiKeyService({ config, dataSource }).create({
       kind: 'personal',
       name: os.userInfo().username || 'admin',
       team: 'default',

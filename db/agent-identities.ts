@@ -196,6 +196,19 @@ export async function findAgentIdentity(
   return rows[0] ? toIdentity(rows[0]) : null;
 }
 
+/** The team's identity of that name, if any. */
+export async function findAgentIdentityByName(
+  manager: EntityManager,
+  teamId: string,
+  name: string,
+): Promise<AgentIdentity | null> {
+  const rows = (await manager.query(`SELECT ${COLUMNS} FROM agent_identities WHERE team_id = $1 AND name = $2`, [
+    teamId,
+    name,
+  ])) as Record<string, unknown>[];
+  return rows[0] ? toIdentity(rows[0]) : null;
+}
+
 /** Replaces what the identity sets; null when it does not exist in the team. */
 export async function updateAgentIdentity(
   manager: EntityManager,

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
-import { createAgentIdentity, defaultIdentityFields } from './agent-identities';
 import type { ApiKey, ApiKeyKind, KeyRole } from './rows/api-key';
 import type { PrincipalType } from './rows/principal';
 
@@ -40,49 +39,15 @@ export function looksLikeKey(value: string): boolean {
   return /^ark_[A-Za-z0-9_-]{8}_[A-Za-z0-9_-]{43}$/.test(value);
 }
 
-/**
- * Creates a key. A personal key's team and user are created when first named; an agent key
- * belongs to an agent identity, named by uid (`agentUid`) or by name within the team (created
- * when first named).
- */
-export async function createApiKey(
-  dataSource: DataSource,
-  input: ({ kind: ApiKeyKind; name: string; team: string } | { kind: 'agent'; agentUid: string }) & { role?: KeyRole },
-): Promise<CreatedKey> {
-  const role = input.role ?? 'member';
-  return dataSource.transaction(async (tx) => {
-    let principal: { uid: string; teamId: string; name: string };
-    if ('agentUid' in input) {
-      const [identity] = (await tx.query(`SELECT uid, team_id, name FROM agent_identities WHERE uid = $1`, [
-        input.agentUid,
-      ])) as { uid: string; team_id: string; name: string }[];
-      if (!identity) throw new UnknownAgentError(`No agent identity ${input.agentUid}.`);
-      principal = { uid: identity.uid, teamId: identity.team_id, name: identity.name };
-    } else {
-      await tx.query(`INSERT INTO teams (id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
-        newUuidV7(),
-        input.team,
-      ]);
-      const [team] = (await tx.query(`SELECT id FROM teams WHERE name = $1`, [input.team])) as { id: string }[];
-      principal =
-        input.kind === 'personal'
-          ? await ensureUser(tx, team!.id, input.name)
-          : await ensureAgentIdentity(tx, team!.id, input.name);
-    }
-    const { rawKey, prefix } = generateRawKey();
-    const id = newUuidV7();
-    await tx.query(
-      `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash, role)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [id, principal.uid, principal.teamId, input.kind, principal.name, prefix, hashKey(rawKey), role],
-    );
-    return { id, rawKey, prefix, principalUid: principal.uid, teamId: principal.teamId, role };
-  });
+/** The team of that name, created when first named; returns its id. */
+export async function ensureTeam(tx: EntityManager, name: string): Promise<string> {
+  await tx.query(`INSERT INTO teams (id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [newUuidV7(), name]);
+  const [team] = (await tx.query(`SELECT id FROM teams WHERE name = $1`, [name])) as { id: string }[];
+  return team!.id;
 }
 
-export class UnknownAgentError extends Error {}
-
-async function ensureUser(tx: EntityManager, teamId: string, name: string) {
+/** The team's user of that name, created when first named. */
+export async function ensureUser(tx: EntityManager, teamId: string, name: string): Promise<KeyHolder> {
   await tx.query(
     `INSERT INTO principals (uid, team_id, type, display_name) VALUES ($1, $2, 'user', $3)
      ON CONFLICT (team_id, type, display_name) DO NOTHING`,
@@ -95,13 +60,36 @@ async function ensureUser(tx: EntityManager, teamId: string, name: string) {
   return { uid: user!.uid, teamId, name };
 }
 
-async function ensureAgentIdentity(tx: EntityManager, teamId: string, name: string) {
-  const [existing] = (await tx.query(`SELECT uid FROM agent_identities WHERE team_id = $1 AND name = $2`, [
-    teamId,
-    name,
-  ])) as { uid: string }[];
-  const uid = existing?.uid ?? (await createAgentIdentity(tx, teamId, defaultIdentityFields(name))).uid;
-  return { uid, teamId, name };
+/** The agent identity of that uid as a key holder, if it exists. */
+export async function findAgentKeyHolder(manager: EntityManager, agentUid: string): Promise<KeyHolder | null> {
+  const [identity] = (await manager.query(`SELECT uid, team_id, name FROM agent_identities WHERE uid = $1`, [
+    agentUid,
+  ])) as { uid: string; team_id: string; name: string }[];
+  return identity ? { uid: identity.uid, teamId: identity.team_id, name: identity.name } : null;
+}
+
+/** Who a key is for: a user or an agent identity of a team. */
+export interface KeyHolder {
+  uid: string;
+  teamId: string;
+  name: string;
+}
+
+/** Inserts a new key of `holder`; the raw key is in the answer only. */
+export async function insertApiKey(
+  tx: EntityManager,
+  holder: KeyHolder,
+  kind: ApiKeyKind,
+  role: KeyRole,
+): Promise<CreatedKey> {
+  const { rawKey, prefix } = generateRawKey();
+  const id = newUuidV7();
+  await tx.query(
+    `INSERT INTO api_keys (id, principal_uid, team_id, kind, name, prefix, secret_hash, role)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [id, holder.uid, holder.teamId, kind, holder.name, prefix, hashKey(rawKey), role],
+  );
+  return { id, rawKey, prefix, principalUid: holder.uid, teamId: holder.teamId, role };
 }
 
 export interface ListedKey {

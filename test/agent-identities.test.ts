@@ -1,4 +1,4 @@
-import { createApiKey } from '../db/api-keys';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import type { McpServerConfig } from '../core/run-types';
 import { decryptMcpServers } from '../core/secrets';
 import { resolveSecretsKey } from '../infra/secrets-key';
@@ -126,7 +126,7 @@ test('a run with agent_identity_uid executes as the identity: its defaults fill 
   expect(run.status_message).toEqual({ message: `answer for ${marker}` });
 
   // A key made for the identity (`npm run keys -- create --kind agent --agent <uid>`) runs as it too.
-  const { rawKey } = await createApiKey(ctx.dataSource, { kind: 'agent', agentUid: identity.uid });
+  const { rawKey } = await createApiKeyService(ctx).create({ kind: 'agent', agentUid: identity.uid });
   const byKey = await createRun(ctx, rawKey, { prompt: `By its key ${marker}` });
   expect((await getRun(ctx, rawKey, byKey)).executor).toMatchObject({ uid: identity.uid });
   await waitForState(ctx, rawKey, byKey, ['SUCCEEDED']);

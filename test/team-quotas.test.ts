@@ -1,5 +1,6 @@
 import { ADMISSION_GRACE_SECONDS, admitRunTurn, runsToAdmitNext } from '../db/team-admission';
 import { applyTransition } from '../db/run-store';
+import { createApiKeyService } from '../services/keys/api-key-service';
 import { runWorkflowId } from '../workflows/run-contract';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
@@ -393,7 +394,7 @@ test('a team has at most TEAM_MAX_* schedules, agents, environments and webhooks
     },
   });
   try {
-    const { key } = await capped.newTeamKey('personal', undefined, 'admin');
+    const { key, team } = await capped.newTeamKey('personal', undefined, 'admin');
     const other = await capped.newTeamKey('personal', undefined, 'admin');
     const cases: [string, string, (i: number) => object, number, string][] = [
       [
@@ -428,6 +429,13 @@ test('a team has at most TEAM_MAX_* schedules, agents, environments and webhooks
       // Another team has a cap of its own.
       expect((await capped.api.post(path).set(auth(other.key)).send(body(99))).status).toBe(201);
     }
+    // A key made for an agent named by name (`npm run keys -- create --kind agent --name`) makes
+    // that agent under the same cap, and records nothing past it.
+    await expect(createApiKeyService(capped).create({ kind: 'agent', name: 'one-more', team })).rejects.toThrow(
+      '(TEAM_MAX_AGENTS)',
+    );
+    const agents = await capped.api.get('/api/v1/agent/identities').set(auth(key));
+    expect((agents.body as { agents: unknown[] }).agents).toHaveLength(2);
   } finally {
     await capped.close();
   }

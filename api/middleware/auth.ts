@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../../db/api-keys';
 import type { ClientAddressLimit } from './client-address-limit';
 import { ApiError, notFound } from '../../core/api-error';
+import { assertAdmin } from '../../services/team-roles';
 
 const challenge = { 'WWW-Authenticate': 'Bearer' };
 
@@ -60,14 +61,7 @@ export function principalOf(state: Record<string, unknown>): AuthenticatedPrinci
   return state.principal as AuthenticatedPrincipal;
 }
 
-/**
- * 403 `not_authorized` unless the caller's key is an admin key of its team: what changes who may
- * act as whom (identities' permissions, their deletion), or where the team's data goes (webhooks).
- */
+/** 403 `not_authorized` unless the caller's key is an admin key of its team (`assertAdmin`). */
 export function requireAdmin(state: Record<string, unknown>, what: string): void {
-  if (principalOf(state).role === 'admin') return;
-  throw new ApiError(
-    'not_authorized',
-    `Only an admin key of your team may ${what}; this key is a member key. An operator makes one with \`npm run keys -- create --role admin\` or \`npm run keys -- set-role <prefix> admin\`.`,
-  );
+  assertAdmin(principalOf(state), what);
 }

@@ -1,22 +1,7 @@
 import Router from '@koa/router';
-import { assertTeamHasRoom } from '../../services/team-caps';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../../core/config';
-import { isEnvironmentUid } from '../../core/ids';
-import {
-  deleteEnvironment,
-  ENVIRONMENT_ORDERS,
-  findEnvironment,
-  insertEnvironment,
-  listEnvironments,
-  updateEnvironment,
-  type Environment,
-  type EnvironmentConfig,
-} from '../../db/environments';
-import { syncFileFactories } from '../../db/factories';
-import { notFound } from '../../core/api-error';
-import { assertImageAllowed } from '../../services/images/image-policy';
-import { assertGitOwnerAllowed } from '../../services/skills/git-owners';
+import { ENVIRONMENT_ORDERS, listEnvironments, type Environment } from '../../db/environments';
+import type { EnvironmentService } from '../../services/environments/environment-service';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';
 import { environmentBodySchema, environmentListQuerySchema } from '../../core/schemas/environment-schemas';
@@ -35,21 +20,14 @@ export function toEnvironmentItem(env: Environment) {
 }
 
 /** CRUD for a team's environments; same auth, scoping and error rules as runs. */
-export function createEnvironmentsRouter({ config, dataSource }: { config: Config; dataSource: DataSource }): Router {
+export function createEnvironmentsRouter({
+  dataSource,
+  environments,
+}: {
+  dataSource: DataSource;
+  environments: EnvironmentService;
+}): Router {
   const router = new Router();
-  const checkOwners = (env: EnvironmentConfig) => {
-    for (const [index, repository] of (env.github_repos ?? []).entries()) {
-      assertGitOwnerAllowed(config.workspace.gitAllowedOwners, repository, `config.github_repos.${index}.owner`);
-    }
-    if (env.docker_image !== undefined) {
-      assertImageAllowed(config.workspace.imageAllowedRegistries, env.docker_image, 'config.docker_image');
-    }
-  };
-  const load = async (uid: string, teamId: string) => {
-    const env = isEnvironmentUid(uid) ? await findEnvironment(dataSource.manager, uid, teamId) : null;
-    if (!env) throw notFound(`No environment ${uid}.`);
-    return env;
-  };
 
   router.get('/agent/environments', async (ctx) => {
     const query = validate(environmentListQuerySchema, ctx.query, 'query');
@@ -66,12 +44,7 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
   router.post('/agent/environments', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(environmentBodySchema, ctx.state.body);
-    checkOwners(body.config);
-    const principal = principalOf(ctx.state);
-    const env = await dataSource.transaction(async (tx) => {
-      await assertTeamHasRoom(tx, 'environments', principal.teamId, config.quotas.teamMaxEnvironments);
-      return insertEnvironment(tx, principal, body.config);
-    });
+    const env = await environments.create(principalOf(ctx.state), body.config);
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/environments/${env.uid}`);
     ctx.body = toEnvironmentItem(env);
@@ -79,30 +52,18 @@ export function createEnvironmentsRouter({ config, dataSource }: { config: Confi
 
   router.get('/agent/environments/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    ctx.body = toEnvironmentItem(await load(ctx.params.uid!, principalOf(ctx.state).teamId));
+    ctx.body = toEnvironmentItem(await environments.load(ctx.params.uid!, principalOf(ctx.state).teamId));
   });
 
   router.put('/agent/environments/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const body = validate(environmentBodySchema, ctx.state.body);
-    const uid = ctx.params.uid!;
-    await load(uid, principalOf(ctx.state).teamId);
-    checkOwners(body.config);
-    const env = await updateEnvironment(dataSource.manager, uid, principalOf(ctx.state).teamId, body.config);
-    if (!env) throw notFound(`No environment ${uid}.`);
-    ctx.body = toEnvironmentItem(env);
+    ctx.body = toEnvironmentItem(await environments.update(principalOf(ctx.state), ctx.params.uid!, body.config));
   });
 
   router.delete('/agent/environments/:uid', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const uid = ctx.params.uid!;
-    const { teamId } = principalOf(ctx.state);
-    await load(uid, teamId);
-    await dataSource.transaction(async (tx) => {
-      await deleteEnvironment(tx, uid, teamId);
-      // The factories found in its repositories go with it: nothing could run them any more.
-      await syncFileFactories(tx, { teamId, environmentId: uid, found: [] });
-    });
+    await environments.delete(principalOf(ctx.state), ctx.params.uid!);
     ctx.status = 204;
   });
 

@@ -1,16 +1,10 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
-import type { Config } from '../../core/config';
 import { MANAGED_SECRET_NAME } from '../../core/managed-secrets';
 import { createManagedSecretSchema } from '../../core/schemas/managed-secret-schemas';
-import {
-  deleteManagedSecret,
-  findManagedSecret,
-  listManagedSecrets,
-  MANAGED_SECRET_ORDER,
-} from '../../db/managed-secrets';
-import { storeManagedSecret, toManagedSecretItem } from '../../services/secrets/managed-secret-service';
+import { findManagedSecret, listManagedSecrets, MANAGED_SECRET_ORDER } from '../../db/managed-secrets';
+import { toManagedSecretItem, type ManagedSecretService } from '../../services/secrets/managed-secret-service';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
 import { rejectQueryParameters, validate } from '../validate';
@@ -20,13 +14,11 @@ import { rejectQueryParameters, validate } from '../validate';
  * `harness_auth_secrets`). Write-only: no answer ever carries a value. Admin keys write.
  */
 export function createSecretsRouter({
-  config,
   dataSource,
-  secretsKey,
+  secrets,
 }: {
-  config: Config;
   dataSource: DataSource;
-  secretsKey: Buffer;
+  secrets: ManagedSecretService;
 }): Router {
   const router = new Router();
 
@@ -34,10 +26,7 @@ export function createSecretsRouter({
     requireAdmin(ctx.state, 'store secrets');
     rejectQueryParameters(ctx.query);
     const body = validate(createManagedSecretSchema, ctx.state.body);
-    const { teamId } = principalOf(ctx.state);
-    const { secret, created } = await dataSource.transaction((tx) =>
-      storeManagedSecret(tx, { config, secretsKey, teamId }, body),
-    );
+    const { secret, created } = await secrets.store(principalOf(ctx.state), body);
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `/api/v1/agent/secrets/${secret.name}`);
     ctx.body = toManagedSecretItem(secret);
@@ -63,13 +52,7 @@ export function createSecretsRouter({
   router.delete('/agent/secrets/:name', async (ctx) => {
     requireAdmin(ctx.state, 'delete secrets');
     rejectQueryParameters(ctx.query);
-    const name = ctx.params.name!;
-    if (
-      !MANAGED_SECRET_NAME.test(name) ||
-      !(await deleteManagedSecret(dataSource.manager, principalOf(ctx.state).teamId, name))
-    ) {
-      throw notFound(`No secret ${name}.`);
-    }
+    await secrets.delete(principalOf(ctx.state), ctx.params.name!);
     ctx.status = 204;
   });
 

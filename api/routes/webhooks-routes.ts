@@ -1,20 +1,7 @@
 import Router from '@koa/router';
-import { assertTeamHasRoom } from '../../services/team-caps';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../../core/config';
-import { isUuid, newUuidV7 } from '../../core/ids';
-import { OutboundAddressRules } from '../../core/outbound-addresses';
-import { platformEndpoints } from '../../core/platform-endpoints';
-import { encryptSecret } from '../../core/secrets';
-import { DEFAULT_WEBHOOK_EVENT_TYPES, newWebhookSecret } from '../../core/webhooks';
-import {
-  deleteWebhook,
-  findWebhook,
-  insertWebhook,
-  listDeliveries,
-  listWebhooks,
-  WEBHOOK_ORDER,
-} from '../../db/webhooks';
+import { isUuid } from '../../core/ids';
+import { findWebhook, listDeliveries, listWebhooks, WEBHOOK_ORDER } from '../../db/webhooks';
 import { invalid, notFound } from '../../core/api-error';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';
@@ -27,7 +14,7 @@ import {
 } from '../page-params';
 import { createWebhookSchema } from '../../core/schemas/webhook-schemas';
 import { rejectQueryParameters, validate } from '../validate';
-import { checkWebhookUrl } from '../../services/webhooks/webhook-url';
+import type { WebhookService } from '../../services/webhooks/webhook-service';
 import { toDeliveryItem, toWebhookItem } from '../webhook-item';
 
 const DELIVERIES_PAGE_DEFAULT = 20;
@@ -38,22 +25,13 @@ const DELIVERIES_PAGE_MAX = 100;
  * workers (activities/webhook-activities.ts); another team's webhook is 404 on every route.
  */
 export function createWebhooksRouter({
-  config,
   dataSource,
-  secretsKey,
+  webhooks,
 }: {
-  config: Config;
   dataSource: DataSource;
-  secretsKey: Buffer;
+  webhooks: WebhookService;
 }): Router {
   const router = new Router();
-  let rules: Promise<OutboundAddressRules> | undefined;
-  const addressRules = () =>
-    (rules ??= (async () => {
-      const built = new OutboundAddressRules(config.network.outboundAllowedPrivateHosts);
-      await built.addPlatformEndpoints(platformEndpoints(config));
-      return built;
-    })());
 
   const load = async (id: string, teamId: string) => {
     const webhook = isUuid(id) ? await findWebhook(dataSource.manager, id, teamId) : null;
@@ -65,20 +43,7 @@ export function createWebhooksRouter({
     requireAdmin(ctx.state, 'subscribe webhooks');
     rejectQueryParameters(ctx.query);
     const body = validate(createWebhookSchema, ctx.state.body);
-    const url = await checkWebhookUrl(body.url, await addressRules());
-    const { teamId } = principalOf(ctx.state);
-    const secret = newWebhookSecret();
-    const webhook = await dataSource.transaction(async (tx) => {
-      await assertTeamHasRoom(tx, 'webhooks', teamId, config.quotas.teamMaxWebhooks);
-      return insertWebhook(tx, {
-        id: newUuidV7(),
-        teamId,
-        url,
-        eventTypes: [...new Set(body.event_types ?? DEFAULT_WEBHOOK_EVENT_TYPES)],
-        encryptedSecret: encryptSecret(secret, secretsKey),
-        taskQueue: config.temporal.taskQueue,
-      });
-    });
+    const { webhook, secret } = await webhooks.create(principalOf(ctx.state), body);
     ctx.status = 201;
     ctx.set('Location', `/api/v1/agent/webhooks/${webhook.id}`);
     ctx.body = { ...toWebhookItem(webhook), secret };
@@ -99,10 +64,7 @@ export function createWebhooksRouter({
   router.delete('/agent/webhooks/:id', async (ctx) => {
     requireAdmin(ctx.state, 'delete webhooks');
     rejectQueryParameters(ctx.query);
-    const id = ctx.params.id!;
-    if (!isUuid(id) || !(await deleteWebhook(dataSource.manager, id, principalOf(ctx.state).teamId))) {
-      throw notFound(`No webhook ${id}.`);
-    }
+    await webhooks.delete(principalOf(ctx.state), ctx.params.id!);
     ctx.status = 204;
   });
 

@@ -146,7 +146,8 @@ export const quotas = group('Rate limits and quotas', {
   },
   TEAM_MAX_AGENTS: {
     schema: intFrom(500, 0, 1_000_000),
-    description: 'agents one team may have, 0 = no cap; past it a create is 409 `conflict`',
+    description:
+      'agents one team may have, 0 = no cap; past it a create is 409 `conflict` and `npm run keys -- create --kind agent --name` makes no new agent',
     readBy: ['API'],
   },
   TEAM_MAX_ENVIRONMENTS: {

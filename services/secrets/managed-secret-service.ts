@@ -1,20 +1,72 @@
-import type { EntityManager } from 'typeorm';
-import { invalid } from '../../core/api-error';
+import type { DataSource } from 'typeorm';
+import { invalid, notFound } from '../../core/api-error';
 import type { Config } from '../../core/config';
 import { newUuidV7 } from '../../core/ids';
-import { inferSecretKind, MANAGED_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed-secrets';
+import {
+  inferSecretKind,
+  MANAGED_SECRET_KINDS,
+  MANAGED_SECRET_NAME,
+  type ManagedSecretKind,
+} from '../../core/managed-secrets';
 import type { CreateManagedSecretRequest } from '../../core/schemas/managed-secret-schemas';
 import { parseRegistryCredential, REGISTRY_CREDENTIAL_RULE } from '../../core/registry-credentials';
 import { encryptSecret } from '../../core/secrets';
-import { hasManagedSecret, upsertManagedSecret, type ManagedSecret } from '../../db/managed-secrets';
+import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import {
+  deleteManagedSecret,
+  hasManagedSecret,
+  upsertManagedSecret,
+  type ManagedSecret,
+} from '../../db/managed-secrets';
 import { assertTeamHasRoom } from '../team-caps';
 
-/** Stores a team's secret (encrypted), or replaces the value of the one of that name. */
-export async function storeManagedSecret(
-  tx: EntityManager,
-  { config, secretsKey, teamId }: { config: Config; secretsKey: Buffer; teamId: string },
-  body: CreateManagedSecretRequest,
-): Promise<{ secret: ManagedSecret; created: boolean }> {
+/**
+ * A team's managed secrets: credentials runs use by name, stored encrypted, never shown again;
+ * their kinds, and TEAM_MAX_SECRETS.
+ */
+export function createManagedSecretService({
+  config,
+  dataSource,
+  secretsKey,
+}: {
+  config: Config;
+  dataSource: DataSource;
+  secretsKey: Buffer;
+}) {
+  return {
+    /** Stores a team's secret (encrypted), or replaces the value of the one of that name. */
+    async store(
+      principal: AuthenticatedPrincipal,
+      body: CreateManagedSecretRequest,
+    ): Promise<{ secret: ManagedSecret; created: boolean }> {
+      const kind = kindOf(body);
+      const { teamId } = principal;
+      return dataSource.transaction(async (tx) => {
+        if (!(await hasManagedSecret(tx, teamId, body.name))) {
+          await assertTeamHasRoom(tx, 'managed_secrets', teamId, config.quotas.teamMaxSecrets);
+        }
+        return upsertManagedSecret(tx, {
+          id: newUuidV7(),
+          teamId,
+          name: body.name,
+          kind,
+          description: body.description ?? null,
+          encryptedValue: encryptSecret(body.value, secretsKey),
+        });
+      });
+    },
+
+    /** Deletes the team's secret of that name; 404 when there is none. */
+    async delete(principal: AuthenticatedPrincipal, name: string): Promise<void> {
+      if (!MANAGED_SECRET_NAME.test(name) || !(await deleteManagedSecret(dataSource.manager, principal.teamId, name))) {
+        throw notFound(`No secret ${name}.`);
+      }
+    },
+  };
+}
+
+/** The kind a secret is stored as: the one sent, else the one its value shows; checked against the value. */
+function kindOf(body: CreateManagedSecretRequest): ManagedSecretKind {
   const kind: ManagedSecretKind | undefined = body.kind ?? inferSecretKind(body.value);
   if (!kind) {
     throw invalid(
@@ -26,18 +78,10 @@ export async function storeManagedSecret(
       `Field \`value\`: a secret of kind registry_credentials is ${REGISTRY_CREDENTIAL_RULE}; the registry part is not one.`,
     );
   }
-  if (!(await hasManagedSecret(tx, teamId, body.name))) {
-    await assertTeamHasRoom(tx, 'managed_secrets', teamId, config.quotas.teamMaxSecrets);
-  }
-  return upsertManagedSecret(tx, {
-    id: newUuidV7(),
-    teamId,
-    name: body.name,
-    kind,
-    description: body.description ?? null,
-    encryptedValue: encryptSecret(body.value, secretsKey),
-  });
+  return kind;
 }
+
+export type ManagedSecretService = ReturnType<typeof createManagedSecretService>;
 
 /** A secret as every endpoint shows it: never its value. */
 export function toManagedSecretItem(secret: ManagedSecret) {

@@ -13,7 +13,7 @@ import { createApp } from '../../api/app';
 import { closeServer, listen } from '../../api/server';
 import { loadConfig, type Config } from '../../core/config';
 import { createLogger, loggerOptions } from '../../core/logger';
-import { createApiKey } from '../../db/api-keys';
+import { createApiKeyService } from '../../services/keys/api-key-service';
 import { runMigrations } from '../../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../../infra/connections';
 import { startTracing, type Tracing } from '../../infra/tracing';
@@ -206,7 +206,7 @@ export async function createTestContext(
     api: supertest(baseUrl),
     async newTeamKey(kind = 'personal', team = uniqueName('team'), role: KeyRole = 'member') {
       const name = uniqueName(kind === 'personal' ? 'user' : 'agent');
-      const created = await createApiKey(dataSource, { kind, name, team, role });
+      const created = await createApiKeyService({ config, dataSource }).create({ kind, name, team, role });
       return { key: created.rawKey, uid: created.principalUid, team, id: created.id };
     },
     async startWorker() {
