@@ -1,63 +1,17 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { Logger } from '../core/logger';
-import { isTerminal, type RunState } from '../core/run-state';
+import type { RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
-import { observeRunEnded, observeRunQueued } from '../core/metrics';
-import {
-  applyCancellation,
-  applyTransition,
-  followupsSentAfterCancel,
-  lockRun,
-  lockRunCreation,
-  reopenRun,
-  secondsQueued,
-} from '../db/run-store';
-import { markWorkflowStarted } from '../db/run-creation';
 import { leaseStatus } from '../db/worker-leases';
-import { lastAgentMessage } from '../db/agent-answers';
-import { admitRunTurn, admitStartedTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
+import { admitRunTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
+import { createRunTransitions } from '../services/runs/run-transitions';
 import { admissionSignal, RunFailureType, runWorkflowId } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
-
-/** How much of the agent's answer a SUCCEEDED run's `status_message.message` holds. */
-export const STATUS_ANSWER_CHARS = 4000;
-
-function cutAnswer(text: string): string {
-  return text.length > STATUS_ANSWER_CHARS ? `${text.slice(0, STATUS_ANSWER_CHARS - 1)}…` : text;
-}
-
-/** How much of a FAILED or ERROR run's status message its state line carries. */
-const LOGGED_MESSAGE_CHARS = 200;
-
-/**
- * The one line a run's state change gets (after its transaction committed): the run, the turn,
- * the state and, for a failure, its error code and the first line of its message. An expected
- * failure (no provider, a refused request, a cancel) is this line and nothing more.
- */
-function logStateChange(
-  logger: Logger,
-  change: { runId: string; turn?: number; state: RunState; statusMessage?: RunStatusMessage },
-): void {
-  const { statusMessage, state } = change;
-  const failed = state === 'FAILED' || state === 'ERROR';
-  const firstLine = statusMessage?.message.split('\n', 1)[0] ?? '';
-  logger.info('run state changed', {
-    run_id: change.runId,
-    turn: change.turn,
-    state,
-    ...(statusMessage?.error_code ? { error_code: statusMessage.error_code } : {}),
-    ...(failed && firstLine
-      ? {
-          message: firstLine.length > LOGGED_MESSAGE_CHARS ? `${firstLine.slice(0, LOGGED_MESSAGE_CHARS)}…` : firstLine,
-        }
-      : {}),
-  });
-}
 
 /** Activities that write the run's state to PostgreSQL; each is one idempotent transaction. */
 export function createRunStoreActivities({ dataSource, config, temporal, logger }: ActivityDeps) {
   const maxConcurrent = config.quotas.teamMaxConcurrentRuns;
+  const transitions = createRunTransitions({ dataSource, logger });
 
   /** Tells the team's oldest waiting runs, as many as it has free slots, to look again. */
   async function wakeTeam(teamId: string): Promise<string[]> {
@@ -133,31 +87,8 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
      * wait, or null when there is nothing to do.
      */
     async startTurn({ runId }: { runId: string }): Promise<{ turn: number | null; idleTimeoutMinutes: number }> {
-      const changes: { runId: string; turn: number; state: RunState }[] = [];
-      const started = await dataSource.transaction(async (tx) => {
-        // Waits for the API's transaction that created the run or recorded a follow-up.
-        await lockRunCreation(tx, runId);
-        const run = await lockRun(tx, runId);
-        if (!run) {
-          throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
-        }
-        await markWorkflowStarted(tx, runId);
-        let turn: number | null = run.turn;
-        if (isTerminal(run.state)) {
-          turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
-          if (turn !== null) changes.push({ runId, turn, state: 'QUEUED' });
-        }
-        if (turn !== null) {
-          if (await applyTransition(tx, { runId, turn, state: 'INPROGRESS' })) {
-            changes.push({ runId, turn, state: 'INPROGRESS' });
-            observeRunQueued(await secondsQueued(tx, runId, turn));
-          }
-          // A turn started without admission (by workflow code from before it) still counts.
-          await admitStartedTurn(tx, runId);
-        }
-        return { turn, idleTimeoutMinutes: run.idleTimeoutMinutes };
-      });
-      for (const change of changes) logStateChange(logger, change);
+      const started = await transitions.startTurn(runId);
+      if (!started) throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
       return started;
     },
 
@@ -168,17 +99,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
       state: RunState;
       statusMessage?: RunStatusMessage;
     }): Promise<{ applied: boolean }> {
-      const applied = await dataSource.transaction(async (tx) => {
-        let statusMessage = input.statusMessage;
-        if (input.state === 'SUCCEEDED' && !statusMessage) {
-          const answer = await lastAgentMessage(tx, input.runId, input.turn);
-          if (answer) statusMessage = { message: cutAnswer(answer) };
-        }
-        return applyTransition(tx, { ...input, statusMessage });
-      });
-      if (applied && isTerminal(input.state)) observeRunEnded(input.state, input.statusMessage?.error_code);
-      if (applied) logStateChange(logger, input);
-      return { applied };
+      return { applied: await transitions.recordTransition(input) };
     },
 
     /**
@@ -193,19 +114,7 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
       /** The turn the execution was on when it was cancelled (absent in histories from before it was named). */
       turn?: number;
     }): Promise<{ applied: boolean; followupAfterCancel: boolean }> {
-      const recorded = await dataSource.transaction(async (tx) => {
-        if (turn !== undefined) {
-          const locked = await lockRun(tx, runId);
-          // A follow-up sent after the cancel has reopened the run in a later turn (this is a
-          // retried recording, or the turn ended before it): that turn is not cancelled, it continues.
-          if (locked && locked.turn > turn) return { applied: false, followupAfterCancel: true };
-        }
-        const applied = await applyCancellation(tx, runId, turn);
-        return { applied, followupAfterCancel: await followupsSentAfterCancel(tx, runId) };
-      });
-      if (recorded.applied) observeRunEnded('CANCELLED', undefined);
-      if (recorded.applied) logStateChange(logger, { runId, turn, state: 'CANCELLED' });
-      return recorded;
+      return transitions.recordCancelled(runId, turn);
     },
   };
 }

@@ -3,10 +3,8 @@ import { suppressTracing } from '@opentelemetry/core';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
-import { observeRunEnded } from '../core/metrics';
-import { withdrawUnstartedRun } from '../db/run-creation';
-import { applyCancellation, applyTransition } from '../db/run-store';
 import { findUnfinishedRuns } from '../db/unfinished-runs';
+import { createRunTransitions } from '../services/runs/run-transitions';
 import { runWorkflowId } from '../workflows/run-contract';
 
 export interface ReconcilerOptions {
@@ -31,8 +29,8 @@ const WHAT_HAPPENED: Record<string, string> = {
 
 /**
  * Finds runs whose workflow has closed while the run still reads QUEUED or INPROGRESS (an
- * operator terminated it, it timed out, it failed on a bug) and records how they ended, so no
- * run stays in progress forever. Every API instance runs one; the transitions are idempotent,
+ * operator terminated it, it timed out, it failed on a bug) and records how they ended through
+ * the run service's transitions (services/runs/run-transitions.ts), so no run stays in progress forever. Every API instance runs one; the transitions are idempotent,
  * and no database connection is held while Temporal answers.
  */
 export function startReconciler({
@@ -46,6 +44,7 @@ export function startReconciler({
   /** One pass now (tests and operators); resolves with the runs it settled. */
   runOnce(): Promise<string[]>;
 } {
+  const transitions = createRunTransitions({ dataSource, logger });
   let running: Promise<string[]> | undefined;
   /**
    * Runs whose workflow Temporal said it did not know, in the last pass. One answer is not taken
@@ -75,14 +74,14 @@ export function startReconciler({
     }
     // Its start never reached Temporal and taking the run back failed too: the caller was
     // answered 503, so the run is not theirs to find.
-    if (status === 'NOT_FOUND' && (await dataSource.transaction((tx) => withdrawUnstartedRun(tx, runId)))) {
+    if (status === 'NOT_FOUND' && (await transitions.withdrawUnstarted(runId))) {
       logger.warn('removed a run whose workflow never started', { run_id: runId });
       return true;
     }
-    const applied = await dataSource.transaction((tx) =>
+    const applied =
       status === 'CANCELLED'
-        ? applyCancellation(tx, runId, turn)
-        : applyTransition(tx, {
+        ? (await transitions.recordCancelled(runId, turn)).applied
+        : await transitions.recordTransition({
             runId,
             turn,
             state: 'ERROR',
@@ -94,13 +93,7 @@ export function startReconciler({
               error_code: 'internal_error',
               retryable: true,
             },
-          }),
-    );
-    if (applied)
-      observeRunEnded(
-        status === 'CANCELLED' ? 'CANCELLED' : 'ERROR',
-        status === 'CANCELLED' ? undefined : 'internal_error',
-      );
+          });
     if (applied) logger.warn('reconciled a run whose workflow had closed', { run_id: runId, workflow_status: status });
     return applied;
   };

@@ -1,15 +1,14 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApiError } from '../../core/api-error';
-import { observeRunEnded } from '../../core/metrics';
 import { isTerminal } from '../../core/run-state';
 import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { applyCancellation, recordCancelRequest } from '../../db/run-store';
+import { recordCancelRequest } from '../../db/run-store';
 import { runWorkflowId } from '../../workflows/run-contract';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 
 /** `POST /agent/runs/{id}/cancel`. */
 export function createCancellation({ dataSource, temporal }: RunServiceDeps, writes: RunWrites) {
-  const { withinDeadline, lockTeamRun } = writes;
+  const { withinDeadline, lockTeamRun, transitions } = writes;
   return {
     /**
      * The request is recorded first (who asked, and the last follow-up it saw), then Temporal is
@@ -35,9 +34,7 @@ export function createCancellation({ dataSource, temporal }: RunServiceDeps, wri
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         // No workflow is running for this run (an operator terminated it): record the end here.
         // Only the turn the request was about: a follow-up may have reopened the run since.
-        if (await dataSource.transaction((tx) => applyCancellation(tx, runId, turn))) {
-          observeRunEnded('CANCELLED', undefined);
-        }
+        await transitions.recordCancelled(runId, turn);
       }
     },
   };

@@ -17,6 +17,7 @@ import { teamRunsPerHourLimit } from '../rate-limits';
 import { asReplay, claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
 import type { RunPrincipal } from './run-executor';
 import { runWorkflowOptions } from './run-workflow-options';
+import { createRunTransitions } from './run-transitions';
 
 export interface RunServiceDeps {
   config: Config;
@@ -31,10 +32,12 @@ export interface RunServiceDeps {
 
 /**
  * What every write of the run service shares: the team's hourly count, idempotency, the
- * record-then-call-Temporal step, and the checks that lock a run or a worker.
+ * record-then-call-Temporal step, the checks that lock a run or a worker, and the run's state
+ * transitions.
  */
 export function createRunWrites({ config, dataSource, temporal, logger }: RunServiceDeps) {
   const runsPerHour = teamRunsPerHourLimit(config, dataSource, logger);
+  const transitions = createRunTransitions({ dataSource, logger });
 
   /**
    * Counts a run against its team's TEAM_MAX_RUNS_PER_HOUR, or refuses it (429, nothing
@@ -153,6 +156,7 @@ export function createRunWrites({ config, dataSource, temporal, logger }: RunSer
 
   return {
     runsPerHour,
+    transitions,
     countTeamRun,
     withinDeadline,
     withIdempotency,
