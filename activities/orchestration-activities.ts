@@ -1,17 +1,15 @@
-import { isUuid, newUuidV7 } from '../core/ids';
-import { observeRunCreated } from '../core/metrics';
-import { newRun, withFactoryDefaults, withIdentityDefaults } from '../services/runs/new-run';
+import { ApiError } from '../core/api-error';
+import { isUuid } from '../core/ids';
 import { isTerminal } from '../core/run-state';
 import type { AgentIdentity } from '../db/agent-identities';
 import { listFactoryAgents } from '../db/agent-identities';
 import { findFactory } from '../db/factories';
-import { recordNewRun } from '../db/run-creation';
 import { appendRunEvent } from '../db/run-events';
 import { childRunStatuses, findDispatchedChild, unfinishedDescendants } from '../db/run-lineage';
 import { findRun } from '../db/run-queries';
 import { recordCancelRequest } from '../db/run-store';
 import type { OrchestrationCall } from '../workflows/run-contract';
-import { checkLineage } from '../services/runs/lineage-limits';
+import { createRunService, type RunAccepted } from '../services/runs/run-service';
 import { runWorkflowOptions } from '../services/runs/run-workflow-options';
 import { toolCallKeys } from './agent-step-activities';
 import type { ActivityDeps } from './deps';
@@ -33,7 +31,27 @@ export type ChildrenToWait =
  * cancellation of a run's descendants. The workflow does the Temporal side (child workflows,
  * waits, cancellation requests); every write here is keyed, so a retry repeats nothing.
  */
-export function createOrchestrationActivities({ dataSource, config }: ActivityDeps) {
+export function createOrchestrationActivities({
+  dataSource,
+  config,
+  logger,
+  temporal,
+  secretsKey,
+  blobs,
+}: ActivityDeps) {
+  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, logger });
+
+  /** How the workflow starts a dispatched child, and whom it was dispatched to. */
+  async function dispatched(childRunId: string): Promise<PreparedChild> {
+    const child = (await findRun(dataSource.manager, childRunId))!;
+    return {
+      ok: true,
+      childRunId,
+      agent: child.executorDisplayName ?? '',
+      workflow: runWorkflowOptions(config, child, 'QUEUED'),
+    };
+  }
+
   /** The factory agent `wanted` names: a uid, a name (a file agent's short name too), or an agent type. */
   function pickAgent(agents: AgentIdentity[], wanted: string): AgentIdentity | string {
     const byId = agents.find((a) => a.uid === wanted || a.name === wanted);
@@ -53,8 +71,10 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
 
   return {
     /**
-     * Records the child run a `dispatch_agent` call asks for (once: a retry finds it by its
-     * position) and returns how to start its workflow, or why it cannot be dispatched.
+     * Records the child run a `dispatch_agent` call asks for, through the run service as every
+     * run is made (its checks, the team's hourly limit, idempotency keyed by its position: a
+     * retry finds the same child), and returns how to start its workflow, or why it cannot be
+     * dispatched.
      */
     async prepareChildRun({
       parentRunId,
@@ -70,16 +90,10 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
       const dispatchKey = `t${turn}-s${step}-c${call.index}`;
       const parent = await findRun(dataSource.manager, parentRunId);
       if (!parent) throw new Error(`run ${parentRunId} does not exist`);
+      // A retry after the child was recorded answers with it before anything is checked again
+      // (the factory or its agents may have changed since).
       const existing = await findDispatchedChild(dataSource.manager, parentRunId, dispatchKey);
-      if (existing) {
-        const child = (await findRun(dataSource.manager, existing))!;
-        return {
-          ok: true,
-          childRunId: existing,
-          agent: child.executorDisplayName ?? '',
-          workflow: runWorkflowOptions(config, child, 'QUEUED'),
-        };
-      }
+      if (existing) return dispatched(existing);
       const { agent: wanted, prompt } = call.arguments;
       if (typeof wanted !== 'string' || !wanted.trim()) {
         return { ok: false, error: '`agent` must name an agent of your factory (its name, uid or agent type).' };
@@ -97,50 +111,18 @@ export function createOrchestrationActivities({ dataSource, config }: ActivityDe
         return { ok: false, error: 'The factory of this run no longer exists: there is no one to dispatch to.' };
       const agent = pickAgent(await listFactoryAgents(dataSource.manager, parent.teamId, factory.uid), wanted.trim());
       if (typeof agent === 'string') return { ok: false, error: agent };
-      const lineage = await checkLineage(dataSource.manager, parentRunId, config.orchestration);
-      if (!lineage.ok && lineage.limit === 'depth') {
-        return {
-          ok: false,
-          error: `Not dispatched: this run is already ${lineage.parentDepth} level(s) below its root run, and runs may be at most ${lineage.max} levels deep (ORCHESTRATION_MAX_DEPTH). Do this part of the work yourself.`,
-        };
+      let created: RunAccepted;
+      try {
+        created = await runService.createChildRun(parent, { agentUid: agent.uid, prompt, dispatchKey });
+      } catch (err) {
+        // A refusal (the team's hourly limit, the tree's bounds, the agent's harness...) is the
+        // foreman's to act on; trouble that may pass (a database outage) is retried.
+        if (err instanceof ApiError && (err.code === 'rate_limited' || !err.retryable)) {
+          return { ok: false, error: `Not dispatched: ${err.detail}` };
+        }
+        throw err;
       }
-      if (!lineage.ok) {
-        return {
-          ok: false,
-          error: `Not dispatched: this run already dispatched ${lineage.children} runs, the most one run may (ORCHESTRATION_MAX_CHILDREN_PER_RUN). Wait for them and reuse their results, or do the work yourself.`,
-        };
-      }
-      const resolved = withFactoryDefaults(
-        withIdentityDefaults(
-          {
-            model_id: agent.baseModel ?? config.models.defaultModel,
-            idle_timeout_minutes: parent.config.idle_timeout_minutes,
-          },
-          agent,
-        ),
-        factory,
-      );
-      const child = newRun(
-        {
-          uid: parent.creatorUid,
-          type: parent.creatorType,
-          displayName: parent.creatorDisplayName,
-          teamId: parent.teamId,
-        },
-        agent,
-        { prompt, metadata: parent.metadata },
-        resolved,
-        { source: 'ORCHESTRATION', dispatchKey },
-        { runId: newUuidV7(), skill: undefined, conversationId: newUuidV7(), parentRunId },
-      );
-      await dataSource.transaction((tx) => recordNewRun(tx, child, { mode: 'normal' }));
-      observeRunCreated('orchestration', resolved.harness?.type);
-      return {
-        ok: true,
-        childRunId: child.runId,
-        agent: agent.name,
-        workflow: runWorkflowOptions(config, child, 'QUEUED'),
-      };
+      return dispatched(created.runId);
     },
 
     /** The runs a `wait_for_runs` call waits for (this run's own children only), and which have ended. */

@@ -1,9 +1,17 @@
 import { ADMISSION_GRACE_SECONDS, admitRunTurn, runsToAdmitNext } from '../db/team-admission';
 import { applyTransition } from '../db/run-store';
 import { createApiKeyService } from '../services/keys/api-key-service';
+import { createOrchestrationActivities } from '../activities/orchestration-activities';
+import type { ActivityDeps } from '../activities/deps';
+import { createLogger } from '../core/logger';
+import { postgresBlobStore } from '../db/blob-store';
+import { findRun } from '../db/run-queries';
+import { resolveSecretsKey } from '../infra/secrets-key';
+import { createRunService } from '../services/runs/run-service';
+import { createFactory, dispatch, listRuns } from './helpers/factories';
 import { runWorkflowId } from '../workflows/run-contract';
 import { recordReplayFixture } from './helpers/replay-fixtures';
-import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
+import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -213,6 +221,90 @@ test('TEAM_MAX_RUNS_PER_HOUR=5: the sixth run of the hour is 429 rate_limited wi
   };
   await waitFor(workflowIds, (ids) => ids.length >= 5, 'the five runs in Temporal visibility');
   expect(await workflowIds()).toEqual(created.map(runWorkflowId).sort());
+});
+
+test("a factory agent's dispatch counts against TEAM_MAX_RUNS_PER_HOUR: past it the foreman is told in the tool result and finishes; a retried dispatch makes and counts no second child", async () => {
+  const { key, team } = await ctx.newTeamKey();
+  const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }, { type: 'IMPLEMENT' }]);
+  const [plain, foreman, child] = ['plain', 'foreman', 'child'].map((m) => uniqueName(`hourly-${m}`)) as [
+    string,
+    string,
+    string,
+  ];
+  ctx.model.script(plain, () => ({ text: 'plain answer' }));
+  ctx.model.script(foreman, (_req, call) =>
+    call === 1
+      ? {
+          text: '',
+          toolCalls: [
+            { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: `First ${child}` } },
+            { name: 'dispatch_agent', arguments: { agent: 'IMPLEMENT', prompt: 'Second, past the hour' } },
+          ],
+        }
+      : { text: 'I did the second part myself.' },
+  );
+  ctx.model.script(child, () => ({ text: 'first part done' }));
+  // Three runs, then the foreman's: with its first child, the five of the team's hour.
+  const plainRuns: string[] = [];
+  for (let i = 0; i < 3; i++) plainRuns.push(await createRun(ctx, key, { prompt: `Plain ${i} ${plain}` }));
+  const parentId = (await dispatch(ctx, key, factory.uid, { prompt: `Lead ${foreman}` })).body.run_id as string;
+  await waitForState(ctx, key, parentId, ['SUCCEEDED'], undefined, 60_000);
+
+  const children = await listRuns(ctx, key, `ancestor_run_id=${parentId}`);
+  expect(children).toHaveLength(1);
+  const firstChild = children[0]!.run_id;
+  const results = (await transcript(ctx, parentId)).filter((e) => e.kind === 'tool_call').map((e) => e.payload);
+  expect(results.map((r) => [r.name, r.is_error])).toEqual([
+    ['dispatch_agent', false],
+    ['dispatch_agent', true],
+  ]);
+  expect(results[1]!.output).toMatch(/^Not dispatched: Your team created 5 runs within the hour/);
+  expect(results[1]!.output).toContain('TEAM_MAX_RUNS_PER_HOUR');
+  expect((await getRun(ctx, key, parentId)).status_message).toMatchObject({ message: 'I did the second part myself.' });
+  // The child was counted: the team's next run is refused, and there are five.
+  expect((await ctx.api.post('/api/v1/agent/runs').set(auth(key)).send({ prompt: 'one more' })).status).toBe(429);
+  expect(await teamRunCount(ctx, team)).toBe(5);
+
+  // The dispatch's own retry, through the activity and through the run service's idempotency
+  // key of its position: the same child, even at the limit, and nothing more counted.
+  const [{ dispatch_key: dispatchKey }] = (await ctx.dataSource.query(
+    `SELECT dispatch_key FROM runs WHERE run_id = $1`,
+    [firstChild],
+  )) as [{ dispatch_key: string }];
+  const [turn, step, index] = /^t(\d+)-s(\d+)-c(\d+)$/.exec(dispatchKey)!.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+  ];
+  const deps = {
+    dataSource: ctx.dataSource,
+    config: ctx.config,
+    logger: createLogger('error', 'test'),
+    temporal: ctx.client,
+    secretsKey: resolveSecretsKey(ctx.config),
+    blobs: postgresBlobStore,
+  };
+  const retried = await createOrchestrationActivities(deps as ActivityDeps).prepareChildRun({
+    parentRunId: parentId,
+    turn,
+    step,
+    call: {
+      index,
+      toolCallId: 'retry',
+      name: 'dispatch_agent',
+      arguments: { agent: 'IMPLEMENT', prompt: `First ${child}` },
+    },
+  });
+  expect(retried).toMatchObject({ ok: true, childRunId: firstChild });
+  const parent = (await findRun(ctx.dataSource.manager, parentId))!;
+  const replayed = await createRunService(deps).createChildRun(parent, {
+    agentUid: factory.agents.IMPLEMENT!,
+    prompt: `First ${child}`,
+    dispatchKey,
+  });
+  expect(replayed).toMatchObject({ runId: firstChild, replayed: true });
+  expect(await teamRunCount(ctx, team)).toBe(5);
+  for (const run of [...plainRuns, firstChild]) await waitForState(ctx, key, run, ['SUCCEEDED']);
 });
 
 test('admission is in queue order even when a later run looks first; a child of an unfinished run is admitted under its slot', () =>

@@ -233,7 +233,7 @@ function configFrom(e: Env) {
       unauthenticatedPerMinute: e.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
       /** `POST /factory-files/validate` requests one client address may make per minute (per API process). */
       factoryValidatePerMinute: e.RATE_LIMIT_FACTORY_VALIDATE_PER_MINUTE,
-      /** Runs one team may create per hour (API, factory dispatches, schedule firings). */
+      /** Runs one team may create per hour (API, factory dispatches, schedule firings, dispatch_agent). */
       teamMaxRunsPerHour: e.TEAM_MAX_RUNS_PER_HOUR,
       /** Runs of one team admitted (QUEUED to INPROGRESS) at once; the others wait QUEUED for a slot. */
       teamMaxConcurrentRuns: e.TEAM_MAX_CONCURRENT_RUNS,

@@ -121,7 +121,7 @@ export const quotas = group('Rate limits and quotas', {
   },
   TEAM_MAX_RUNS_PER_HOUR: {
     schema: intFrom(1000, 0, 10_000_000),
-    description: 'runs one team may create per hour, schedule firings included; 0 = off',
+    description: 'runs one team may create per hour, schedule firings and factory dispatches included; 0 = off',
     readBy: ['API', 'workers'],
   },
   TEAM_MAX_CONCURRENT_RUNS: {

@@ -9,7 +9,7 @@ import { findRun, isConversationOfTeam } from '../../db/run-queries';
 import { assertServedModel } from '../platform/model-list';
 import { assertSkillOwnerAllowed } from '../skills/git-owners';
 import type { RunPrincipal } from './run-executor';
-import { checkLineage } from './lineage-limits';
+import { checkLineage, lineageRefusal } from './lineage-limits';
 import { assertRunFieldsSupported } from './run-request-fields';
 
 /** What a create request asks for, checked before anything is recorded; the skill it names. */
@@ -48,27 +48,21 @@ export async function resolveConversation(
   return conversationId;
 }
 
+/** The parent a run names, of the caller's team and with room for one more child below it. */
 export async function resolveParent(
   tx: EntityManager,
   principal: RunPrincipal,
   parentRunId: string | undefined,
   limits: Config['orchestration'],
+  /** Who names the parent, for the words of a refusal. */
+  asker: 'parent_run_id' | 'dispatch_agent' = 'parent_run_id',
 ): Promise<string | null> {
   if (parentRunId === undefined) return null;
   if (!isUuid(parentRunId) || !(await findRun(tx, parentRunId, principal.teamId))) {
     throw invalid(`\`parent_run_id\`: no run ${parentRunId} in your team.`);
   }
   const lineage = await checkLineage(tx, parentRunId, limits);
-  if (!lineage.ok && lineage.limit === 'depth') {
-    throw invalid(
-      `\`parent_run_id\`: run ${parentRunId} is already ${lineage.parentDepth} level(s) below its root run; this service allows at most ${lineage.max} (ORCHESTRATION_MAX_DEPTH).`,
-    );
-  }
-  if (!lineage.ok) {
-    throw invalid(
-      `\`parent_run_id\`: run ${parentRunId} already has ${lineage.children} child runs, the most one run may have (ORCHESTRATION_MAX_CHILDREN_PER_RUN).`,
-    );
-  }
+  if (!lineage.ok) throw invalid(lineageRefusal(lineage, parentRunId, asker));
   return parentRunId;
 }
 

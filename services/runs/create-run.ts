@@ -1,162 +1,166 @@
+import type { EntityManager } from 'typeorm';
 import { ATTACHMENTS_DIR } from '../../core/attachments';
 import { invalid, notFound } from '../../core/api-error';
-import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-tickets';
 import { newUuidV7 } from '../../core/ids';
 import { observeRunCreated, type RunCreatedOrigin } from '../../core/metrics';
-import type { ResolvedAgentConfig } from '../../core/run-types';
 import { idempotencyView } from '../../core/run-secrets';
-import { encryptMcpServers } from '../../core/secrets';
 import type { CreateRunRequest, FactoryDispatchRequest } from '../../core/schemas/run-schemas';
 import { listFactoryAgents } from '../../db/agent-identities';
-import { recordRunAttachments } from '../../db/attachments';
-import { findEnvironment } from '../../db/environments';
+import { recordRunAttachments, type FileContent } from '../../db/attachments';
 import { findFactory } from '../../db/factories';
 import { markWorkflowStarted, recordNewRun, withdrawUnstartedRun } from '../../db/run-creation';
+import type { Run } from '../../db/rows/run';
 import { lockRunCreation } from '../../db/run-store';
 import { RUN_WORKFLOW_TYPE, type AgentRunWorkflow } from '../../workflows/run-contract';
-import { checkCreateRequest, decodeAttachments, resolveConversation, resolveParent } from './create-request';
-import type { StoredResponse } from './idempotency';
-import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
-import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
-import { honouredConfig } from './run-request-fields';
-import { checkRunHarness } from './harness-request';
-import { openDispatchedTask } from '../factories/factory-tasks';
+import { checkCreateRequest, decodeAttachments } from './create-request';
+import type { IdempotencyClaim, StoredResponse } from './idempotency';
+import type { RunOrigin } from './new-run';
+import { composeRun, type ComposedRun, type TicketRequest } from './run-composition';
+import type { RunPrincipal } from './run-executor';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
+import { openDispatchedTask } from '../factories/factory-tasks';
 
-/** Creating runs: `POST /agent/runs`, schedule firings, and dispatches to a factory's foreman. */
+/** One run's creation, as each way of making a run asks for it. */
+interface Creation {
+  principal: RunPrincipal;
+  body: CreateRunRequest;
+  claim: IdempotencyClaim | undefined;
+  origin: RunOrigin;
+  /** Work for a ticket (`POST /factory/{uid}/runs`): stamped with it, and given its factory task. */
+  ticket?: TicketRequest;
+  /**
+   * Who starts the run's workflow: this service, beside the insert; or the workflow of the run's
+   * parent, as its child (a factory agent's `dispatch_agent`).
+   */
+  startedBy: 'service' | 'parent';
+}
+
+/** The run a creation recorded (none when it replayed an earlier one). */
+interface Made {
+  created: RunCreatedOrigin;
+  harness: string;
+}
+
+/**
+ * Creating runs: `POST /agent/runs`, schedule firings, dispatches to a factory's foreman and the
+ * runs a factory agent dispatches. Each goes through `create`, the one core: checked, counted
+ * against TEAM_MAX_RUNS_PER_HOUR, recorded once under its idempotency claim with its workflow
+ * started beside it, or given back.
+ */
 export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
-  const { config, temporal, secretsKey, blobs } = deps;
-  const {
-    runsPerHour,
-    countTeamRun,
-    withIdempotency,
-    storedResponseOf,
-    claimFor,
-    recordThenCall,
-    assertWorkerLive,
-    ensureWorkflowStarted,
-  } = writes;
-  const dataSource = deps.dataSource;
+  const { config, temporal, secretsKey, blobs, dataSource } = deps;
+  const { runsPerHour, countTeamRun, withIdempotency, storedResponseOf, claimFor, recordThenCall } = writes;
 
-  const creation = {
-    /**
-     * `POST /agent/runs`, and every firing of a schedule (`origin`: its source and schedule), so
-     * that a scheduled run is made exactly like any other.
-     */
-    async createRun(
-      principal: RunPrincipal,
-      body: CreateRunRequest,
-      idempotencyKey: string | undefined,
-      origin: RunOrigin = { source: 'API' },
-      /** Work for a ticket (`POST /factory/{uid}/runs`): stamped with it, and given its factory task. */
-      ticket?: TicketRequest,
-    ): Promise<StoredResponse> {
-      const skill = checkCreateRequest(config, body);
-      const view = idempotencyView(body, secretsKey);
-      const claim = claimFor(principal, 'create-run', idempotencyKey, ticket ? { ...view, ticket } : view);
-      const runId = newUuidV7();
-      const attachments = decodeAttachments(body.attachments);
-      let created: RunCreatedOrigin | undefined;
-      let resolvedHarness = 'oz';
-      // Counted before the transaction: the counter takes a connection of the same pool, which a
-      // burst of transactions waiting on it would exhaust. Given back below when no run is made
-      // after all (a bad reference, an idempotent replay); a replay is answered even at the limit.
-      let counted: boolean;
-      try {
-        counted = await countTeamRun(principal.teamId);
-      } catch (err) {
-        const replay = claim && (await storedResponseOf(claim));
-        if (replay) return replay;
-        throw err;
-      }
-      try {
-        const response = await recordThenCall(
-          (fire) =>
-            withIdempotency(principal, claim, async (tx) => {
-              const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
-              const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
-              const requested = honouredConfig(body.config);
-              // The run's own config wins; its agent identity fills what it leaves out.
-              const factory = executor?.factoryUid
-                ? await findFactory(tx, executor.factoryUid, principal.teamId)
-                : null;
-              const resolved: ResolvedAgentConfig = withFactoryDefaults(
-                withIdentityDefaults(
-                  {
-                    ...requested,
-                    model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
-                    idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
-                    ...(skill ? { skill_spec: skill } : {}),
-                    // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-                    ...(requested?.mcp_servers
-                      ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) }
-                      : {}),
-                  },
-                  executor,
-                ),
-                factory,
-              );
-              if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-                throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
-              }
-              if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
-              await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
-              created = createdOrigin(origin, executor);
-              resolvedHarness = resolved.harness?.type ?? 'oz';
-              const metadata = ticket ? { ...body.metadata, ...stampedTicket(ticket, runId) } : body.metadata;
-              const run = newRun(creator, executor, { ...body, metadata }, resolved, origin, {
-                runId,
-                skill,
-                conversationId: await resolveConversation(tx, principal, body.conversation_id),
-                parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration),
-              });
-              // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
-              await lockRunCreation(tx, runId);
-              fire(() =>
-                temporal.workflow.start<AgentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
-              );
-              await recordNewRun(
-                tx,
-                run,
-                {
-                  mode: body.mode ?? 'normal',
-                  attachments: attachments.map((a) => ({
-                    path: `${ATTACHMENTS_DIR}/${a.fileName}`,
-                    mime_type: a.mimeType,
-                    size_bytes: a.bytes.length,
-                  })),
-                },
-                // Listed once its workflow is known to exist: a create cut off before its start never is.
-                false,
-              );
-              await recordRunAttachments(tx, blobs, runId, attachments);
-              // In the same transaction: a run for a ticket never exists without its task.
-              if (ticket) await openDispatchedTask(tx, run);
-              return {
-                status: 201,
-                body: { run_id: runId, task_id: runId, state: 'QUEUED' },
-                headers: { Location: `/api/v1/agent/runs/${runId}` },
-              };
-            }),
-          (tx) => withdrawUnstartedRun(tx, runId),
-        );
-        if (created) {
-          await markWorkflowStarted(dataSource.manager, runId);
-          observeRunCreated(created, resolvedHarness);
-        } else {
-          if (counted) await runsPerHour?.giveBack(principal.teamId);
-          // A replay of a create whose API was cut off before the run's workflow started: start it now.
-          const replayedRunId = (response.body as { run_id?: string }).run_id;
-          if (replayedRunId) await ensureWorkflowStarted(replayedRunId);
-        }
-        return response;
-      } catch (err) {
-        // No run was made after all: it does not count.
-        if (counted) await runsPerHour?.giveBack(principal.teamId);
-        throw err;
-      }
-    },
+  async function create(creation: Creation): Promise<StoredResponse> {
+    const skill = checkCreateRequest(config, creation.body);
+    const runId = newUuidV7();
+    const attachments = decodeAttachments(creation.body.attachments);
+    const counted = await countOrReplay(creation);
+    if (typeof counted !== 'boolean') return counted;
+    let made: Made | undefined;
+    try {
+      const response = await recordThenCall(
+        (fire) =>
+          withIdempotency(creation.principal, creation.claim, async (tx) => {
+            const composed = await composeRun(tx, deps, writes, { ...creation, runId, skill });
+            made = { created: createdOrigin(creation.origin, composed.executor), harness: composed.harness };
+            return recordRun(tx, creation, composed.run, attachments, fire);
+          }),
+        (tx) => withdrawUnstartedRun(tx, runId),
+      );
+      await settle(creation, response, made, counted);
+      return response;
+    } catch (err) {
+      // No run was made after all: it does not count.
+      if (counted) await runsPerHour?.giveBack(creation.principal.teamId);
+      throw err;
+    }
+  }
+
+  /**
+   * Counts the run against its team's hour, before the transaction: the counter takes a
+   * connection of the same pool, which a burst of transactions waiting on it would exhaust.
+   * Past the limit, a replay of a run already made is still answered.
+   */
+  async function countOrReplay({ principal, claim }: Creation): Promise<boolean | StoredResponse> {
+    try {
+      return await countTeamRun(principal.teamId);
+    } catch (err) {
+      const replay = claim && (await storedResponseOf(claim));
+      if (replay) return replay;
+      throw err;
+    }
+  }
+
+  /** Records the composed run (its workflow's start fired beside the insert, when this service starts it). */
+  async function recordRun(
+    tx: EntityManager,
+    { body, ticket, startedBy }: Creation,
+    run: Run,
+    attachments: FileContent[],
+    fire: (call: () => Promise<unknown>) => void,
+  ): Promise<StoredResponse> {
+    const { runId } = run;
+    // Held until commit: the workflow's first activity waits on it, so it never sees a half-made run.
+    await lockRunCreation(tx, runId);
+    if (startedBy === 'service') {
+      fire(() =>
+        temporal.workflow.start<AgentRunWorkflow>(RUN_WORKFLOW_TYPE, runWorkflowOptions(config, run, 'QUEUED')),
+      );
+    }
+    const prompt = {
+      mode: body.mode ?? 'normal',
+      attachments: attachments.map((a) => ({
+        path: `${ATTACHMENTS_DIR}/${a.fileName}`,
+        mime_type: a.mimeType,
+        size_bytes: a.bytes.length,
+      })),
+    };
+    // Listed once its workflow is known to exist: a create cut off before its start never is. A
+    // child's is started by its parent's workflow, which holds the answer of this creation.
+    await recordNewRun(tx, run, prompt, startedBy === 'parent');
+    await recordRunAttachments(tx, blobs, runId, attachments);
+    // In the same transaction: a run for a ticket never exists without its task.
+    if (ticket) await openDispatchedTask(tx, run);
+    return {
+      status: 201,
+      body: { run_id: runId, task_id: runId, state: 'QUEUED' },
+      headers: { Location: `/api/v1/agent/runs/${runId}` },
+    };
+  }
+
+  /** After the commit: a made run is listed and counted in the metrics; a replay gives its count back. */
+  async function settle(creation: Creation, response: StoredResponse, made: Made | undefined, counted: boolean) {
+    const runId = (response.body as { run_id?: string }).run_id;
+    if (made) {
+      if (creation.startedBy === 'service') await markWorkflowStarted(dataSource.manager, runId!);
+      observeRunCreated(made.created, made.harness);
+      return;
+    }
+    if (counted) await runsPerHour?.giveBack(creation.principal.teamId);
+    // A replay of a create whose API was cut off before the run's workflow started: start it now.
+    if (runId && creation.startedBy === 'service') await writes.ensureWorkflowStarted(runId);
+  }
+
+  /**
+   * `POST /agent/runs`, and every firing of a schedule (`origin`: its source and schedule), so
+   * that a scheduled run is made exactly like any other.
+   */
+  async function createRun(
+    principal: RunPrincipal,
+    body: CreateRunRequest,
+    idempotencyKey: string | undefined,
+    origin: RunOrigin = { source: 'API' },
+    ticket?: TicketRequest,
+  ): Promise<StoredResponse> {
+    const view = idempotencyView(body, secretsKey);
+    const claim = claimFor(principal, 'create-run', idempotencyKey, ticket ? { ...view, ticket } : view);
+    return create({ principal, body, claim, origin, ticket, startedBy: 'service' });
+  }
+
+  return {
+    createRun,
 
     /**
      * `POST /agent/factories/{uid}/runs`: a run of the factory's foreman, created exactly as
@@ -170,44 +174,60 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
       idempotencyKey: string | undefined,
       ticket?: TicketRequest,
     ): Promise<StoredResponse> {
-      const factory = await findFactory(dataSource.manager, factoryUid, principal.teamId);
-      if (!factory) throw notFound(`No factory ${factoryUid}.`);
-      const agents = await listFactoryAgents(dataSource.manager, principal.teamId, factory.uid);
-      const foreman = agents.find((a) => a.agentType === 'FOREMAN');
-      if (!foreman) {
-        // 400 naming it, as the wire contract fixes it.
-        throw invalid(
-          `Factory "${factory.name}" (${factory.uid}) has no FOREMAN agent to take the work; ${
-            agents.length
-              ? `its agents are ${agents.map((a) => `${a.name} (${a.agentType})`).join(', ')}`
-              : 'it has no agents'
-          }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
-        );
-      }
-      return creation.createRun(
-        principal,
-        { ...body, agent_identity_uid: foreman.uid },
-        idempotencyKey,
-        { source: 'API' },
-        ticket,
-      );
+      const foreman = await foremanOf(dataSource.manager, principal, factoryUid);
+      return createRun(principal, { ...body, agent_identity_uid: foreman.uid }, idempotencyKey, undefined, ticket);
+    },
+
+    /**
+     * The run a factory agent's `dispatch_agent` asks for: made as its parent's creator, executed
+     * as `agentUid`, its workflow started by the parent's as a child. Its position in the parent
+     * (`dispatchKey`: turn, step and call) is its idempotency key, so a retry of the dispatch
+     * makes no second run; it counts against the team's hour like any other run.
+     */
+    async createChildRun(
+      parent: Run,
+      child: { agentUid: string; prompt: string; dispatchKey: string },
+    ): Promise<StoredResponse> {
+      const principal: RunPrincipal = {
+        uid: parent.creatorUid,
+        type: parent.creatorType,
+        displayName: parent.creatorDisplayName,
+        teamId: parent.teamId,
+      };
+      const body: CreateRunRequest = {
+        prompt: child.prompt,
+        metadata: parent.metadata,
+        config: { idle_timeout_minutes: parent.config.idle_timeout_minutes },
+        agent_identity_uid: child.agentUid,
+        parent_run_id: parent.runId,
+      };
+      const key = `${parent.runId}/${child.dispatchKey}`;
+      const claim = claimFor(principal, 'dispatch-agent', key, { agent: child.agentUid, prompt: child.prompt });
+      const origin: RunOrigin = { source: 'ORCHESTRATION', dispatchKey: child.dispatchKey };
+      return create({ principal, body, claim, origin, startedBy: 'parent' });
     },
   };
-  return creation;
 }
 
-/** A ticket dispatch's ticket (an adhoc one when `ref` is absent) and its URL. */
-export interface TicketRequest {
-  ref?: TicketRef;
-  url?: string;
-}
-
-function stampedTicket(ticket: TicketRequest, runId: string): Record<string, string> {
-  return ticketMetadata(ticket.ref ?? adhocTicket(runId), ticket.url);
+/** The factory's FOREMAN, who takes the work dispatched to it; 400 naming its agents when it has none. */
+async function foremanOf(manager: EntityManager, principal: RunPrincipal, factoryUid: string) {
+  const factory = await findFactory(manager, factoryUid, principal.teamId);
+  if (!factory) throw notFound(`No factory ${factoryUid}.`);
+  const agents = await listFactoryAgents(manager, principal.teamId, factory.uid);
+  const foreman = agents.find((a) => a.agentType === 'FOREMAN');
+  if (foreman) return foreman;
+  // 400 naming it, as the wire contract fixes it.
+  throw invalid(
+    `Factory "${factory.name}" (${factory.uid}) has no FOREMAN agent to take the work; ${
+      agents.length
+        ? `its agents are ${agents.map((a) => `${a.name} (${a.agentType})`).join(', ')}`
+        : 'it has no agents'
+    }. Make one of them, or a new agent, its foreman (\`agent_type: "FOREMAN"\`, \`factory_uid: "${factory.uid}"\`).`,
+  );
 }
 
 /** How `runsCreated` counts a run: a factory agent's run made through the API counts as `factory`. */
-function createdOrigin(origin: RunOrigin, executor: { factoryUid: string | null } | null): RunCreatedOrigin {
+function createdOrigin(origin: RunOrigin, executor: ComposedRun['executor']): RunCreatedOrigin {
   if (origin.source === 'SCHEDULED_AGENT') return 'schedule';
   if (origin.source === 'ORCHESTRATION') return 'orchestration';
   return executor?.factoryUid ? 'factory' : 'api';

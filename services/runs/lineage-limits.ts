@@ -25,3 +25,22 @@ export async function checkLineage(
   }
   return { ok: true, depth };
 }
+
+/**
+ * Why one more child is refused, in the words of who asked: a `parent_run_id` sent to the API,
+ * or a factory agent's `dispatch_agent` (told what to do instead).
+ */
+export function lineageRefusal(
+  refused: Exclude<LineageCheck, { ok: true }>,
+  parentRunId: string,
+  asker: 'parent_run_id' | 'dispatch_agent',
+): string {
+  if (asker === 'dispatch_agent') {
+    return refused.limit === 'depth'
+      ? `this run is already ${refused.parentDepth} level(s) below its root run, and runs may be at most ${refused.max} levels deep (ORCHESTRATION_MAX_DEPTH). Do this part of the work yourself.`
+      : `this run already dispatched ${refused.children} runs, the most one run may (ORCHESTRATION_MAX_CHILDREN_PER_RUN). Wait for them and reuse their results, or do the work yourself.`;
+  }
+  return refused.limit === 'depth'
+    ? `\`parent_run_id\`: run ${parentRunId} is already ${refused.parentDepth} level(s) below its root run; this service allows at most ${refused.max} (ORCHESTRATION_MAX_DEPTH).`
+    : `\`parent_run_id\`: run ${parentRunId} already has ${refused.children} child runs, the most one run may have (ORCHESTRATION_MAX_CHILDREN_PER_RUN).`;
+}

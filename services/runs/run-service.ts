@@ -13,7 +13,8 @@ export type { RunServiceDeps } from './run-writes';
 
 /**
  * Creates, steers and cancels runs: PostgreSQL and Temporal change together or not at all. The
- * one way a run is made, used by the API, schedule firings and dispatches to factories.
+ * one way a run is made, used by the API, schedule firings, dispatches to factories and the runs
+ * a factory agent dispatches.
  */
 export function createRunService(deps: RunServiceDeps) {
   const writes = createRunWrites(deps);
@@ -34,6 +35,10 @@ export function createRunService(deps: RunServiceDeps) {
     /** `POST /agent/factories/{uid}/runs`: a run of the factory's foreman. */
     async dispatchToFactory(...args: Parameters<typeof creation.dispatchToFactory>): Promise<RunAccepted> {
       return accepted(await creation.dispatchToFactory(...args));
+    },
+    /** A factory agent's `dispatch_agent`: a child run, its workflow started by its parent's. */
+    async createChildRun(...args: Parameters<typeof creation.createChildRun>): Promise<RunAccepted> {
+      return accepted(await creation.createChildRun(...args));
     },
     async sendFollowup(...args: Parameters<typeof followups.sendFollowup>): Promise<RunAccepted> {
       return accepted(await followups.sendFollowup(...args));

@@ -41,8 +41,8 @@ export function createRunWrites({ config, dataSource, temporal, logger }: RunSer
 
   /**
    * Counts a run against its team's TEAM_MAX_RUNS_PER_HOUR, or refuses it (429, nothing
-   * recorded). Runs a factory agent dispatches are not counted: refusing them would break a
-   * foreman mid-run; its root run was counted.
+   * recorded): every run, the ones a factory agent dispatches included (its foreman is told in
+   * the tool's result and goes on).
    */
   async function countTeamRun(teamId: string): Promise<boolean> {
     if (!runsPerHour) return false;

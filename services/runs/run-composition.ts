@@ -1,0 +1,109 @@
+import type { EntityManager } from 'typeorm';
+import { notFound } from '../../core/api-error';
+import type { Config } from '../../core/config';
+import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-tickets';
+import type { ResolvedAgentConfig } from '../../core/run-types';
+import { encryptMcpServers } from '../../core/secrets';
+import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import type { AgentIdentity } from '../../db/agent-identities';
+import { findEnvironment } from '../../db/environments';
+import { findFactory, type Factory } from '../../db/factories';
+import type { Run } from '../../db/rows/run';
+import { resolveConversation, resolveParent } from './create-request';
+import { checkRunHarness } from './harness-request';
+import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
+import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
+import { honouredConfig } from './run-request-fields';
+import type { RunServiceDeps, RunWrites } from './run-writes';
+
+/** A ticket dispatch's ticket (an adhoc one when `ref` is absent) and its URL. */
+export interface TicketRequest {
+  ref?: TicketRef;
+  url?: string;
+}
+
+/** A new run as its creation resolved it: the row, who executes it and its harness. */
+export interface ComposedRun {
+  run: Run;
+  executor: AgentIdentity | null;
+  harness: string;
+}
+
+/**
+ * The row of a new run, resolved inside its creation's transaction: who executes it and who it
+ * is for, its configuration (the run's own, then its agent's, then its factory's), its
+ * conversation and parent; and the checks of what it resolved to (its environment, its worker,
+ * its harness), which refuse it before anything is recorded.
+ */
+export async function composeRun(
+  tx: EntityManager,
+  { config, secretsKey }: Pick<RunServiceDeps, 'config' | 'secretsKey'>,
+  { assertWorkerLive }: Pick<RunWrites, 'assertWorkerLive'>,
+  creation: {
+    principal: RunPrincipal;
+    body: CreateRunRequest;
+    origin: RunOrigin;
+    ticket?: TicketRequest;
+    runId: string;
+    skill: string | undefined;
+  },
+): Promise<ComposedRun> {
+  const { principal, body, runId, skill, origin } = creation;
+  const executor = await resolveExecutor(tx, principal, body.agent_identity_uid);
+  const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
+  const requested = honouredConfig(body.config);
+  const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
+  const resolved = resolvedConfig(config, secretsKey, { requested, skill, executor, factory });
+  if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
+    throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+  }
+  if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
+  await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
+  const asker = origin.source === 'ORCHESTRATION' ? 'dispatch_agent' : 'parent_run_id';
+  const run = newRun(
+    creator,
+    executor,
+    { ...body, metadata: ticketStamped(body, creation.ticket, runId) },
+    resolved,
+    origin,
+    {
+      runId,
+      skill,
+      conversationId: await resolveConversation(tx, principal, body.conversation_id),
+      parentRunId: await resolveParent(tx, principal, body.parent_run_id, config.orchestration, asker),
+    },
+  );
+  return { run, executor, harness: resolved.harness?.type ?? 'oz' };
+}
+
+/** The run's own config wins; its agent identity fills what it leaves out, then its factory. */
+function resolvedConfig(
+  config: Config,
+  secretsKey: Buffer,
+  from: {
+    requested: ReturnType<typeof honouredConfig>;
+    skill: string | undefined;
+    executor: AgentIdentity | null;
+    factory: Factory | null;
+  },
+): ResolvedAgentConfig {
+  const { requested, skill, executor, factory } = from;
+  const own: ResolvedAgentConfig = {
+    ...requested,
+    model_id: requested?.model_id ?? executor?.baseModel ?? config.models.defaultModel,
+    idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
+    ...(skill ? { skill_spec: skill } : {}),
+    // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
+    ...(requested?.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) } : {}),
+  };
+  return withFactoryDefaults(withIdentityDefaults(own, executor), factory);
+}
+
+/** The metadata of a run for a ticket: the run's own, stamped with the ticket. */
+function ticketStamped(
+  body: CreateRunRequest,
+  ticket: TicketRequest | undefined,
+  runId: string,
+): Record<string, string> | undefined {
+  return ticket ? { ...body.metadata, ...ticketMetadata(ticket.ref ?? adhocTicket(runId), ticket.url) } : body.metadata;
+}
