@@ -54,6 +54,30 @@ const LAYER_ZONES = [
   zone('worker', below('api', 'cli', 'bin'), 'The worker process imports no API or CLI code.'),
 ];
 
+/**
+ * A db/ module that only reads is named `*-reads.ts` (with the row shapes of db/rows/); any other
+ * db/ module may write. The API reads through the read modules and writes only through services/,
+ * and a read module builds on read modules only (docs/development/architecture.md).
+ */
+const DB_READS = ['**/db/*-reads.ts', '**/db/rows/**'];
+const READ_ZONES = [
+  {
+    target: './api',
+    from: './db/**',
+    except: DB_READS,
+    message:
+      'api/ imports from db/ only its *-reads.ts modules and db/rows/: a write goes through a service of services/.',
+  },
+  {
+    target: './db/*-reads.ts',
+    from: './db/**',
+    except: DB_READS,
+    message: 'A *-reads.ts module only reads: it imports only other read modules and db/rows/.',
+  },
+];
+/** SQL that changes something (or locks for a change): none of it in a *-reads.ts module. */
+const WRITE_SQL = String.raw`/\b(INSERT|UPDATE|DELETE|TRUNCATE|MERGE|UPSERT)\b|ON CONFLICT|pg_notify|nextval|setval/`;
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'workflow-bundle.js', '*.mjs'] },
   ...tseslint.configs.recommended,
@@ -82,7 +106,19 @@ export default tseslint.config(
       'cli/**/*.ts',
       'worker/**/*.ts',
     ],
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: LAYER_ZONES }] },
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: [...LAYER_ZONES, ...READ_ZONES] }] },
+  },
+  {
+    files: ['db/*-reads.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['TemplateElement[value.raw', 'Literal[value'].map((node) => ({
+          selector: `${node}=${WRITE_SQL}]`,
+          message: 'A *-reads.ts module only reads: put this statement in a db/ module that writes.',
+        })),
+      ],
+    },
   },
   {
     // Workflow code runs in Temporal's deterministic sandbox: no database, no Node built-ins.

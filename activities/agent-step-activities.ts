@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../core/run-events';
 import { turnIsOver } from '../core/run-state';
-import { hasRunEvent, recordedEventKeys } from '../db/run-events';
+import { hasRunEvent, recordedEventKeys } from '../db/run-event-reads';
 import { deliverFollowups, lockRunForStep } from '../db/run-store';
 import { loadStepRun } from '../db/run-step-reads';
 import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';

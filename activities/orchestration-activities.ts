@@ -1,12 +1,12 @@
 import { ApiError } from '../core/api-error';
 import { isUuid } from '../core/ids';
 import { isTerminal } from '../core/run-state';
-import type { AgentIdentity } from '../db/agent-identities';
-import { listFactoryAgents } from '../db/agent-identities';
-import { findFactory } from '../db/factories';
+import type { AgentIdentity } from '../db/agent-identity-reads';
+import { listFactoryAgents } from '../db/agent-identity-reads';
+import { findFactory } from '../db/factory-reads';
 import { appendRunEvent } from '../db/run-events';
-import { childRunStatuses, findDispatchedChild, unfinishedDescendants } from '../db/run-lineage';
-import { findRun } from '../db/run-queries';
+import { childRunStatuses, findDispatchedChild, unfinishedDescendants } from '../db/run-lineage-reads';
+import { findRun } from '../db/run-reads';
 import { recordCancelRequest } from '../db/run-store';
 import type { OrchestrationCall } from '../workflows/run-contract';
 import { createRunService, type RunAccepted } from '../services/runs/run-service';

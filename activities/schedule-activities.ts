@@ -3,7 +3,8 @@ import { ScheduleNotFoundError } from '@temporalio/client';
 import { ApiError } from '../core/api-error';
 import { createRunService } from '../services/runs/run-service';
 import { runScheduleRef, schedulePrincipal, scheduledRunRequest } from '../services/schedules/schedule-service';
-import { findSchedule, recordSpawnOutcome } from '../db/schedules';
+import { findSchedule } from '../db/schedule-reads';
+import { recordSpawnOutcome } from '../db/schedules';
 import {
   SCHEDULED_RUN_MAX_ATTEMPTS,
   ScheduleFailureType,

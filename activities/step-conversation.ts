@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { latestContextSummary, type RecordedContextSummary } from '../db/context-summaries';
-import { loadRunEventByKey, loadRunEvents, type StoredRunEvent } from '../db/run-events';
+import { loadRunEventByKey, loadRunEvents, type StoredRunEvent } from '../db/run-event-reads';
 
 /** The transcript entries the model's conversation is made of, one message each. */
 export const CONVERSATION_KINDS = ['prompt', 'followup', 'assistant', 'tool_call'] as const;

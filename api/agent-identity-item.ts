@@ -1,4 +1,4 @@
-import type { AgentIdentity } from '../db/agent-identities';
+import type { AgentIdentity } from '../db/agent-identity-reads';
 import type { McpServerConfig } from '../core/run-types';
 import { redactMcpServers } from '../core/secrets';
 

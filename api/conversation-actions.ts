@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Run } from '../db/rows/run';
-import { loadPendingFollowupsPage, type PendingFollowup } from '../db/followup-queries';
-import { loadConversationEvents, type StoredRunEvent } from '../db/run-events';
+import { loadPendingFollowupsPage, type PendingFollowup } from '../db/followup-reads';
+import { loadConversationEvents, type StoredRunEvent } from '../db/run-event-reads';
 import type { ActionPosition } from './conversation-query';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
 

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
 import type { Run } from '../db/rows/run';
-import { loadConversationEvents } from '../db/run-events';
+import { loadConversationEvents } from '../db/run-event-reads';
 import { conversationSteps, type ConversationStep } from '../services/views/conversation-steps';
 
 /** Entries of one run read for its steps; a longer run's later entries are in its transcript download. */

@@ -1,4 +1,4 @@
-import type { FactoryWithAgents } from '../db/factories';
+import type { FactoryWithAgents } from '../db/factory-reads';
 
 /** A factory as the API returns it, with its agents and where it is defined (`source`). */
 export function toFactoryItem(factory: FactoryWithAgents) {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isUuid } from '../core/ids';
 import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
-import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifacts';
-import type { RunFilters, RunSortField, SortOrder } from '../db/run-queries';
+import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifact-reads';
+import type { RunFilters, RunSortField, SortOrder } from '../db/run-reads';
 import { invalid } from '../core/api-error';
 import { unknownQueryParameter } from './validate';
 import {

@@ -3,7 +3,7 @@ import { suppressTracing } from '@opentelemetry/core';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
-import { findUnfinishedRuns } from '../db/unfinished-runs';
+import { findUnfinishedRuns } from '../db/unfinished-run-reads';
 import { createRunTransitions } from '../services/runs/run-transitions';
 import { runWorkflowId } from '../workflows/run-contract';
 

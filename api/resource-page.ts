@@ -1,4 +1,4 @@
-import { isKeysetPosition, type KeysetOrder, type KeysetPage, type ResourcePageRequest } from '../db/keyset-page';
+import { isKeysetPosition, type KeysetOrder, type KeysetPage, type ResourcePageRequest } from '../db/keyset-reads';
 import type { Context } from 'koa';
 import { invalid } from '../core/api-error';
 import { principalOf } from './middleware/auth';
@@ -6,7 +6,7 @@ import { cursorNotIssued, decodeOpaqueCursor, encodeOpaqueCursor } from './page-
 import { RESOURCE_PAGE_MAX, resourcePageQuerySchema } from '../core/schemas/resource-page-schemas';
 import { validate } from './validate';
 
-export type { ResourcePageRequest } from '../db/keyset-page';
+export type { ResourcePageRequest } from '../db/keyset-reads';
 
 /**
  * The page a validated `limit` and `cursor` ask for, of a list in `order` named `sort` (a cursor

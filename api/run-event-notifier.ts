@@ -1,8 +1,8 @@
 import { Client } from 'pg';
 import { isShuttingDown } from '../core/shutdown-signal';
 import type { Logger } from '../core/logger';
-import { listenTo, pingDatabase } from '../db/probes';
-import { RUN_EVENTS_CHANNEL } from '../db/run-events';
+import { listenTo, pingDatabase } from '../db/probe-reads';
+import { RUN_EVENTS_CHANNEL } from '../db/run-event-reads';
 
 /** How the listening connection shows in `pg_stat_activity` (operators, and the test that cuts it). */
 export const LISTENER_APPLICATION_NAME = 'agent-runs-event-listener';

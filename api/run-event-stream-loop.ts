@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { StreamCaps } from '../core/config';
 import type { Logger } from '../core/logger';
 import { isTerminal } from '../core/run-state';
-import { loadRunEventsAfter, runIdleWindow, type StoredRunEvent } from '../db/run-events';
+import { loadRunEventsAfter, runIdleWindow, type StoredRunEvent } from '../db/run-event-reads';
 import type { RunEventNotifier } from './run-event-notifier';
 
 /** One stream: a run's entries from PostgreSQL as Server-Sent Events, then each new one as it commits. */

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { eventStreamsRefused } from '../core/metrics';
 import type { RunEventKind } from '../core/run-events';
-import type { StoredRunEvent } from '../db/run-events';
+import type { StoredRunEvent } from '../db/run-event-reads';
 import { ApiError } from '../core/api-error';
 import { CAP_NAMES, CAPPED_RETRY_SECONDS, streamCounter } from './run-event-stream-caps';
 import { startStream, STREAM_HEADERS, type RunEventStreamsOptions, type StreamRequest } from './run-event-stream-loop';

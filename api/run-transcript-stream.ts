@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Run } from '../db/rows/run';
-import type { StoredRunEvent } from '../db/run-events';
+import type { StoredRunEvent } from '../db/run-event-reads';
 import { eventData, lastEventIdOf, parseStreamStart, type RunEventStreams } from './run-event-stream';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
 

@@ -1,8 +1,8 @@
 import { isTerminal } from '../core/run-state';
 import type { Run } from '../db/rows/run';
-import type { StoredRunEvent } from '../db/run-events';
-import type { PendingFollowup } from '../db/followup-queries';
-import type { ChildRunStatus } from '../db/run-lineage';
+import type { StoredRunEvent } from '../db/run-event-reads';
+import type { PendingFollowup } from '../db/followup-reads';
+import type { ChildRunStatus } from '../db/run-lineage-reads';
 import { escapeHtml, page } from './html';
 
 /** Outputs longer than this many lines are folded behind a <details> toggle. */

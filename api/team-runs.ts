@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { notFound } from '../core/api-error';
 import { isUuid } from '../core/ids';
 import type { Run } from '../db/rows/run';
-import { findRun, listConversationRuns } from '../db/run-queries';
+import { findRun, listConversationRuns } from '../db/run-reads';
 
 /** The caller's team's run `runId`; 404 for any other (another team's, or no run). */
 export async function teamRunOr404(manager: EntityManager, runId: string, teamId: string): Promise<Run> {

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { EntityManager } from 'typeorm';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
 import type { Run } from '../db/rows/run';
-import { loadRunEventsPage } from '../db/run-events';
+import { loadRunEventsPage } from '../db/run-event-reads';
 import { eventData } from './run-event-stream';
 
 const PAGE = 500;

@@ -1,5 +1,5 @@
 import type { WebhookEventType } from '../core/webhooks';
-import type { Webhook, WebhookDelivery } from '../db/webhooks';
+import type { Webhook, WebhookDelivery } from '../db/webhook-reads';
 
 /** A webhook as every endpoint shows it: never its secret. */
 export function toWebhookItem(webhook: Webhook) {

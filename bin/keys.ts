@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config';
-import { listApiKeys } from '../db/api-keys';
+import { listApiKeys } from '../db/api-key-reads';
 import { createApiKeyService, UnknownAgentError } from '../services/keys/api-key-service';
 import { KEY_ROLES, type KeyRole } from '../db/rows/api-key';
 

@@ -16,7 +16,7 @@ import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
-import { countApiKeys } from '../db/api-keys';
+import { countApiKeys } from '../db/api-key-reads';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';

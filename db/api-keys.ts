@@ -1,19 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
-import type { ApiKey, ApiKeyKind, KeyRole } from './rows/api-key';
-import type { PrincipalType } from './rows/principal';
+import type { ApiKeyKind, KeyRole } from './rows/api-key';
+import { hashKey, type KeyHolder } from './api-key-reads';
 
 const KEY_PREFIX = 'ark';
-
-export interface AuthenticatedPrincipal {
-  uid: string;
-  type: PrincipalType;
-  displayName: string;
-  teamId: string;
-  keyId: string;
-  role: KeyRole;
-}
 
 export interface CreatedKey {
   id: string;
@@ -24,19 +15,11 @@ export interface CreatedKey {
   role: KeyRole;
 }
 
-export function hashKey(rawKey: string): string {
-  return createHash('sha256').update(rawKey).digest('hex');
-}
-
 /** Keys look like `ark_<8-char public prefix>_<secret>`; the prefix alone is safe to log. */
 export function generateRawKey(): { rawKey: string; prefix: string } {
   const prefix = randomBytes(6).toString('base64url');
   const secret = randomBytes(32).toString('base64url');
   return { rawKey: `${KEY_PREFIX}_${prefix}_${secret}`, prefix: `${KEY_PREFIX}_${prefix}` };
-}
-
-export function looksLikeKey(value: string): boolean {
-  return /^ark_[A-Za-z0-9_-]{8}_[A-Za-z0-9_-]{43}$/.test(value);
 }
 
 /** The team of that name, created when first named; returns its id. */
@@ -60,21 +43,6 @@ export async function ensureUser(tx: EntityManager, teamId: string, name: string
   return { uid: user!.uid, teamId, name };
 }
 
-/** The agent identity of that uid as a key holder, if it exists. */
-export async function findAgentKeyHolder(manager: EntityManager, agentUid: string): Promise<KeyHolder | null> {
-  const [identity] = (await manager.query(`SELECT uid, team_id, name FROM agent_identities WHERE uid = $1`, [
-    agentUid,
-  ])) as { uid: string; team_id: string; name: string }[];
-  return identity ? { uid: identity.uid, teamId: identity.team_id, name: identity.name } : null;
-}
-
-/** Who a key is for: a user or an agent identity of a team. */
-export interface KeyHolder {
-  uid: string;
-  teamId: string;
-  name: string;
-}
-
 /** Inserts a new key of `holder`; the raw key is in the answer only. */
 export async function insertApiKey(
   tx: EntityManager,
@@ -90,41 +58,6 @@ export async function insertApiKey(
     [id, holder.uid, holder.teamId, kind, holder.name, prefix, hashKey(rawKey), role],
   );
   return { id, rawKey, prefix, principalUid: holder.uid, teamId: holder.teamId, role };
-}
-
-export interface ListedKey {
-  id: string;
-  kind: ApiKeyKind;
-  name: string;
-  prefix: string;
-  team: string;
-  principalUid: string;
-  role: KeyRole;
-  createdAt: Date;
-  revokedAt: Date | null;
-}
-
-export async function listApiKeys(dataSource: DataSource): Promise<ListedKey[]> {
-  const rows = (await dataSource.query(
-    `SELECT k.id, k.kind, k.name, k.prefix, k.role, t.name AS team, k.principal_uid, k.created_at, k.revoked_at
-       FROM api_keys k JOIN teams t ON t.id = k.team_id ORDER BY k.created_at`,
-  )) as (Omit<ApiKey, 'principalUid' | 'createdAt' | 'revokedAt'> & {
-    team: string;
-    principal_uid: string;
-    created_at: Date;
-    revoked_at: Date | null;
-  })[];
-  return rows.map((r) => ({
-    id: r.id,
-    kind: r.kind,
-    name: r.name,
-    prefix: r.prefix,
-    team: r.team,
-    principalUid: r.principal_uid,
-    role: r.role,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-  }));
 }
 
 /** Gives an active key (by id or public prefix) a role; returns false when no active key matched. */
@@ -145,30 +78,4 @@ export async function revokeApiKey(dataSource: DataSource, idOrPrefix: string): 
     [idOrPrefix],
   )) as [unknown[], number];
   return result[1] > 0;
-}
-
-export async function authenticateKey(dataSource: DataSource, rawKey: string): Promise<AuthenticatedPrincipal | null> {
-  if (!looksLikeKey(rawKey)) return null;
-  const rows = (await dataSource.query(
-    `SELECT k.id AS key_id, k.role, p.uid, p.type, p.display_name, p.team_id
-       FROM api_keys k JOIN principals p ON p.uid = k.principal_uid
-      WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`,
-    [hashKey(rawKey)],
-  )) as { key_id: string; role: KeyRole; uid: string; type: PrincipalType; display_name: string; team_id: string }[];
-  const row = rows[0];
-  if (!row) return null;
-  return {
-    uid: row.uid,
-    type: row.type,
-    displayName: row.display_name,
-    teamId: row.team_id,
-    keyId: row.key_id,
-    role: row.role,
-  };
-}
-
-/** How many keys exist in all (revoked ones too): none means a first start. */
-export async function countApiKeys(dataSource: DataSource): Promise<number> {
-  const [{ count }] = (await dataSource.query(`SELECT count(*)::int AS count FROM api_keys`)) as [{ count: number }];
-  return count;
 }

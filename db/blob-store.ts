@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import type { EntityManager } from 'typeorm';
+import type { BlobReader } from './blob-reads';
 
 /** Bytes written to the object store and not yet recorded: what a `blobs` row will say of them. */
 export interface StoredBytes {
@@ -22,23 +22,13 @@ export interface StoredBytes {
  * garbage for the store's collector; objects are never deleted here, as another row may share them.
  * The implementation: infra/object-store/object-blob-store.ts.
  */
-export interface BlobStore {
+export interface BlobStore extends BlobReader {
   /** Writes `bytes` to the object store (before the transaction that records them). */
   store(bytes: Buffer): Promise<StoredBytes>;
   /** Records stored bytes as a blob of `runId` inside the caller's transaction; returns its id. */
   record(tx: EntityManager, runId: string, stored: StoredBytes): Promise<string>;
   /** store, then record in `tx`: for a transaction already open when the bytes come. */
   put(tx: EntityManager, runId: string, bytes: Buffer): Promise<string>;
-  /** The bytes of a blob, or null when there is none (or its object is gone). */
-  get(manager: EntityManager, blobId: string): Promise<Buffer | null>;
-  /** The bytes of a blob as a stream, or null when there is none (or its object is gone). */
-  getStream(manager: EntityManager, blobId: string): Promise<Readable | null>;
-}
-
-/** Where a blob's bytes are: an object, or (rows from before the object store) its `content`. */
-export interface BlobLocation {
-  objectKey: string | null;
-  content: Buffer | null;
 }
 
 /** Records bytes already stored as a blob of `runId`; returns its id. */
@@ -54,11 +44,3 @@ export async function insertBlob(tx: EntityManager, runId: string, stored: Store
   return blobId;
 }
 
-/** Where the bytes of a blob are, or undefined when there is no such blob. */
-export async function findBlobLocation(manager: EntityManager, blobId: string): Promise<BlobLocation | undefined> {
-  const rows = (await manager.query(`SELECT object_key, content FROM blobs WHERE blob_id = $1`, [blobId])) as {
-    object_key: string | null;
-    content: Buffer | null;
-  }[];
-  return rows[0] && { objectKey: rows[0].object_key, content: rows[0].content };
-}

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { RunEventPayloads } from '../core/run-events';
-import { PAST_LAST_ID, runEventsRange } from './run-events';
+import { PAST_LAST_ID, runEventsRange } from './run-event-reads';
 
 export interface RecordedContextSummary {
   eventKey: string;

@@ -1,20 +1,14 @@
 import type { EntityManager } from 'typeorm';
 import type { FactoryFile, FactoryFileAgent, FactoryFileProblem } from '../core/factory-file';
-import {
-  createAgentIdentity,
-  deleteAgentIdentity,
-  listFactoryAgents,
-  updateAgentIdentity,
-  type AgentIdentity,
-  type AgentIdentityFields,
-} from './agent-identities';
+import { createAgentIdentity, deleteAgentIdentity, updateAgentIdentity } from './agent-identities';
+import { listFactoryAgents, type AgentIdentity, type AgentIdentityFields } from './agent-identity-reads';
 import {
   FACTORY_COLUMNS as COLUMNS,
   factoryFileLabel,
   newFactoryUid,
   toFactory,
   type FactorySource,
-} from './factory-rows';
+} from './rows/factory';
 
 /** A factory file found in a repository of an environment: a FACTORY.md, or a tree's factory.yaml. */
 export interface FoundFactoryFile {

@@ -112,8 +112,9 @@ export async function withdrawUnstartedRun(manager: EntityManager, runId: string
   await manager.query(`DELETE FROM followups WHERE run_id = $1`, [runId]);
   await manager.query(`DELETE FROM runs WHERE run_id = $1`, [runId]);
   // A retry with the same Idempotency-Key must create the run afresh, not replay a withdrawn one.
-  await manager.query(`DELETE FROM idempotency_records WHERE scope IN ('create-run', 'dispatch-agent') AND response_body->>'run_id' = $1`, [
-    runId,
-  ]);
+  await manager.query(
+    `DELETE FROM idempotency_records WHERE scope IN ('create-run', 'dispatch-agent') AND response_body->>'run_id' = $1`,
+    [runId],
+  );
   return true;
 }

@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import type { WebhookDeliveryStatus } from '../core/webhooks';
-import { toArtifact, type FileArtifact } from './artifacts';
+import { toArtifact, type FileArtifact } from './artifact-reads';
 import type { Run } from './rows/run';
-import { rowToRun } from './run-queries';
+import { rowToRun } from './run-reads';
 
 /** The channel the delivery trigger (migration 1763880000000) notifies at each commit that recorded deliveries. */
 export const WEBHOOK_DELIVERIES_CHANNEL = 'webhook_deliveries';

@@ -1,5 +1,5 @@
 import { ApiError } from '../core/api-error';
-import type { AuthenticatedPrincipal } from '../db/api-keys';
+import type { AuthenticatedPrincipal } from '../db/api-key-reads';
 
 /**
  * 403 `not_authorized` unless the caller's key is an admin key of its team: what changes who may

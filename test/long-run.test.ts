@@ -1,7 +1,7 @@
 import { conversationFromEvents } from '../activities/agent-step-activities';
 import { SUMMARY_INSTRUCTION } from '../activities/model/summary-request';
 import { loadStepConversation } from '../activities/step-conversation';
-import { latestDiffDigests } from '../db/run-events';
+import { latestDiffDigests } from '../db/run-event-reads';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 

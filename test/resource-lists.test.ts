@@ -1,11 +1,11 @@
 import type { EntityManager } from 'typeorm';
-import { listAgentIdentities } from '../db/agent-identities';
-import { listTeamSkills } from '../db/environment-skills';
-import { listEnvironments } from '../db/environments';
-import { listFactories } from '../db/factories';
-import { listRuns } from '../db/run-queries';
-import { listSchedules } from '../db/schedules';
-import { listWebhooks } from '../db/webhooks';
+import { listAgentIdentities } from '../db/agent-identity-reads';
+import { listTeamSkills } from '../db/environment-skill-reads';
+import { listEnvironments } from '../db/environment-reads';
+import { listFactories } from '../db/factory-reads';
+import { listRuns } from '../db/run-reads';
+import { listSchedules } from '../db/schedule-reads';
+import { listWebhooks } from '../db/webhook-reads';
 import { maintenanceScheduleId } from '../workflows/maintenance-contract';
 import { createEnvironment } from './helpers/environments';
 import { createFactory } from './helpers/factories';

@@ -182,7 +182,7 @@ test('the rows of one insert take their ids in order: a new run’s prompt, then
   expect(rows.map((r) => r.event_key)).toEqual(['prompt', 'state-t1-QUEUED']);
 });
 
-/** Whether a page read of run entries (db/run-events.ts loadRunEventsAfter) waits for the lock `pid` holds. */
+/** Whether a page read of run entries (db/run-event-reads.ts loadRunEventsAfter) waits for the lock `pid` holds. */
 async function pageReadWaitsFor(pid: number): Promise<boolean> {
   const rows = (await ctx.dataSource.query(
     `SELECT 1 FROM pg_stat_activity

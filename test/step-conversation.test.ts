@@ -6,7 +6,8 @@ import type { ModelProvider, ModelRequest } from '../activities/model/types';
 import { CONVERSATION_KINDS, loadStepConversation } from '../activities/step-conversation';
 import { createLogger } from '../core/logger';
 import { latestContextSummary } from '../db/context-summaries';
-import { appendRunEvent, loadRunEvents } from '../db/run-events';
+import { appendRunEvent } from '../db/run-events';
+import { loadRunEvents } from '../db/run-event-reads';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 

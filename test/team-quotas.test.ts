@@ -4,8 +4,8 @@ import { createApiKeyService } from '../services/keys/api-key-service';
 import { createOrchestrationActivities } from '../activities/orchestration-activities';
 import type { ActivityDeps } from '../activities/deps';
 import { createLogger } from '../core/logger';
-import { postgresBlobStore } from '../db/blob-store';
-import { findRun } from '../db/run-queries';
+import { objectBlobStore } from '../infra/object-store/object-blob-store';
+import { findRun } from '../db/run-reads';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { createRunService } from '../services/runs/run-service';
 import { createFactory, dispatch, listRuns } from './helpers/factories';
@@ -282,7 +282,7 @@ test("a factory agent's dispatch counts against TEAM_MAX_RUNS_PER_HOUR: past it 
     logger: createLogger('error', 'test'),
     temporal: ctx.client,
     secretsKey: resolveSecretsKey(ctx.config),
-    blobs: postgresBlobStore,
+    blobs: objectBlobStore(ctx.objectStore),
   };
   const retried = await createOrchestrationActivities(deps as ActivityDeps).prepareChildRun({
     parentRunId: parentId,

@@ -1,7 +1,7 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
-import { pingDatabase } from '../db/probes';
+import { pingDatabase } from '../db/probe-reads';
 import { isCausedByOutage } from '../core/dependency-errors';
 import type { Logger } from '../core/logger';
 import { runIdOfWorkflowId } from '../workflows/run-contract';

@@ -2,7 +2,7 @@ import { Client as PgClient } from 'pg';
 import { isShuttingDown } from '../core/shutdown-signal';
 import type { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { startUnstartedDeliveries, type DeliveryStarterDeps } from '../activities/webhooks/start-deliveries';
-import { listenTo } from '../db/probes';
+import { listenTo } from '../db/probe-reads';
 import { WEBHOOK_DELIVERIES_CHANNEL } from '../db/webhook-deliveries';
 
 const RECONNECT_MIN_MS = 1000;

@@ -1,10 +1,10 @@
 import type { Context } from '@temporalio/activity';
 import type { RunEventPayloads } from '../../core/run-events';
 import type { Logger } from '../../core/logger';
-import { listFactoryAgents } from '../../db/agent-identities';
+import { listFactoryAgents } from '../../db/agent-identity-reads';
 import { databaseStateOf } from '../../db/data-source';
 import type { StepRun } from '../../db/run-step-reads';
-import { loadRunEventByKey } from '../../db/run-events';
+import { loadRunEventByKey } from '../../db/run-event-reads';
 import { appendReplyWithUsage } from '../../db/run-usage';
 import type { ActivityDeps } from '../deps';
 import { fitConversation } from '../model/context-summary';

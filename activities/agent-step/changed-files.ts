@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { RunEventPayloads } from '../../core/run-events';
-import { appendRunEvent, latestDiffDigests } from '../../db/run-events';
+import { appendRunEvent } from '../../db/run-events';
+import { latestDiffDigests } from '../../db/run-event-reads';
 import { withSpan } from '../../core/spans';
 import type { ActivityDeps } from '../deps';
 import type { RunProcesses } from '../sandbox/sandboxed-process';

@@ -1,5 +1,5 @@
 import type { PromptAttachment } from '../../core/run-events';
-import type { StoredRunEvent } from '../../db/run-events';
+import type { StoredRunEvent } from '../../db/run-event-reads';
 import type { AgentMessage, ToolCall } from '../model/types';
 import { inMode } from './plan-mode';
 

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../core/logger';
-import { replaceHandoffAttachments, type FileContent } from '../../db/attachments';
+import { replaceHandoffAttachments } from '../../db/attachments';
+import { type FileContent } from '../../db/attachment-reads';
 import { appendRunEvent } from '../../db/run-events';
 import type { ActivityDeps } from '../deps';
 import { runProcesses } from '../sandbox/sandboxed-process';

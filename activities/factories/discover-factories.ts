@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { FACTORIES_DIR, FACTORY_FILE_NAME, MAX_FACTORY_FILE_BYTES } from '../../core/factory-file';
-import type { Environment } from '../../db/environments';
+import type { Environment } from '../../db/environment-reads';
 import {
   syncFileFactories,
   type FileFactorySyncResult,

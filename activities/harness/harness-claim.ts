@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { claimHarnessInvocation, type HarnessState, type PendingMessage } from '../../db/harness-state';
+import { claimHarnessInvocation, type PendingMessage } from '../../db/harness-state';
+import { type HarnessState } from '../../db/harness-state-reads';
 import { appendRunEvent } from '../../db/run-events';
 import { deliverFollowups, lockRunForStep } from '../../db/run-store';
 import { conversationFromEvents } from '../agent-step/conversation-from-events';

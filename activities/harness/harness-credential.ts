@@ -2,7 +2,7 @@ import type { Config } from '../../core/config';
 import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import { decryptSecret } from '../../core/secrets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
-import { findManagedSecret } from '../../db/managed-secrets';
+import { findManagedSecret } from '../../db/managed-secret-reads';
 import { HARNESS_SECRET_KINDS } from '../../core/managed-secrets';
 import type { EntityManager } from 'typeorm';
 import type { ProviderCredential } from './gateway-routes';

@@ -1,4 +1,4 @@
-import type { StoredRunEvent } from '../../db/run-events';
+import type { StoredRunEvent } from '../../db/run-event-reads';
 
 /**
  * The most of an earlier conversation a recap carries, in bytes (it is a CLI's argument, with

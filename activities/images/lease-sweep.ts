@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { isUuid } from '../../core/ids';
-import { existingEnvironments } from '../../db/environments';
+import { existingEnvironments } from '../../db/environment-reads';
 import { runsForSweep } from '../../db/run-workspaces';
 import type { ImageStore } from './image-store';
 

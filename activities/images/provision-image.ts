@@ -5,7 +5,7 @@ import { parseRegistryCredential, type RegistryCredential } from '../../core/reg
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import { decryptSecret } from '../../core/secrets';
 import { markEnvironmentSetupFailed } from '../../db/environments';
-import { listManagedSecretsOfKind } from '../../db/managed-secrets';
+import { listManagedSecretsOfKind } from '../../db/managed-secret-reads';
 import { findRunImage, recordRunImage } from '../../db/run-images';
 import type { ActivityDeps } from '../deps';
 import type { RunImageRoot } from '../sandbox/sandbox';

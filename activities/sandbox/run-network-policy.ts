@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Config } from '../../core/config';
 import type { NetworkPolicy } from '../../core/network-policy';
-import { findEnvironment, type Environment } from '../../db/environments';
+import { findEnvironment, type Environment } from '../../db/environment-reads';
 
 /** The network policy of a run: its environment's `config.network`, else AGENT_NETWORK_DEFAULT. */
 export function runNetworkPolicy(config: Config, environment: Environment | null | undefined): NetworkPolicy {

@@ -11,7 +11,7 @@ import {
 } from '../../core/factory-file';
 import { diagnosticPlace } from '../../core/factory-tree/diagnostics';
 import { AGENT_FILE, FACTORY_YAML } from '../../core/factory-tree/tree-files';
-import { hasLoadedBundledSkill } from '../../db/run-events';
+import { hasLoadedBundledSkill } from '../../db/run-event-reads';
 import type { ToolSpec } from '../model/types';
 import type { WorkspaceFiles } from '../sandbox/workspace-files';
 import { FACTORY_FILES_SKILL } from '../../services/skills/bundled-skills';

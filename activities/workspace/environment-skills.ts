@@ -1,4 +1,4 @@
-import type { Environment } from '../../db/environments';
+import type { Environment } from '../../db/environment-reads';
 import { recordEnvironmentSkill } from '../../db/environment-skills';
 import type { ActivityDeps } from '../deps';
 import { runProcesses } from '../sandbox/sandboxed-process';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mib, seconds } from '../../core/human-units';
 import { readFile } from 'node:fs/promises';
 import { Context } from '@temporalio/activity';
-import { repositoryNames, type Environment } from '../../db/environments';
+import { repositoryNames, type Environment } from '../../db/environment-reads';
 import type { RunImage } from '../../db/run-images';
 import type { ActivityDeps } from '../deps';
 import { runNetworkPolicy } from '../sandbox/run-network-policy';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { isCliHarness } from '../../core/harnesses';
 import { appendRunEvent } from '../../db/run-events';
-import { recordResolvedSkills } from '../../db/run-step-reads';
+import { recordResolvedSkills } from '../../db/run-resolved-skills';
 import {
   BUNDLED_SKILL_OWNER,
   BUNDLED_SKILL_REPO,

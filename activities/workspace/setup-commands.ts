@@ -1,4 +1,5 @@
-import { markEnvironmentSetupFailed, type Environment } from '../../db/environments';
+import { markEnvironmentSetupFailed } from '../../db/environments';
+import { type Environment } from '../../db/environment-reads';
 import { appendRunEvent } from '../../db/run-events';
 import type { ActivityDeps } from '../deps';
 import { networkRefusalNotes } from '../sandbox/network-notes';

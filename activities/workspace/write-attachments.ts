@@ -1,5 +1,5 @@
 import { ATTACHMENTS_DIR } from '../../core/attachments';
-import { loadRunAttachments } from '../../db/attachments';
+import { loadRunAttachments } from '../../db/attachment-reads';
 import type { ActivityDeps } from '../deps';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
 import { workspaceFiles } from '../sandbox/workspace-files';

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { DataSource } from 'typeorm';
-import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../../db/api-keys';
+import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../../db/api-key-reads';
 import type { ClientAddressLimit } from './client-address-limit';
 import { ApiError, notFound } from '../../core/api-error';
 import { assertAdmin } from '../../services/team-roles';

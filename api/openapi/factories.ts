@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { AGENT_TYPES } from '../../db/agent-identities';
+import { AGENT_TYPES } from '../../db/agent-identity-reads';
 import {
   factoryBodySchema,
   factoryResourceListQuerySchema,

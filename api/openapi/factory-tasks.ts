@@ -9,7 +9,7 @@ import {
 import { resourcePageInfoSchema } from '../../core/schemas/resource-page-schemas';
 import { RUN_STATES } from '../../core/run-state';
 import { z } from '../../core/schemas/zod';
-import { TASK_STAGES } from '../../db/factory-tasks';
+import { TASK_STAGES } from '../../db/factory-task-reads';
 import type { FactoryTasksService } from '../../services/factories/factory-tasks';
 import { locationHeader, registerOperation, timestamp } from './common';
 import type { Fits } from './fits';

@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { AGENT_TYPES } from '../../db/agent-identities';
+import { AGENT_TYPES } from '../../db/agent-identity-reads';
 import { HARNESS_TYPES } from '../../core/harnesses';
 import { agentIdentityBodySchema } from '../../core/schemas/agent-identity-schemas';
 import { z } from '../../core/schemas/zod';

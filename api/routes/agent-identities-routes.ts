@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { findAgentIdentity, IDENTITY_ORDER, listAgentIdentities } from '../../db/agent-identities';
-import { findFactory } from '../../db/factories';
+import { findAgentIdentity, IDENTITY_ORDER, listAgentIdentities } from '../../db/agent-identity-reads';
+import { findFactory } from '../../db/factory-reads';
 import { notFound } from '../../core/api-error';
 import { toAgentIdentityItem } from '../agent-identity-item';
 import type { AgentIdentityService } from '../../services/identities/agent-identity-service';

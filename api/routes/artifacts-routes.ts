@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
-import { findArtifact } from '../../db/artifacts';
-import { findRun } from '../../db/run-queries';
+import { findArtifact } from '../../db/artifact-reads';
+import { findRun } from '../../db/run-reads';
 import { invalid, notFound } from '../../core/api-error';
 import { canonicalReferenceUrl } from '../../core/external-references';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
-import { findRunByExternalReference } from '../../db/external-references';
+import { findRunByExternalReference } from '../../db/external-reference-reads';
 import { signedUrl, toArtifactResponse } from '../../services/views/artifact-views';
 import type { UrlSigner } from '../../core/signed-urls';
 import { principalOf } from '../middleware/auth';

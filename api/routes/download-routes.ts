@@ -2,12 +2,12 @@ import Router, { type RouterContext } from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { checkUrlSignature, type DownloadKind } from '../../core/signed-urls';
 import { isUuid } from '../../core/ids';
-import { findArtifact } from '../../db/artifacts';
-import { findHandoffAttachment } from '../../db/attachments';
-import { findRun, listConversationRunsUnscoped } from '../../db/run-queries';
+import { findArtifact } from '../../db/artifact-reads';
+import { findHandoffAttachment } from '../../db/attachment-reads';
+import { findRun, listConversationRunsUnscoped } from '../../db/run-reads';
 import type { Run } from '../../db/rows/run';
 import { transcriptJsonLines } from '../transcript-download';
-import type { BlobStore } from '../../db/blob-store';
+import type { BlobReader } from '../../db/blob-reads';
 import { ApiError, notFound } from '../../core/api-error';
 import { rejectQueryParameters } from '../validate';
 
@@ -31,7 +31,7 @@ export function createDownloadRouter({
   secretsKey,
 }: {
   dataSource: DataSource;
-  blobs: BlobStore;
+  blobs: BlobReader;
   signingKey: Buffer;
   secretsKey: Buffer;
 }): Router {

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { ENVIRONMENT_ORDERS, listEnvironments, type Environment } from '../../db/environments';
+import { ENVIRONMENT_ORDERS, listEnvironments, type Environment } from '../../db/environment-reads';
 import type { EnvironmentService } from '../../services/environments/environment-service';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';

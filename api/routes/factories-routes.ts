@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../../core/config';
-import { FACTORY_ORDER, listFactories } from '../../db/factories';
+import { FACTORY_ORDER, listFactories } from '../../db/factory-reads';
 import type { FactoryService } from '../../services/factories/factory-service';
 import { checkUntrustedFactoryFile } from '../../services/untrusted-parse/untrusted-parser';
 import { servedModelIds } from '../../services/platform/model-list';

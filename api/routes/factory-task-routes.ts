@@ -8,9 +8,9 @@ import {
   taskUpdateSchema,
 } from '../../core/schemas/factory-schemas';
 import { notFound } from '../../core/api-error';
-import { findFactory } from '../../db/factories';
-import { listTasks, TASK_ORDERS } from '../../db/factory-tasks';
-import type { KeysetOrder } from '../../db/keyset-page';
+import { findFactory } from '../../db/factory-reads';
+import { listTasks, TASK_ORDERS } from '../../db/factory-task-reads';
+import type { KeysetOrder } from '../../db/keyset-reads';
 import type { FactoryTasksService } from '../../services/factories/factory-tasks';
 import { principalOf } from '../middleware/auth';
 import { resourcePageInfo, resourcePageOf } from '../resource-page';

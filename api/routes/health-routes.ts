@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { pingDatabase } from '../../db/probes';
+import { pingDatabase } from '../../db/probe-reads';
 
 export interface HealthDeps {
   dataSource: DataSource;

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isSessionId, isUuid } from '../../core/ids';
-import { conversationOfSession, latestSessionOfConversation } from '../../db/session-redirects';
+import { conversationOfSession, latestSessionOfConversation } from '../../db/session-redirect-reads';
 import { notFound } from '../../core/api-error';
 import { rejectQueryParameters } from '../validate';
 

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { SCHEDULE_ORDER } from '../../db/schedules';
+import { SCHEDULE_ORDER } from '../../db/schedule-reads';
 import { z } from 'zod';
 import { principalOf } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';

@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
 import { MANAGED_SECRET_NAME } from '../../core/managed-secrets';
 import { createManagedSecretSchema } from '../../core/schemas/managed-secret-schemas';
-import { findManagedSecret, listManagedSecrets, MANAGED_SECRET_ORDER } from '../../db/managed-secrets';
+import { findManagedSecret, listManagedSecrets, MANAGED_SECRET_ORDER } from '../../db/managed-secret-reads';
 import { toManagedSecretItem, type ManagedSecretService } from '../../services/secrets/managed-secret-service';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';

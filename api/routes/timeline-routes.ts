@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { loadTimelineEntries } from '../../db/run-events';
+import { loadTimelineEntries } from '../../db/run-event-reads';
 import { runTimeline } from '../../services/views/run-timeline';
 import { principalOf } from '../middleware/auth';
 import { teamRunOr404 } from '../team-runs';

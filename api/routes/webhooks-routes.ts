@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
-import { findWebhook, listDeliveries, listWebhooks, WEBHOOK_ORDER } from '../../db/webhooks';
+import { findWebhook, listDeliveries, listWebhooks, WEBHOOK_ORDER } from '../../db/webhook-reads';
 import { invalid, notFound } from '../../core/api-error';
 import { principalOf, requireAdmin } from '../middleware/auth';
 import { readResourcePage } from '../resource-page';

@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * An index per sort of every resource list (environments, agent identities, schedules) that
- * holds the tie-breaker too, so that a page reads just its rows (db/keyset-page.ts); and the
+ * holds the tie-breaker too, so that a page reads just its rows (db/keyset-reads.ts); and the
  * runs of a skill by creation, for `GET /agent`'s `last_run_timestamp`. Factories and webhooks
  * have theirs already. Built CONCURRENTLY, outside a transaction, as in ListIndexes1763890000000.
  */

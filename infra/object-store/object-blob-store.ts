@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { findBlobLocation, insertBlob, type BlobStore } from '../../db/blob-store';
+import { findBlobLocation } from '../../db/blob-reads';
+import { insertBlob, type BlobStore } from '../../db/blob-store';
 import { contentKeyOfDigest, type ObjectStore } from './object-store';
 
 /**

@@ -2,15 +2,9 @@ import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
 import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import {
-  deleteEnvironment,
-  findEnvironment,
-  insertEnvironment,
-  updateEnvironment,
-  type Environment,
-  type EnvironmentConfig,
-} from '../../db/environments';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { deleteEnvironment, insertEnvironment, updateEnvironment } from '../../db/environments';
+import { findEnvironment, type Environment, type EnvironmentConfig } from '../../db/environment-reads';
 import { syncFileFactories } from '../../db/factories';
 import { assertImageAllowed } from '../images/image-policy';
 import { assertGitOwnerAllowed } from '../skills/git-owners';

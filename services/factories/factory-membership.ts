@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { findOtherForeman, type AgentIdentity, type AgentType } from '../../db/agent-identities';
-import { factoryFileLabel, findFactory, lockFactory, type Factory } from '../../db/factories';
+import { findOtherForeman, type AgentIdentity, type AgentType } from '../../db/agent-identity-reads';
+import { factoryFileLabel, findFactory, type Factory } from '../../db/factory-reads';
+import { lockFactory } from '../../db/factories';
 import { ApiError, invalid, notFound } from '../../core/api-error';
 import { CLI_HARNESSES, isCliHarness } from '../../core/harnesses';
 

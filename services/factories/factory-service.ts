@@ -1,17 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { invalid, notFound } from '../../core/api-error';
 import type { FactoryBody } from '../../core/schemas/factory-schemas';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { findEnvironment } from '../../db/environments';
-import {
-  createFactory,
-  deleteFactory,
-  findFactoryWithAgents,
-  updateFactory,
-  type Factory,
-  type FactoryFields,
-  type FactoryWithAgents,
-} from '../../db/factories';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { findEnvironment } from '../../db/environment-reads';
+import { createFactory, deleteFactory, updateFactory, type FactoryFields } from '../../db/factories';
+import { findFactoryWithAgents, type Factory, type FactoryWithAgents } from '../../db/factory-reads';
 import { fileFactoryConflict } from './factory-membership';
 
 /**

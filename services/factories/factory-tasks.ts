@@ -3,21 +3,19 @@ import { ApiError, invalid, notFound } from '../../core/api-error';
 import { ticketOfMetadata } from '../../core/factory-tickets';
 import { isUuid } from '../../core/ids';
 import { isTerminal } from '../../core/run-state';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { artifactsOfRuns } from '../../db/artifacts';
-import { findFactory } from '../../db/factories';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { artifactsOfRuns } from '../../db/artifact-reads';
+import { findFactory } from '../../db/factory-reads';
 import {
   findLiveTaskOfConversation,
   findTask,
   findTaskByConversation,
-  insertTask,
-  softDeleteTask,
-  updateTask,
   type FactoryTask,
   type TaskStage,
-} from '../../db/factory-tasks';
+} from '../../db/factory-task-reads';
+import { insertTask, softDeleteTask, updateTask } from '../../db/factory-tasks';
 import type { Run } from '../../db/rows/run';
-import { findRun, listConversationRuns } from '../../db/run-queries';
+import { findRun, listConversationRuns } from '../../db/run-reads';
 import { toArtifactItem } from '../views/artifact-views';
 
 /** How much of a task a response shows: the list's lean view, or everything (get, `full_list`). */

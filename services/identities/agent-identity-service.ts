@@ -7,14 +7,16 @@ import {
   createAgentIdentity,
   defaultIdentityFields,
   deleteAgentIdentity,
+  updateAgentIdentity,
+} from '../../db/agent-identities';
+import {
   findAgentIdentity,
   findAgentIdentityByName,
   identityNameTaken,
-  updateAgentIdentity,
   type AgentIdentity,
-} from '../../db/agent-identities';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { findEnvironment } from '../../db/environments';
+} from '../../db/agent-identity-reads';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { findEnvironment } from '../../db/environment-reads';
 import { assertFactoryMembership, assertNotFileAgent } from '../factories/factory-membership';
 import { assertServedModel } from '../platform/model-list';
 import { assertSkillOwnerAllowed } from '../skills/git-owners';

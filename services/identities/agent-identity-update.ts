@@ -1,4 +1,4 @@
-import type { AgentIdentityFields } from '../../db/agent-identities';
+import type { AgentIdentityFields } from '../../db/agent-identity-reads';
 import type { McpServerConfig } from '../../core/run-types';
 import { encryptMcpServersKeepingRedacted } from '../../core/secrets';
 import { invalid } from '../../core/api-error';

@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { invalid } from '../../core/api-error';
 import { CLI_HARNESSES, isCliHarness, type HarnessSecretField } from '../../core/harnesses';
 import type { AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
-import type { AgentIdentityFields } from '../../db/agent-identities';
+import type { AgentIdentityFields } from '../../db/agent-identity-reads';
 import { checkHarnessRequest, type HarnessFieldsScope } from '../runs/harness-request';
 
 const sent = (update: AgentIdentityUpdate, field: keyof AgentIdentityUpdate) =>

@@ -1,15 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../../core/config';
-import {
-  ensureTeam,
-  ensureUser,
-  findAgentKeyHolder,
-  insertApiKey,
-  revokeApiKey,
-  setApiKeyRole,
-  type CreatedKey,
-  type KeyHolder,
-} from '../../db/api-keys';
+import { ensureTeam, ensureUser, insertApiKey, revokeApiKey, setApiKeyRole, type CreatedKey } from '../../db/api-keys';
+import { findAgentKeyHolder, type KeyHolder } from '../../db/api-key-reads';
 import type { ApiKeyKind, KeyRole } from '../../db/rows/api-key';
 import { ensureNamedAgentIdentity } from '../identities/agent-identity-service';
 

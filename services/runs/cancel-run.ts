@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApiError } from '../../core/api-error';
 import { isTerminal } from '../../core/run-state';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { recordCancelRequest } from '../../db/run-store';
 import { runWorkflowId } from '../../workflows/run-contract';
 import type { RunServiceDeps, RunWrites } from './run-writes';

@@ -5,9 +5,10 @@ import { newUuidV7 } from '../../core/ids';
 import { observeRunCreated, type RunCreatedOrigin } from '../../core/metrics';
 import { idempotencyView } from '../../core/run-secrets';
 import type { CreateRunRequest, FactoryDispatchRequest } from '../../core/schemas/run-schemas';
-import { listFactoryAgents } from '../../db/agent-identities';
-import { recordRunAttachments, type FileContent } from '../../db/attachments';
-import { findFactory } from '../../db/factories';
+import { listFactoryAgents } from '../../db/agent-identity-reads';
+import { recordRunAttachments } from '../../db/attachments';
+import { type FileContent } from '../../db/attachment-reads';
+import { findFactory } from '../../db/factory-reads';
 import { markWorkflowStarted, recordNewRun, withdrawUnstartedRun } from '../../db/run-creation';
 import type { Run } from '../../db/rows/run';
 import { lockRunCreation } from '../../db/run-store';
@@ -49,7 +50,7 @@ interface Made {
  * started beside it, or given back.
  */
 export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
-  const { config, temporal, secretsKey, blobs, dataSource } = deps;
+  const { config, temporal, secretsKey, dataSource, blobs } = deps;
   const { runsPerHour, countTeamRun, withIdempotency, storedResponseOf, claimFor, recordThenCall } = writes;
 
   async function create(creation: Creation): Promise<StoredResponse> {

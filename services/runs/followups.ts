@@ -2,7 +2,7 @@ import { ApiError, notFound } from '../../core/api-error';
 import { isUuid } from '../../core/ids';
 import { isTerminal, type RunState } from '../../core/run-state';
 import type { FollowupRequest } from '../../core/schemas/run-schemas';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { recordFollowup, withdrawFollowup, type RecordedFollowup } from '../../db/followups';
 import { deleteIdempotencyRecord } from '../../db/idempotency-records';
 import { followupSignal, RUN_WORKFLOW_TYPE, type AgentRunWorkflow } from '../../workflows/run-contract';

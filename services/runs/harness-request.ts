@@ -3,9 +3,9 @@ import { invalid } from '../../core/api-error';
 import { CLI_HARNESSES, isCliHarness, type HarnessSecretField } from '../../core/harnesses';
 import { HARNESS_SECRET_KINDS, type ManagedSecretKind } from '../../core/managed-secrets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
-import type { AgentIdentity } from '../../db/agent-identities';
-import type { Factory } from '../../db/factories';
-import { findManagedSecret } from '../../db/managed-secrets';
+import type { AgentIdentity } from '../../db/agent-identity-reads';
+import type { Factory } from '../../db/factory-reads';
+import { findManagedSecret } from '../../db/managed-secret-reads';
 import { assertForemanHarness } from '../factories/factory-membership';
 import { namedSecrets, normalHarness } from './run-request-fields';
 

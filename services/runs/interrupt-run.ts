@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApiError } from '../../core/api-error';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { interruptSignal, runWorkflowId } from '../../workflows/run-contract';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { Config } from '../../core/config';
-import { countChildren, runDepth } from '../../db/run-lineage';
+import { countChildren, runDepth } from '../../db/run-lineage-reads';
 
 /** Whether one more child may be made under `parentRunId` (ORCHESTRATION_MAX_DEPTH, ORCHESTRATION_MAX_CHILDREN_PER_RUN). */
 export type LineageCheck =

@@ -2,9 +2,9 @@
  * How a new run is put together from who asks, who executes it and what it asks for: shared by
  * the API (create, factory dispatch, schedule firings) and the worker (runs a foreman dispatches).
  */
-import type { AgentIdentity } from '../../db/agent-identities';
+import type { AgentIdentity } from '../../db/agent-identity-reads';
 import type { Run, RunScheduleRef } from '../../db/rows/run';
-import type { Factory } from '../../db/factories';
+import type { Factory } from '../../db/factory-reads';
 import { newSessionId } from '../../core/ids';
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import { harnessWithDefaults } from './harness-request';

@@ -5,9 +5,9 @@ import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import { encryptMcpServers } from '../../core/secrets';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
-import type { AgentIdentity } from '../../db/agent-identities';
-import { findEnvironment } from '../../db/environments';
-import { findFactory, type Factory } from '../../db/factories';
+import type { AgentIdentity } from '../../db/agent-identity-reads';
+import { findEnvironment } from '../../db/environment-reads';
+import { findFactory, type Factory } from '../../db/factory-reads';
 import type { Run } from '../../db/rows/run';
 import { resolveConversation, resolveParent } from './create-request';
 import { checkRunHarness } from './harness-request';

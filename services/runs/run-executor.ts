@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
-import { findAgentIdentity, type AgentIdentity } from '../../db/agent-identities';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import { findAgentIdentity, type AgentIdentity } from '../../db/agent-identity-reads';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { findTeamUser } from '../../db/team-users';
 import { ApiError, invalid, notFound } from '../../core/api-error';
 

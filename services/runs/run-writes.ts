@@ -5,11 +5,11 @@ import type { Config } from '../../core/config';
 import { isUuid } from '../../core/ids';
 import type { Logger } from '../../core/logger';
 import { rateLimitRejections } from '../../core/metrics';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import type { BlobStore } from '../../db/blob-store';
 import { findIdempotencyRecord, storeIdempotencyResponse } from '../../db/idempotency-records';
 import { isAwaitingWorkflowStart, markWorkflowStarted } from '../../db/run-creation';
-import { findRun } from '../../db/run-queries';
+import { findRun } from '../../db/run-reads';
 import { lockRun } from '../../db/run-store';
 import { liveWorkerIds } from '../../db/worker-leases';
 import { RUN_WORKFLOW_TYPE, workspaceQueueFor, type AgentRunWorkflow } from '../../workflows/run-contract';
@@ -25,7 +25,7 @@ export interface RunServiceDeps {
   temporal: Client;
   /** Encrypts the MCP credentials a run is created with (`core/secrets.ts`). */
   secretsKey: Buffer;
-  /** Where the bytes of a run's attachments go. */
+  /** Where the bytes of a run's attachments go: the object store (`objectBlobStore`). */
   blobs: BlobStore;
   logger: Logger;
 }

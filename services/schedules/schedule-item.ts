@@ -1,6 +1,6 @@
 import type { ScheduleDescription } from '@temporalio/client';
 import { redactMcpServers } from '../../core/secrets';
-import type { Schedule } from '../../db/schedules';
+import type { Schedule } from '../../db/schedule-reads';
 
 /** `ScheduledAgentItem` as the official clients define it. */
 export interface ScheduledAgentItem {

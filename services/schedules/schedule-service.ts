@@ -8,28 +8,30 @@ import {
 import pLimit from 'p-limit';
 import type { DataSource } from 'typeorm';
 import { assertTeamHasRoom } from '../team-caps';
-import type { KeysetPage } from '../../db/keyset-page';
+import type { KeysetPage } from '../../db/keyset-reads';
 import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
 import { encryptMcpServers } from '../../core/secrets';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { findAgentIdentity } from '../../db/agent-identities';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { findAgentIdentity } from '../../db/agent-identity-reads';
 import { honouredConfig } from '../runs/run-request-fields';
 import { checkRunHarness, harnessWithDefaults } from '../runs/harness-request';
-import { findFactory } from '../../db/factories';
-import { findEnvironment } from '../../db/environments';
+import { findFactory } from '../../db/factory-reads';
+import { findEnvironment } from '../../db/environment-reads';
 import {
   deleteSchedule,
-  findSchedule,
   insertSchedule,
-  listSchedules,
   restoreSchedule,
   touchSchedule,
   updateScheduleDefinition,
+} from '../../db/schedules';
+import {
+  findSchedule,
+  listSchedules,
   type Schedule,
   type ScheduleActor,
   type ScheduleDefinition,
-} from '../../db/schedules';
+} from '../../db/schedule-reads';
 import { searchAttributes } from '../../workflows/run-contract';
 import {
   SCHEDULED_RUN_WORKFLOW_TYPE,
@@ -38,7 +40,7 @@ import {
   type ScheduledRunInput,
 } from '../../workflows/schedule-contract';
 import { ApiError, notFound } from '../../core/api-error';
-import type { ResourcePageRequest } from '../../db/keyset-page';
+import type { ResourcePageRequest } from '../../db/keyset-reads';
 import type { createRunService } from '../runs/run-service';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from '../../core/schemas/schedule-schemas';
 import { toScheduleItem, type ScheduledAgentItem } from './schedule-item';

@@ -1,6 +1,6 @@
 import { decryptMcpServers } from '../../core/secrets';
 import type { RunScheduleRef } from '../../db/rows/run';
-import type { Schedule } from '../../db/schedules';
+import type { Schedule } from '../../db/schedule-reads';
 import type { RunPrincipal } from '../runs/run-service';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 

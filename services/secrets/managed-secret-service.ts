@@ -11,13 +11,9 @@ import {
 import type { CreateManagedSecretRequest } from '../../core/schemas/managed-secret-schemas';
 import { parseRegistryCredential, REGISTRY_CREDENTIAL_RULE } from '../../core/registry-credentials';
 import { encryptSecret } from '../../core/secrets';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import {
-  deleteManagedSecret,
-  hasManagedSecret,
-  upsertManagedSecret,
-  type ManagedSecret,
-} from '../../db/managed-secrets';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { deleteManagedSecret, upsertManagedSecret } from '../../db/managed-secrets';
+import { hasManagedSecret, type ManagedSecret } from '../../db/managed-secret-reads';
 import { assertTeamHasRoom } from '../team-caps';
 
 /**

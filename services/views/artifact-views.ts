@@ -1,6 +1,6 @@
 import { signedDownloadUrl, type DownloadKind, type UrlSigner } from '../../core/signed-urls';
-import type { FileArtifact, RunArtifact } from '../../db/artifacts';
-import type { HandoffAttachment } from '../../db/attachments';
+import type { FileArtifact, RunArtifact } from '../../db/artifact-reads';
+import type { HandoffAttachment } from '../../db/attachment-reads';
 
 /** A signed URL that downloads `id` (of `kind`) without a key until the signer's TTL passes. */
 export function signedUrl(signer: UrlSigner, kind: DownloadKind, id: string): string {

@@ -1,4 +1,4 @@
-import type { StoredRunEvent } from '../../db/run-events';
+import type { StoredRunEvent } from '../../db/run-event-reads';
 
 /** What the official clients call an action's category (`ConversationStep` content blocks). */
 export type ActionCategory = 'command' | 'files' | 'search' | 'integration' | 'documents' | 'skill';

@@ -1,6 +1,6 @@
 import { CLI_HARNESSES, isCliHarness } from '../../core/harnesses';
 import { HARNESS_USAGE_COUNTERS, type HarnessUsageResponse } from '../../core/schemas/harness-usage-schemas';
-import type { HarnessState } from '../../db/harness-state';
+import type { HarnessState } from '../../db/harness-state-reads';
 
 /**
  * A run's harness usage as the official clients read it: the snapshot the service keeps of the

@@ -1,7 +1,7 @@
 import type { Config } from '../../core/config';
 import { isTerminal } from '../../core/run-state';
 import { expiresIn, signedQuery, type UrlSigner } from '../../core/signed-urls';
-import type { RunArtifact } from '../../db/artifacts';
+import type { RunArtifact } from '../../db/artifact-reads';
 import type { Run } from '../../db/rows/run';
 import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';

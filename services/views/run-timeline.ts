@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RunState } from '../../core/run-state';
-import type { StoredRunEvent } from '../../db/run-events';
+import type { StoredRunEvent } from '../../db/run-event-reads';
 
 export type TimelineEventType =
   | 'oz_run_created'

@@ -1,4 +1,4 @@
-import type { TeamSkillRow } from '../../db/environment-skills';
+import type { TeamSkillRow } from '../../db/environment-skill-reads';
 
 export interface SkillVariant {
   id: string;

@@ -7,8 +7,9 @@ import { platformEndpoints } from '../../core/platform-endpoints';
 import type { CreateWebhookRequest } from '../../core/schemas/webhook-schemas';
 import { encryptSecret } from '../../core/secrets';
 import { DEFAULT_WEBHOOK_EVENT_TYPES, newWebhookSecret } from '../../core/webhooks';
-import type { AuthenticatedPrincipal } from '../../db/api-keys';
-import { deleteWebhook, insertWebhook, type Webhook } from '../../db/webhooks';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { deleteWebhook, insertWebhook } from '../../db/webhooks';
+import { type Webhook } from '../../db/webhook-reads';
 import { assertTeamHasRoom } from '../team-caps';
 import { checkWebhookUrl } from './webhook-url';
 

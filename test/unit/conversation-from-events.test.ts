@@ -1,6 +1,6 @@
 import { conversationFromEvents, UNFINISHED_TOOL_CALL } from '../../activities/agent-step/conversation-from-events';
 import { inMode, PLAN_MODE_NOTE } from '../../activities/agent-step/plan-mode';
-import type { StoredRunEvent } from '../../db/run-events';
+import type { StoredRunEvent } from '../../db/run-event-reads';
 
 type Entry = Pick<StoredRunEvent, 'kind' | 'payload'>;
 const entry = (kind: Entry['kind'], payload: Record<string, unknown>): Entry => ({ kind, payload });

@@ -1,6 +1,7 @@
 import { harnessWithDefaults } from '../../services/runs/harness-request';
 import { withIdentityDefaults } from '../../services/runs/new-run';
-import { defaultIdentityFields, type AgentIdentity } from '../../db/agent-identities';
+import { defaultIdentityFields } from '../../db/agent-identities';
+import { type AgentIdentity } from '../../db/agent-identity-reads';
 
 /** How a run's harness fields and its agent's defaults combine. */
 

@@ -7,7 +7,7 @@ const TEAM = '00000000-0000-7000-8000-000000000001';
 
 /**
  * A stand-in for the database: the run tree as a map of run to parent, answering the queries of
- * db/run-lineage.ts and db/run-queries.ts by what they ask for. No PostgreSQL.
+ * db/run-lineage-reads.ts and db/run-reads.ts by what they ask for. No PostgreSQL.
  */
 function treeManager(parents: Record<string, string | null>, teamId = TEAM) {
   const asked: string[] = [];

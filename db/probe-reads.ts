@@ -8,7 +8,7 @@ export async function pingDatabase(db: Queryable): Promise<void> {
   await db.query('SELECT 1');
 }
 
-/** Subscribes a dedicated connection to a notification channel (db/run-events.ts and db/webhook-deliveries.ts name theirs). */
+/** Subscribes a dedicated connection to a notification channel (db/run-event-reads.ts and db/webhook-deliveries.ts name theirs). */
 export async function listenTo(client: Queryable, channel: string): Promise<void> {
   if (!/^[a-z_]+$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
   await client.query(`LISTEN ${channel}`);
