@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Logger } from '../core/logger';
 import type { RunEventPayloads } from '../core/run-events';
 import { turnIsOver } from '../core/run-state';
 import { hasRunEvent, recordedEventKeys } from '../db/run-event-reads';
 import { deliverFollowups, lockRunForStep } from '../db/run-store';
-import { loadStepRun } from '../db/run-step-reads';
+import { loadStepRun, type StepRun } from '../db/run-step-reads';
 import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';
 import { createCallModel } from './agent-step/call-model';
 import { createRecordHandoff } from './agent-step/handoff-patch';
@@ -15,7 +16,7 @@ import { withHeartbeat } from './heartbeat';
 import { withStepAttempt } from './agent-step/step-attempt';
 import { createHarnessStep } from './harness/harness-step';
 import { isCliHarness } from '../core/harnesses';
-import { loadStepConversation } from './step-conversation';
+import { loadStepConversation, type StepConversation } from './step-conversation';
 import { userFailure } from './user-failure';
 import { workspaceDir } from './workspace/workspace-paths';
 
@@ -37,6 +38,122 @@ export function createAgentStepActivities(deps: ActivityDeps) {
   const recordHandoff = createRecordHandoff(deps);
   const runToolCalls = createRunToolCalls(deps);
   const runHarnessStep = createHarnessStep(deps);
+
+  /** The workspace of the run, which must be on this worker. */
+  function workspaceHere(runId: string): string {
+    const workspace = workspaceDir(config.workspace.dir, runId);
+    if (!existsSync(workspace)) {
+      throw ApplicationFailure.nonRetryable(
+        `The workspace of run ${runId} is not on this worker`,
+        RunFailureType.WORKSPACE_LOST,
+      );
+    }
+    return workspace;
+  }
+
+  /** A step of this service's own loop: the turn's follow-ups, the model's reply, its tool calls. */
+  async function runModelStep(at: StepAt): Promise<AgentStepOutcome> {
+    const { runId, turn, step, run, workspace, ctx, log } = at;
+    const assistantKey = assistantEventKey(turn, step);
+    if (!(await openTurn(at, assistantKey))) return { done: true, turnEnded: true };
+    // A summary is written before its step's reply and never takes in the last exchange: this
+    // step's reply, what followed it and the latest entry are always among those loaded.
+    const conversation = await loadStepConversation(dataSource.manager, runId);
+    const reply = await stepReply(at, conversation, assistantKey);
+    const calls = reply?.assistant.tool_calls ?? [];
+    if (!reply || calls.length === 0) {
+      await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+      return { done: true };
+    }
+    const { events } = conversation;
+    return runToolCalls({
+      runId,
+      turn,
+      step,
+      run,
+      events,
+      assistantKey,
+      replyIsNew: reply.isNew,
+      calls,
+      workspace,
+      ctx,
+    });
+  }
+
+  /** Whether the step's turn is still open, its follow-ups delivered to the conversation. */
+  async function openTurn({ runId, turn, run }: StepAt, assistantKey: string): Promise<boolean> {
+    // With nothing to deliver, the row just read decides, as its lock would: a follow-up sent
+    // meanwhile waits for the next step either way.
+    if (run.pending_followups === 0) return !turnIsOver(run, turn);
+    return dataSource.transaction(async (tx) => {
+      if (!(await lockRunForStep(tx, runId, turn))) return false;
+      // A retried step whose model call is recorded finishes its tool calls first: a follow-up
+      // may not land between the model's tool calls and their results.
+      if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
+      return true;
+    });
+  }
+
+  /**
+   * The step's reply: the one an earlier attempt recorded, or the model's now, within the turn's
+   * limits; none when there is nothing new to answer (a follow-up already answered by a retried step).
+   */
+  async function stepReply(
+    at: StepAt,
+    conversation: StepConversation,
+    assistantKey: string,
+  ): Promise<{ assistant: RunEventPayloads['assistant']; isNew: boolean } | undefined> {
+    const { events } = conversation;
+    const recorded = events.find((e) => e.eventKey === assistantKey)?.payload as
+      RunEventPayloads['assistant'] | undefined;
+    if (recorded) return { assistant: recorded, isNew: false };
+    const last = events[events.length - 1];
+    if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) return undefined;
+    await assertWithinTurnLimits(at, conversation);
+    const { runId, turn, step, run, ctx, log } = at;
+    const made = await callModel(log, runId, turn, step, run, conversation, ctx);
+    log.debug('model replied', {
+      model_id: made.reply.model_id,
+      total_tokens: made.reply.total_tokens,
+      finish_reason: made.reply.finish_reason,
+      tool_calls: made.reply.tool_calls?.length ?? 0,
+    });
+    return { assistant: made.reply, isNew: made.recorded };
+  }
+
+  /** The turn's steps and the run's tokens within their limits, or the run fails (its handoff recorded first). */
+  async function assertWithinTurnLimits(at: StepAt, conversation: StepConversation): Promise<void> {
+    const { runId, turn, step, run, workspace, ctx, log } = at;
+    // The worker's limits are ceilings too (an operator may have lowered them since).
+    const maxSteps = Math.min(run.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
+    const maxTokens = Math.min(run.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
+    // Earlier replies of this turn may be among the entries a summary stands for: counted by
+    // key then (a turn numbers its steps from 0).
+    const stepsSoFar = conversation.summary
+      ? (
+          await recordedEventKeys(
+            dataSource.manager,
+            runId,
+            Array.from({ length: step }, (_, s) => assistantEventKey(turn, s)),
+          )
+        ).size
+      : conversation.events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
+    if (stepsSoFar >= maxSteps) {
+      await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+      throw userFailure(
+        `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
+        'invalid_request',
+      );
+    }
+    if (Number(run.total_tokens) >= maxTokens) {
+      await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+      throw userFailure(
+        `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
+        'invalid_request',
+      );
+    }
+  }
+
   return {
     async runAgentStep({
       runId,
@@ -50,106 +167,26 @@ export function createAgentStepActivities(deps: ActivityDeps) {
       const ctx = Context.current();
       const log = logger.child({ run_id: runId, turn, step });
       return withHeartbeat(async () => {
-        const workspace = workspaceDir(config.workspace.dir, runId);
-        if (!existsSync(workspace)) {
-          throw ApplicationFailure.nonRetryable(
-            `The workspace of run ${runId} is not on this worker`,
-            RunFailureType.WORKSPACE_LOST,
-          );
-        }
-        const run = await loadStepRun(dataSource.manager, runId);
-        const harness = run!.config.harness?.type;
+        const workspace = workspaceHere(runId);
+        const run = (await loadStepRun(dataSource.manager, runId))!;
+        const harness = run.config.harness?.type;
         if (isCliHarness(harness)) {
-          return runHarnessStep({ runId, turn, step, run: run!, type: harness, workspace, ctx, log });
+          return runHarnessStep({ runId, turn, step, run, type: harness, workspace, ctx, log });
         }
-        return withStepAttempt(dataSource, { runId, turn, step }, async () => {
-          const assistantKey = assistantEventKey(turn, step);
-          // With nothing to deliver, the row just read decides, as its lock would: a follow-up sent
-          // meanwhile waits for the next step either way.
-          const turnOpen =
-            run!.pending_followups === 0
-              ? !turnIsOver(run!, turn)
-              : await dataSource.transaction(async (tx) => {
-                  if (!(await lockRunForStep(tx, runId, turn))) return false;
-                  // A retried step whose model call is recorded finishes its tool calls first: a follow-up
-                  // may not land between the model's tool calls and their results.
-                  if (!(await hasRunEvent(tx, runId, assistantKey))) await deliverFollowups(tx, runId, turn);
-                  return true;
-                });
-          if (!turnOpen) return { done: true, turnEnded: true };
-          // A summary is written before its step's reply and never takes in the last exchange: this
-          // step's reply, what followed it and the latest entry are always among those loaded.
-          const conversation = await loadStepConversation(dataSource.manager, runId);
-          const { events } = conversation;
-          let assistant = events.find((e) => e.eventKey === assistantKey)?.payload as
-            RunEventPayloads['assistant'] | undefined;
-          let replyIsNew = false;
-
-          if (!assistant) {
-            const last = events[events.length - 1];
-            // Nothing new since the last reply (a follow-up already answered by a retried step).
-            if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) {
-              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-              return { done: true };
-            }
-            // The worker's limits are ceilings too (an operator may have lowered them since).
-            const maxSteps = Math.min(run!.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps);
-            const maxTokens = Math.min(run!.config.max_tokens ?? config.agent.maxTokens, config.agent.maxTokens);
-            // Earlier replies of this turn may be among the entries a summary stands for: counted by
-            // key then (a turn numbers its steps from 0).
-            const stepsSoFar = conversation.summary
-              ? (
-                  await recordedEventKeys(
-                    dataSource.manager,
-                    runId,
-                    Array.from({ length: step }, (_, s) => assistantEventKey(turn, s)),
-                  )
-                ).size
-              : events.filter((e) => e.kind === 'assistant' && e.turn === turn).length;
-            if (stepsSoFar >= maxSteps) {
-              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-              throw userFailure(
-                `The agent reached its step limit of ${maxSteps} model calls in this turn without finishing (raise config.max_steps or AGENT_MAX_STEPS).`,
-                'invalid_request',
-              );
-            }
-            if (Number(run!.total_tokens) >= maxTokens) {
-              await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-              throw userFailure(
-                `The agent reached its token limit of ${maxTokens} tokens without finishing (raise config.max_tokens or AGENT_MAX_TOKENS).`,
-                'invalid_request',
-              );
-            }
-            const made = await callModel(log, runId, turn, step, run!, conversation, ctx);
-            assistant = made.reply;
-            replyIsNew = made.recorded;
-            log.debug('model replied', {
-              model_id: assistant.model_id,
-              total_tokens: assistant.total_tokens,
-              finish_reason: assistant.finish_reason,
-              tool_calls: assistant.tool_calls?.length ?? 0,
-            });
-          }
-
-          const calls = assistant.tool_calls ?? [];
-          if (calls.length === 0) {
-            await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
-            return { done: true };
-          }
-          return runToolCalls({
-            runId,
-            turn,
-            step,
-            run: run!,
-            events,
-            assistantKey,
-            replyIsNew,
-            calls,
-            workspace,
-            ctx,
-          });
-        });
+        const at = { runId, turn, step, run, workspace, ctx, log };
+        return withStepAttempt(dataSource, { runId, turn, step }, () => runModelStep(at));
       });
     },
   };
+}
+
+/** Where a step stands: its run, turn and step, the run's workspace, its activity context and log. */
+interface StepAt {
+  runId: string;
+  turn: number;
+  step: number;
+  run: StepRun;
+  workspace: string;
+  ctx: Context;
+  log: Logger;
 }
