@@ -1,6 +1,4 @@
-import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
-import type { Config } from '../../core/config';
 import { isEnvironmentUid } from '../../core/ids';
 import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { deleteEnvironment, insertEnvironment, updateEnvironment } from '../../db/environments';
@@ -8,6 +6,7 @@ import { findEnvironment, type Environment, type EnvironmentConfig } from '../..
 import { syncFileFactories } from '../../db/factories';
 import { assertImageAllowed } from '../images/image-policy';
 import { assertGitOwnerAllowed } from '../skills/git-owners';
+import type { ServiceDeps } from '../service-deps';
 import { assertTeamHasRoom } from '../team-caps';
 
 /**
@@ -15,7 +14,7 @@ import { assertTeamHasRoom } from '../team-caps';
  * GIT_ALLOWED_OWNERS and IMAGE_ALLOWED_REGISTRIES and TEAM_MAX_ENVIRONMENTS. Deleting one takes
  * the factories found in its repositories with it.
  */
-export function createEnvironmentService({ config, dataSource }: { config: Config; dataSource: DataSource }) {
+export function createEnvironmentService({ config, dataSource }: Pick<ServiceDeps, 'config' | 'dataSource'>) {
   const checkSources = (env: EnvironmentConfig) => {
     for (const [index, repository] of (env.github_repos ?? []).entries()) {
       assertGitOwnerAllowed(config.workspace.gitAllowedOwners, repository, `config.github_repos.${index}.owner`);

@@ -1,17 +1,17 @@
-import type { DataSource } from 'typeorm';
 import { invalid, notFound } from '../../core/api-error';
 import type { FactoryBody } from '../../core/schemas/factory-schemas';
 import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { findEnvironment } from '../../db/environment-reads';
 import { createFactory, deleteFactory, updateFactory, type FactoryFields } from '../../db/factories';
 import { findFactoryWithAgents, type Factory, type FactoryWithAgents } from '../../db/factory-reads';
+import type { ServiceDeps } from '../service-deps';
 import { fileFactoryConflict } from './factory-membership';
 
 /**
  * A team's factories made through the API: their create, change and delete (its agents stay,
  * detached). One found in a FACTORY.md (`source.type` FILE) only that file changes: 409.
  */
-export function createFactoryService({ dataSource }: { dataSource: DataSource }) {
+export function createFactoryService({ dataSource }: Pick<ServiceDeps, 'dataSource'>) {
   const manager = dataSource.manager;
 
   async function fieldsOf(body: FactoryBody, teamId: string): Promise<FactoryFields> {

@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { ApiError, invalid, notFound } from '../../core/api-error';
 import type { Config } from '../../core/config';
 import type { AgentIdentityBody, AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
@@ -20,24 +20,18 @@ import { findEnvironment } from '../../db/environment-reads';
 import { assertFactoryMembership, assertNotFileAgent } from '../factories/factory-membership';
 import { assertServedModel } from '../platform/model-list';
 import { assertSkillOwnerAllowed } from '../skills/git-owners';
+import type { ServiceDeps } from '../service-deps';
 import { assertTeamHasRoom } from '../team-caps';
 import { assertAdmin } from '../team-roles';
 import { applyIdentityUpdate } from './agent-identity-update';
 import { checkIdentityHarness, foremanHarnessCheck } from './identity-harness';
-
-export interface AgentIdentityServiceDeps {
-  config: Config;
-  dataSource: DataSource;
-  /** Encrypts the MCP credentials an identity is given. */
-  secretsKey: Buffer;
-}
 
 /**
  * A team's named agents: their create, change and delete (which revokes their keys), with the
  * rules of each (names unique in the team, TEAM_MAX_AGENTS, a factory's membership, the harness,
  * who may let an agent act on behalf of members). The API's routes and `npm run keys` use it.
  */
-export function createAgentIdentityService({ config, dataSource, secretsKey }: AgentIdentityServiceDeps) {
+export function createAgentIdentityService({ config, dataSource, secretsKey }: ServiceDeps) {
   const manager = dataSource.manager;
 
   /** Refuses what this service cannot honour and checks the fields given against the team. */

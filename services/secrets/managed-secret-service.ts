@@ -1,6 +1,4 @@
-import type { DataSource } from 'typeorm';
 import { invalid, notFound } from '../../core/api-error';
-import type { Config } from '../../core/config';
 import { newUuidV7 } from '../../core/ids';
 import {
   inferSecretKind,
@@ -14,21 +12,14 @@ import { encryptSecret } from '../../core/secrets';
 import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { deleteManagedSecret, upsertManagedSecret } from '../../db/managed-secrets';
 import { hasManagedSecret, type ManagedSecret } from '../../db/managed-secret-reads';
+import type { ServiceDeps } from '../service-deps';
 import { assertTeamHasRoom } from '../team-caps';
 
 /**
  * A team's managed secrets: credentials runs use by name, stored encrypted, never shown again;
  * their kinds, and TEAM_MAX_SECRETS.
  */
-export function createManagedSecretService({
-  config,
-  dataSource,
-  secretsKey,
-}: {
-  config: Config;
-  dataSource: DataSource;
-  secretsKey: Buffer;
-}) {
+export function createManagedSecretService({ config, dataSource, secretsKey }: ServiceDeps) {
   return {
     /** Stores a team's secret (encrypted), or replaces the value of the one of that name. */
     async store(

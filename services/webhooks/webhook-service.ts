@@ -1,6 +1,4 @@
-import type { DataSource } from 'typeorm';
 import { notFound } from '../../core/api-error';
-import type { Config } from '../../core/config';
 import { isUuid, newUuidV7 } from '../../core/ids';
 import { OutboundAddressRules } from '../../core/outbound-addresses';
 import { platformEndpoints } from '../../core/platform-endpoints';
@@ -10,6 +8,7 @@ import { DEFAULT_WEBHOOK_EVENT_TYPES, newWebhookSecret } from '../../core/webhoo
 import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { deleteWebhook, insertWebhook } from '../../db/webhooks';
 import { type Webhook } from '../../db/webhook-reads';
+import type { ServiceDeps } from '../service-deps';
 import { assertTeamHasRoom } from '../team-caps';
 import { checkWebhookUrl } from './webhook-url';
 
@@ -17,15 +16,7 @@ import { checkWebhookUrl } from './webhook-url';
  * A team's webhook subscriptions: a URL that outbound connections may reach, a signing secret
  * shown once, TEAM_MAX_WEBHOOKS. Deliveries are made by the workers (activities/webhook-activities.ts).
  */
-export function createWebhookService({
-  config,
-  dataSource,
-  secretsKey,
-}: {
-  config: Config;
-  dataSource: DataSource;
-  secretsKey: Buffer;
-}) {
+export function createWebhookService({ config, dataSource, secretsKey }: ServiceDeps) {
   let rules: Promise<OutboundAddressRules> | undefined;
   const addressRules = () =>
     (rules ??= (async () => {
