@@ -43,4 +43,3 @@ export async function insertBlob(tx: EntityManager, runId: string, stored: Store
   ]);
   return blobId;
 }
-
