@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
+import { SMALL_SCRIPT_FLAGS } from '../sandbox/workspace-files';
 
 /**
  * Writes files under the run's home as the run's own user, inside its sandbox: the run controls
@@ -30,7 +31,7 @@ export async function writeHomeFiles(
   signal: AbortSignal,
 ): Promise<void> {
   if (!Object.keys(files).length) return;
-  await processes.exec([process.execPath, '-e', WRITER, path.posix.normalize(home)], {
+  await processes.exec([process.execPath, ...SMALL_SCRIPT_FLAGS, '-e', WRITER, path.posix.normalize(home)], {
     input: JSON.stringify(files),
     signal,
     timeoutMs: 30_000,

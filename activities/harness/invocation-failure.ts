@@ -102,7 +102,7 @@ const BUN_ABORT = /panic\([^)]*\): abort\(\) called[\s\S]*Bun has crashed/;
 
 /**
  * The CLI died for want of memory: the kernel killed a process of the run at its cgroup's limit,
- * or the CLI's runtime aborted (SIGABRT, status 134) saying it could not allocate.
+ * or the CLI's runtime aborted (status 134, or 133 for V8's fatal error) saying it could not allocate.
  */
 function memoryFailure(title: string, result: SandboxedCommandResult, memoryMb: number): InvocationFailure | undefined {
   const limit = `${memoryMb} MiB (AGENT_SANDBOX_MEMORY_MB=${memoryMb}; an operator's setting)`;
@@ -112,12 +112,22 @@ function memoryFailure(title: string, result: SandboxedCommandResult, memoryMb: 
       code: 'budget_exceeded',
     };
   }
-  const aborted = result.exitCode === 134 || result.signal === 'SIGABRT';
-  if (!aborted || !(OUT_OF_MEMORY.test(result.output) || BUN_ABORT.test(result.output))) return undefined;
+  const status = abortStatus(result);
+  if (status === undefined || !(OUT_OF_MEMORY.test(result.output) || BUN_ABORT.test(result.output))) return undefined;
   return {
-    message: `${title} ran out of memory: its runtime aborted (status 134) when it could not get more within the run's memory limit of ${limit}, which bounds the run's processes together and each one's data.`,
+    message: `${title} ran out of memory: its runtime aborted (status ${status}) when it could not get more within the run's memory limit of ${limit}, which bounds the run's processes together and each one's data.`,
     code: 'budget_exceeded',
   };
+}
+
+/**
+ * The status of a runtime's deliberate crash: abort() (SIGABRT, 134), or V8's fatal error, which
+ * Node 24 ends with a trap (SIGTRAP, 133).
+ */
+function abortStatus(result: SandboxedCommandResult): number | undefined {
+  if (result.exitCode === 134 || result.signal === 'SIGABRT') return 134;
+  if (result.exitCode === 133 || result.signal === 'SIGTRAP') return 133;
+  return undefined;
 }
 
 function lastLines(output: string): string {

@@ -173,13 +173,23 @@ process.stdin.on('end', () => {
 });
 `;
 
+/**
+ * How Node runs the small scripts of ours inside a run's sandbox: without its JIT, whose code
+ * range Node 24 reserves at start (about 600 MiB of address space), so they start under a run's
+ * per-process data limit (AGENT_SANDBOX_MEMORY_MB) however low it is set.
+ */
+export const SMALL_SCRIPT_FLAGS = ['--jitless'];
+
 export function workspaceFiles(processes: RunProcesses, nodePath: string = process.execPath): WorkspaceFiles {
   async function call<T>(request: Record<string, unknown>): Promise<T> {
-    const stdout = await processes.exec([nodePath, '-e', FILES_HELPER_SOURCE, processes.workspacePath], {
-      input: JSON.stringify(request),
-      maxBuffer: MAX_READ_BYTES * 2,
-      timeoutMs: 120_000,
-    });
+    const stdout = await processes.exec(
+      [nodePath, ...SMALL_SCRIPT_FLAGS, '-e', FILES_HELPER_SOURCE, processes.workspacePath],
+      {
+        input: JSON.stringify(request),
+        maxBuffer: MAX_READ_BYTES * 2,
+        timeoutMs: 120_000,
+      },
+    );
     const answer = JSON.parse(stdout) as { ok?: T; error?: string };
     if (answer.error !== undefined) throw new WorkspaceFileError(answer.error);
     return answer.ok as T;

@@ -28,16 +28,22 @@ const V8 =
 const BUN =
   'Bun v1.4.6 (358d8293c) Linux x64\nRSS: 10.48 MB | Peak: 10.48 MB\n\npanic(main thread): abort() called\noh no: Bun has crashed. This indicates a bug in Bun, not your code.';
 const RUST = 'memory allocation of 1073741824 bytes failed';
+const V8_FATAL =
+  '#\n# Fatal process out of memory: Failed to reserve virtual memory for CodeRange\n#\n----- Native stack trace -----';
 
 test.each([
-  ['V8 (Node) at its heap limit', ended({ exitCode: 134, output: V8 })],
-  ["Bun's abort", ended({ exitCode: 134, output: BUN })],
-  ['Rust', ended({ exitCode: null, signal: 'SIGABRT', output: RUST })],
-])('%s: budget_exceeded, naming AGENT_SANDBOX_MEMORY_MB and its value', (_name, result) => {
+  ['V8 (Node) at its heap limit', ended({ exitCode: 134, output: V8 }), 134],
+  ["Bun's abort", ended({ exitCode: 134, output: BUN }), 134],
+  ['Rust', ended({ exitCode: null, signal: 'SIGABRT', output: RUST }), 134],
+  ["Node 24's fatal error (a trap) reserving its code range", ended({ exitCode: 133, output: V8_FATAL }), 133],
+  ['the same, as a signal', ended({ exitCode: null, signal: 'SIGTRAP', output: V8_FATAL }), 133],
+])('%s: budget_exceeded, naming AGENT_SANDBOX_MEMORY_MB and its value', (_name, result, status) => {
   expect(failureOf(result)).toEqual({
     code: 'budget_exceeded',
     message: expect.stringMatching(
-      /^The CLI ran out of memory: its runtime aborted \(status 134\) .* limit of 768 MiB \(AGENT_SANDBOX_MEMORY_MB=768;/,
+      new RegExp(
+        `^The CLI ran out of memory: its runtime aborted \\(status ${status}\\) .* limit of 768 MiB \\(AGENT_SANDBOX_MEMORY_MB=768;`,
+      ),
     ),
   });
 });
@@ -53,6 +59,7 @@ test("the kernel killing the run's processes at their limit: budget_exceeded, wh
 test('an abort that says nothing of memory, or a memory message without an abort, is the CLI failing', () => {
   for (const result of [
     ended({ exitCode: 134, output: 'assertion failed: frames.len() > 0' }),
+    ended({ exitCode: 133, output: 'a breakpoint' }),
     ended({ exitCode: 1, output: `Error: ${V8}` }),
     ended({ exitCode: 1, output: BUN }),
   ]) {
