@@ -130,6 +130,8 @@ async function startPostmaster(databaseDir: string, port: number, log: (line: st
     ...(await postgresUser()),
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, LC_MESSAGES: 'C' },
+    // Its own process group: Ctrl-C reaches only this process, which stops it after the workers.
+    detached: true,
   });
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);

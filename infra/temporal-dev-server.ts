@@ -119,7 +119,8 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const log = createWriteStream(options.logFile, { flags: 'a' });
   // SIGTERM from the kernel if this process dies without stopping it: it must not outlive us on its ports.
   const command = dyingWithThisProcess(options.source.path, args, 'SIGTERM');
-  const child = spawn(command.command, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: Ctrl-C reaches only this process, which stops the workers before it.
+  const child = spawn(command.command, command.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (options.pidFile && child.pid !== undefined) writeFileSync(options.pidFile, `${child.pid}\n`);
   const stop = async () => {
     await stopChild(child);
