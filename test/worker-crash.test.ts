@@ -169,7 +169,7 @@ test('a worker SIGKILLed mid-model-call: another worker finishes the run, the fo
     // The transcript says that the step was resumed after its worker went away, once, before its reply.
     const resumed = events.filter((e) => e.kind === 'notice' && /was interrupted/.test(String(e.payload.message)));
     expect(resumed.map((e) => e.payload)).toEqual([
-      { message: 'Step 1 of this turn was interrupted (its worker stopped); attempt 2 resumes it.' },
+      { message: 'Step 1 of this turn was interrupted (its worker stopped); it runs again.' },
     ]);
     expect(kinds.indexOf('notice')).toBeLessThan(kinds.indexOf('assistant'));
     expect(events.filter((e) => e.kind === 'state').map((e) => e.payload.state)).toEqual([

@@ -18,14 +18,16 @@ export async function withStepAttempt<T>(
   const ctx = Context.current();
   const stepKey = `t${at.turn}-s${at.step}`;
   const attempt = ctx.info.attempt;
-  if ((await claimStepAttempt(dataSource.manager, at.runId, stepKey)) && attempt > 1) {
+  // The mark of an attempt its worker left: whether this is Temporal's retry of that activity or,
+  // once the workflow gave the workspace up, a new activity elsewhere (attempt 1 again).
+  if (await claimStepAttempt(dataSource.manager, at.runId, stepKey)) {
     await appendRunEvent(dataSource.manager, {
       runId: at.runId,
-      eventKey: `step-resume-${stepKey}-a${attempt}`,
+      eventKey: `step-resume-${stepKey}-${ctx.info.activityId}-a${attempt}`,
       kind: 'notice',
       turn: at.turn,
       payload: {
-        message: `Step ${at.step + 1} of this turn was interrupted (its worker stopped); attempt ${attempt} resumes it.`,
+        message: `Step ${at.step + 1} of this turn was interrupted (its worker stopped); it runs again.`,
       },
     });
   }
