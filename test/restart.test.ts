@@ -10,6 +10,7 @@ import { EMBEDDED_DATABASE } from '../infra/runtime';
 import { freePort } from './helpers/free-port';
 import { gate, ScriptedModelServer } from './helpers/scripted-model';
 import { uniqueName, waitFor } from './helpers/test-context';
+import { unmountUnder } from './stack/temp-root';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -68,6 +69,8 @@ afterAll(async () => {
     for (const service of services) await stopService(service);
   } finally {
     await model?.stop();
+    // The runs' filesystems a killed service left mounted (AGENT_DISK_LIMITS=enforce) go first.
+    if (dataDir) unmountUnder(dataDir);
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
 });

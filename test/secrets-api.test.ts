@@ -393,7 +393,7 @@ describe('runs naming a harness and its secret', () => {
       [
         'an unknown field of harness_auth_secrets',
         { harness: { type: 'gemini' }, harness_auth_secrets: { gemini_auth_secret_name: 'x' } },
-        'Unknown field `config.harness_auth_secrets.gemini_auth_secret_name`.',
+        'Unknown field `config.harness_auth_secrets.gemini_auth_secret_name` (did you mean `config.harness_auth_secrets.claude_auth_secret_name`?).',
       ],
     ];
     for (const [what, config, detail] of cases) {

@@ -46,7 +46,7 @@ export function removeTestTempRoot(): void {
  * of workspaces no test removed), deepest first, lazily: the directory can then go, and no loop
  * device or image outlives the test run.
  */
-function unmountUnder(root: string): void {
+export function unmountUnder(root: string): void {
   const prefix = path.resolve(root) + path.sep;
   const mountPoints = readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
