@@ -1,3 +1,4 @@
+import type { ObjectStore } from '../infra/object-store/object-store';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
@@ -24,6 +25,8 @@ export interface ActivityDeps {
   secretsKey: Buffer;
   /** Where artifacts and handoff files are stored. */
   blobs: BlobStore;
+  /** The object store under `blobs` and checkpoints: a fork's manifest goes there. */
+  objectStore: ObjectStore;
   /** Environments' container images on this worker. */
   images: ImageStore;
   /** Checkpoints of runs' files; undefined on a worker that cannot take them (it says why at start). */

@@ -38,8 +38,9 @@ export function createOrchestrationActivities({
   temporal,
   secretsKey,
   blobs,
+  objectStore,
 }: ActivityDeps) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, logger });
+  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
 
   /** How the workflow starts a dispatched child, and whom it was dispatched to. */
   async function dispatched(childRunId: string): Promise<PreparedChild> {

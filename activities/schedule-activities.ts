@@ -15,8 +15,16 @@ import {
 import type { ActivityDeps } from './deps';
 
 /** The activity of a schedule's firing: it creates the run through the same path as `POST /agent/runs`. */
-export function createScheduleActivities({ dataSource, config, logger, temporal, secretsKey, blobs }: ActivityDeps) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, logger });
+export function createScheduleActivities({
+  dataSource,
+  config,
+  logger,
+  temporal,
+  secretsKey,
+  blobs,
+  objectStore,
+}: ActivityDeps) {
+  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
 
   return {
     /**

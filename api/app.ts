@@ -27,6 +27,7 @@ import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
 import { createScheduleService } from '../services/schedules/schedule-service';
 import { createAgentRouter } from './routes/agent-routes';
 import { createArtifactsRouter } from './routes/artifacts-routes';
+import { createCheckpointsRouter } from './routes/checkpoints-routes';
 import { createPlatformRouter } from './routes/platform-routes';
 import { createTranscriptRouter } from './routes/transcript-routes';
 import { createTimelineRouter } from './routes/timeline-routes';
@@ -89,11 +90,20 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
   const anonymousLimit = createClientAddressLimit(config.quotas.unauthenticatedPerMinute);
 
-  const blobs = objectBlobStore(deps.objectStore ?? createObjectStore(config.objectStore));
+  const objectStore = deps.objectStore ?? createObjectStore(config.objectStore);
+  const blobs = objectBlobStore(objectStore);
   const signingKey = urlSigningKey(secretsKey);
   const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
   const sessionLinks = sessionLinkSigner(config, signingKey);
-  const runService = createRunService({ config, dataSource, temporal: deps.temporalClient, secretsKey, blobs, logger });
+  const runService = createRunService({
+    config,
+    dataSource,
+    temporal: deps.temporalClient,
+    secretsKey,
+    blobs,
+    objectStore,
+    logger,
+  });
   const scheduleService = createScheduleService({
     config,
     dataSource,
@@ -132,6 +142,7 @@ export function createApp(deps: AppDeps): Koa {
     createFactoriesRouter({ config, dataSource, factories: createFactoryService({ dataSource }) }),
     createSchedulesRouter({ scheduleService }),
     createArtifactsRouter({ dataSource, downloads }),
+    createCheckpointsRouter({ dataSource, runService, downloads }),
     createPlatformRouter({ config }),
     createTranscriptRouter({ dataSource, downloads }),
     createTimelineRouter({ dataSource }),
@@ -162,7 +173,7 @@ export function createApp(deps: AppDeps): Koa {
     }),
     createSessionRouter({ dataSource, secretsKey, streams, sessionLinks }),
     createRedirectRouter({ dataSource }),
-    createDownloadRouter({ dataSource, blobs, signingKey, secretsKey }),
+    createDownloadRouter({ dataSource, blobs, objectStore, signingKey, secretsKey }),
     createErrorReferenceRouter(),
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createOpenApiRouter(openApiLimits(config)),

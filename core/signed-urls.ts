@@ -1,7 +1,8 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /** What a signed URL gives access to: a download of its kind, or a transcript page (`sessions`). */
-export type SignedKind = 'artifacts' | 'handoff' | 'transcripts' | 'conversation-transcripts' | 'sessions';
+export type SignedKind =
+  'artifacts' | 'handoff' | 'transcripts' | 'conversation-transcripts' | 'checkpoints' | 'sessions';
 export type DownloadKind = Exclude<SignedKind, 'sessions'>;
 
 /** What signs URLs of one kind of use: the derived key, the public base URL and how long a URL works. */

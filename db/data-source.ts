@@ -32,6 +32,7 @@ import { MalformedSkills1763969400000 } from './migrations/1763969400000-malform
 import { StepInFlight1763970000000 } from './migrations/1763970000000-step-in-flight';
 import { BlobObjects1763971000000 } from './migrations/1763971000000-blob-objects';
 import { Checkpoints1763972000000 } from './migrations/1763972000000-checkpoints';
+import { RunForks1763973000000 } from './migrations/1763973000000-run-forks';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -64,6 +65,7 @@ export const MIGRATIONS = [
   StepInFlight1763970000000,
   BlobObjects1763971000000,
   Checkpoints1763972000000,
+  RunForks1763973000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

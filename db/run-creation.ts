@@ -14,6 +14,11 @@ export async function recordNewRun(
   prompt: { mode: string; attachments?: PromptAttachment[] },
   /** False when the run's workflow is being started beside this insert: not listed until it is known to exist. */
   workflowStarted = true,
+  /**
+   * A fork's conversation so far: the source's transcript up to `throughEventId`, as turn 0 before
+   * the prompt (its state entries stay the source's: they would announce the source's ends again).
+   */
+  history?: { sourceRunId: string; throughEventId: string },
 ): Promise<void> {
   const attachments = prompt.attachments ?? [];
   const promptPayload: RunEventPayloads['prompt'] = {
@@ -40,7 +45,12 @@ export async function recordNewRun(
        SELECT ancestor_run_id, $1::uuid, depth + 1 FROM run_lineage WHERE run_id = $21::uuid
      )
      INSERT INTO run_events (run_id, event_key, kind, turn, payload)
-     VALUES ($1, 'prompt', 'prompt', 1, $26::jsonb), ($1, 'state-t1-QUEUED', 'state', 1, $27::jsonb)`,
+     SELECT $1, event_key, kind, turn, payload FROM (
+       SELECT 0 AS part, id AS position, 'fork-' || event_key AS event_key, kind, 0 AS turn, payload
+       FROM run_events WHERE run_id = $29::uuid AND id <= $30::bigint AND kind <> 'state'
+       UNION ALL
+       VALUES (1, 0, 'prompt', 'prompt', 1, $26::jsonb), (1, 1, 'state-t1-QUEUED', 'state', 1, $27::jsonb)
+     ) e ORDER BY part, position`,
     [
       run.runId,
       run.teamId,
@@ -70,6 +80,8 @@ export async function recordNewRun(
       JSON.stringify(promptPayload),
       JSON.stringify(queuedPayload),
       workflowStarted,
+      history?.sourceRunId ?? null,
+      history?.throughEventId ?? null,
     ],
   );
 }

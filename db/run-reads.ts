@@ -75,6 +75,8 @@ const RUN_ITEM_COLUMNS = [
   'worker_id',
   'image_reference',
   'image_digest',
+  'forked_from_run_id',
+  'forked_from_checkpoint_id',
   'started_at',
   'ended_at',
   'created_at',
@@ -236,6 +238,9 @@ export function rowToRun(row: Record<string, unknown>): Run {
     cancelRequestedBy: (row.cancel_requested_by as string | null) ?? null,
     workerId: (row.worker_id as string | null) ?? null,
     image: row.image_digest ? { reference: row.image_reference as string, digest: row.image_digest as string } : null,
+    forkedFrom: row.forked_from_run_id
+      ? { runId: row.forked_from_run_id as string, checkpointId: row.forked_from_checkpoint_id as string }
+      : null,
     startedAt: (row.started_at as Date | null) ?? null,
     endedAt: (row.ended_at as Date | null) ?? null,
     createdAt: row.created_at as Date,

@@ -5,7 +5,7 @@ import { RunCheckpoints } from '../activities/checkpoints/run-checkpoints';
 import { forkLauncher } from '../activities/sandbox/launched-process';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { runStateDir } from '../activities/workspace/workspace-paths';
-import { latestCheckpoint, type CheckpointRow } from '../db/checkpoints';
+import { latestCheckpoint, type CheckpointRow } from '../db/checkpoint-reads';
 import { killWorker, spawnWorker, waitUntilPolling, type WorkerChild } from './helpers/worker-processes';
 import { createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';

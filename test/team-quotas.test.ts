@@ -283,6 +283,7 @@ test("a factory agent's dispatch counts against TEAM_MAX_RUNS_PER_HOUR: past it 
     temporal: ctx.client,
     secretsKey: resolveSecretsKey(ctx.config),
     blobs: objectBlobStore(ctx.objectStore),
+    objectStore: ctx.objectStore,
   };
   const retried = await createOrchestrationActivities(deps as ActivityDeps).prepareChildRun({
     parentRunId: parentId,

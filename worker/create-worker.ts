@@ -140,6 +140,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     temporal,
     secretsKey,
     blobs: objectBlobStore(objectStore),
+    objectStore,
     images,
     checkpoints,
   });

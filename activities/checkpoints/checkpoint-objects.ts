@@ -1,5 +1,5 @@
 import { contentKey, type ObjectStore } from '../../infra/object-store/object-store';
-import type { ContentRef } from './checkpoint-manifest';
+import type { ContentRef } from '../../services/checkpoints/checkpoint-manifest';
 
 /** Files up to this size go into packs: a step's small files cost one object, not one each. */
 const PACK_FILE_MAX_BYTES = 256 * 1024;

@@ -1,7 +1,7 @@
 import { extract, type Header } from 'tar-stream';
 import { HOST_PATH } from '../sandbox/host-root';
 import type { ProcessLauncher } from '../sandbox/launched-process';
-import type { ManifestEntry } from './checkpoint-manifest';
+import type { ManifestEntry } from '../../services/checkpoints/checkpoint-manifest';
 import type { CheckpointObjects } from './checkpoint-objects';
 
 /** How sandbox-init's `-checkpoint` and `-restore` are started on the host side. */

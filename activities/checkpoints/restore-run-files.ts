@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { checkpointRestores } from '../../core/metrics';
-import { latestCheckpoint, type CheckpointRow } from '../../db/checkpoints';
+import { latestCheckpoint, type CheckpointRow } from '../../db/checkpoint-reads';
 import type { RunImage } from '../../db/run-images';
 import type { ActivityDeps } from '../deps';
 import type { WorkspaceContext } from '../workspace/workspace-context';

@@ -4,26 +4,21 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { DataSource, EntityManager } from 'typeorm';
 import { newUuidV7 } from '../../core/ids';
-import {
-  checkpointChain,
-  insertCheckpoint,
-  latestCheckpoint,
-  type CheckpointRow,
-  type NewCheckpoint,
-} from '../../db/checkpoints';
+import { insertCheckpoint, type NewCheckpoint } from '../../db/checkpoints';
+import { latestCheckpoint, type CheckpointRow } from '../../db/checkpoint-reads';
 import type { ObjectStore } from '../../infra/object-store/object-store';
 import { HOST_PATH } from '../sandbox/host-root';
 import { SNAPSHOT_INDEX } from '../workspace/git';
 import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
+import { checkpointDocuments, checkpointEntries } from '../../services/checkpoints/checkpoint-entries';
 import {
   composeManifests,
-  decodeManifest,
   encodeManifest,
   type ManifestDocument,
   type ManifestEntry,
-} from './checkpoint-manifest';
+} from '../../services/checkpoints/checkpoint-manifest';
 import { CheckpointObjects } from './checkpoint-objects';
-import { checkpointTar } from './checkpoint-tar';
+import { checkpointTar } from '../../services/checkpoints/checkpoint-tar';
 import { walkChanges, type HostTools } from './checkpoint-walk';
 
 /** A full manifest at least every so many checkpoints: composing one never reads more manifests than this. */
@@ -120,22 +115,11 @@ export class RunCheckpoints {
 
   /** Every entry a checkpoint holds, in path order. */
   async entriesOf(manager: EntityManager, checkpoint: CheckpointRow): Promise<ManifestEntry[]> {
-    return composeManifests(await this.documentsOf(manager, checkpoint));
-  }
-
-  private async documentsOf(manager: EntityManager, checkpoint: CheckpointRow): Promise<ManifestDocument[]> {
-    const chain = await checkpointChain(manager, checkpoint.checkpointId);
-    return Promise.all(
-      chain.map(async (c) => {
-        const bytes = await this.deps.store.get(c.manifestKey);
-        if (!bytes) throw new Error(`the manifest of checkpoint ${c.checkpointId} is missing from the object store`);
-        return decodeManifest(bytes);
-      }),
-    );
+    return checkpointEntries(manager, this.deps.store, checkpoint);
   }
 
   private async fullAfter(parent: CheckpointRow, delta: ManifestDocument): Promise<ManifestDocument> {
-    const documents = await this.documentsOf(this.deps.dataSource.manager, parent);
+    const documents = await checkpointDocuments(this.deps.dataSource.manager, this.deps.store, parent);
     return { version: 1, full: true, entries: composeManifests([...documents, delta]), deleted: [] };
   }
 

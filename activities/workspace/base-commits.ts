@@ -1,7 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
-import { recordRunBaseCommits, runBaseCommits } from '../../db/checkpoints';
+import { recordRunBaseCommits } from '../../db/checkpoints';
+import { runBaseCommits } from '../../db/checkpoint-reads';
 import type { ActivityDeps } from '../deps';
 import { resolveCommit } from './git';
 import type { WorkspaceContext } from './workspace-context';

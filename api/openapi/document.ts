@@ -2,6 +2,7 @@ import { OpenApiGeneratorV31, OpenAPIRegistry } from '@asteasolutions/zod-to-ope
 import type { Config } from '../../core/config';
 import { registerAgentOperations } from './agent';
 import { registerArtifactOperations } from './artifacts';
+import { registerCheckpointOperations } from './checkpoints';
 import { BEARER_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
 import { registerEnvironmentOperations } from './environments';
 import { registerLiveOperations } from './live';
@@ -52,6 +53,7 @@ function registry(): OpenAPIRegistry {
       "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open without it only on a service bound to loopback.",
   });
   registerRunOperations(registry);
+  registerCheckpointOperations(registry);
   registerAgentOperations(registry);
   registerIdentityOperations(registry);
   registerEnvironmentOperations(registry);

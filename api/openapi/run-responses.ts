@@ -1,3 +1,4 @@
+import { forkedFromSchema } from '../../core/schemas/checkpoint-schemas';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { RUN_SOURCES, RUN_STATES } from '../../core/run-state';
 import { z } from '../../core/schemas/zod';
@@ -147,6 +148,7 @@ export const runItemSchema = z
       description:
         'The digest (`sha256:…`) that image resolved to when the run was first provisioned: what it runs on, whatever the tag names later. Each workspace of the run says its own in the timeline (`worker_container_ready`).',
     }),
+    forked_from: forkedFromSchema.optional(),
     is_run_type_cancellable: z.boolean(),
   })
   .openapi('RunItem');
@@ -156,6 +158,11 @@ export const runListSchema = z.object({ runs: z.array(runItemSchema), page_info:
 export const createRunResponseSchema = z
   .object({ run_id: z.uuid(), task_id: z.uuid(), state: z.literal('QUEUED') })
   .openapi('CreateRunResponse');
+
+/** `POST /agent/runs/{runId}/fork`: a create's answer, with where the fork came from. */
+export const forkRunResponseSchema = createRunResponseSchema
+  .extend({ forked_from: forkedFromSchema })
+  .openapi('ForkRunResponse');
 
 export const followupResponseSchema = z
   .object({

@@ -10,6 +10,9 @@ import { transcriptJsonLines } from '../transcript-download';
 import type { BlobReader } from '../../db/blob-reads';
 import { ApiError, notFound } from '../../core/api-error';
 import { rejectQueryParameters } from '../validate';
+import { findCheckpointUnscoped } from '../../db/checkpoint-reads';
+import type { ObjectStore } from '../../infra/object-store/object-store';
+import { checkpointArchive } from '../../services/checkpoints/checkpoint-download';
 
 const SAFE_MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
 
@@ -27,11 +30,14 @@ function contentDisposition(filename: string): string {
 export function createDownloadRouter({
   dataSource,
   blobs,
+  objectStore,
   signingKey,
   secretsKey,
 }: {
   dataSource: DataSource;
   blobs: BlobReader;
+  /** Where checkpoints' manifests and files are. */
+  objectStore: ObjectStore;
   signingKey: Buffer;
   secretsKey: Buffer;
 }): Router {
@@ -96,6 +102,23 @@ export function createDownloadRouter({
     const file = isUuid(id) ? await findHandoffAttachment(dataSource.manager, id) : null;
     if (!file) throw notFound(`No handoff attachment ${id}; a later turn of the run may have replaced it.`);
     await send(ctx, file);
+  });
+
+  router.get('/downloads/checkpoints/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    assertSigned(ctx, 'checkpoints', id, 'GET /api/v1/agent/runs/{run_id}/checkpoints/{checkpoint_id}');
+    const checkpoint = isUuid(id) ? await findCheckpointUnscoped(dataSource.manager, id) : undefined;
+    if (!checkpoint) throw notFound(`No checkpoint ${id}; its run may have been deleted.`);
+    const archive = await checkpointArchive(dataSource.manager, objectStore, checkpoint);
+    ctx.set(
+      'Content-Disposition',
+      contentDisposition(`checkpoint-${checkpoint.runId}-t${checkpoint.turn}-s${checkpoint.step}.tar.gz`),
+    );
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.type = 'application/gzip';
+    ctx.body = archive;
   });
 
   router.get('/downloads/transcripts/:id', async (ctx) => {

@@ -36,11 +36,16 @@ const emptyBodySchema = z.strictObject({});
 type Answerable = { status: number; body: unknown; set(name: string, value: string): void };
 
 /** 201 with the new run (or the replay of its creation). */
-function answerCreated(ctx: Answerable, run: RunAccepted): void {
+export function answerCreated(ctx: Answerable, run: RunAccepted): void {
   ctx.status = 201;
   ctx.set('Location', `/api/v1/agent/runs/${run.runId}`);
   if (run.replayed) ctx.set(REPLAYED_HEADER, 'true');
-  ctx.body = { run_id: run.runId, task_id: run.runId, state: run.state };
+  ctx.body = {
+    run_id: run.runId,
+    task_id: run.runId,
+    state: run.state,
+    ...(run.forkedFrom ? { forked_from: run.forkedFrom } : {}),
+  };
 }
 
 /** The run endpoints of the wire contract (plus the older `POST /agent/run`). */

@@ -49,6 +49,8 @@ export interface Run {
   workerId?: string | null;
   /** The image its environment named and the digest that resolved to when the run was first provisioned on it. */
   image?: { reference: string; digest: string } | null;
+  /** The run and checkpoint a fork started from (`POST /agent/runs/{runId}/fork`). */
+  forkedFrom?: { runId: string; checkpointId: string } | null;
   startedAt: Date | null;
   endedAt: Date | null;
   createdAt: Date;

@@ -21,6 +21,9 @@ import type { RunPrincipal } from './run-executor';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
 import { openDispatchedTask } from '../factories/factory-tasks';
+import type { ForkRunRequest } from '../../core/schemas/checkpoint-schemas';
+import { recordFork } from '../../db/run-forks';
+import { forkRequest, planFork, type ForkPlan } from './fork-run';
 
 /** One run's creation, as each way of making a run asks for it. */
 interface Creation {
@@ -35,6 +38,8 @@ interface Creation {
    * parent, as its child (a factory agent's `dispatch_agent`).
    */
   startedBy: 'service' | 'parent';
+  /** A fork (`POST /agent/runs/{runId}/fork`): its source's conversation and files to start from. */
+  fork?: ForkPlan;
 }
 
 /** The run a creation recorded (none when it replayed an earlier one). */
@@ -50,7 +55,7 @@ interface Made {
  * started beside it, or given back.
  */
 export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
-  const { config, temporal, secretsKey, dataSource, blobs } = deps;
+  const { config, temporal, secretsKey, dataSource, blobs, objectStore } = deps;
   const { runsPerHour, countTeamRun, withIdempotency, storedResponseOf, claimFor, recordThenCall } = writes;
 
   async function create(creation: Creation): Promise<StoredResponse> {
@@ -97,7 +102,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
   /** Records the composed run (its workflow's start fired beside the insert, when this service starts it). */
   async function recordRun(
     tx: EntityManager,
-    { body, ticket, startedBy }: Creation,
+    { body, ticket, startedBy, fork }: Creation,
     run: Run,
     attachments: FileContent[],
     fire: (call: () => Promise<unknown>) => void,
@@ -120,13 +125,27 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
     };
     // Listed once its workflow is known to exist: a create cut off before its start never is. A
     // child's is started by its parent's workflow, which holds the answer of this creation.
-    await recordNewRun(tx, run, prompt, startedBy === 'parent');
+    const history = fork && { sourceRunId: fork.source.runId, throughEventId: fork.checkpoint.eventsThrough };
+    await recordNewRun(tx, run, prompt, startedBy === 'parent', history);
+    if (fork) {
+      await recordFork(tx, {
+        runId,
+        sourceRunId: fork.source.runId,
+        checkpointId: fork.checkpoint.checkpointId,
+        manifest: fork.manifest,
+      });
+    }
     await recordRunAttachments(tx, blobs, runId, attachments);
     // In the same transaction: a run for a ticket never exists without its task.
     if (ticket) await openDispatchedTask(tx, run);
     return {
       status: 201,
-      body: { run_id: runId, task_id: runId, state: 'QUEUED' },
+      body: {
+        run_id: runId,
+        task_id: runId,
+        state: 'QUEUED',
+        ...(fork ? { forked_from: { run_id: fork.source.runId, checkpoint_id: fork.checkpoint.checkpointId } } : {}),
+      },
       headers: { Location: `/api/v1/agent/runs/${runId}` },
     };
   }
@@ -160,8 +179,31 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
     return create({ principal, body, claim, origin, ticket, startedBy: 'service' });
   }
 
+  /**
+   * `POST /agent/runs/{runId}/fork`: a new run of the caller's team made as `POST /agent/runs`
+   * makes one (checked, counted, under its idempotency claim), whose conversation is the source's
+   * up to the checkpoint and whose workspace starts as that checkpoint.
+   */
+  async function forkRun(
+    principal: RunPrincipal,
+    sourceRunId: string,
+    request: ForkRunRequest,
+    idempotencyKey: string | undefined,
+  ): Promise<StoredResponse> {
+    const fork = await planFork(dataSource.manager, objectStore, principal, sourceRunId, request.checkpoint_id);
+    const body = forkRequest(fork.source, request);
+    const view = {
+      source: fork.source.runId,
+      checkpoint: fork.checkpoint.checkpointId,
+      ...idempotencyView(body, secretsKey),
+    };
+    const claim = claimFor(principal, 'fork-run', idempotencyKey, view);
+    return create({ principal, body, claim, origin: { source: 'API' }, startedBy: 'service', fork });
+  }
+
   return {
     createRun,
+    forkRun,
 
     /**
      * `POST /agent/factories/{uid}/runs`: a run of the factory's foreman, created exactly as

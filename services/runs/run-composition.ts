@@ -15,6 +15,7 @@ import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } fro
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { honouredConfig } from './run-request-fields';
 import type { RunServiceDeps, RunWrites } from './run-writes';
+import { forkConfig, type ForkPlan } from './fork-run';
 
 /** A ticket dispatch's ticket (an adhoc one when `ref` is absent) and its URL. */
 export interface TicketRequest {
@@ -46,6 +47,8 @@ export async function composeRun(
     ticket?: TicketRequest;
     runId: string;
     skill: string | undefined;
+    /** A fork: the source's configuration under the request's own fields. */
+    fork?: ForkPlan;
   },
 ): Promise<ComposedRun> {
   const { principal, body, runId, skill, origin } = creation;
@@ -53,7 +56,9 @@ export async function composeRun(
   const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
   const requested = honouredConfig(body.config);
   const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
-  const resolved = resolvedConfig(config, secretsKey, { requested, skill, executor, factory });
+  const resolved = creation.fork
+    ? forkConfig(creation.fork.source.config, givenConfig(secretsKey, requested))
+    : resolvedConfig(config, secretsKey, { requested, skill, executor, factory });
   if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
     throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
   }
@@ -74,6 +79,18 @@ export async function composeRun(
     },
   );
   return { run, executor, harness: resolved.harness?.type ?? 'oz' };
+}
+
+/** The fields a request's config gives, as a run holds them (MCP credentials encrypted). */
+function givenConfig(
+  secretsKey: Buffer,
+  requested: ReturnType<typeof honouredConfig>,
+): Partial<ResolvedAgentConfig> | undefined {
+  if (!requested) return undefined;
+  return {
+    ...(requested as Partial<ResolvedAgentConfig>),
+    ...(requested.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) } : {}),
+  };
 }
 
 /** The run's own config wins; its agent identity fills what it leaves out, then its factory. */

@@ -32,6 +32,10 @@ export function createRunService(deps: RunServiceDeps) {
     async createRun(...args: Parameters<typeof creation.createRun>): Promise<RunAccepted> {
       return accepted(await creation.createRun(...args));
     },
+    /** `POST /agent/runs/{runId}/fork`: a new run from a checkpoint of one of the team's runs. */
+    async forkRun(...args: Parameters<typeof creation.forkRun>): Promise<RunAccepted> {
+      return accepted(await creation.forkRun(...args));
+    },
     /** `POST /agent/factories/{uid}/runs`: a run of the factory's foreman. */
     async dispatchToFactory(...args: Parameters<typeof creation.dispatchToFactory>): Promise<RunAccepted> {
       return accepted(await creation.dispatchToFactory(...args));
@@ -56,15 +60,24 @@ export interface RunAccepted {
   replayed: boolean;
   /** A follow-up's record and how it reaches the run. */
   followup?: { id: string; outcome: FollowupOutcome };
+  /** A fork's source run and checkpoint. */
+  forkedFrom?: { run_id: string; checkpoint_id: string };
 }
 
 function accepted(response: StoredResponse): RunAccepted {
-  const body = response.body as { run_id: string; state: RunState; followup_id?: string; outcome?: FollowupOutcome };
+  const body = response.body as {
+    run_id: string;
+    state: RunState;
+    followup_id?: string;
+    outcome?: FollowupOutcome;
+    forked_from?: RunAccepted['forkedFrom'];
+  };
   return {
     runId: body.run_id,
     state: body.state,
     replayed: response.headers[REPLAYED_HEADER] === 'true',
     ...(body.followup_id && body.outcome ? { followup: { id: body.followup_id, outcome: body.outcome } } : {}),
+    ...(body.forked_from ? { forkedFrom: body.forked_from } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { ObjectStore } from '../../infra/object-store/object-store';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiError, notFound } from '../../core/api-error';
@@ -27,6 +28,8 @@ export interface RunServiceDeps {
   secretsKey: Buffer;
   /** Where the bytes of a run's attachments go: the object store (`objectBlobStore`). */
   blobs: BlobStore;
+  /** The object store of runs' files: a fork's manifest is written there. */
+  objectStore: ObjectStore;
   logger: Logger;
 }
 

@@ -40,6 +40,7 @@ export interface RunItem {
   worker_id?: string;
   /** The image the run's environment named, and the digest it resolved to when the run was first provisioned. */
   image_reference?: string;
+  forked_from?: { run_id: string; checkpoint_id: string };
   image_digest?: string;
   is_run_type_cancellable: boolean;
 }
@@ -127,5 +128,6 @@ export function toRunItem(
     item.image_reference = run.image.reference;
     item.image_digest = run.image.digest;
   }
+  if (run.forkedFrom) item.forked_from = { run_id: run.forkedFrom.runId, checkpoint_id: run.forkedFrom.checkpointId };
   return item;
 }
