@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_URL } from './cli-config';
 import { artifactsCommand } from './commands/artifacts';
 import { cancelCommand } from './commands/cancel';
+import { checkpointsCommand, forkCommand, type ForkOptions } from './commands/checkpoints';
 import { followupCommand } from './commands/followup';
 import { getCommand } from './commands/get';
 import { listCommand, type ListOptions } from './commands/list';
@@ -157,6 +158,34 @@ export function createProgram(result: { exitCode: number }): Command {
     .argument('<run_id>')
     .option('--download <dir>', 'download them into this directory')
     .action(action((ctx, runId: string, options: { download?: string }) => artifactsCommand(ctx, runId, options)));
+
+  program
+    .command('checkpoints')
+    .description("list a run's checkpoints (its files after each step that changed them), oldest first")
+    .argument('<run_id>')
+    .option('--download <checkpoint_id>', "save that checkpoint's workspace as a .tar.gz")
+    .option('--output <file>', 'where --download saves it (default: checkpoint-<id>.tar.gz)')
+    .action(
+      action((ctx, runId: string, options: { download?: string; output?: string }) =>
+        checkpointsCommand(ctx, runId, options),
+      ),
+    );
+
+  program
+    .command('fork')
+    .description("start a new run from a run's checkpoint: its conversation up to there, its files as they were")
+    .argument('<run_id>')
+    .argument('[prompt]', 'the fork\'s next message ("-" reads it from stdin); without it, the agent continues')
+    .option('--checkpoint <checkpoint_id>', 'the checkpoint to start from (default: the latest)')
+    .option('--title <title>', 'the new run\'s title (default: "Fork of …")')
+    .addOption(waitOption())
+    .addOption(followOption())
+    .addOption(idempotencyOption())
+    .action(
+      action((ctx, runId: string, prompt: string | undefined, options: ForkOptions) =>
+        forkCommand(ctx, runId, prompt, options),
+      ),
+    );
 
   const secrets = program
     .command('secrets')

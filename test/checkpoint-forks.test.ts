@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { Readable } from 'node:stream';
@@ -212,4 +216,76 @@ test("another team's run or checkpoint is 404; a run with no checkpoint is 409; 
     .filter((e) => e.kind === 'tool_call')
     .map((e) => String(e.payload.output));
   expect(output.join('\n')).toContain('latest');
+});
+
+const CLI = path.join(__dirname, '..', 'bin', 'agent-runs.mjs');
+
+/** Runs `agent-runs <args>` against the test stack with `key`. */
+function cli(key: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['AGENT_RUNS_URL', 'AGENT_RUNS_API_KEY', 'FORCE_COLOR', 'NO_COLOR']) delete env[name];
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...env, AGENT_RUNS_CLI_FROM_SOURCE: '1', AGENT_RUNS_URL: ctx.baseUrl, AGENT_RUNS_API_KEY: key },
+  });
+  child.stdin.end();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('agent-runs checkpoints lists them and downloads one; agent-runs fork --wait starts from one', async () => {
+  const { key } = await ctx.newTeamKey();
+  const forkMarker = uniqueName('cli-fork');
+  scriptCommands(forkMarker, ['cat c.txt']);
+  const marker = uniqueName('cli-source');
+  scriptCommands(marker, ['echo from-cli > c.txt']);
+  const sourceId = await createRun(ctx, key, { prompt: `Work ${marker}` });
+  await waitForState(ctx, key, sourceId, ['SUCCEEDED']);
+
+  const listed = await cli(key, ['--json', 'checkpoints', sourceId]);
+  expect(listed.code).toBe(0);
+  const { checkpoints } = JSON.parse(listed.stdout) as { checkpoints: Summary[] };
+  expect(checkpoints.map((c) => c.step)).toEqual([0, 1]);
+  const human = await cli(key, ['checkpoints', sourceId]);
+  expect(human.stdout).toContain(`${checkpoints[1]!.checkpoint_id}  turn 1 step 1`);
+
+  const target = path.join(mkdtempSync(path.join(os.tmpdir(), 'cli-checkpoint-')), 'step1.tar.gz');
+  const saved = await cli(key, [
+    'checkpoints',
+    sourceId,
+    '--download',
+    checkpoints[1]!.checkpoint_id,
+    '--output',
+    target,
+  ]);
+  expect(saved.code).toBe(0);
+  expect(await untar(readFileSync(target))).toMatchObject({ 'workspace/c.txt': 'from-cli\n' });
+
+  const forked = await cli(key, [
+    'fork',
+    sourceId,
+    `Read ${forkMarker}`,
+    '--checkpoint',
+    checkpoints[1]!.checkpoint_id,
+    '--wait',
+  ]);
+  expect([forked.code, forked.stderr]).toEqual([0, expect.any(String)]);
+  const forkId = forked.stdout.split('\n')[0]!;
+  expect((await getRun(ctx, key, forkId)).forked_from).toEqual({
+    run_id: sourceId,
+    checkpoint_id: checkpoints[1]!.checkpoint_id,
+  });
+  const output = (await transcript(ctx, forkId))
+    .filter((e) => e.kind === 'tool_call')
+    .map((e) => String(e.payload.output));
+  expect(output.join('\n')).toContain('from-cli');
+
+  const missing = await cli(key, ['fork', sourceId, '--checkpoint', '01936f1e-8b0a-7c3e-9d52-4f6a1b2c3d4e']);
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toContain('has no checkpoint 01936f1e-8b0a-7c3e-9d52-4f6a1b2c3d4e');
 });
