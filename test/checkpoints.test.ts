@@ -81,7 +81,7 @@ test("each step that changes the run's files leaves a checkpoint storing only wh
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('steps');
   scriptCommands(marker, [
-    'head -c 3000000 /dev/urandom > big.bin; mkdir -p src && echo one > src/a.txt && ln -s src/a.txt link && chmod 750 src && echo ok',
+    'head -c 3000000 /dev/urandom > big.bin; mkdir -p src && echo one > src/a.txt && ln -s src/a.txt link && chmod 750 src && truncate -s 16M holes.bin && printf y >> holes.bin && echo ok',
     'cat src/a.txt',
     'echo two >> src/a.txt; rm big.bin; printf "x" > "name with spaces"',
   ]);
@@ -120,6 +120,10 @@ test("each step that changes the run's files leaves a checkpoint storing only wh
   expect(live['src/a.txt']).toBe(`file 644 ${Buffer.from('one\ntwo\n').toString('base64')}`);
   expect(live.link).toBe('link src/a.txt');
   expect(live.src).toBe('dir 750');
+  // A sparse file comes back sparse: its size, not its bytes, on the new disk.
+  const holes = lstatSync(path.join(root, target, 'holes.bin'));
+  expect(holes.size).toBe(16 * 1024 * 1024 + 1);
+  expect(holes.blocks * 512).toBeLessThan(1024 * 1024);
 });
 
 test("a worker killed mid-run: the run goes on on another machine with every completed step's files, and says from which checkpoint", async () => {
