@@ -37,6 +37,8 @@ export {
   toolCalls,
 } from './metrics/model-tools';
 export {
+  workerDraining,
+  drainHandovers,
   observeRefusal,
   observeWebhookAttempt,
   observeWebhookGivenUp,
@@ -53,7 +55,15 @@ export {
 } from './metrics/sandbox-workers';
 export { databaseReachable, databaseRefusals, rateLimitRejections } from './metrics/database-limits';
 export { harnessInvocations, harnessTokens, observeHarnessInvocation, observeHarnessTokens } from './metrics/harnesses';
-export { checkpointBytesAdded, checkpointDuration, checkpointRestores, checkpointsTaken } from './metrics/checkpoints';
+export {
+  checkpointBytesAdded,
+  checkpointDuration,
+  checkpointRestores,
+  checkpointsTaken,
+  objectsCollected,
+  objectStoreBytes,
+  objectStoreObjects,
+} from './metrics/checkpoints';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

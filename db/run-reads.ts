@@ -260,3 +260,11 @@ export async function isConversationOfTeam(
   ])) as unknown[];
   return rows.length > 0;
 }
+
+/** The WORKER_ID a run is pinned to (`config.worker_host`), or null. */
+export async function runWorkerHost(manager: EntityManager, runId: string): Promise<string | null> {
+  const rows = (await manager.query(`SELECT config->>'worker_host' AS host FROM runs WHERE run_id = $1`, [runId])) as {
+    host: string | null;
+  }[];
+  return rows[0]?.host ?? null;
+}

@@ -43,3 +43,11 @@ export async function liveWorkerIds(manager: EntityManager, workspaceQueuePrefix
   )) as { id: string }[];
   return rows.map((r) => r.id);
 }
+
+/**
+ * Gives up the lease of a worker that stopped on purpose (drained): a task still waiting on its
+ * queue finds it gone at once, instead of after its lease would have lapsed.
+ */
+export async function releaseWorkerLease(manager: EntityManager, workspaceQueue: string): Promise<void> {
+  await manager.query(`DELETE FROM worker_leases WHERE workspace_queue = $1`, [workspaceQueue]);
+}

@@ -144,6 +144,8 @@ export function installTemporalRuntime(options: TemporalRuntimeOptions): boolean
   if (installed) return false;
   Runtime.install({
     logger: new TemporalLogAdapter(options.logger),
+    // Each entry point stops its workers itself: a worker process drains on SIGTERM (worker/main.ts).
+    shutdownSignals: [],
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: 'WARN', other: 'ERROR' }), forward: {} },
       ...(options.prometheusBindAddress

@@ -6,6 +6,8 @@ import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../activities';
+import { WorkerDrain } from './worker-drain';
+import { runWorkerHost } from '../db/run-reads';
 import { createWebhookActivities } from '../activities/webhook-activities';
 import { ImageStore } from '../activities/images/image-store';
 import { createSandbox, createToolSandbox } from '../activities/sandbox/create-sandbox';
@@ -21,7 +23,7 @@ import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
 import { decryptMcpServers } from '../core/secrets';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
-import { renewWorkerLease } from '../db/worker-leases';
+import { releaseWorkerLease, renewWorkerLease } from '../db/worker-leases';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { markCancelledActivityLogs } from '../infra/temporal-runtime';
 import { workflowTracingSinks, type Tracing } from '../infra/tracing';
@@ -70,7 +72,11 @@ export interface RunWorker {
   /** Sweeps the workspaces on this worker's disk now (it does at start and every WORKSPACE_SWEEP_INTERVAL_SECONDS). */
   sweepWorkspaces(): Promise<SweepResult>;
   run(): Promise<void>;
+  /** Stops at once: what runs is cancelled after the SDK's grace time. */
   shutdown(): void;
+  /** Stops after WORKER_DRAIN_SECONDS at most, handing its runs over (SIGTERM). */
+  drain(): Promise<void>;
+  isDraining(): boolean;
   getState(): State;
 }
 
@@ -159,14 +165,26 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         throw err;
       });
   };
-  activities.resolveSkillsAndMcpServers = (input) =>
-    capacity.track(input.runId, () => resolveSkillsAndMcpServers(input));
-  activities.runAgentStep = (input) =>
-    capacity.track(
-      input.runId,
-      () => observeStep(() => runAgentStep(input)),
-      (result) => result.done,
+  // A draining worker refuses a run's next work on its workspace (the run goes on elsewhere from
+  // its checkpoint), unless the run is pinned here; what already runs is tracked until it ends.
+  const drain = new WorkerDrain();
+  const refuseWhileDraining = async (runId: string) => {
+    if (drain.draining && !(await runWorkerHost(dataSource.manager, runId))) throw drain.refusal(config.worker.id);
+  };
+  activities.resolveSkillsAndMcpServers = async (input) => {
+    await refuseWhileDraining(input.runId);
+    return drain.track(() => capacity.track(input.runId, () => resolveSkillsAndMcpServers(input)));
+  };
+  activities.runAgentStep = async (input) => {
+    await refuseWhileDraining(input.runId);
+    return drain.track(() =>
+      capacity.track(
+        input.runId,
+        () => observeStep(() => runAgentStep(input)),
+        (result) => result.done,
+      ),
     );
+  };
   activities.removeWorkspace = async (input) => {
     const removed = await removeWorkspace(input);
     if (removed) capacity.release(input.runId);
@@ -259,6 +277,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         await Promise.all(workers.map((w) => w.run()));
       } finally {
         clearInterval(timer);
+        // Drained on purpose: a task still waiting on this worker's queue finds it gone at once.
+        if (drain.draining) await releaseWorkerLease(dataSource.manager, workspaceQueue);
         await sweeper.stop();
         await dispatcher.stop();
         await mcpSessions.closeAll();
@@ -271,6 +291,29 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     shutdown() {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     },
+    /**
+     * SIGTERM: takes no new work (runs, provisioning, webhook deliveries stop being polled here),
+     * refuses its runs' next steps so that they go on elsewhere at once, lets the steps in flight
+     * finish for up to WORKER_DRAIN_SECONDS, then stops (a step still running then is cancelled
+     * and retried elsewhere, "interrupted" in its transcript).
+     */
+    async drain() {
+      if (drain.draining) return;
+      logger.info('draining: no new work; the steps in flight may finish (a second SIGTERM or Ctrl-C stops now)', {
+        drain_seconds: config.worker.drainSeconds,
+      });
+      const settling = drain.settled(config.worker.drainSeconds * 1000);
+      for (const w of [shared, provisioner, webhooks]) if (w.getState() === 'RUNNING') w.shutdown();
+      const outcome = await settling;
+      logger.info(
+        outcome === 'idle'
+          ? 'drained: no step in flight; stopping'
+          : 'WORKER_DRAIN_SECONDS passed: stopping the steps still in flight (they are retried elsewhere)',
+      );
+      if (workspace.getState() === 'RUNNING') workspace.shutdown();
+    },
+    /** Whether a drain started. */
+    isDraining: () => drain.draining,
     getState: () => shared.getState(),
   };
 }

@@ -7,13 +7,14 @@ import { resolveEndpoints } from '../infra/runtime';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { startTracing } from '../infra/tracing';
 import { createWorker } from './create-worker';
-import { startWorkerMetricsServer } from './metrics-server';
+import { startWorkerMetricsServer, type WorkerState } from './metrics-server';
 
 /** Production entry point: one worker process (run as many as the load needs). */
 async function main(): Promise<void> {
   watchShutdownSignals();
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker', loggerOptions(config));
+  let state: WorkerState = 'starting';
   // The SDK's own metrics go to a loopback exporter that the worker's /metrics serves along with its own.
   const temporalMetrics = config.metrics.workerPort ? await freeLoopbackAddress() : undefined;
   installTemporalRuntime({ logger, prometheusBindAddress: temporalMetrics });
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
         port: config.metrics.workerPort,
         bearerToken: config.metrics.bearerToken,
         extraMetrics: [temporalMetricsSource(temporalMetrics)],
+        state: () => state,
       })
     : undefined;
   const endpoints = resolveEndpoints(config);
@@ -51,10 +53,19 @@ async function main(): Promise<void> {
     harnesses: worker.harnesses.offered,
     objects: objectStore.description,
   });
+  state = 'ok';
   for (const [type, why] of Object.entries(worker.harnesses.missing)) {
     logger.warn('harness not offered: its runs fail on this worker', { harness: type, why });
   }
-  // The Temporal runtime drains the worker on SIGINT/SIGTERM; run() resolves once it has.
+  // The first SIGTERM (or SIGINT) drains the worker; a second stops it now. run() resolves once it has stopped.
+  let signals = 0;
+  const stop = () => {
+    state = 'draining';
+    if (++signals === 1) void worker.drain();
+    else worker.shutdown();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   await worker.run();
   await connection.close();
   await dataSource.destroy();

@@ -9,7 +9,11 @@ export interface WorkerMetricsServerOptions {
   bearerToken?: string;
   /** More Prometheus text to serve after the registry's: the Temporal SDK exporter's. */
   extraMetrics?: (() => Promise<string>)[];
+  /** The worker's state for `/healthz` and `/readyz`: starting (not yet polling), polling, or draining. */
+  state?: () => WorkerState;
 }
+
+export type WorkerState = 'starting' | 'ok' | 'draining';
 
 const problem = (status: number, title: string, detail: string) =>
   JSON.stringify({ type: 'about:blank', title, status, detail });
@@ -25,8 +29,18 @@ export async function startWorkerMetricsServer(options: WorkerMetricsServerOptio
     const path = (req.url ?? '').split('?')[0];
     const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) =>
       res.writeHead(status, { 'Content-Type': type, ...headers }).end(body);
+    if (path === '/healthz' || path === '/readyz') {
+      // Alive while it drains (not to be killed early); ready only while it takes new work.
+      const state = options.state?.() ?? 'ok';
+      const ready = path === '/healthz' || state === 'ok';
+      return send(ready ? 200 : 503, 'application/json', JSON.stringify({ status: state }));
+    }
     if (path !== '/metrics') {
-      return send(404, 'application/problem+json', problem(404, 'Not Found', 'This server serves GET /metrics only.'));
+      return send(
+        404,
+        'application/problem+json',
+        problem(404, 'Not Found', 'This server serves GET /metrics, /healthz and /readyz only.'),
+      );
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       return send(405, 'application/problem+json', problem(405, 'Method Not Allowed', 'Use GET.'), {

@@ -243,7 +243,11 @@ function configFrom(e: Env) {
       teamMaxSecrets: e.TEAM_MAX_SECRETS,
       teamMaxAgents: e.TEAM_MAX_AGENTS,
       teamMaxEnvironments: e.TEAM_MAX_ENVIRONMENTS,
+      /** Bytes of runs' files one team may keep (0: no cap). */
+      teamMaxStoredBytes: e.TEAM_MAX_STORED_BYTES,
     },
+    /** The object collector: an unnamed object goes once two passes this far apart found it so. */
+    objectGraceSeconds: e.OBJECT_STORE_GRACE_SECONDS,
     metrics: {
       /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`; unset, only on a loopback HOST. */
       bearerToken: e.METRICS_BEARER_TOKEN,
@@ -257,6 +261,8 @@ function configFrom(e: Env) {
       maxConcurrentRuns: e.WORKER_MAX_CONCURRENT_RUNS,
       /** A worker whose lease is older than this is dead: its runs provision elsewhere. */
       leaseSeconds: e.WORKER_LEASE_SECONDS,
+      /** On SIGTERM: how long steps in flight may finish before the worker stops anyway. */
+      drainSeconds: e.WORKER_DRAIN_SECONDS,
       /** How often a worker removes the workspaces on its disk that nothing will use again. */
       sweepIntervalSeconds: e.WORKSPACE_SWEEP_INTERVAL_SECONDS,
       /** A workflow bundle made beforehand; undefined: the build's, else bundled at start. */

@@ -28,6 +28,12 @@ export const workers = group('Workers', {
     description: 'a worker that has not renewed its lease for this long is dead and its runs provision elsewhere',
     readBy: ['API', 'workers'],
   },
+  WORKER_DRAIN_SECONDS: {
+    schema: intFrom(300, 0, 86_400),
+    description:
+      "on SIGTERM a worker takes no new work, lets the steps in flight finish for up to this long, then stops; its runs' next steps go on at once on other workers, from their checkpoints (give the orchestrator's grace period, e.g. terminationGracePeriodSeconds, 30 s more)",
+    readBy: ['workers'],
+  },
   WORKER_WORKFLOW_BUNDLE: {
     schema: optionalString.pipe(
       z
@@ -149,6 +155,18 @@ export const quotas = group('Rate limits and quotas', {
     description:
       'agents one team may have, 0 = no cap; past it a create is 409 `conflict` and `npm run keys -- create --kind agent --name` makes no new agent',
     readBy: ['API'],
+  },
+  TEAM_MAX_STORED_BYTES: {
+    schema: intFrom(100 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
+    description:
+      "bytes of runs' files one team may keep in the object store (checkpoints, artifacts, attachments, handoff patches, CLIs' logs: what each stored anew), 0 = no cap; past it new runs and forks are refused (400 `budget_exceeded`) and runs take no more checkpoints",
+    readBy: ['API', 'workers'],
+  },
+  OBJECT_STORE_GRACE_SECONDS: {
+    schema: intFrom(86_400, 60, 30 * 86_400),
+    description:
+      'an object of the store that no row names is deleted once two collections this far apart found it so (hourly maintenance)',
+    readBy: ['workers'],
   },
   TEAM_MAX_ENVIRONMENTS: {
     schema: intFrom(200, 0, 1_000_000),

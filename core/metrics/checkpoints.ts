@@ -1,4 +1,4 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { metricsRegistry } from './registry';
 
 /** Checkpoints of runs' files: how long they take, what they store, and runs resumed from them. */
@@ -18,7 +18,7 @@ export const checkpointBytesAdded = new Counter({
 
 export const checkpointsTaken = new Counter({
   name: 'agent_runs_checkpoints_total',
-  help: 'Checkpoints by outcome: recorded, unchanged (nothing changed since the last), failed (the run went on without it).',
+  help: 'Checkpoints by outcome: recorded, unchanged (nothing changed since the last), failed (the run went on without it), over_team_storage (its team keeps TEAM_MAX_STORED_BYTES).',
   labelNames: ['outcome'] as const,
   registers: [metricsRegistry],
 });
@@ -27,5 +27,23 @@ export const checkpointRestores = new Counter({
   name: 'agent_runs_checkpoint_restores_total',
   help: "Runs' files made again from a checkpoint, by why: resume (another workspace for the same run) or fork.",
   labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
+export const objectStoreBytes = new Gauge({
+  name: 'agent_runs_object_store_bytes',
+  help: "Bytes in the object store of runs' files, as the collector's last pass counted them (before it deleted any).",
+  registers: [metricsRegistry],
+});
+
+export const objectStoreObjects = new Gauge({
+  name: 'agent_runs_object_store_objects',
+  help: "Objects in the object store of runs' files, as the collector's last pass counted them.",
+  registers: [metricsRegistry],
+});
+
+export const objectsCollected = new Counter({
+  name: 'agent_runs_object_store_collected_bytes_total',
+  help: 'Bytes the collector removed from the object store: objects no row named for a grace period.',
   registers: [metricsRegistry],
 });

@@ -65,6 +65,18 @@ export const diskLimitsEnforced = new Gauge({
   registers: [metricsRegistry],
 });
 
+export const workerDraining = new Gauge({
+  name: 'agent_runs_worker_draining',
+  help: 'Whether this worker is draining (1: SIGTERM came; it takes no new work and hands its runs over), else 0.',
+  registers: [metricsRegistry],
+});
+
+export const drainHandovers = new Counter({
+  name: 'agent_runs_worker_drain_handovers_total',
+  help: "Runs' next steps a draining worker refused, so that they went on at once on another worker from their checkpoints.",
+  registers: [metricsRegistry],
+});
+
 export function observeRefusal(kind: RefusalKind, source: 'sandbox' | 'worker'): void {
   sandboxRefusals.inc({ kind, source });
 }
