@@ -33,6 +33,7 @@ import { StepInFlight1763970000000 } from './migrations/1763970000000-step-in-fl
 import { BlobObjects1763971000000 } from './migrations/1763971000000-blob-objects';
 import { Checkpoints1763972000000 } from './migrations/1763972000000-checkpoints';
 import { RunForks1763973000000 } from './migrations/1763973000000-run-forks';
+import { UnreferencedObjects1763974000000 } from './migrations/1763974000000-unreferenced-objects';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -66,6 +67,7 @@ export const MIGRATIONS = [
   BlobObjects1763971000000,
   Checkpoints1763972000000,
   RunForks1763973000000,
+  UnreferencedObjects1763974000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

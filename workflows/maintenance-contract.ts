@@ -17,7 +17,18 @@ export function maintenanceWorkflowId(taskQueue: string): string {
   return `agent-runs-maintenance-${taskQueue}-firing`;
 }
 
+/** Firings that took this patch also collect the object store's unnamed objects. */
+export const OBJECT_COLLECTION_PATCH = 'object-collection';
+
 export interface MaintenanceResult {
   /** Idempotency records past their 24 hours. */
   idempotencyRecordsPruned: number;
+  /** What the collector went through and removed, and the store as its last whole cycle counted it. */
+  objects?: {
+    partitions: number;
+    deleted: number;
+    deletedBytes: number;
+    storeObjects: number | null;
+    storeBytes: number | null;
+  };
 }

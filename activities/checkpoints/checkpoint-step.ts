@@ -1,5 +1,6 @@
 import { checkpointBytesAdded, checkpointDuration, checkpointsTaken } from '../../core/metrics';
 import { appendNoticeToCurrentTurn } from '../../db/run-events';
+import { runTeamStoredBytes } from '../../db/team-storage';
 import type { ActivityDeps } from '../deps';
 
 /**
@@ -7,9 +8,10 @@ import type { ActivityDeps } from '../deps';
  * that fails (the object store down, say) does not fail the step: the run goes on, the
  * transcript says so, and the next checkpoint takes everything changed since the last one.
  */
-export function createCheckpointStep({ checkpoints, dataSource, logger }: ActivityDeps) {
+export function createCheckpointStep({ checkpoints, dataSource, logger, config }: ActivityDeps) {
   return async (runId: string, turn: number, stepsDone: number): Promise<void> => {
     if (!checkpoints) return;
+    if (await storageFull(runId, turn)) return;
     const stop = checkpointDuration.startTimer();
     try {
       const taken = await checkpoints.take(runId, { turn, step: stepsDone });
@@ -31,4 +33,18 @@ export function createCheckpointStep({ checkpoints, dataSource, logger }: Activi
       stop();
     }
   };
+
+  /** Whether the run's team keeps TEAM_MAX_STORED_BYTES already: then no checkpoint, and the transcript says so once a turn. */
+  async function storageFull(runId: string, turn: number): Promise<boolean> {
+    const cap = config.quotas.teamMaxStoredBytes;
+    if (cap <= 0) return false;
+    const stored = await runTeamStoredBytes(dataSource.manager, runId);
+    if (stored < cap) return false;
+    checkpointsTaken.inc({ outcome: 'over_team_storage' });
+    await appendNoticeToCurrentTurn(dataSource.manager, runId, `checkpoint-storage-full-t${turn}`, {
+      message: `No checkpoint of this run's files is taken while its team keeps ${stored} bytes, the most it may keep (TEAM_MAX_STORED_BYTES=${cap}): a worker that stops now loses the steps since the last one.`,
+      level: 'warning',
+    });
+    return true;
+  }
 }

@@ -21,6 +21,7 @@ import type { RunPrincipal } from './run-executor';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
 import { openDispatchedTask } from '../factories/factory-tasks';
+import { assertTeamStorageLeft } from '../team-caps';
 import type { ForkRunRequest } from '../../core/schemas/checkpoint-schemas';
 import { recordFork } from '../../db/run-forks';
 import { forkRequest, planFork, type ForkPlan } from './fork-run';
@@ -91,6 +92,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
    */
   async function countOrReplay({ principal, claim }: Creation): Promise<boolean | StoredResponse> {
     try {
+      await assertTeamStorageLeft(dataSource.manager, principal.teamId, config.quotas.teamMaxStoredBytes);
       return await countTeamRun(principal.teamId);
     } catch (err) {
       const replay = claim && (await storedResponseOf(claim));

@@ -165,6 +165,7 @@ describe('loadConfig', () => {
         id: `${os.hostname()}-${createHash('sha256').update(workspaceDir).digest('hex').slice(0, 12)}`,
         maxConcurrentRuns: 50,
         leaseSeconds: 60,
+        drainSeconds: 300,
         sweepIntervalSeconds: 300,
         workflowBundle: undefined,
       },
@@ -196,7 +197,9 @@ describe('loadConfig', () => {
         teamMaxSecrets: 100,
         teamMaxAgents: 500,
         teamMaxEnvironments: 200,
+        teamMaxStoredBytes: 100 * 1024 ** 3,
       },
+      objectGraceSeconds: 86_400,
       metrics: { bearerToken: undefined, workerPort: 9464 },
       tracing: undefined,
     };

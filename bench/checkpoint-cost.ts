@@ -1,0 +1,82 @@
+/**
+ * Benchmark: what a checkpoint costs per step. A run's workspace of 20,000 files (100 MB) is
+ * checkpointed as provisioned, then after each of `steps` steps that change one small file:
+ * the time of each checkpoint (walk, store, record), and what the run stores in all against
+ * the workspace's size. Needs a private embedded PostgreSQL (started here) and sandbox-init.
+ * Usage: npm run bench:checkpoints -- [steps=100] [files=20000] [fileKiB=5]
+ */
+import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { RunCheckpoints } from '../activities/checkpoints/run-checkpoints';
+import { forkLauncher } from '../activities/sandbox/launched-process';
+import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
+import { runStateDir, workspaceDir } from '../activities/workspace/workspace-paths';
+import { newUuidV7 } from '../core/ids';
+import { recordNewRun } from '../db/run-creation';
+import { createObjectStore } from '../infra/object-store/create-object-store';
+import { newRun } from '../services/runs/new-run';
+import { percentile, startBenchStack } from './bench-stack';
+
+async function main(): Promise<void> {
+  const steps = Number(process.argv[2] ?? 100);
+  const files = Number(process.argv[3] ?? 20_000);
+  const fileBytes = Number(process.argv[4] ?? 5) * 1024;
+  const stack = await startBenchStack({ name: 'checkpoints' });
+  const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-ws-'));
+  try {
+    const runId = newUuidV7();
+    const run = newRun(
+      { uid: 'bench', type: 'user', displayName: 'bench', teamId: newUuidV7() },
+      null,
+      { prompt: 'bench' },
+      { model_id: 'openai/bench', idle_timeout_minutes: 1 },
+      { source: 'API' },
+      { runId, skill: undefined, conversationId: newUuidV7(), parentRunId: null },
+    );
+    await recordNewRun(stack.dataSource.manager, run, { mode: 'normal' });
+    const workspace = workspaceDir(root, runId);
+    mkdirSync(path.join(runStateDir(root, runId), 'home'), { recursive: true });
+    const dirs = Math.max(1, Math.floor(files / 100));
+    for (let d = 0; d < dirs; d++) mkdirSync(path.join(workspace, `d${d}`), { recursive: true });
+    const filler = Buffer.alloc(fileBytes);
+    for (let i = 0; i < files; i++) {
+      filler.writeUInt32LE(i, 0);
+      for (let j = 4; j < fileBytes; j += 997) filler[j] = (i * 31 + j) & 0xff;
+      writeFileSync(path.join(workspace, `d${i % dirs}`, `f${i}.txt`), filler);
+    }
+    const workspaceBytes = files * fileBytes;
+    const checkpoints = new RunCheckpoints({
+      dataSource: stack.dataSource,
+      store: createObjectStore({ kind: 'directory', dir: path.join(root, 'objects') }),
+      tools: { launch: forkLauncher, initPath: await locateSandboxInit(undefined) },
+      workspaceRoot: root,
+    });
+    let t0 = performance.now();
+    const base = await checkpoints.take(runId, { turn: 1, step: 0 });
+    const baseMs = performance.now() - t0;
+    let stored = base?.bytesAdded ?? 0;
+    const times: number[] = [];
+    for (let step = 1; step <= steps; step++) {
+      appendFileSync(path.join(workspace, 'd0', `f${step % files}.txt`), `step ${step}\n`);
+      t0 = performance.now();
+      const taken = await checkpoints.take(runId, { turn: 1, step });
+      times.push(performance.now() - t0);
+      stored += taken?.bytesAdded ?? 0;
+    }
+    const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+    console.log(`workspace: ${files} files, ${mb(workspaceBytes)}`);
+    console.log(`first checkpoint (everything): ${baseMs.toFixed(0)} ms, ${mb(base?.bytesAdded ?? 0)} stored`);
+    console.log(
+      `a step that changed one file: checkpoint p50 ${percentile(times, 50).toFixed(1)} ms, p95 ${percentile(times, 95).toFixed(1)} ms (${steps} steps)`,
+    );
+    console.log(
+      `stored in all after ${steps} steps: ${mb(stored)} = ${(stored / workspaceBytes).toFixed(2)}x the workspace`,
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    await stack.stop();
+  }
+}
+
+void main();
