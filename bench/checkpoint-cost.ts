@@ -13,6 +13,7 @@ import { forkLauncher } from '../activities/sandbox/launched-process';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { runStateDir, workspaceDir } from '../activities/workspace/workspace-paths';
 import { newUuidV7 } from '../core/ids';
+import { ensureTeam } from '../db/api-keys';
 import { recordNewRun } from '../db/run-creation';
 import { createObjectStore } from '../infra/object-store/create-object-store';
 import { newRun } from '../services/runs/new-run';
@@ -26,8 +27,9 @@ async function main(): Promise<void> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-ws-'));
   try {
     const runId = newUuidV7();
+    const teamId = await ensureTeam(stack.dataSource.manager, 'bench');
     const run = newRun(
-      { uid: 'bench', type: 'user', displayName: 'bench', teamId: newUuidV7() },
+      { uid: 'bench', type: 'user', displayName: 'bench', teamId },
       null,
       { prompt: 'bench' },
       { model_id: 'openai/bench', idle_timeout_minutes: 1 },
