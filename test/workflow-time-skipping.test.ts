@@ -20,9 +20,7 @@ import { testStack, uniqueName } from './helpers/test-context';
  */
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: await ensureTemporalTestServer() } },
-  });
+  env = await startTimeSkipping(await ensureTemporalTestServer());
   // The workflow sets the run's state and name as search attributes, as on the real cluster (the
   // test server can add them, not list them: infra/search-attributes.ts would not know to).
   await env.connection.operatorService.addSearchAttributes({
@@ -35,6 +33,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.teardown();
 });
+
+/**
+ * The test server, started again when it did not answer within the SDK's fixed 5 s (a loaded
+ * machine: seen under CI's CPU hog); each attempt is a new process on a new port.
+ */
+async function startTimeSkipping(path: string): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({
+        server: { executable: { type: 'existing-path', path } },
+      });
+    } catch (err) {
+      if (attempt >= 4 || !/did not start within/.test(String((err as Error).message))) throw err;
+    }
+  }
+}
 
 const MINUTE = 60_000;
 
