@@ -31,7 +31,8 @@ function unused(name: string, taken: Set<string>): string {
   return candidate;
 }
 
-async function download(url: string, target: string): Promise<number> {
+/** Saves a signed URL's file to `target` (never through a symlink); returns its bytes. */
+export async function download(url: string, target: string): Promise<number> {
   // Signed URLs need no key, so none is sent: the URL may point at another host (PUBLIC_URL).
   const res = await fetch(url);
   if (!res.ok) throw await toProblem(res);

@@ -1,9 +1,7 @@
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { toProblem } from '../api-client';
 import { readStdin, type CommandContext } from '../context';
 import { EXIT_CODES } from '../exit-codes';
 import type { CreateRunResponse } from '../wire';
+import { download } from './artifacts';
 import { followAndReport, waitAndReport } from './watch-run';
 
 interface CheckpointSummary {
@@ -36,25 +34,6 @@ async function allCheckpoints(ctx: CommandContext, runId: string): Promise<Check
     cursor = page.page_info.has_next_page ? page.page_info.next_cursor : undefined;
   } while (cursor);
   return all;
-}
-
-/** Saves a checkpoint's `.tar.gz` to `target` (never through a symlink); returns its bytes. */
-async function download(url: string, target: string): Promise<number> {
-  // Signed: no key is sent, the URL may point at another host (PUBLIC_URL).
-  const res = await fetch(url);
-  if (!res.ok) throw await toProblem(res);
-  const bytes = Buffer.from(await res.arrayBuffer());
-  const file = await open(
-    target,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-    0o644,
-  );
-  try {
-    await file.writeFile(bytes);
-  } finally {
-    await file.close();
-  }
-  return bytes.length;
 }
 
 /**
