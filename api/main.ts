@@ -1,3 +1,4 @@
+import { assertSchemaCurrent } from '../infra/schema-check';
 import { loadConfig } from '../core/config';
 import { assertMetricsGuarded } from '../core/metrics';
 import { watchShutdownSignals } from '../core/shutdown-signal';
@@ -31,6 +32,11 @@ async function main(): Promise<void> {
     queryTimeoutMs: config.database.queryTimeoutMs,
     logger,
   });
+  const newerMigrations = await assertSchemaCurrent(dataSource, 'The API');
+  if (newerMigrations.length)
+    logger.warn('the database schema is newer than this build: a rolling upgrade or a rollback', {
+      migrations: newerMigrations,
+    });
   const { connection, client } = await connectTemporalClient(temporalTarget(config, endpoints), tracing);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
   const app = createApp({

@@ -5,7 +5,7 @@ import { createApiKeyService, UnknownAgentError } from '../services/keys/api-key
 import { KEY_ROLES, type KeyRole } from '../db/rows/api-key';
 
 const isKeyRole = (value: string): value is KeyRole => (KEY_ROLES as readonly string[]).includes(value);
-import { runMigrations } from '../db/data-source';
+import { assertSchemaCurrent } from '../infra/schema-check';
 import { openDataSource } from '../infra/connections';
 import { withDatabase } from '../infra/runtime';
 
@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<void> {
   await withDatabase(config, async (url) => {
     const dataSource = await openDataSource(url, { poolSize: 2 });
     try {
-      await runMigrations(dataSource);
+      await assertSchemaCurrent(dataSource, 'The keys command');
       const keys = createApiKeyService({ config, dataSource });
       if (command === 'create') {
         const key = await keys

@@ -3,7 +3,7 @@ import { runWorkflowId } from '../workflows/run-contract';
 import { createFactory, delegatingForeman, dispatch, history, listRuns, toolResult } from './helpers/factories';
 import { hostPidsRunning } from './helpers/host-processes';
 import { recordReplayFixture } from './helpers/replay-fixtures';
-import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
+import { auth, createRun, getRun, storedRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { sessionLinkQuery, sessionPagePath } from './helpers/session-links';
 
@@ -321,7 +321,7 @@ test('dispatching: another team, a missing factory and a factory without a forem
   const { key: otherKey } = await ctx.newTeamKey();
   const factory = await createFactory(ctx, key, [{ type: 'FOREMAN' }]);
   const leaderless = await createFactory(ctx, key, [{ type: 'REVIEW' }]);
-  const before = await listRuns(ctx, key, '');
+  const before = (await listRuns(ctx, key, '')).map(storedRun);
 
   const foreign = await dispatch(ctx, otherKey, factory.uid, { prompt: 'Take it over' });
   expect(foreign.status).toBe(404);
@@ -335,7 +335,7 @@ test('dispatching: another team, a missing factory and a factory without a forem
   expect(empty.body.detail).toContain('prompt');
   const extra = await dispatch(ctx, key, factory.uid, { prompt: 'x', config: { model_id: 'openai/x' } });
   expect(extra.status).toBe(400);
-  expect(await listRuns(ctx, key, '')).toEqual(before);
+  expect((await listRuns(ctx, key, '')).map(storedRun)).toEqual(before);
 
   // Lineage filters stay in the team.
   const plain = uniqueName('plain');

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../core/config';
+import { assertSchemaCurrent } from '../infra/schema-check';
 import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
@@ -35,6 +36,11 @@ async function main(): Promise<void> {
     queryTimeoutMs: config.database.queryTimeoutMs,
     logger,
   });
+  const newerMigrations = await assertSchemaCurrent(dataSource, 'This worker');
+  if (newerMigrations.length)
+    logger.warn('the database schema is newer than this build: a rolling upgrade or a rollback', {
+      migrations: newerMigrations,
+    });
   const connection = await connectWorkerConnection(temporalTarget(config, endpoints));
   const worker = await createWorker({
     config,

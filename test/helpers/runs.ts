@@ -15,6 +15,14 @@ export async function createRun(ctx: TestContext, key: string, body: Record<stri
   return (res.body as { run_id: string }).run_id;
 }
 
+/**
+ * A run as stored, to compare two reads: its session link is signed when read, with an expiry
+ * counted from that second (two reads a second apart differ there), so only its path counts.
+ */
+export function storedRun(run: RunBody): RunBody {
+  return { ...run, session_link: String(run.session_link).split('?')[0] };
+}
+
 export async function getRun(ctx: TestContext, key: string, runId: string): Promise<RunBody> {
   const res = await ctx.api.get(`/api/v1/agent/runs/${runId}`).set(auth(key));
   if (res.status !== 200) throw new Error(`get failed: ${res.status} ${JSON.stringify(res.body)}`);
