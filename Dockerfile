@@ -47,6 +47,9 @@ ENV AGENT_SANDBOX_INIT_PATH=/usr/local/lib/agent-runs/sandbox-init
 # The API serves docs/errors.md as the error reference; workers offer the bundled skills.
 COPY docs ./docs
 COPY bundled-skills ./bundled-skills
+# No setuid or setgid program (su, mount, passwd, ...): nothing in the image raises a process's
+# privileges (the worker's pod allows privilege escalation, which CAP_SYS_ADMIN requires).
+RUN find / -xdev -type f -perm /6000 -exec chmod a-s {} +
 # AGENT_RUNS_DATA_DIR (./.data) must be writable by the non-root user.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 # By number, so that Kubernetes' runAsNonRoot can check it (uid 1000 is the image's `node`).

@@ -77,10 +77,13 @@ test('the disk-limits override is the only place workers become privileged', () 
   }
 });
 
-test('the image runs as a non-root uid by number, under tini', () => {
+test('the image runs as a non-root uid by number, under tini, with no setuid program', () => {
   const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
   const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
   expect(runtime.match(/^USER .*$/gm)).toEqual(['USER 1000:1000']);
   expect(runtime).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m);
   expect(runtime).toMatch(/apt-get install [^\n]* tini/);
+  // After every install: no setuid or setgid program is left for a process to gain privileges by.
+  expect(runtime.indexOf('-perm /6000 -exec chmod a-s')).toBeGreaterThan(runtime.lastIndexOf('apt-get install'));
+  expect(runtime.indexOf('-perm /6000 -exec chmod a-s')).toBeGreaterThan(runtime.lastIndexOf('npm ci'));
 });
