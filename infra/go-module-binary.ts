@@ -19,6 +19,8 @@ export interface GoModuleCommand {
   binary: string;
   /** `-X` settings the module's own build passes (its version string, say). */
   ldflags?: string[];
+  /** How long `go build` may take (default 15 minutes): a large module on two busy cores takes long. */
+  buildTimeoutMs?: number;
 }
 
 /**
@@ -46,15 +48,15 @@ export async function ensureGoModuleBinary(command: GoModuleCommand): Promise<st
     await run('go', ['build', '-trimpath', `-ldflags=${ldflags}`, '-o', partial, command.pkg], {
       cwd: moduleDir,
       env,
-      timeout: 900_000,
+      timeout: command.buildTimeoutMs ?? 900_000,
     });
   } catch (err) {
     await rm(partial, { force: true });
-    const { stderr, code } = err as { stderr?: string; code?: string };
+    const { stderr, code, killed } = err as { stderr?: string; code?: string; killed?: boolean };
+    if (code === 'ENOENT') throw new Error(`${command.title} is built once with Go, and \`go\` is not on PATH`);
+    const why = killed ? 'did not finish in time (what it built so far is in the Go build cache: run it again)' : 'failed';
     throw new Error(
-      code === 'ENOENT'
-        ? `${command.title} is built once with Go, and \`go\` is not on PATH`
-        : `building ${command.title} ${command.version} with Go failed: ${stderr?.trim() || (err as Error).message}`,
+      `building ${command.title} ${command.version} with Go ${why}: ${stderr?.trim() || (err as Error).message}`,
     );
   }
   // Atomic: a concurrent start never runs a half-written binary.

@@ -18,5 +18,7 @@ export function ensureHelm(): Promise<string> {
     binary: 'helm',
     // As helm's own Makefile does: `helm version` says the release it is.
     ldflags: [`helm.sh/helm/v4/internal/version.version=${HELM_VERSION}`],
+    // Kubernetes' client libraries and the rest: past 15 minutes on two busy cores with an empty Go cache.
+    buildTimeoutMs: 1_800_000,
   });
 }
