@@ -52,12 +52,19 @@ export async function ensureGoModuleBinary(command: GoModuleCommand): Promise<st
     });
   } catch (err) {
     await rm(partial, { force: true });
-    const { stderr, code, killed } = err as { stderr?: string; code?: string; killed?: boolean };
+    const { stdout, stderr, code, killed } = err as {
+      stdout?: string;
+      stderr?: string;
+      code?: string;
+      killed?: boolean;
+    };
     if (code === 'ENOENT') throw new Error(`${command.title} is built once with Go, and \`go\` is not on PATH`);
-    const why = killed ? 'did not finish in time (what it built so far is in the Go build cache: run it again)' : 'failed';
-    throw new Error(
-      `building ${command.title} ${command.version} with Go ${why}: ${stderr?.trim() || (err as Error).message}`,
-    );
+    const why = killed
+      ? 'did not finish in time (what it built so far is in the Go build cache: run it again)'
+      : 'failed';
+    // `go mod download -json` says what went wrong in its JSON, on stdout.
+    const detail = stderr?.trim() || /"Error": "(.*)"/.exec(stdout ?? '')?.[1] || (err as Error).message;
+    throw new Error(`building ${command.title} ${command.version} with Go ${why}: ${detail}`);
   }
   // Atomic: a concurrent start never runs a half-written binary.
   await rename(partial, binary);

@@ -95,7 +95,8 @@ const container = (o: K8sObject, name: string) => podSpec(o).containers.find((c)
 const envOf = (c: IContainer) => new Map((c.env ?? []).map((e) => [e.name, e]));
 
 beforeAll(async () => {
-  // Built once per machine into the cache (CI builds it in its own step: bin/ensure-helm.ts).
+  // Built once per machine into the cache (CI builds it in its own step: bin/ensure-helm.ts); the
+  // first build may take up to its timeout of 30 minutes, hence this hook's.
   helm = await ensureHelm();
   const all: K8sObject[] = [];
   const owners: string[] = [];
@@ -113,7 +114,7 @@ beforeAll(async () => {
     errors.push(...result.errors.map((e) => `${result.object}: ${e}`));
     schemaErrors.set(owners[i]!, errors);
   });
-}, 1_200_000);
+}, 1_900_000);
 
 test('the documented value sets are the ones checked', () => {
   expect(VALUE_SETS.sort()).toEqual([
