@@ -4,7 +4,7 @@ import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { openObjectStore } from '../infra/object-store/create-object-store';
-import { resolveEndpoints } from '../infra/runtime';
+import { resolveEndpoints, temporalTarget } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { startTracing } from '../infra/tracing';
@@ -31,11 +31,7 @@ async function main(): Promise<void> {
     queryTimeoutMs: config.database.queryTimeoutMs,
     logger,
   });
-  const { connection, client } = await connectTemporalClient(
-    endpoints.temporalAddress,
-    config.temporal.namespace,
-    tracing,
-  );
+  const { connection, client } = await connectTemporalClient(temporalTarget(config, endpoints), tracing);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
   const app = createApp({
     config,
@@ -56,6 +52,7 @@ async function main(): Promise<void> {
   logger.info('API listening', {
     url: `http://${config.host}:${config.port}/api/v1`,
     objects: objectStore.description,
+    temporal: `${endpoints.temporalAddress} (${endpoints.embeddedTemporal ? 'plaintext' : config.temporal.connection.security})`,
   });
 
   const shutdown = async () => {

@@ -97,7 +97,10 @@ async function main(): Promise<void> {
   const stack = await startBenchStack({ name: 'list', poolSize: 10 });
   const { config, secretsKey, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient({
+    address: stack.temporalAddress,
+    namespace: config.temporal.namespace,
+  });
   const app = createApp({
     config,
     dataSource,

@@ -21,7 +21,10 @@ async function main(): Promise<void> {
   const stack = await startBenchStack({ name: 'metrics', env: { OPENAI_API_KEY: 'bench' } });
   const { config, secretsKey, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
+  const { connection, client } = await connectTemporalClient({
+    address: stack.temporalAddress,
+    namespace: config.temporal.namespace,
+  });
   const logger = createLogger('error', 'bench');
   const build = () =>
     createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger, secretsKey });

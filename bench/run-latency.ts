@@ -61,8 +61,11 @@ async function main(): Promise<void> {
   const { config, secretsKey, dataSource } = stack;
   const tracing = startTracing(config, 'agent-runs-bench');
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);
-  const workerConnection = await connectWorkerConnection(stack.temporalAddress);
+  const { connection, client } = await connectTemporalClient(
+    { address: stack.temporalAddress, namespace: config.temporal.namespace },
+    tracing,
+  );
+  const workerConnection = await connectWorkerConnection({ address: stack.temporalAddress });
   const logger = createLogger('error', 'bench');
   const worker = await createWorker({
     config,

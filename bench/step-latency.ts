@@ -69,8 +69,11 @@ async function main(): Promise<void> {
   });
   const { config, secretsKey, dataSource } = stack;
   const logger = createLogger('error', 'bench');
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace);
-  const workerConnection = await connectWorkerConnection(stack.temporalAddress);
+  const { connection, client } = await connectTemporalClient({
+    address: stack.temporalAddress,
+    namespace: config.temporal.namespace,
+  });
+  const workerConnection = await connectWorkerConnection({ address: stack.temporalAddress });
   const worker = await createWorker({
     config,
     dataSource,

@@ -35,7 +35,10 @@ async function main(): Promise<void> {
       { config: off, tracing: undefined },
       { config: on, tracing },
     ].map(async ({ config, tracing: t }) => {
-      const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, t);
+      const { connection, client } = await connectTemporalClient(
+        { address: stack.temporalAddress, namespace: config.temporal.namespace },
+        t,
+      );
       const app = createApp({
         config,
         dataSource,

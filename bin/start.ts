@@ -25,7 +25,7 @@ import { leaveSignalsToCaller } from '../infra/embedded-postgres';
 import { ObjectStoreUnusableError, openObjectStore } from '../infra/object-store/create-object-store';
 import { stopLeftovers } from '../infra/leftovers';
 import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
-import { startDependencies } from '../infra/runtime';
+import { startDependencies, temporalTarget } from '../infra/runtime';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { elapsedTicker } from '../infra/temporal-cli';
@@ -92,10 +92,10 @@ async function main(): Promise<void> {
   const dataSource = await openDataSource(deps.databaseUrl, { queryTimeoutMs: config.database.queryTimeoutMs, logger });
   const applied = await runMigrations(dataSource);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
-  const { connection, client } = await connectTemporalClient(deps.temporalAddress, config.temporal.namespace, tracing);
+  const { connection, client } = await connectTemporalClient(temporalTarget(config, deps), tracing);
   await ensureSearchAttributes(connection, config.temporal.namespace, logger);
 
-  const workerConnection = await connectWorkerConnection(deps.temporalAddress);
+  const workerConnection = await connectWorkerConnection(temporalTarget(config, deps));
   // The first start on a machine builds the sandbox's sandbox-init with Go (cached after): the
   // longest step then (~30 s with an empty Go build cache), so it says so every 5 s. The worker's
   // own lookup below then finds it, or reports why it cannot be had.
@@ -151,7 +151,11 @@ async function main(): Promise<void> {
       `Database:        DATABASE_URL=postgres://${url.username}:$(cat ${path.join(config.dataDir, 'postgres', 'password')})@${url.host}${url.pathname}`,
     );
   }
-  if (deps.embeddedTemporal) say(`Temporal:        TEMPORAL_ADDRESS=${deps.temporalAddress}`);
+  say(
+    deps.embeddedTemporal
+      ? `Temporal:        TEMPORAL_ADDRESS=${deps.temporalAddress}`
+      : `Temporal:        ${deps.temporalAddress}, namespace ${config.temporal.namespace}, ${config.temporal.connection.security}`,
+  );
   say(`Run limits:      ${worker.runLimits}`);
   say(
     `Harnesses:       ${Object.entries(worker.harnesses.offered)

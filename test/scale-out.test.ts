@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { isUuid } from '../core/ids';
-import { freePort } from './helpers/free-port';
+import { spawnApi } from './helpers/api-processes';
 import { auth, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { killWorker, spawnWorker, waitUntilPolling, within, type WorkerChild } from './helpers/worker-processes';
@@ -15,7 +15,6 @@ import { killWorker, spawnWorker, waitUntilPolling, within, type WorkerChild } f
  * runs to the other and, when it comes back, nothing on its disk; an API killed mid-create
  * leaves no run anybody sees, and the client's retry gets the one run.
  */
-const ROOT = path.resolve(__dirname, '..');
 jest.setTimeout(240_000);
 
 let ctx: TestContext;
@@ -53,44 +52,11 @@ async function pausableRelay(target: string): Promise<{ address: string; pause()
   };
 }
 
-/** The second API, a process as production runs it (`api/main.ts`), talking to Temporal through `temporalAddress`. */
-async function spawnApi(temporalAddress: string): Promise<{ proc: ChildProcess; baseUrl: string; output: string[] }> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: ctx.stack.databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_TASK_QUEUE: ctx.config.temporal.taskQueue,
-      SECRETS_ENCRYPTION_KEY: ctx.config.secretsEncryptionKey!,
-      ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
-      AGENT_DEFAULT_MODEL: 'openai/test-model',
-      PORT: String(port),
-      RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
-      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
-      LOG_LEVEL: 'warn',
-      ...ctx.objectStoreEnv,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(proc);
-  const output: string[] = [];
-  proc.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  proc.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () =>
-      fetch(`${baseUrl}/healthz`).then(
-        (r) => r.status,
-        () => 0,
-      ),
-    (status) => status === 200 || proc.exitCode !== null,
-    `the second API to answer; output: ${output.join('')}`,
-    60_000,
-  );
-  if (proc.exitCode !== null) throw new Error(`the second API exited: ${output.join('')}`);
-  return { proc, baseUrl, output };
+/** The second API, a process as production runs it, talking to Temporal through `temporalAddress`. */
+async function spawnSecondApi(temporalAddress: string) {
+  const api = await spawnApi(ctx, { TEMPORAL_ADDRESS: temporalAddress });
+  children.push(api.proc);
+  return api;
 }
 
 const post = (baseUrl: string, key: string, body: object, idempotencyKey?: string) =>
@@ -112,7 +78,7 @@ function runDirs(dir: string): string[] {
 test('two APIs and two workers: load spreads, a dead worker leaves its runs to the other and a clean disk when it returns', async () => {
   const { key } = await ctx.newTeamKey();
   const relay = await pausableRelay(ctx.stack.temporalAddress);
-  const api2 = await spawnApi(relay.address);
+  const api2 = await spawnSecondApi(relay.address);
   const dirs = [0, 1].map(() => mkdtempSync(path.join(os.tmpdir(), 'agent-runs-ws-scale-')));
   const ids = [uniqueName('worker-a'), uniqueName('worker-b')];
   const sweepFast = { WORKSPACE_SWEEP_INTERVAL_SECONDS: '1', WORKSPACE_SCHEDULE_TO_START_SECONDS: '5' };
@@ -206,7 +172,7 @@ test('two APIs and two workers: load spreads, a dead worker leaves its runs to t
 test('an API killed after its create committed and before the workflow started: no phantom run is listed; the retry gets the one run', async () => {
   const { key } = await ctx.newTeamKey();
   const relay = await pausableRelay(ctx.stack.temporalAddress);
-  const api2 = await spawnApi(relay.address);
+  const api2 = await spawnSecondApi(relay.address);
   const worker = spawnWorker(ctx, { workerId: uniqueName('worker-c') });
   workers.push(worker);
   await waitUntilPolling(ctx, worker, 'the worker');

@@ -143,7 +143,7 @@ describe('a worker that is alive but does not get to a task in time', () => {
 
     // Another worker carries on with the workflows; the run's own worker stops polling, but its
     // lease goes on being renewed: busy, not dead.
-    const otherConnection = await connectWorkerConnection(ctx.stack.temporalAddress);
+    const otherConnection = await connectWorkerConnection({ address: ctx.stack.temporalAddress });
     const other = await createWorker({
       config: { ...ctx.config, worker: { ...ctx.config.worker, id: uniqueName('other-worker') } },
       dataSource: ctx.dataSource,

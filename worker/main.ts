@@ -3,7 +3,7 @@ import { watchShutdownSignals } from '../core/shutdown-signal';
 import { createLogger, loggerOptions } from '../core/logger';
 import { connectWorkerConnection, openDataSource } from '../infra/connections';
 import { openObjectStore } from '../infra/object-store/create-object-store';
-import { resolveEndpoints } from '../infra/runtime';
+import { resolveEndpoints, temporalTarget } from '../infra/runtime';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
 import { startTracing } from '../infra/tracing';
 import { createWorker } from './create-worker';
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     queryTimeoutMs: config.database.queryTimeoutMs,
     logger,
   });
-  const connection = await connectWorkerConnection(endpoints.temporalAddress);
+  const connection = await connectWorkerConnection(temporalTarget(config, endpoints));
   const worker = await createWorker({
     config,
     dataSource,
@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     run_limits: worker.runLimits,
     harnesses: worker.harnesses.offered,
     objects: objectStore.description,
+    temporal: `${endpoints.temporalAddress} (${endpoints.embeddedTemporal ? 'plaintext' : config.temporal.connection.security})`,
   });
   state = 'ok';
   for (const [type, why] of Object.entries(worker.harnesses.missing)) {

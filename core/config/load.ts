@@ -13,6 +13,7 @@ import {
   parseEgressCidrs,
   parseRegistries,
 } from './parsers';
+import { temporalConnectionFrom, type TemporalConnectionSettings } from './temporal-profile';
 import { envSchema, type Env } from './variables';
 
 /** Reads and validates configuration; the only place that looks at environment variables. */
@@ -24,7 +25,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
-  return configFrom(parsed.data);
+  return configFrom(parsed.data, temporalConnectionFrom(present as Record<string, string>));
 }
 
 /**
@@ -37,7 +38,7 @@ export type StreamCaps = Config['sseCaps'];
 export type TracingConfig = NonNullable<Config['tracing']>;
 export type ObjectStoreConfig = Config['objectStore'];
 
-type Declared<T> = T extends readonly unknown[]
+type Declared<T> = T extends readonly unknown[] | Uint8Array
   ? T
   : T extends object
     ? Flat<
@@ -59,7 +60,7 @@ function distinctUid(toolsUid: number, sandboxUid: number): number {
 }
 
 /** Where each variable goes in the configuration, and the values computed from several. */
-function configFrom(e: Env) {
+function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
   const workspaceDir = path.resolve(e.AGENT_RUNS_WORKSPACE_DIR ?? path.join(e.AGENT_RUNS_DATA_DIR, 'workspaces'));
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
@@ -79,8 +80,11 @@ function configFrom(e: Env) {
       queryTimeoutMs: e.DATABASE_QUERY_TIMEOUT_SECONDS * 1000,
     },
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
+      /** TEMPORAL_ADDRESS, else the profile's; unset: the dev server `npm start` runs. */
+      address: temporalConnection.address,
+      namespace: temporalConnection.namespace ?? 'default',
+      /** TLS, API key and headers (never logged: see core/logger.ts). */
+      connection: temporalConnection,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       cliPath: e.TEMPORAL_CLI_PATH,
       devPort: e.TEMPORAL_DEV_PORT,
@@ -89,7 +93,8 @@ function configFrom(e: Env) {
       devMetricsPort: e.TEMPORAL_DEV_METRICS_PORT,
       /** Where operators open the Temporal UI: TEMPORAL_UI_URL, else the embedded server's. */
       uiUrl: (
-        e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS === undefined ? `http://localhost:${e.TEMPORAL_UI_PORT}` : undefined)
+        e.TEMPORAL_UI_URL ??
+        (temporalConnection.address === undefined ? `http://localhost:${e.TEMPORAL_UI_PORT}` : undefined)
       )?.replace(/\/+$/, ''),
       /** Deadline of each call the API makes to Temporal; past it the request answers 503. */
       rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_SECONDS * 1000,

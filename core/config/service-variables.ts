@@ -104,14 +104,84 @@ export const database = group('Database', {
 export const temporal = group('Temporal', {
   TEMPORAL_ADDRESS: {
     schema: optionalString,
-    description: '`host:port` of the Temporal frontend',
+    description: "`host:port` of the Temporal frontend (overrides the profile's `address`)",
     readBy: ['API', 'workers', 'npm start'],
-    unset: 'unset: Temporal dev server',
+    unset: "unset: the profile's, else the Temporal dev server",
   },
   TEMPORAL_NAMESPACE: {
-    schema: z.string().default('default'),
-    description: 'namespace of the run workflows',
+    schema: optionalString,
+    description: "namespace of the run workflows (overrides the profile's `namespace`)",
     readBy: ['API', 'workers', 'npm start'],
+    unset: "the profile's, else `default`",
+  },
+  TEMPORAL_API_KEY: {
+    schema: optionalString,
+    description:
+      'API key sent to Temporal as a bearer token on every call (Temporal Cloud, a proxy that wants one); turns TLS on',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: "the profile's `api_key`, else none",
+  },
+  TEMPORAL_TLS: {
+    schema: z.enum(['true', 'false', '1', '0']).optional(),
+    description: 'TLS to Temporal on (`true`) or off (`false`); any `TEMPORAL_TLS_*` file or an API key turns it on',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: "the profile's, else off unless a TLS setting or API key is given",
+  },
+  TEMPORAL_TLS_CLIENT_CERT_PATH: {
+    schema: optionalString,
+    description:
+      'PEM client certificate for mTLS to Temporal (with `TEMPORAL_TLS_CLIENT_KEY_PATH`); `_DATA` gives the PEM itself',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset',
+  },
+  TEMPORAL_TLS_CLIENT_CERT_DATA: {
+    schema: optionalString,
+    description: 'the client certificate as PEM text, instead of `TEMPORAL_TLS_CLIENT_CERT_PATH`',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset',
+  },
+  TEMPORAL_TLS_CLIENT_KEY_PATH: {
+    schema: optionalString,
+    description: 'PEM private key of the client certificate; checked against it at start',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset',
+  },
+  TEMPORAL_TLS_CLIENT_KEY_DATA: {
+    schema: optionalString,
+    description: 'the private key as PEM text, instead of `TEMPORAL_TLS_CLIENT_KEY_PATH`',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset',
+  },
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: {
+    schema: optionalString,
+    description: "PEM CA certificate(s) Temporal's server certificate must chain to",
+    readBy: ['API', 'workers', 'npm start'],
+    unset: "the system's roots",
+  },
+  TEMPORAL_TLS_SERVER_CA_CERT_DATA: {
+    schema: optionalString,
+    description: 'the CA certificate(s) as PEM text, instead of `TEMPORAL_TLS_SERVER_CA_CERT_PATH`',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset',
+  },
+  TEMPORAL_TLS_SERVER_NAME: {
+    schema: optionalString,
+    description: "name the server certificate must carry (and the TLS SNI), when it is not the address's host",
+    readBy: ['API', 'workers', 'npm start'],
+    unset: "the address's host",
+  },
+  TEMPORAL_PROFILE: {
+    schema: optionalString,
+    description:
+      'profile of the Temporal config file to use, as for the `temporal` CLI; the `TEMPORAL_*` variables override its keys',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: '`default` (none if the file has no such profile)',
+  },
+  TEMPORAL_CONFIG_FILE: {
+    schema: optionalString,
+    description: 'the Temporal config file (TOML, `[profile.<name>]` tables)',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: '`~/.config/temporalio/temporal.toml`, if it exists',
   },
   TEMPORAL_TASK_QUEUE: {
     schema: z.string().default('agent-runs'),

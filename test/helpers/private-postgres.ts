@@ -13,10 +13,16 @@ export interface PrivatePostgres {
   stop(): Promise<void>;
 }
 
-/** Starts a PostgreSQL only this test file uses (see test/stack/private-postgres.ts). */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/**
+ * Starts a PostgreSQL only this test file uses (see test/stack/private-postgres.ts); with `tls`,
+ * its `agent_runs` database takes TLS connections only, with that certificate.
+ */
+export async function startPrivatePostgres(
+  options: { tls?: { cert: string; key: string } } = {},
+): Promise<PrivatePostgres> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/stack/private-postgres.ts')], {
     cwd: ROOT,
+    env: { ...process.env, ...(options.tls ? { AGENT_RUNS_TEST_PG_TLS: JSON.stringify(options.tls) } : {}) },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const line = await new Promise<string>((resolve, reject) => {

@@ -174,7 +174,10 @@ export async function createTestContext(
   });
   if (options.databaseUrl) await runMigrations(dataSource);
   const tracing = startTracing(config, 'agent-runs-test');
-  const { connection, client } = await connectTemporalClient(stack.temporalAddress, config.temporal.namespace, tracing);
+  const { connection, client } = await connectTemporalClient(
+    { address: stack.temporalAddress, namespace: config.temporal.namespace },
+    tracing,
+  );
   // The credentials given, not taken from this process's environment (the SDK's chain would read it).
   const { accessKeyId, secretAccessKey } = stack.s3;
   const objectStore = await openObjectStore(config.objectStore, { credentials: { accessKeyId, secretAccessKey } });
@@ -210,7 +213,7 @@ export async function createTestContext(
       return { key: created.rawKey, uid: created.principalUid, team, id: created.id };
     },
     async startWorker() {
-      workerConnection = await connectWorkerConnection(stack.temporalAddress);
+      workerConnection = await connectWorkerConnection({ address: stack.temporalAddress });
       worker = await createWorker({
         config,
         dataSource,

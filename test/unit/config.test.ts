@@ -94,6 +94,15 @@ describe('loadConfig', () => {
         devMetricsPort: 7244,
         uiUrl: 'http://localhost:8233',
         rpcTimeoutMs: 5000,
+        connection: {
+          address: undefined,
+          namespace: undefined,
+          apiKey: undefined,
+          tls: undefined,
+          metadata: undefined,
+          security: 'plaintext',
+          sources: [],
+        },
       },
       models: {
         openai: { apiKey: undefined, baseUrl: 'https://api.openai.com/v1' },
