@@ -21,14 +21,8 @@ const CHART = path.join(ROOT, 'deploy', 'helm', 'agent-runs');
 const VALUE_SETS = readdirSync(path.join(CHART, 'ci')).filter((f) => f.endsWith('-values.yaml'));
 /** The capabilities the worker's container gets, and no other (the chart's comments say why each). */
 const WORKER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID', 'SYS_ADMIN'];
-/** Variables the service reads through libraries rather than core/config: Temporal's envconfig, the AWS SDK. */
+/** Variables the service reads through a library rather than core/config: the AWS SDK's credentials. */
 const LIBRARY_VARIABLES: Record<string, Reader[]> = {
-  TEMPORAL_TLS: ['API', 'workers'],
-  TEMPORAL_TLS_CLIENT_CERT_PATH: ['API', 'workers'],
-  TEMPORAL_TLS_CLIENT_KEY_PATH: ['API', 'workers'],
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH: ['API', 'workers'],
-  TEMPORAL_TLS_SERVER_NAME: ['API', 'workers'],
-  TEMPORAL_API_KEY: ['API', 'workers'],
   AWS_ACCESS_KEY_ID: ['API', 'workers'],
   AWS_SECRET_ACCESS_KEY: ['API', 'workers'],
 };
