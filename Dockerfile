@@ -1,6 +1,10 @@
 # syntax=docker/dockerfile:1
 # One image for the API (default), the worker and the migration:
 #   node dist/api/main.js | node dist/worker/main.js | node dist/bin/migrate.js
+# It runs as the non-root user `node` (uid 1000), as the API and the migration should. The worker
+# must run as root (compose: `user: root`; the Helm chart: `runAsUser: 0`, in a pod user
+# namespace): it starts each sandbox as AGENT_SANDBOX_UID through a uid switch, makes its runs'
+# directories that uid's, and makes their cgroups (docs/deploy-kubernetes.md, Privileges).
 
 # --- build: compile TypeScript to dist/ and prebuild the workflow bundle -------------------
 # Node 24, the LTS the service supports (package.json `engines`; CI runs on the same major).
@@ -25,8 +29,10 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /sandbox-init .
 FROM node:24-bookworm-slim AS runtime
 # Workers clone repositories and run the agent's commands with git and bash, each in a
 # bubblewrap sandbox (see docker-compose.yml for what the container needs for user namespaces).
-# e2fsprogs and mount: each run's filesystem of AGENT_WORKSPACE_MAX_BYTES (a loop-mounted ext4 image).
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap skopeo umoci e2fsprogs mount && rm -rf /var/lib/apt/lists/*
+# e2fsprogs and mount: each run's filesystem of AGENT_WORKSPACE_MAX_BYTES (a loop-mounted ext4
+# image, AGENT_DISK_LIMITS=enforce). tini: pid 1, which passes SIGTERM on to node (the worker's
+# drain) and reaps orphaned processes, also where the orchestrator has no init of its own (Kubernetes).
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap skopeo umoci e2fsprogs mount tini && rm -rf /var/lib/apt/lists/*
 # Listening beyond loopback, the API and the workers' metrics servers need METRICS_BEARER_TOKEN
 # (they refuse to start without it: docs/operations.md, Metrics).
 ENV NODE_ENV=production \
@@ -41,8 +47,13 @@ ENV AGENT_SANDBOX_INIT_PATH=/usr/local/lib/agent-runs/sandbox-init
 # The API serves docs/errors.md as the error reference; workers offer the bundled skills.
 COPY docs ./docs
 COPY bundled-skills ./bundled-skills
+# No setuid or setgid program (su, mount, passwd, ...): nothing in the image raises a process's
+# privileges (the worker's pod allows privilege escalation, which CAP_SYS_ADMIN requires).
+RUN find / -xdev -type f -perm /6000 -exec chmod a-s {} +
 # AGENT_RUNS_DATA_DIR (./.data) must be writable by the non-root user.
 RUN mkdir -p /app/.data && chown node:node /app/.data
-USER node
+# By number, so that Kubernetes' runAsNonRoot can check it (uid 1000 is the image's `node`).
+USER 1000:1000
 EXPOSE 8080
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/api/main.js"]
