@@ -95,3 +95,61 @@ test('SIGTERM drains: the step in flight finishes, the next goes on elsewhere at
   expect(notices.join('\n')).not.toMatch(/interrupted/);
   expect(notices.join('\n')).toContain("the run's files as its checkpoint after step 1 of turn 1 left them");
 });
+
+test('a rolling restart of two workers under 20 runs in flight loses no step and runs no command twice', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('rolling');
+  // Four steps that each append their number (a command run twice would append it twice), then a look.
+  ctx.model.script(marker, (_req, call) => {
+    if (call <= 4)
+      return {
+        text: '',
+        toolCalls: [{ name: 'run_command', arguments: { command: `echo ${call} >> steps.log; sleep 1` } }],
+      };
+    if (call === 5) return { text: '', toolCalls: [{ name: 'run_command', arguments: { command: 'cat steps.log' } }] };
+    return { text: `done ${marker}` };
+  });
+  const dirs = [0, 1].map(() => mkdtempSync(path.join(os.tmpdir(), 'agent-runs-rolling-')));
+  const ids = [uniqueName('rolling-a'), uniqueName('rolling-b')];
+  const start = (i: number) => {
+    const worker = spawnWorker(ctx, { workspaceDir: dirs[i], workerId: ids[i], env: { WORKER_DRAIN_SECONDS: '120' } });
+    workers.push(worker);
+    return worker;
+  };
+  const running = [start(0), start(1)];
+  for (const i of [0, 1]) await waitUntilPolling(ctx, running[i]!, `worker ${i}`);
+  const runIds = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => createRun(ctx, key, { prompt: `Rolling ${i} ${marker}` })),
+  );
+  await waitFor(
+    async () =>
+      (await Promise.all(runIds.map((id) => transcript(ctx, id)))).filter((t) => t.some((e) => e.kind === 'tool_call'))
+        .length,
+    (stepping) => stepping >= 4,
+    'runs to be mid-steps',
+    120_000,
+  );
+
+  // One worker at a time: SIGTERM, it drains and exits 0, it comes back with its name and disk.
+  for (const i of [0, 1]) {
+    running[i]!.proc.kill('SIGTERM');
+    expect(await within(running[i]!.exited, 150_000, `worker ${i} to drain`, running[i]!)).toEqual({
+      code: 0,
+      signal: null,
+    });
+    running[i] = start(i);
+    await waitUntilPolling(ctx, running[i]!, `worker ${i} again`);
+  }
+
+  for (const runId of runIds) {
+    const run = await waitForState(ctx, key, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, 240_000);
+    expect(run.state).toBe('SUCCEEDED');
+    const events = await transcript(ctx, runId);
+    const outputs = events.filter((e) => e.kind === 'tool_call').map((e) => String(e.payload.output).trim());
+    // Every step once, each command once, in order, whichever worker ran it.
+    expect(outputs).toHaveLength(5);
+    expect(outputs[4]).toBe('1\n2\n3\n4');
+    const notices = events.filter((e) => e.kind === 'notice').map((e) => String(e.payload.message));
+    expect(notices.join('\n')).not.toMatch(/interrupted/);
+  }
+}, 480_000);
