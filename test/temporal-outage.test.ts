@@ -7,6 +7,7 @@ import { startTemporalDevServer, type RunningDevServer } from '../infra/temporal
 import { runWorkflowId } from '../workflows/run-contract';
 import { freePort } from './helpers/free-port';
 import { freeze } from './helpers/freeze';
+import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import {
   answeredDuring,
@@ -49,6 +50,14 @@ afterAll(async () => {
   await temporal?.stop();
 });
 
+/** The API's agent_runs_temporal_reachable (NaN when it serves none). */
+async function temporalReachable(): Promise<number> {
+  const metrics = parsePrometheusText((await ctx.api.get('/metrics')).text);
+  return metrics.types.has('agent_runs_temporal_reachable')
+    ? sampleValue(metrics, 'agent_runs_temporal_reachable')
+    : NaN;
+}
+
 test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, no 500, nothing lost', async () => {
   expect(temporal.pid).toBeDefined();
   const { key } = await ctx.newTeamKey();
@@ -73,6 +82,8 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
   try {
     ready = await ctx.api.get('/readyz');
     strict = await ctx.api.get('/readyz?require=temporal');
+    // The alerting gauge says it too (each API probes at most every 10 s, so within a few scrapes).
+    await waitFor(temporalReachable, (v) => v === 0, 'agent_runs_temporal_reachable to say 0', 20_000);
     refusedFollowup = await ctx.api
       .post(`/api/v1/agent/runs/${idle}/followups`)
       .set(auth(key))
@@ -176,6 +187,7 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
       });
   }
   expect(missing).toEqual([]);
+  await waitFor(temporalReachable, (v) => v === 1, 'agent_runs_temporal_reachable to say 1 again', 30_000);
   const readyAfter = await ctx.api.get('/readyz?require=temporal');
   expect([readyAfter.status, readyAfter.body.status, readyAfter.body.accepts_runs]).toEqual([200, 'ready', true]);
   // The same two minutes for the steered run's last turn (a busy machine takes a while to drain
