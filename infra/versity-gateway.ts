@@ -1,12 +1,8 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { dyingWithThisProcess, stopChild } from './child-process';
-
-const run = promisify(execFile);
+import { ensureGoModuleBinary } from './go-module-binary';
 
 /**
  * Versity Gateway (github.com/versity/versitygw, Apache-2.0): an S3 server over a directory, the
@@ -16,47 +12,15 @@ const run = promisify(execFile);
 export const VERSITY_GATEWAY_MODULE = 'github.com/versity/versitygw';
 export const VERSITY_GATEWAY_VERSION = 'v1.8.0';
 
-/**
- * The `versitygw` binary, built into the cache (`agent-runs/versitygw/<version>`) the first time:
- * `go mod download` fetches the module, and it is built inside the downloaded module (its own
- * go.mod and go.sum pin what it is built with, as its makers build it).
- */
-export async function ensureVersityGateway(): Promise<string> {
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const dir = path.join(cache, 'agent-runs', 'versitygw', VERSITY_GATEWAY_VERSION);
-  const binary = path.join(dir, 'versitygw');
-  if (existsSync(binary)) return binary;
-  await mkdir(dir, { recursive: true });
-  const env = { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' };
-  const partial = `${binary}.${process.pid}.partial`;
-  try {
-    const { stdout } = await run(
-      'go',
-      ['mod', 'download', '-json', `${VERSITY_GATEWAY_MODULE}@${VERSITY_GATEWAY_VERSION}`],
-      {
-        cwd: dir,
-        env,
-        timeout: 300_000,
-      },
-    );
-    const { Dir: moduleDir } = JSON.parse(stdout) as { Dir: string };
-    await run('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', partial, './cmd/versitygw'], {
-      cwd: moduleDir,
-      env,
-      timeout: 900_000,
-    });
-  } catch (err) {
-    await rm(partial, { force: true });
-    const { stderr, code } = err as { stderr?: string; code?: string };
-    throw new Error(
-      code === 'ENOENT'
-        ? 'Versity Gateway (the S3 server of the tests) is built once with Go, and `go` is not on PATH'
-        : `building Versity Gateway ${VERSITY_GATEWAY_VERSION} with Go failed: ${stderr?.trim() || (err as Error).message}`,
-    );
-  }
-  // Atomic: a concurrent start never runs a half-written binary.
-  await rename(partial, binary);
-  return binary;
+/** The `versitygw` binary, built into the cache (`agent-runs/versitygw/<version>`) the first time. */
+export function ensureVersityGateway(): Promise<string> {
+  return ensureGoModuleBinary({
+    description: 'Versity Gateway (the S3 server of the tests)',
+    module: VERSITY_GATEWAY_MODULE,
+    version: VERSITY_GATEWAY_VERSION,
+    pkg: './cmd/versitygw',
+    name: 'versitygw',
+  });
 }
 
 export interface VersityGateway {
