@@ -39,6 +39,9 @@ import { createEnvironmentsRouter } from './routes/environments-routes';
 import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
+import { checkTemporal } from './dependency-checks';
+import { serviceStateMetrics } from '../core/metrics';
+import { readRunQueue } from '../db/run-queue-reads';
 import { createLandingRouter } from './routes/landing-routes';
 import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
@@ -70,7 +73,7 @@ export interface AppDeps {
   workerRunLimits?: () => string;
   /** The harnesses the worker of this process offers (shown by /readyz). */
   workerHarnesses?: () => Record<string, string>;
-  /** More Prometheus text for `GET /metrics`: the Temporal SDK's, where this process runs a worker. */
+  /** More Prometheus text for `GET /metrics`: the worker's and the Temporal SDK's, where this process runs a worker. */
   extraMetrics?: (() => Promise<string>)[];
   /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
   secretsKey?: Buffer;
@@ -181,7 +184,15 @@ export function createApp(deps: AppDeps): Koa {
     createMetricsRouter({
       host: config.host,
       bearerToken: config.metrics.bearerToken,
-      extraMetrics: deps.extraMetrics,
+      // The service's state (queue, stuck runs, Temporal) from the API only: workers would repeat it.
+      extraMetrics: [
+        serviceStateMetrics({
+          runQueue: () => readRunQueue(dataSource.manager),
+          temporalReachable: async () =>
+            (await checkTemporal(deps.temporalConnection, config.temporal.namespace)) === 'ok',
+        }),
+        ...(deps.extraMetrics ?? []),
+      ],
     }),
   ];
 

@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     workerRunLimits: () => worker.runLimits,
     workerHarnesses: () => worker.harnesses.offered,
     secretsKey,
-    extraMetrics: [temporalMetricsSource(temporalMetrics)],
+    extraMetrics: [worker.metrics, temporalMetricsSource(temporalMetrics)],
     objectStore,
   });
   const server = await listen(app, config.port, config.host);

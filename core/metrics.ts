@@ -64,6 +64,16 @@ export {
   objectStoreBytes,
   objectStoreObjects,
 } from './metrics/checkpoints';
+export {
+  cachedRead,
+  serviceStateMetrics,
+  SERVICE_STATE_MAX_AGE_MS,
+  WAITING_FOR,
+  type RunQueueSnapshot,
+  type ServiceStateSources,
+  type WaitingFor,
+} from './metrics/service-state';
+export { workerCapacityMetrics, type WorkerCapacitySources } from './metrics/worker-capacity';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

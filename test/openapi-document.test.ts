@@ -135,6 +135,23 @@ test('GET / is a landing page that links the API reference, the OpenAPI document
   expect(linked.text).toContain('<a href="http://temporal-ui.example:8233">Temporal UI</a>');
 });
 
+test('GET /readyz says what is served and whether runs are accepted; `require` names checks this process runs', async () => {
+  const ready = await ctx.api.get('/readyz');
+  expect([ready.status, ready.body]).toEqual([
+    200,
+    { status: 'ready', accepts_runs: true, checks: { database: 'ok', temporal: 'ok' } },
+  ]);
+  expect((await ctx.api.get('/readyz?require=temporal,database')).status).toBe(200);
+  for (const [query, detail] of [
+    ['require=temporl', /require/],
+    ['require=worker', /runs no worker to check; it checks database, temporal/],
+    ['requires=temporal', /Unknown query parameter/],
+  ] as const) {
+    const res = await ctx.api.get(`/readyz?${query}`);
+    expect([query, res.status, res.body.detail]).toEqual([query, 400, expect.stringMatching(detail)]);
+  }
+});
+
 test('/docs is served from this origin with its own CSP, and its files from the package', async () => {
   const page = await ctx.api.get('/docs');
   expect(page.status).toBe(200);

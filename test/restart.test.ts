@@ -431,6 +431,7 @@ test('kill -9 of the whole `npm start` group mid-run, then a restart on the same
   expect(ready.status).toBe(200);
   expect(ready.body).toEqual({
     status: 'ready',
+    accepts_runs: true,
     checks: { database: 'ok', temporal: 'ok', worker: 'ok' },
     run_limits: expect.stringMatching(/^cgroup v[12] \(memory 4096 MiB, 512 processes/),
     // The CLIs are dependencies of the service: every harness is offered, each with its version.

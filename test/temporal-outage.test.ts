@@ -7,6 +7,7 @@ import { startTemporalDevServer, type RunningDevServer } from '../infra/temporal
 import { runWorkflowId } from '../workflows/run-contract';
 import { freePort } from './helpers/free-port';
 import { freeze } from './helpers/freeze';
+import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import {
   answeredDuring,
@@ -49,6 +50,14 @@ afterAll(async () => {
   await temporal?.stop();
 });
 
+/** The API's agent_runs_temporal_reachable (NaN when it serves none). */
+async function temporalReachable(): Promise<number> {
+  const metrics = parsePrometheusText((await ctx.api.get('/metrics')).text);
+  return metrics.types.has('agent_runs_temporal_reachable')
+    ? sampleValue(metrics, 'agent_runs_temporal_reachable')
+    : NaN;
+}
+
 test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, no 500, nothing lost', async () => {
   expect(temporal.pid).toBeDefined();
   const { key } = await ctx.newTeamKey();
@@ -67,10 +76,14 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
   const thaw = freeze(temporal.pid!);
   const frozenAt = Date.now();
   let ready;
+  let strict;
   let refusedFollowup;
   let idleDuring;
   try {
     ready = await ctx.api.get('/readyz');
+    strict = await ctx.api.get('/readyz?require=temporal');
+    // The alerting gauge says it too (each API probes at most every 10 s, so within a few scrapes).
+    await waitFor(temporalReachable, (v) => v === 0, 'agent_runs_temporal_reachable to say 0', 20_000);
     refusedFollowup = await ctx.api
       .post(`/api/v1/agent/runs/${idle}/followups`)
       .set(auth(key))
@@ -94,8 +107,15 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
   expect(refusedFollowup.status).toBe(503);
   // The same run, read from PostgreSQL alone; only its session link is signed afresh (a later expiry).
   expect(idleDuring).toEqual({ ...(idleBefore as object), session_link: expect.stringContaining('/sessions/') });
-  expect(ready.status).toBe(503);
-  expect(ready.body.checks).toEqual({ database: 'ok', temporal: 'unavailable' });
+  // Reads are still served: the API stays ready, saying it accepts no runs; a strict probe fails.
+  expect(ready.status).toBe(200);
+  expect(ready.body).toEqual({
+    status: 'degraded',
+    accepts_runs: false,
+    checks: { database: 'ok', temporal: 'unavailable' },
+  });
+  expect(strict.status).toBe(503);
+  expect(strict.body.checks).toEqual({ database: 'ok', temporal: 'unavailable' });
   expectOnlyOrderlyAnswers(results);
   const writesDuring = during.filter((r) => r.kind !== 'read');
   const readsDuring = during.filter((r) => r.kind === 'read');
@@ -167,7 +187,9 @@ test('a minute of Temporal frozen under load: 503s for writes, 200s for reads, n
       });
   }
   expect(missing).toEqual([]);
-  expect((await ctx.api.get('/readyz')).status).toBe(200);
+  await waitFor(temporalReachable, (v) => v === 1, 'agent_runs_temporal_reachable to say 1 again', 30_000);
+  const readyAfter = await ctx.api.get('/readyz?require=temporal');
+  expect([readyAfter.status, readyAfter.body.status, readyAfter.body.accepts_runs]).toEqual([200, 'ready', true]);
   // The same two minutes for the steered run's last turn (a busy machine takes a while to drain
   // the workflow tasks that timed out during the freeze); on failure, show where it stands.
   await waitForState(ctx, key, steered, ['SUCCEEDED'], undefined, 120_000).catch(async (err: Error) => {

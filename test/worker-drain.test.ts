@@ -64,7 +64,9 @@ test('SIGTERM drains: the step in flight finishes, the next goes on elsewhere at
   a.worker.proc.kill('SIGTERM');
   await waitFor(readyz, (r) => r.status === 503, 'A to say it drains', 10_000);
   expect(await readyz()).toEqual({ status: 503, body: { status: 'draining' } });
-  expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  // Alive all the while (not to be killed early), saying which state it is in.
+  const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+  expect({ status: health.status, body: await health.json() }).toEqual({ status: 200, body: { status: 'draining' } });
 
   // The step in flight finishes on A; A then exits by itself, long before its 120 s.
   const released = Date.now();

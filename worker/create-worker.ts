@@ -17,7 +17,7 @@ import { McpSessionCache } from '../activities/tools/mcp-sessions';
 import type { Config } from '../core/config';
 import type { Logger } from '../core/logger';
 import { harnessOffer, type HarnessOffer } from '../activities/harness/cli-harnesses';
-import { diskLimitsEnforced, observeStep, runLimitsEnforced } from '../core/metrics';
+import { diskLimitsEnforced, observeStep, runLimitsEnforced, workerCapacityMetrics } from '../core/metrics';
 import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
@@ -69,6 +69,8 @@ export interface RunWorker {
   runLimits: string;
   /** The harnesses this worker can run (with their CLI versions) and those it cannot (with why). */
   harnesses: HarnessOffer;
+  /** Prometheus text of its run slots and workspace disk, for the process's `/metrics`. */
+  metrics(): Promise<string>;
   /** Sweeps the workspaces on this worker's disk now (it does at start and every WORKSPACE_SWEEP_INTERVAL_SECONDS). */
   sweepWorkspaces(): Promise<SweepResult>;
   run(): Promise<void>;
@@ -255,6 +257,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     workspaceQueue,
     runLimits: `${sandbox.runLimits ?? 'off (AGENT_RUN_LIMITS=off): per-process limits only'}; disk: ${diskLimitsOf(sandbox, config)}`,
     harnesses: harnessOffer(),
+    metrics: workerCapacityMetrics({
+      slots: () => ({ used: capacity.occupied(), capacity: capacity.capacity }),
+      workspaceDir: config.workspace.dir,
+    }),
     async run() {
       const timer = setInterval(
         () =>

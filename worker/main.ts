@@ -16,6 +16,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker', loggerOptions(config));
   let state: WorkerState = 'starting';
+  // The worker's own room (slots, disk) once it exists: its metrics server starts before it.
+  const own: { metrics?: () => Promise<string> } = {};
   // The SDK's own metrics go to a loopback exporter that the worker's /metrics serves along with its own.
   const temporalMetrics = config.metrics.workerPort ? await freeLoopbackAddress() : undefined;
   installTemporalRuntime({ logger, prometheusBindAddress: temporalMetrics });
@@ -24,7 +26,7 @@ async function main(): Promise<void> {
         host: config.host,
         port: config.metrics.workerPort,
         bearerToken: config.metrics.bearerToken,
-        extraMetrics: [temporalMetricsSource(temporalMetrics)],
+        extraMetrics: [async () => (own.metrics ? own.metrics() : ''), temporalMetricsSource(temporalMetrics)],
         state: () => state,
       })
     : undefined;
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
     tracing,
     objectStore,
   });
+  own.metrics = worker.metrics;
   logger.info('worker polling', {
     task_queue: config.temporal.taskQueue,
     namespace: config.temporal.namespace,

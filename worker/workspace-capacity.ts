@@ -34,6 +34,11 @@ export class WorkspaceCapacity {
     return this.runs.size + this.reserved;
   }
 
+  /** Runs worked on, plus provisioning slots a task is using (not those a poller only holds). */
+  occupied(): number {
+    return this.inUse() - this.reserved + this.used;
+  }
+
   /**
    * Counts the run as worked on from the start of `work`; it stops counting when `work` says its
    * turn is over, or fails for good (nothing will retry it here).
@@ -90,7 +95,7 @@ export class WorkspaceCapacity {
 
   /** Room for a run pinned here: the provisioning poller's idle reservation does not count. */
   private hasRoomForPinned(): boolean {
-    return this.inUse() - this.reserved + this.used < this.capacity;
+    return this.occupied() < this.capacity;
   }
 
   slotSupplier(): CustomSlotSupplier<ActivitySlotInfo> {

@@ -2,6 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { DOCS_ASSETS } from './docs-assets';
 import { z } from '../../core/schemas/zod';
+import { READINESS_CHECKS } from '../routes/health-routes';
 import { registerOperation, signatureParameters } from './common';
 
 const html = (description: string) => ({
@@ -13,13 +14,23 @@ const html = (description: string) => ({
 
 const readinessSchema = z
   .object({
-    status: z.enum(['ready', 'not ready']),
-    checks: z.record(z.string(), z.enum(['ok', 'unavailable'])).openapi({
+    status: z.enum(['ready', 'degraded', 'unavailable']).openapi({
+      description:
+        '`ready`: every check is `ok`. `degraded`: PostgreSQL answers (reads are served) but another check failed. `unavailable`: PostgreSQL does not answer (503).',
+    }),
+    accepts_runs: z.boolean().openapi({
+      description:
+        'Whether PostgreSQL and Temporal both answer: creates, follow-ups and cancels are accepted (else they answer 503 `resource_unavailable`).',
+    }),
+    checks: z.partialRecord(z.enum(READINESS_CHECKS), z.enum(['ok', 'unavailable'])).openapi({
       description: '`database`, `temporal`, and `worker` where this process runs one.',
     }),
     run_limits: z.string().optional().openapi({
       description:
         "Where this process runs a worker: how it limits each run's processes together (a cgroup per run), or that it does not (AGENT_RUN_LIMITS=off).",
+    }),
+    harnesses: z.record(z.string(), z.string()).optional().openapi({
+      description: 'Where this process runs a worker: the harnesses it offers, with their CLI versions.',
     }),
   })
   .openapi('Readiness');
@@ -57,13 +68,31 @@ export function registerServiceOperations(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/readyz',
     operationId: 'ready',
-    summary: 'Readiness: PostgreSQL and Temporal answer',
+    summary: 'Readiness: PostgreSQL answers (reads); `accepts_runs`: Temporal too (runs)',
+    description:
+      '200 while PostgreSQL answers, since reads need nothing else, with `status` `degraded` and `accepts_runs` false while Temporal does not; 503 while PostgreSQL does not. `require` makes a strict probe: 503 unless every check it names is `ok` too (`?require=temporal` for one that wants runs accepted).',
     tags: ['Service'],
     auth: false,
+    query: z.object({
+      require: z.string().optional().openapi({
+        description:
+          'Checks that must be `ok` for a 200, comma-separated: `database` (always required), `temporal`, `worker` (where this process runs one).',
+        example: 'temporal',
+      }),
+    }),
     responses: [
-      { status: 200, description: 'Ready.', schema: readinessSchema },
-      { status: 503, description: 'Not ready: `checks` names what is down.', schema: readinessSchema },
+      {
+        status: 200,
+        description: 'PostgreSQL answers: reads are served (`accepts_runs` says whether runs are).',
+        schema: readinessSchema,
+      },
+      {
+        status: 503,
+        description: 'PostgreSQL does not answer, or a check named in `require` failed: `checks` names what is down.',
+        schema: readinessSchema,
+      },
     ],
+    errors: [400],
   });
   registerOperation(registry, {
     method: 'get',

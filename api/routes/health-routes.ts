@@ -1,7 +1,10 @@
 import Router from '@koa/router';
 import type { Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { pingDatabase } from '../../db/probe-reads';
+import { invalid } from '../../core/api-error';
+import { z } from '../../core/schemas/zod';
+import { checkDatabase, checkTemporal, type CheckResult } from '../dependency-checks';
+import { rejectQueryParameters, validate } from '../validate';
 
 export interface HealthDeps {
   dataSource: DataSource;
@@ -15,48 +18,57 @@ export interface HealthDeps {
   workerHarnesses?: () => Record<string, string>;
 }
 
-/** 'ok' or 'unavailable', within a few seconds; what went wrong inside stays out of the answer. */
-async function check(fn: () => Promise<unknown>): Promise<'ok' | 'unavailable'> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      fn(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
-      }),
-    ]);
-    return 'ok';
-  } catch {
-    return 'unavailable';
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** The dependencies `/readyz` checks, in the order it names them. */
+export const READINESS_CHECKS = ['database', 'temporal', 'worker'] as const;
+type CheckName = (typeof READINESS_CHECKS)[number];
 
-const CHECK_TIMEOUT_MS = 3000;
+const readyzQuery = z.object({
+  require: z
+    .string()
+    .transform((s) => s.split(','))
+    .pipe(z.array(z.enum(READINESS_CHECKS)))
+    .optional(),
+});
 
-/** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal answer (and the worker polls). */
+/**
+ * `/healthz`: the process answers. `/readyz`: 200 while PostgreSQL answers, since reads need
+ * nothing else; `accepts_runs` says whether Temporal answers too (creates, follow-ups and cancels
+ * need it); 503 when PostgreSQL does not (nothing can be served), or when a check named in
+ * `?require=` fails (a strict probe).
+ */
 export function createHealthRouter(deps: HealthDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
+  // `worker` only where this process runs one (the all-in-one `npm start`).
+  const offered = READINESS_CHECKS.filter((name) => name !== 'worker' || deps.isWorkerRunning);
   router.get('/readyz', async (ctx) => {
-    const checks: Record<string, string> = {
-      database: await check(() => pingDatabase(deps.dataSource)),
-      temporal: await check(() =>
-        deps.temporalConnection.workflowService.describeNamespace({ namespace: deps.namespace }),
-      ),
-    };
+    const required = requiredChecks(ctx.query, offered);
+    const [database, temporal] = await Promise.all([
+      checkDatabase(deps.dataSource),
+      checkTemporal(deps.temporalConnection, deps.namespace),
+    ]);
+    const checks: Partial<Record<CheckName, CheckResult>> = { database, temporal };
     if (deps.isWorkerRunning) checks.worker = deps.isWorkerRunning() ? 'ok' : 'unavailable';
-    const ready = Object.values(checks).every((c) => c === 'ok');
-    ctx.status = ready ? 200 : 503;
+    const all = Object.values(checks).every((c) => c === 'ok');
+    ctx.status = database === 'ok' && required.every((name) => checks[name] === 'ok') ? 200 : 503;
     ctx.body = {
-      status: ready ? 'ready' : 'not ready',
+      status: database !== 'ok' ? 'unavailable' : all ? 'ready' : 'degraded',
+      accepts_runs: database === 'ok' && temporal === 'ok',
       checks,
       ...(deps.workerRunLimits ? { run_limits: deps.workerRunLimits() } : {}),
       ...(deps.workerHarnesses ? { harnesses: deps.workerHarnesses() } : {}),
     };
   });
   return router;
+}
+
+/** The checks `?require=` names (`database` always counts), each one this process runs. */
+function requiredChecks(query: Record<string, unknown>, offered: readonly CheckName[]): CheckName[] {
+  rejectQueryParameters(query, ['require']);
+  const required = validate(readyzQuery, query, 'query').require ?? [];
+  const notRun = required.find((name) => !offered.includes(name));
+  if (notRun) throw invalid(`\`require\`: this process runs no ${notRun} to check; it checks ${offered.join(', ')}.`);
+  return ['database', ...required];
 }

@@ -16,7 +16,7 @@ export function createLandingRouter({ temporalUiUrl }: LandingLinks): Router {
       ? [[temporalUiUrl, 'Temporal UI', "each run's workflow, its history and activities"] as [string, string, string]]
       : []),
     ['/healthz', '/healthz', 'the process answers'],
-    ['/readyz', '/readyz', 'PostgreSQL and Temporal answer'],
+    ['/readyz', '/readyz', 'PostgreSQL answers (reads are served); accepts_runs: Temporal too (runs are)'],
     ['/metrics', '/metrics', 'Prometheus metrics'],
   ];
   const html = page(

@@ -94,6 +94,8 @@ export interface TestContext {
   ): Promise<{ key: string; uid: string; team: string; id: string }>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
+  /** The Prometheus text of the running worker's own room (run slots, workspace disk), as its `/metrics` serves it. */
+  workerMetrics(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -225,6 +227,10 @@ export async function createTestContext(
         objectStore,
       });
       workerRun = worker.run();
+    },
+    workerMetrics() {
+      if (!worker) throw new Error('no worker runs in this context');
+      return worker.metrics();
     },
     async stopWorker() {
       if (worker && worker.getState() === 'RUNNING') worker.shutdown();
