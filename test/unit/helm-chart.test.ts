@@ -348,6 +348,16 @@ describe('the ServiceMonitor', () => {
     const servicePorts = r.byKind('Service').flatMap((s) => (s.spec.ports as { name: string }[]).map((p) => p.name));
     expect(servicePorts.sort()).toEqual(['http', 'metrics']);
   });
+
+  test('labels its targets with the job names the alert rules match, whatever the release is called', () => {
+    const monitor = rendered.get('servicemonitor-values.yaml')!.byKind('ServiceMonitor')[0]!;
+    const jobs = (monitor.spec.endpoints as { relabelings: { targetLabel: string; replacement: string }[] }[]).map(
+      (e) => e.relabelings.find((r) => r.targetLabel === 'job')?.replacement,
+    );
+    expect(jobs).toEqual(['agent-runs-api', 'agent-runs-worker']);
+    const rules = readFileSync(path.join(CHART, '..', '..', 'prometheus', 'rules', 'agent-runs.rules.yml'), 'utf8');
+    for (const job of jobs) expect(rules).toContain(`job="${job!}"`);
+  });
 });
 
 describe('bad values are refused with what to fix', () => {
