@@ -360,6 +360,41 @@ describe('the ServiceMonitor', () => {
   });
 });
 
+describe("the workers' autoscaler", () => {
+  test('off by default: the StatefulSet has its replicas', () => {
+    const r = rendered.get('minimal-values.yaml')!;
+    expect(r.byKind('HorizontalPodAutoscaler').map((h) => h.metadata.name)).toEqual(['agent-runs-api']);
+    expect(r.byKind('StatefulSet')[0]!.spec.replicas).toBe(2);
+  });
+
+  test('on: scales the StatefulSet on the oldest wait for a worker, the metric the API serves; one drain at a time', () => {
+    const r = rendered.get('servicemonitor-values.yaml')!;
+    const hpa = r.byKind('HorizontalPodAutoscaler').find((h) => h.metadata.name === 'agent-runs-worker')!;
+    expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'agent-runs-worker' });
+    expect(hpa.spec.metrics).toEqual([
+      {
+        type: 'External',
+        external: {
+          metric: {
+            name: 'agent_runs_runs_waiting_oldest_seconds',
+            selector: { matchLabels: { waiting_for: 'worker' } },
+          },
+          target: { type: 'Value', value: '60' },
+        },
+      },
+    ]);
+    expect((hpa.spec.behavior as { scaleDown: { policies: unknown } }).scaleDown.policies).toEqual([
+      { type: 'Pods', value: 1, periodSeconds: 330 },
+    ]);
+    // The autoscaler owns the count: a helm upgrade must not reset it.
+    expect(r.byKind('StatefulSet')[0]!.spec).not.toHaveProperty('replicas');
+    const served = readdirSync(path.join(ROOT, 'core', 'metrics'))
+      .map((f) => readFileSync(path.join(ROOT, 'core', 'metrics', f), 'utf8'))
+      .join('\n');
+    expect(served).toContain("'agent_runs_runs_waiting_oldest_seconds'");
+  });
+});
+
 describe('bad values are refused with what to fix', () => {
   const minimal = () => path.join(CHART, 'ci', 'minimal-values.yaml');
   const refusal = (args: string[]) =>
