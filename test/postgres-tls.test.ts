@@ -1,5 +1,5 @@
 import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres';
-import { auth, waitForState } from './helpers/runs';
+import { createRun, waitForState } from './helpers/runs';
 import { makeTestCertificates, type TestCertificates } from './helpers/test-certificates';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 import { spawnWorker } from './helpers/worker-processes';
@@ -36,13 +36,7 @@ test('sslmode=verify-full with the CA: migrations, a run and its reads go over T
   const { key } = await ctx.newTeamKey();
   const marker = uniqueName('pg-tls');
   ctx.model.script(marker, () => ({ text: 'done over TLS' }));
-  const res = await fetch(`${ctx.baseUrl}/api/v1/agent/runs`, {
-    method: 'POST',
-    headers: { ...auth(key), 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt: `Say done ${marker}`, config: { idle_timeout_minutes: 0 } }),
-  });
-  expect(res.status).toBe(201);
-  const { run_id } = (await res.json()) as { run_id: string };
+  const run_id = await createRun(ctx, key, { prompt: `Say done ${marker}`, config: { idle_timeout_minutes: 0 } });
   await waitForState(ctx, key, run_id, ['SUCCEEDED'], undefined, 120_000);
   // Nobody reached the database in plaintext: the server takes no such connection to it.
   const plain = (await ctx.dataSource.query(

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from './free-port';
 import { waitFor, type TestContext } from './test-context';
+import { stackProcessEnv } from './worker-processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -21,18 +22,10 @@ export async function spawnApi(c: TestContext, env: Record<string, string> = {})
   const proc = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
     cwd: ROOT,
     env: {
-      ...process.env,
-      DATABASE_URL: c.stack.databaseUrl,
-      TEMPORAL_ADDRESS: c.stack.temporalAddress,
-      TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
-      SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
-      ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
-      AGENT_DEFAULT_MODEL: 'openai/test-model',
+      ...stackProcessEnv(c),
       PORT: String(port),
       RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
       RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
-      LOG_LEVEL: 'warn',
-      ...c.objectStoreEnv,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,6 +14,25 @@ export interface WorkerChild {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * What every service process a test starts on the context's stack gets (a worker, an API): its
+ * PostgreSQL, Temporal and task queue, its secrets key and object store, quiet logs.
+ */
+export function stackProcessEnv(c: TestContext): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: c.stack.databaseUrl,
+    TEMPORAL_ADDRESS: c.stack.temporalAddress,
+    TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
+    SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
+    AGENT_DEFAULT_MODEL: 'openai/test-model',
+    ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
+    LOG_LEVEL: 'warn',
+    // The context's object store: files a worker records, its API serves.
+    ...c.objectStoreEnv,
+  };
+}
+
 /** Starts a worker process on the context's stack and task queue; `env` adds to or overrides its settings. */
 export function spawnWorker(
   c: TestContext,
@@ -23,10 +42,7 @@ export function spawnWorker(
   const proc = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     cwd: ROOT,
     env: {
-      ...process.env,
-      DATABASE_URL: c.stack.databaseUrl,
-      TEMPORAL_ADDRESS: c.stack.temporalAddress,
-      TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
+      ...stackProcessEnv(c),
       AGENT_RUNS_WORKSPACE_DIR: options.workspaceDir ?? c.config.workspace.dir,
       // The context's data directory: its object store is the one every worker of the context shares.
       AGENT_RUNS_DATA_DIR: c.config.dataDir,
@@ -34,19 +50,13 @@ export function spawnWorker(
       // The test run's bundle of the workflows' source, made once (test-stack.ts), as in-process workers use it.
       WORKER_WORKFLOW_BUNDLE: c.stack.workflowBundlePath,
       ...(options.workerId ? { WORKER_ID: options.workerId } : {}),
-      SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: c.config.models.openai.baseUrl,
       ANTHROPIC_BASE_URL: c.config.models.anthropic.baseUrl,
       GEMINI_BASE_URL: c.config.models.gemini.baseUrl,
-      AGENT_DEFAULT_MODEL: 'openai/test-model',
-      ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
       MODEL_RETRY_INITIAL_INTERVAL_MS: '100',
-      LOG_LEVEL: 'warn',
       // Never the default port: another stack on this machine may have it.
       WORKER_METRICS_PORT: '0',
-      // The context's object store: files a worker records, its API serves.
-      ...c.objectStoreEnv,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
