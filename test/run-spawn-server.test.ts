@@ -33,6 +33,8 @@ function sandboxOf(pid: number): number {
   expect(cmdline(at)[0]).toMatch(/bwrap$/);
   return at;
 }
+/** A run's group as /proc/<pid>/cgroup names it: in this worker's directory of run groups. */
+const runGroup = (runId: string) => `/agent-runs/${config.worker.id}/${runId}\n`;
 /** Who started a sandboxed process's sandbox. */
 const starterOf = (pid: number) => parentOf(sandboxOf(pid));
 
@@ -62,9 +64,9 @@ test("a command's sandbox is started by the run's own spawn server: in the run's
   expect(status(server, 'Uid').split(/\s+/)).toEqual(Array(4).fill(String(config.sandbox.uid)));
   expect(status(server, 'Groups')).toBe('');
   expect(status(server, 'NoNewPrivs')).toBe('1');
-  expect(cgroups(server)).toContain('/agent-runs/served-run\n');
+  expect(cgroups(server)).toContain(runGroup('served-run'));
   // The command is in the run's group too, and so would be all it forks.
-  expect(cgroups(pid)).toContain('/agent-runs/served-run\n');
+  expect(cgroups(pid)).toContain(runGroup('served-run'));
   expect(status(pid, 'NoNewPrivs')).toBe('1');
 
   // A second command of the run starts from the same server; another run's from its own.
@@ -73,7 +75,7 @@ test("a command's sandbox is started by the run's own spawn server: in the run's
   await sandbox.prepareRun('served-other');
   const other = await running('served-other', uniqueName('other'));
   expect(starterOf(other.pid)).not.toBe(server);
-  expect(cgroups(starterOf(other.pid))).toContain('/agent-runs/served-other\n');
+  expect(cgroups(starterOf(other.pid))).toContain(runGroup('served-other'));
 
   for (const p of [pid, second.pid, other.pid]) process.kill(p, 'SIGKILL');
   for (const result of await Promise.all([command, second.command, other.command]))
@@ -96,7 +98,7 @@ test('what spawns a prepared process itself (the MCP SDK) still gets the whole c
       (pids) => pids.length === 1,
       `${marker} to run`,
     );
-    expect(cgroups(pid!)).toContain('/agent-runs/served-direct\n');
+    expect(cgroups(pid!)).toContain(runGroup('served-direct'));
     // bwrap ran as the sandbox's host uid, without new privileges.
     expect(status(sandboxOf(pid!), 'Uid').split(/\s+/)).toEqual(Array(4).fill(String(config.sandbox.uid)));
     expect(status(sandboxOf(pid!), 'NoNewPrivs')).toBe('1');

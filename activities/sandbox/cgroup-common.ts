@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, rmdir, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** What cgroup v1 and v2 share: a run's limits, what its group offers (RunCgroups), the files of a group. */
@@ -29,8 +30,27 @@ export interface RunCgroups {
   remove(runId: string): Promise<void>;
 }
 
-/** The directory every run's group is made in, below the worker's own group. */
+/** The directory every worker's run groups are made in, below the worker's own group. */
 export const RUNS_DIR = 'agent-runs';
+
+/**
+ * Where one worker makes its runs' groups: `agent-runs/<worker id>`. Workers on one host may share
+ * a cgroup (two workers started side by side, or a host cgroup namespace), and a run handed over
+ * from one to the other has the same id on both: removing it on the worker that let it go must
+ * not kill what the other now runs for it.
+ */
+export function workerRunsDir(workerId: string): string {
+  return path.join(RUNS_DIR, groupName(workerId));
+}
+
+/** Kills and removes the groups a previous worker of this name left behind (it was killed before it removed them). */
+export async function removeLeftoverGroups(bases: string[]): Promise<void> {
+  for (const base of bases) {
+    const entries = await readdir(base, { withFileTypes: true }).catch(() => []);
+    const groups = entries.filter((e) => e.isDirectory()).map((e) => path.join(base, e.name));
+    await killAndRemove(groups);
+  }
+}
 
 export async function writeKnob(dir: string, file: string, value: string): Promise<void> {
   await writeFile(path.join(dir, file), value);
@@ -74,13 +94,13 @@ export async function killAndRemove(dirs: string[]): Promise<void> {
   }
 }
 
-/** Run ids become directory names: only what an id may hold. */
-export function groupName(runId: string): string {
-  if (!/^[A-Za-z0-9._-]{1,100}$/.test(runId) || runId.startsWith('.')) {
-    // `.probe` and the like: a name of their own that no run id can take.
-    return `_${Buffer.from(runId).toString('hex').slice(0, 60)}`;
+/** Run and worker ids become directory names: only what an id may hold. */
+export function groupName(id: string): string {
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(id) || id.startsWith('.')) {
+    // `.probe`, `host:1` and the like: a name of their own that no valid id can take.
+    return `_${createHash('sha256').update(id).digest('hex').slice(0, 40)}`;
   }
-  return runId;
+  return id;
 }
 
 /**

@@ -6,7 +6,9 @@ import {
   killAndRemove,
   oomKillsIn,
   pidsIn,
+  removeLeftoverGroups,
   RUNS_DIR,
+  workerRunsDir,
   writeKnob,
   type RunCgroups,
   type RunLimits,
@@ -14,7 +16,7 @@ import {
 
 export const V2_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 
-/** cgroup v2: a group per run below `<worker's group>/agent-runs`, with memory, pids and cpu enabled. */
+/** cgroup v2: a group per run below `<worker's group>/agent-runs/<worker id>`, with memory, pids and cpu enabled. */
 export class CgroupsV2 implements RunCgroups {
   readonly description: string;
 
@@ -60,8 +62,11 @@ export class CgroupsV2 implements RunCgroups {
   }
 }
 
-/** Makes `<group>/agent-runs` with the controllers enabled, moving the group's processes into `<group>/worker` first. */
-export async function prepareV2(group: string, pid: number): Promise<string> {
+/**
+ * Makes `<group>/agent-runs/<worker id>` with the controllers enabled, moving the group's
+ * processes into `<group>/worker` first, and clears what a previous worker of this name left there.
+ */
+export async function prepareV2(group: string, pid: number, workerId: string): Promise<string> {
   const enable = `+${V2_CONTROLLERS.join(' +')}`;
   const subtree = path.join(group, 'cgroup.subtree_control');
   const enabled = (await readFile(subtree, 'utf8')).split(/\s+/);
@@ -76,8 +81,11 @@ export async function prepareV2(group: string, pid: number): Promise<string> {
     }
     await writeFile(subtree, enable);
   }
-  const base = path.join(group, RUNS_DIR);
+  const base = path.join(group, workerRunsDir(workerId));
   await mkdir(base, { recursive: true });
+  // Each level down to the worker's own directory passes the controllers on.
+  await writeFile(path.join(group, RUNS_DIR, 'cgroup.subtree_control'), enable);
   await writeFile(path.join(base, 'cgroup.subtree_control'), enable);
+  await removeLeftoverGroups([base]);
   return base;
 }

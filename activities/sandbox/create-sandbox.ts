@@ -128,6 +128,7 @@ async function withRunLimits(sandbox: Sandbox, config: Config, logger: Logger, h
   }
   const found = await detectRunCgroups(
     { memoryMb: limits.memoryMb, maxProcesses: limits.maxProcesses, cpus: config.sandbox.cpus },
+    config.worker.id,
     host,
   );
   if ('unavailable' in found) {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { groupName, RUNS_DIR, type RunCgroups, type RunLimits } from './cgroup-common';
+import { groupName, removeLeftoverGroups, workerRunsDir, type RunCgroups, type RunLimits } from './cgroup-common';
 import { joinArgv } from './cgroup-join';
 import { ownDir, parseMounts, parseSelfCgroup, type Mount } from './cgroup-mounts';
 import { CgroupsV1, V1_CONTROLLERS } from './cgroup-v1';
@@ -28,12 +28,13 @@ export const REAL_HOST: CgroupHost = {
  * The run groups this worker can make, or why it cannot. cgroup v2 (a unified hierarchy with
  * the memory, pids and cpu controllers) is used when present: the worker moves the processes of
  * its own group into `<group>/worker` (a group with processes may not enable controllers for its
- * children) and makes the runs' groups in `<group>/agent-runs`. Otherwise cgroup v1, with the
+ * children) and makes the runs' groups in `<group>/agent-runs/<worker id>`. Otherwise cgroup v1, with the
  * memory, pids and cpu hierarchies mounted writable. Each is checked by making a group and
  * removing it again.
  */
 export async function detectRunCgroups(
   limits: RunLimits,
+  workerId: string,
   host: CgroupHost = REAL_HOST,
   check: (cgroups: RunCgroups) => Promise<void> = probe,
 ): Promise<{ cgroups: RunCgroups } | { unavailable: string }> {
@@ -57,7 +58,7 @@ export async function detectRunCgroups(
     const missing = V2_CONTROLLERS.filter((c) => !available.includes(c));
     if (group && missing.length === 0) {
       try {
-        const base = await prepareV2(group, host.pid);
+        const base = await prepareV2(group, host.pid, workerId);
         const cgroups = new CgroupsV2(base, limits);
         await check(cgroups);
         return { cgroups };
@@ -74,12 +75,14 @@ export async function detectRunCgroups(
     const mount = mounts.find((m) => m.type === 'cgroup' && m.controllers.includes(controller));
     const ownPath = own.find((o) => o.controllers.includes(controller))?.path;
     const dir = mount && ownPath !== undefined ? ownDir(mount, ownPath) : undefined;
-    if (dir) bases[controller] = path.join(dir, RUNS_DIR);
+    if (dir) bases[controller] = path.join(dir, workerRunsDir(workerId));
   }
   const missingV1 = V1_CONTROLLERS.filter((c) => !bases[c]);
   if (missingV1.length === 0) {
-    const cgroups = new CgroupsV1(bases as Record<(typeof V1_CONTROLLERS)[number], string>, limits);
+    const found = bases as Record<(typeof V1_CONTROLLERS)[number], string>;
+    const cgroups = new CgroupsV1(found, limits);
     try {
+      await removeLeftoverGroups([found.pids, found.memory, found.cpu]);
       await check(cgroups);
       return { cgroups };
     } catch (err) {

@@ -26,21 +26,26 @@ test("cgroup v2: the group's processes move to a leaf, controllers are enabled, 
   writeFileSync(path.join(group, 'cgroup.procs'), '4242\n');
   const found = await detectRunCgroups(
     limits,
+    'worker-a',
     host('0::/svc\n', `41 31 0:38 / ${path.join(root, 'unified')} rw,relatime - cgroup2 cgroup2 rw\n`),
     noProbe,
   );
   if (!('cgroups' in found)) throw new Error(found.unavailable);
-  expect(found.cgroups.description).toMatch(/^cgroup v2 .* under .*svc\/agent-runs$/);
+  expect(found.cgroups.description).toMatch(/^cgroup v2 .* under .*svc\/agent-runs\/worker-a$/);
   expect(read('unified/svc/worker/cgroup.procs')).toBe('4242');
   expect(read('unified/svc/cgroup.subtree_control')).toBe('+memory +pids +cpu');
   expect(read('unified/svc/agent-runs/cgroup.subtree_control')).toBe('+memory +pids +cpu');
+  expect(read('unified/svc/agent-runs/worker-a/cgroup.subtree_control')).toBe('+memory +pids +cpu');
 
   const files = await found.cgroups.procsFiles('run-1');
-  expect(files).toEqual([path.join(group, 'agent-runs', 'run-1', 'cgroup.procs')]);
-  expect(read('unified/svc/agent-runs/run-1/memory.max')).toBe(String(512 * 1024 * 1024));
-  expect(read('unified/svc/agent-runs/run-1/pids.max')).toBe('64');
-  expect(read('unified/svc/agent-runs/run-1/cpu.max')).toBe('150000 100000');
-  writeFileSync(path.join(group, 'agent-runs', 'run-1', 'memory.events'), 'low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n');
+  expect(files).toEqual([path.join(group, 'agent-runs', 'worker-a', 'run-1', 'cgroup.procs')]);
+  expect(read('unified/svc/agent-runs/worker-a/run-1/memory.max')).toBe(String(512 * 1024 * 1024));
+  expect(read('unified/svc/agent-runs/worker-a/run-1/pids.max')).toBe('64');
+  expect(read('unified/svc/agent-runs/worker-a/run-1/cpu.max')).toBe('150000 100000');
+  writeFileSync(
+    path.join(group, 'agent-runs', 'worker-a', 'run-1', 'memory.events'),
+    'low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n',
+  );
   expect(await found.cgroups.oomKills('run-1')).toBe(2);
 });
 
@@ -51,6 +56,7 @@ test("cgroup v1: a group per run in the memory, pids and cpu hierarchies, below 
   for (const c of ['memory/outer/me', 'pids', 'cpu,cpuacct']) mkdirSync(path.join(root, c), { recursive: true });
   const found = await detectRunCgroups(
     { ...limits, cpus: 0 },
+    'worker-a',
     host('4:memory:/outer/me\n3:pids:/\n2:cpu,cpuacct:/\n0::/\n', mounts.join('\n')),
     noProbe,
   );
@@ -58,17 +64,17 @@ test("cgroup v1: a group per run in the memory, pids and cpu hierarchies, below 
   expect(found.cgroups.description).toMatch(/^cgroup v1 .*equal share/);
   const files = await found.cgroups.procsFiles('run-2');
   expect(files).toEqual([
-    path.join(root, 'memory/outer/me/agent-runs/run-2/cgroup.procs'),
-    path.join(root, 'pids/agent-runs/run-2/cgroup.procs'),
-    path.join(root, 'cpu,cpuacct/agent-runs/run-2/cgroup.procs'),
+    path.join(root, 'memory/outer/me/agent-runs/worker-a/run-2/cgroup.procs'),
+    path.join(root, 'pids/agent-runs/worker-a/run-2/cgroup.procs'),
+    path.join(root, 'cpu,cpuacct/agent-runs/worker-a/run-2/cgroup.procs'),
   ]);
-  expect(read('memory/outer/me/agent-runs/run-2/memory.limit_in_bytes')).toBe(String(512 * 1024 * 1024));
-  expect(read('pids/agent-runs/run-2/pids.max')).toBe('64');
-  expect(read('cpu,cpuacct/agent-runs/run-2/cpu.shares')).toBe('1024');
+  expect(read('memory/outer/me/agent-runs/worker-a/run-2/memory.limit_in_bytes')).toBe(String(512 * 1024 * 1024));
+  expect(read('pids/agent-runs/worker-a/run-2/pids.max')).toBe('64');
+  expect(read('cpu,cpuacct/agent-runs/worker-a/run-2/cpu.shares')).toBe('1024');
 });
 
 test('no usable hierarchy is said plainly', async () => {
-  const found = await detectRunCgroups(limits, host('0::/\n', ''), noProbe);
+  const found = await detectRunCgroups(limits, 'worker-a', host('0::/\n', ''), noProbe);
   expect(found).toEqual({
     unavailable: expect.stringContaining('no cgroup v1 hierarchy mounted for memory, pids, cpu'),
   });
