@@ -13,13 +13,22 @@ export async function insertCheckpoint(
   checkpoint: NewCheckpoint,
   objects: { key: string; size: number }[],
 ): Promise<boolean> {
+  // One statement: the checkpoint and what holds its objects against garbage collection are
+  // recorded together or not at all, in one round trip.
   const inserted = (await tx.query(
-    `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS})
-     SELECT $1, $2, r.team_id, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-            COALESCE((SELECT max(id) FROM run_events WHERE run_id = $2), 0), now()
-     FROM runs r WHERE r.run_id = $2
-     ON CONFLICT (run_id, turn, step) DO NOTHING
-     RETURNING checkpoint_id`,
+    `WITH checkpoint AS (
+       INSERT INTO checkpoints (${CHECKPOINT_COLUMNS})
+       SELECT $1, $2, r.team_id, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+              COALESCE((SELECT max(id) FROM run_events WHERE run_id = $2), 0), now()
+       FROM runs r WHERE r.run_id = $2
+       ON CONFLICT (run_id, turn, step) DO NOTHING
+       RETURNING checkpoint_id
+     ), held AS (
+       INSERT INTO checkpoint_objects (checkpoint_id, object_key, size_bytes)
+       SELECT c.checkpoint_id, o.key, o.size FROM checkpoint c, unnest($12::text[], $13::bigint[]) AS o(key, size)
+       ON CONFLICT DO NOTHING
+     )
+     SELECT checkpoint_id FROM checkpoint`,
     [
       checkpoint.checkpointId,
       checkpoint.runId,
@@ -32,18 +41,11 @@ export async function insertCheckpoint(
       checkpoint.files,
       checkpoint.bytes,
       checkpoint.bytesAdded,
+      objects.map((o) => o.key),
+      objects.map((o) => o.size),
     ],
   )) as unknown[];
-  if (inserted.length === 0) return false;
-  if (objects.length) {
-    await tx.query(
-      `INSERT INTO checkpoint_objects (checkpoint_id, object_key, size_bytes)
-       SELECT $1, key, size FROM unnest($2::text[], $3::bigint[]) AS o(key, size)
-       ON CONFLICT DO NOTHING`,
-      [checkpoint.checkpointId, objects.map((o) => o.key), objects.map((o) => o.size)],
-    );
-  }
-  return true;
+  return inserted.length > 0;
 }
 
 /** The commits a run's repositories started from (`{ "<repo>": "<sha>" }`), as its first provisioning recorded them. */
