@@ -5,8 +5,8 @@ export type NewCheckpoint = Omit<CheckpointRow, 'createdAt' | 'eventsThrough' | 
 
 /**
  * Records a checkpoint and the objects it stored first, the run's transcript up to now being
- * what it follows; nothing when the run already has one for that step (a retried step). Says
- * whether it recorded.
+ * what it follows and its CLI's session now the one its home holds (a fork resumes it);
+ * nothing when the run already has one for that step (a retried step). Says whether it recorded.
  */
 export async function insertCheckpoint(
   tx: EntityManager,
@@ -17,9 +17,10 @@ export async function insertCheckpoint(
   // recorded together or not at all, in one round trip.
   const inserted = (await tx.query(
     `WITH checkpoint AS (
-       INSERT INTO checkpoints (${CHECKPOINT_COLUMNS})
+       INSERT INTO checkpoints (${CHECKPOINT_COLUMNS}, harness_session_id)
        SELECT $1, $2, r.team_id, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-              COALESCE((SELECT max(id) FROM run_events WHERE run_id = $2), 0), now()
+              COALESCE((SELECT max(id) FROM run_events WHERE run_id = $2), 0), now(),
+              (SELECT session_id FROM run_harness_state WHERE run_id = $2)
        FROM runs r WHERE r.run_id = $2
        ON CONFLICT (run_id, turn, step) DO NOTHING
        RETURNING checkpoint_id

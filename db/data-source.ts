@@ -34,6 +34,7 @@ import { BlobObjects1763971000000 } from './migrations/1763971000000-blob-object
 import { Checkpoints1763972000000 } from './migrations/1763972000000-checkpoints';
 import { RunForks1763973000000 } from './migrations/1763973000000-run-forks';
 import { UnreferencedObjects1763974000000 } from './migrations/1763974000000-unreferenced-objects';
+import { CheckpointHarnessSessions1763975000000 } from './migrations/1763975000000-checkpoint-harness-sessions';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -68,6 +69,7 @@ export const MIGRATIONS = [
   Checkpoints1763972000000,
   RunForks1763973000000,
   UnreferencedObjects1763974000000,
+  CheckpointHarnessSessions1763975000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -6,6 +6,8 @@ export interface HarnessState {
   harness: string;
   /** The CLI's session (Claude Code, Gemini CLI) or thread (Codex) to resume. */
   sessionId: string | null;
+  /** `sessionId` is the fork source's as of its checkpoint, not yet continued by this run's CLI. */
+  sessionInherited: boolean;
   promptedThrough: string;
   startedStep: string | null;
   finishedStep: string | null;
@@ -24,6 +26,7 @@ export function toState(row: Record<string, unknown>): HarnessState {
   return {
     harness: row.harness as string,
     sessionId: (row.session_id as string | null) ?? null,
+    sessionInherited: row.session_inherited === true,
     promptedThrough: String(row.prompted_through),
     startedStep: (row.started_step as string | null) ?? null,
     finishedStep: (row.finished_step as string | null) ?? null,

@@ -42,8 +42,31 @@ export async function claimHarnessInvocation(
   return { state: { ...state, promptedThrough: through, stepAttempt }, pending };
 }
 
+/** The session the run's CLI reported: its own from now on, whatever it resumed. */
 export async function recordHarnessSession(manager: EntityManager, runId: string, sessionId: string): Promise<void> {
-  await manager.query(`UPDATE run_harness_state SET session_id = $2 WHERE run_id = $1`, [runId, sessionId]);
+  await manager.query(`UPDATE run_harness_state SET session_id = $2, session_inherited = false WHERE run_id = $1`, [
+    runId,
+    sessionId,
+  ]);
+}
+
+/**
+ * A fork's CLI continues its source's session as of `checkpointId` (whose home holds its files):
+ * its first invocation resumes it and is handed only what follows the copied conversation (the
+ * source's CLI had been handed all of that). Nothing when the checkpoint names no session. In the
+ * fork's creation transaction, after its copy of the conversation.
+ */
+export async function inheritHarnessSession(
+  tx: EntityManager,
+  fork: { runId: string; harness: string; checkpointId: string },
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO run_harness_state (run_id, harness, session_id, session_inherited, prompted_through)
+     SELECT $1, $2, c.harness_session_id, true,
+            (SELECT COALESCE(max(id), 0) FROM run_events WHERE run_id = $1 AND turn = 0)
+     FROM checkpoints c WHERE c.checkpoint_id = $3 AND c.harness_session_id IS NOT NULL`,
+    [fork.runId, fork.harness, fork.checkpointId],
+  );
 }
 
 export async function recordHarnessStepFinished(manager: EntityManager, runId: string, step: string): Promise<void> {

@@ -1,11 +1,13 @@
 import type { EntityManager } from 'typeorm';
 import { newUuidV7 } from '../core/ids';
 import { insertCheckpoint } from './checkpoints';
+import { inheritHarnessSession } from './harness-state';
 
 /**
  * Makes a new run a fork: it names its source and checkpoint, its repositories started where
- * the source's did, and its first checkpoint (turn 0, step 0) is the source's files then, from
- * which its first workspace is made. In the run's creation transaction.
+ * the source's did, its CLI (`cliHarness`, when the source's) continues the source's session as
+ * of the checkpoint, and its first checkpoint (turn 0, step 0) is the source's files then, from
+ * which its first workspace is made. In the run's creation transaction, after its conversation.
  */
 export async function recordFork(
   tx: EntityManager,
@@ -13,6 +15,8 @@ export async function recordFork(
     runId: string;
     sourceRunId: string;
     checkpointId: string;
+    /** The fork's CLI harness, when it is also the source's: a CLI resumes only its own kind of session. */
+    cliHarness?: string;
     manifest: { manifestKey: string; files: number; bytes: number; objects: { key: string; size: number }[] };
   },
 ): Promise<void> {
@@ -22,6 +26,10 @@ export async function recordFork(
      WHERE run_id = $1`,
     [fork.runId, fork.sourceRunId, fork.checkpointId],
   );
+  // Before its first checkpoint, which then names the same session: a fork of the fork resumes it too.
+  if (fork.cliHarness) {
+    await inheritHarnessSession(tx, { runId: fork.runId, harness: fork.cliHarness, checkpointId: fork.checkpointId });
+  }
   const { manifestKey, files, bytes, objects } = fork.manifest;
   await insertCheckpoint(
     tx,

@@ -13,7 +13,8 @@ import { locatePackage } from './cli-install';
 /**
  * Claude Code (`@anthropic-ai/claude-code`): `claude -p` with `--output-format stream-json`,
  * the Anthropic Messages API through the gateway, every tool allowed (the sandbox is the
- * boundary), `--session-id` chosen by us on the first invocation and `--resume` after it.
+ * boundary), `--session-id` chosen by us on the first invocation and `--resume` after it (with
+ * `--fork-session` for a fork's first, which continues its source's session under an id of its own).
  */
 export const claudeCode: CliHarness = {
   type: 'claude',
@@ -36,7 +37,9 @@ export const claudeCode: CliHarness = {
       'stream-json',
       '--verbose',
       '--dangerously-skip-permissions',
-      ...(turn.resumeSession ? ['--resume', turn.resumeSession] : ['--session-id', turn.newSessionId]),
+      ...(turn.resumeSession
+        ? ['--resume', turn.resumeSession, ...(turn.forkSession ? ['--fork-session'] : [])]
+        : ['--session-id', turn.newSessionId]),
       ...(turn.model ? ['--model', turn.model] : []),
       ...(turn.maxTurns ? ['--max-turns', String(turn.maxTurns)] : []),
       ...(turn.instructions ? ['--append-system-prompt', turn.instructions] : []),

@@ -7,8 +7,13 @@ export interface CliTurn {
   prompt: string;
   /** Instructions before the conversation (the run's base prompt and skill), if any. */
   instructions?: string;
-  /** The CLI session to continue; absent on the run's first invocation. */
+  /** The CLI session to continue; absent on the run's first invocation (a fork's continues its source's). */
   resumeSession?: string;
+  /**
+   * `resumeSession` is another run's (a fork continues its source's): continued under a new id
+   * where the CLI can, so that no two runs' sessions share one.
+   */
+  forkSession?: boolean;
   /** A session id for CLIs that let the caller choose it (the first invocation's). */
   newSessionId: string;
   model?: string;

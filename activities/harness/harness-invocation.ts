@@ -41,8 +41,14 @@ export interface InvocationRun {
   report: InvocationReport;
 }
 
+/** The CLI session an invocation continues; `fork`: it is another run's (see `CliTurn.forkSession`). */
+export interface ResumedSession {
+  id: string;
+  fork: boolean;
+}
+
 /**
- * Invokes the step's CLI once with `text` (resuming `resumeSession` when given) in the run's
+ * Invokes the step's CLI once with `text` (resuming `session` when given) in the run's
  * sandbox, its output recorded as the transcript as it comes, then its raw log and usage;
  * `attemptKey` names the invocation in what it records.
  */
@@ -53,11 +59,12 @@ export function createInvoke(
   const { runId, turn, step, run, type, install, recording, processes, channel, signal } = scope;
 
   /** The CLI's command line, environment and home files for this invocation. */
-  async function cliInvocation(text: string, resumeSession: string | undefined): Promise<CliInvocation> {
+  async function cliInvocation(text: string, session: ResumedSession | undefined): Promise<CliInvocation> {
     const invocation = CLI_HARNESS_ADAPTERS[type].invocation(install, {
       prompt: text,
       instructions: run.config.base_prompt?.trim() || undefined,
-      resumeSession,
+      resumeSession: session?.id,
+      forkSession: session?.fork,
       newSessionId: randomUUID(),
       model: run.config.harness?.model_id || undefined,
       reasoningLevel: run.config.harness?.reasoning_level,
@@ -83,10 +90,10 @@ export function createInvoke(
 
   return async function invoke(
     text: string,
-    resumeSession: string | undefined,
+    session: ResumedSession | undefined,
     attemptKey: string,
   ): Promise<InvocationRun> {
-    const invocation = await cliInvocation(text, resumeSession);
+    const invocation = await cliInvocation(text, session);
     await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
     const at = { turn, step, attempt: attemptKey };
     const { transcript, raw, lines } = recording.recorder(at);

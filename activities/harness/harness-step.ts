@@ -156,29 +156,34 @@ export function createHarnessStep(deps: ActivityDeps) {
   }
 
   /**
-   * Invokes the CLI with what the claim handed over, resuming its session. A session that is not
-   * in this home (the workspace was rebuilt elsewhere) fails before any model call: a new one
-   * then starts, told the conversation so far.
+   * Invokes the CLI with what the claim handed over, resuming its session (a fork's first
+   * invocation: its source's, as of the fork's checkpoint). A session that is not in this home
+   * (the workspace was rebuilt elsewhere, or the checkpoint lacks its files) fails before any
+   * model call: a new one then starts, told the conversation so far.
    */
   async function invokeResumingSession(
     scope: HarnessInvocationScope,
     invoke: Invoke,
     { prompt, state, pending, attempt }: InvokeClaim,
   ): Promise<InvocationRun> {
-    const invoked = await invoke(prompt, state.sessionId ?? undefined, String(attempt));
+    const session = state.sessionId ? { id: state.sessionId, fork: state.sessionInherited } : undefined;
+    const invoked = await invoke(prompt, session, String(attempt));
     const { gateway } = scope.channel;
-    if (!state.sessionId || gateway.forwarded !== 0 || invoked.result.exitCode === 0 || scope.signal.aborted) {
+    if (!session || gateway.forwarded !== 0 || invoked.result.exitCode === 0 || scope.signal.aborted) {
       return invoked;
     }
     const { runId, turn } = scope;
     const title = CLI_HARNESSES[scope.type].title;
+    const whose = session.fork
+      ? `the session ${session.id} of the run it was forked from (the checkpoint's files do not hold it)`
+      : `its session ${session.id} on this worker`;
     await appendRunEvent(dataSource.manager, {
       runId,
       eventKey: `h-lost-${stepKeyOf(scope)}-i${attempt}`,
       kind: 'notice',
       turn,
       payload: {
-        message: `${title} could not resume its session ${state.sessionId} on this worker; a new session continues the conversation from its transcript.`,
+        message: `${title} could not resume ${whose}; a new session continues the conversation from its transcript.`,
         level: 'warning',
       },
     });

@@ -24,7 +24,7 @@ import { openDispatchedTask } from '../factories/factory-tasks';
 import { assertTeamStorageLeft } from '../team-caps';
 import type { ForkRunRequest } from '../../core/schemas/checkpoint-schemas';
 import { recordFork } from '../../db/run-forks';
-import { forkRequest, planFork, type ForkPlan } from './fork-run';
+import { continuedCliHarness, forkRequest, planFork, type ForkPlan } from './fork-run';
 
 /** One run's creation, as each way of making a run asks for it. */
 interface Creation {
@@ -134,6 +134,7 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
         runId,
         sourceRunId: fork.source.runId,
         checkpointId: fork.checkpoint.checkpointId,
+        cliHarness: continuedCliHarness(fork.source.config, run.config),
         manifest: fork.manifest,
       });
     }

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { ApiError, notFound } from '../../core/api-error';
+import { isCliHarness, type CliHarnessType } from '../../core/harnesses';
 import { isUuid } from '../../core/ids';
 import type { ResolvedAgentConfig } from '../../core/run-types';
 import type { ForkRunRequest } from '../../core/schemas/checkpoint-schemas';
@@ -67,6 +68,18 @@ export function forkRequest(source: Run, body: ForkRunRequest): CreateRunRequest
     metadata: source.metadata,
     ...(source.executorUid ? { agent_identity_uid: source.executorUid } : {}),
   };
+}
+
+/**
+ * The CLI harness whose session the fork continues: the fork's, when the source ran the same CLI
+ * (a CLI resumes only its own sessions); undefined otherwise (the fork's CLI starts a new one).
+ */
+export function continuedCliHarness(
+  source: ResolvedAgentConfig,
+  fork: ResolvedAgentConfig,
+): CliHarnessType | undefined {
+  const type = fork.harness?.type;
+  return isCliHarness(type) && source.harness?.type === type ? type : undefined;
 }
 
 /** The fork's configuration: the source's as resolved (its MCP credentials still encrypted), the fork's own fields over it. */
