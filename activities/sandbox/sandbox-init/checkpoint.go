@@ -61,11 +61,14 @@ type walker struct {
 	excludedNames map[string]bool
 	out           *tar.Writer
 	summary       walkSummary
+	// The last index's paths in order, made when a delta first needs what was under a directory.
+	sortedPrevious []string
 }
 
-// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only]
-func checkpointMain(roots, index, exclude, excludeNames string, indexOnly bool) {
-	w := &walker{previous: readIndex(index), next: map[string]treeStat{}, excluded: map[string]bool{},
+// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher]
+func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnly bool) {
+	previous, state := readIndex(index)
+	w := &walker{previous: previous, next: map[string]treeStat{}, excluded: map[string]bool{},
 		excludedNames: map[string]bool{}, indexOnly: indexOnly}
 	for _, name := range strings.Split(excludeNames, ",") {
 		if name != "" {
@@ -80,14 +83,30 @@ func checkpointMain(roots, index, exclude, excludeNames string, indexOnly bool) 
 			w.excluded[path] = true
 		}
 	}
+	dirs := openRoots(roots)
+	// Asked before anything is looked at: whatever changes from now on is the next checkpoint's.
+	var reply *watchReply
+	if socket != "" {
+		reply = askWatcher(socket, state)
+		if reply != nil && reply.roots != rootIds(dirs) {
+			reply = nil
+		}
+	}
 	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
 	w.out = tar.NewWriter(buffered)
-	for _, root := range strings.Split(roots, ",") {
-		name, dir, ok := strings.Cut(root, "=")
-		if !ok || name == "" || strings.Contains(name, "/") {
-			fail(125, "bad -root %q", root)
+	if indexOnly || reply == nil || reply.full || !w.walkDelta(dirs, reply) {
+		w.next = map[string]treeStat{}
+		for _, root := range dirs {
+			w.walkRoot(root)
 		}
-		w.walkRoot(name, dir)
+	}
+	for _, root := range dirs {
+		if root.fd >= 0 {
+			syscall.Close(root.fd)
+		}
+	}
+	if reply != nil {
+		w.next[watchKey(reply.gen)] = treeStat{Kind: 'w', Size: int64(reply.epoch)}
 	}
 	if indexOnly {
 		writeIndex(index, w.next)
@@ -103,27 +122,50 @@ func checkpointMain(roots, index, exclude, excludeNames string, indexOnly bool) 
 	writeIndex(index+".next", w.next)
 }
 
-func (w *walker) walkRoot(name, dir string) {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, syscall.ENOENT) {
+// rootDir is one of the trees, opened without following anything; fd -1 when it does not exist.
+type rootDir struct {
+	name string
+	fd   int
+	st   syscall.Stat_t
+}
+
+func openRoots(roots string) []rootDir {
+	var dirs []rootDir
+	for _, root := range strings.Split(roots, ",") {
+		name, dir, ok := strings.Cut(root, "=")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			fail(125, "bad -root %q", root)
+		}
+		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) {
+			dirs = append(dirs, rootDir{name: name, fd: -1})
+			continue
+		}
+		if err != nil {
+			fail(125, "checkpoint: %s: %v", dir, err)
+		}
+		r := rootDir{name: name, fd: fd}
+		if err := syscall.Fstat(fd, &r.st); err != nil {
+			fail(125, "checkpoint: %s: %v", dir, err)
+		}
+		dirs = append(dirs, r)
+	}
+	return dirs
+}
+
+func (w *walker) walkRoot(root rootDir) {
+	if root.fd < 0 {
 		return
 	}
-	if err != nil {
-		fail(125, "checkpoint: %s: %v", dir, err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		fail(125, "checkpoint: %s: %v", dir, err)
-	}
-	w.visit(name, st, 0)
-	w.walkDir(fd, name, st.Dev)
+	w.visit(root.name, root.st, 0)
+	w.walkDir(root.fd, root.name, root.st.Dev)
 }
 
 func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 	names, err := readDirNames(dirfd)
 	if err != nil {
 		w.summary.Skipped++
+		w.recheck(prefix)
 		return
 	}
 	sort.Strings(names)
@@ -142,6 +184,7 @@ func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 			child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				w.summary.Skipped++
+				w.recheck(path)
 				continue
 			}
 			var opened syscall.Stat_t
@@ -150,6 +193,7 @@ func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 				w.walkDir(child, path, dev)
 			} else {
 				w.summary.Skipped++
+				w.recheck(path)
 			}
 			syscall.Close(child)
 		case syscall.S_IFREG, syscall.S_IFLNK:
@@ -188,7 +232,7 @@ func (w *walker) visit(path string, st syscall.Stat_t, dirfd int) {
 	case 'l':
 		target, err := readlinkat(dirfd, name)
 		if err != nil {
-			delete(w.next, path)
+			w.recheck(path)
 			w.summary.Skipped++
 			return
 		}
@@ -210,7 +254,7 @@ func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Sta
 		err = syscall.ESTALE
 	}
 	if err != nil {
-		delete(w.next, path)
+		w.recheck(path)
 		w.summary.Files--
 		w.summary.Bytes -= st.Size
 		w.summary.Skipped++
@@ -232,8 +276,14 @@ func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Sta
 	}
 	var after syscall.Stat_t
 	if err != nil || syscall.Fstat(fd, &after) != nil || after.Ctim != st.Ctim || after.Size != st.Size {
-		delete(w.next, path)
+		w.recheck(path)
 	}
+}
+
+// recheck leaves a path in the index as one to look at again next time, whatever changes or not:
+// it could not be read whole (it changed meanwhile, or went).
+func (w *walker) recheck(path string) {
+	w.next[path] = treeStat{Kind: kindRecheck}
 }
 
 func (w *walker) write(header *tar.Header, body []byte) {
@@ -246,11 +296,11 @@ func (w *walker) write(header *tar.Header, body []byte) {
 	}
 }
 
-// finish writes the paths gone since the last checkpoint and the summary.
+// finish writes the paths gone since the last checkpoint (or left to look at again) and the summary.
 func (w *walker) finish() {
 	var deleted []string
-	for path := range w.previous {
-		if _, ok := w.next[path]; !ok {
+	for path, old := range w.previous {
+		if now, ok := w.next[path]; old.Kind != kindRecheck && (!ok || now.Kind == kindRecheck) {
 			deleted = append(deleted, path)
 		}
 	}
@@ -284,21 +334,40 @@ func kindOf(mode uint32) byte {
 }
 
 // The index: for each entry, its path's length and bytes, then kind, mode, size, inode, mtime, ctime.
+// Two kinds of entry are no file: kindRecheck (look at it again next time) and, under a path no
+// file can have (it starts with NUL), the watcher's generation and epoch the index was made at.
 
-func readIndex(file string) map[string]treeStat {
+const (
+	kindRecheck = '?'
+	kindWatch   = 'w'
+	watchPrefix = "\x00watch "
+)
+
+// watchState is what the index holds of the watcher: its generation ("" for none) and epoch.
+type watchState struct {
+	gen   string
+	epoch uint64
+}
+
+func watchKey(gen string) string {
+	return watchPrefix + gen
+}
+
+func readIndex(file string) (map[string]treeStat, watchState) {
 	index := map[string]treeStat{}
+	var state watchState
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return index
+		return index, state
 	}
 	for len(data) >= 4 {
 		n := int(binary.LittleEndian.Uint32(data))
 		if len(data) < 4+n+1+4+8*4 {
-			return map[string]treeStat{}
+			return map[string]treeStat{}, watchState{}
 		}
 		path := string(data[4 : 4+n])
 		rest := data[4+n:]
-		index[path] = treeStat{
+		st := treeStat{
 			Kind:  rest[0],
 			Mode:  binary.LittleEndian.Uint32(rest[1:]),
 			Size:  int64(binary.LittleEndian.Uint64(rest[5:])),
@@ -306,9 +375,14 @@ func readIndex(file string) map[string]treeStat {
 			Mtime: int64(binary.LittleEndian.Uint64(rest[21:])),
 			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
 		}
+		if gen, ok := strings.CutPrefix(path, watchPrefix); ok && st.Kind == kindWatch {
+			state = watchState{gen: gen, epoch: uint64(st.Size)}
+		} else {
+			index[path] = st
+		}
 		data = rest[37:]
 	}
-	return index
+	return index, state
 }
 
 func writeIndex(file string, index map[string]treeStat) {
