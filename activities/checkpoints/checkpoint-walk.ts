@@ -20,6 +20,8 @@ export interface WalkSummary {
   changed: number;
   deleted: number;
   skipped: number;
+  /** Only what the run's filesystem watcher saw change was looked at, not every file. */
+  delta?: boolean;
 }
 
 export interface WalkResult {
@@ -33,15 +35,24 @@ const META_PREFIX = '.agent-runs/';
 
 /**
  * Walks a run's files with `sandbox-init -checkpoint` (on the host, as the worker: see
- * checkpoint.go for why it follows nothing) and stores what changed since `index` in `objects`.
+ * checkpoint.go for why it follows nothing) and stores what changed since `index` in `objects`:
+ * only the paths the run's filesystem watcher saw change when it has them (checkpoint_delta.go).
  * The new index is left at `<index>.next`.
  */
 export async function walkChanges(
   tools: HostTools,
-  options: { roots: Record<string, string>; index: string; exclude: string[]; excludeNames: string[] },
+  options: {
+    roots: Record<string, string>;
+    index: string;
+    exclude: string[];
+    excludeNames: string[];
+    /** The run's filesystem watcher (run-disk-watchers.ts): asked what changed; without one, or without its answer, the walk is whole. */
+    socket?: string;
+  },
   objects: CheckpointObjects,
 ): Promise<WalkResult> {
   const args = [
+    ...(options.socket ? ['-socket', options.socket] : []),
     '-checkpoint',
     '-root',
     Object.entries(options.roots)

@@ -8,6 +8,7 @@ import { insertCheckpoint, type NewCheckpoint } from '../../db/checkpoints';
 import { latestCheckpoint, type CheckpointRow } from '../../db/checkpoint-reads';
 import type { ObjectStore } from '../../infra/object-store/object-store';
 import { HOST_PATH } from '../sandbox/host-root';
+import { watchSocket } from '../sandbox/run-disk-watchers';
 import { SNAPSHOT_INDEX } from '../workspace/git';
 import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
 import { checkpointDocuments, checkpointEntries } from '../../services/checkpoints/checkpoint-entries';
@@ -61,7 +62,13 @@ export class RunCheckpoints {
     const objects = new CheckpointObjects(this.deps.store);
     const walked = await walkChanges(
       this.deps.tools,
-      { roots: this.roots(runId), index, exclude: CHECKPOINT_CACHE_PATHS, excludeNames: CHECKPOINT_CACHE_NAMES },
+      {
+        roots: this.roots(runId),
+        index,
+        exclude: CHECKPOINT_CACHE_PATHS,
+        excludeNames: CHECKPOINT_CACHE_NAMES,
+        socket: watchSocket(this.deps.workspaceRoot, runId),
+      },
       objects,
     );
     if (parent && walked.entries.length === 0 && walked.deleted.length === 0) {
@@ -110,7 +117,18 @@ export class RunCheckpoints {
       ...(uid === undefined ? [] : ['-uid', `${uid}`, '-gid', `${uid}`]),
     ];
     await this.hostTool(args, checkpointTar(this.deps.store, entries) as AsyncIterable<Buffer>);
-    await this.hostTool(['-checkpoint', '-index-only', '-root', rootsArg(roots), '-index', this.indexFile(runId)]);
+    // The index records the watcher's epoch (asked before the walk): the next checkpoint is a delta.
+    const socket = watchSocket(this.deps.workspaceRoot, runId);
+    await this.hostTool([
+      '-checkpoint',
+      '-index-only',
+      '-root',
+      rootsArg(roots),
+      '-index',
+      this.indexFile(runId),
+      '-socket',
+      socket,
+    ]);
   }
 
   /** Every entry a checkpoint holds, in path order. */

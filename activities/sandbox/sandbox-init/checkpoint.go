@@ -49,6 +49,8 @@ type walkSummary struct {
 	Changed  int   `json:"changed"`
 	Deleted  int   `json:"deleted"`
 	Skipped  int   `json:"skipped"`
+	// Only the paths the watcher saw change were looked at (checkpoint_delta.go), not every file.
+	Delta bool `json:"delta"`
 }
 
 type walker struct {
@@ -64,6 +66,10 @@ type walker struct {
 	// The last index's paths in order, made when a delta first needs what was under a directory.
 	sortedPrevious []string
 }
+
+// Every so many checkpoints in a row from the watcher's paths, one walks everything all the same:
+// what no event tells (a write through a shared mapping that is still mapped) is found then.
+const walkEvery = 32
 
 // checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher]
 func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnly bool) {
@@ -94,7 +100,8 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 	}
 	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
 	w.out = tar.NewWriter(buffered)
-	if indexOnly || reply == nil || reply.full || !w.walkDelta(dirs, reply) {
+	walkAll := indexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
+	if walkAll || !w.walkDelta(dirs, reply) {
 		w.next = map[string]treeStat{}
 		for _, root := range dirs {
 			w.walkRoot(root)
@@ -106,7 +113,11 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 		}
 	}
 	if reply != nil {
-		w.next[watchKey(reply.gen)] = treeStat{Kind: 'w', Size: int64(reply.epoch)}
+		deltas := state.deltas + 1
+		if !w.summary.Delta {
+			deltas = 0
+		}
+		w.next[watchKey(reply.gen)] = treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}
 	}
 	if indexOnly {
 		writeIndex(index, w.next)
@@ -343,10 +354,12 @@ const (
 	watchPrefix = "\x00watch "
 )
 
-// watchState is what the index holds of the watcher: its generation ("" for none) and epoch.
+// watchState is what the index holds of the watcher: its generation ("" for none) and epoch,
+// and how many checkpoints in a row were made from its paths only.
 type watchState struct {
-	gen   string
-	epoch uint64
+	gen    string
+	epoch  uint64
+	deltas int64
 }
 
 func watchKey(gen string) string {
@@ -376,7 +389,7 @@ func readIndex(file string) (map[string]treeStat, watchState) {
 			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
 		}
 		if gen, ok := strings.CutPrefix(path, watchPrefix); ok && st.Kind == kindWatch {
-			state = watchState{gen: gen, epoch: uint64(st.Size)}
+			state = watchState{gen: gen, epoch: uint64(st.Size), deltas: st.Mtime}
 		} else {
 			index[path] = st
 		}

@@ -141,6 +141,7 @@ func (w *walker) walkDelta(dirs []rootDir, reply *watchReply) bool {
 		}
 	}
 	w.summarize()
+	w.summary.Delta = true
 	return true
 }
 

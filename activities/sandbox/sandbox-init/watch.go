@@ -214,6 +214,9 @@ func (w *watcher) record(ev fanEvent) {
 	if ev.mask&fanOnDir != 0 && ev.mask&(fanMovedFrom|fanMovedTo|fanDelete) != 0 {
 		w.dirs = map[string]string{}
 	}
+	if ev.mask&fanMovedTo != 0 && ev.mask&fanOnDir == 0 {
+		w.recordMoved(ev.dirHandle, ev.name)
+	}
 	dir, err := w.dirPath(ev.dirHandle)
 	if err != nil {
 		// Not a directory gone meanwhile (whose own removal is an event): nothing can be vouched for.
@@ -253,6 +256,25 @@ func (w *watcher) recordInode(handle []byte) {
 		w.set.lost()
 	}
 	syscall.Close(fd)
+}
+
+// recordMoved: a rename changes the renamed file's change time, which its other names (hard
+// links, in or out of the roots) show, and its event names only the new one: the file's inode is
+// marked too. One renamed again or gone since has an event of its own for that.
+func (w *watcher) recordMoved(dirHandle []byte, name string) {
+	fd, err := openByHandleAt(w.mountFd, dirHandle, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	if err == syscall.ESTALE || err == syscall.ENOENT {
+		return
+	}
+	if err != nil {
+		w.set.lost()
+		return
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if fstatat(fd, name, &st) == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1 {
+		w.set.markInode(st.Ino)
+	}
 }
 
 // dirPath is the directory's path relative to the mountpoint ("" for its root), or "\x00" for
