@@ -17,7 +17,6 @@ package main
 import (
 	"archive/tar"
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,15 +55,19 @@ type walkSummary struct {
 type walker struct {
 	// Only the index is wanted (after a restore): nothing is read or written out.
 	indexOnly bool
-	previous  map[string]treeStat
-	next      map[string]treeStat
-	excluded  map[string]bool
+	// The last checkpoint's index as read, and (for a walk of everything) as a map.
+	base     *sortedIndex
+	previous map[string]treeStat
+	// A walk's whole new index; a delta's changes to base only (kindGone: no longer there).
+	next  map[string]treeStat
+	delta bool
+	// The index's first entry: the watcher's state.
+	watch    *indexEntry
+	excluded map[string]bool
 	// Names left out wherever they are (the service's own caches in a repository's .git).
 	excludedNames map[string]bool
 	out           *tar.Writer
 	summary       walkSummary
-	// The last index's paths in order, made when a delta first needs what was under a directory.
-	sortedPrevious []string
 }
 
 // Every so many checkpoints in a row from the watcher's paths, one walks everything all the same:
@@ -73,8 +76,8 @@ const walkEvery = 32
 
 // checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher]
 func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnly bool) {
-	previous, state := readIndex(index)
-	w := &walker{previous: previous, next: map[string]treeStat{}, excluded: map[string]bool{},
+	base, state := readIndex(index)
+	w := &walker{base: base, next: map[string]treeStat{}, excluded: map[string]bool{},
 		excludedNames: map[string]bool{}, indexOnly: indexOnly}
 	for _, name := range strings.Split(excludeNames, ",") {
 		if name != "" {
@@ -82,7 +85,7 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 		}
 	}
 	if indexOnly {
-		w.previous = map[string]treeStat{}
+		w.base = &sortedIndex{}
 	}
 	for _, path := range strings.Split(exclude, ",") {
 		if path != "" {
@@ -102,10 +105,7 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 	w.out = tar.NewWriter(buffered)
 	walkAll := indexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
 	if walkAll || !w.walkDelta(dirs, reply) {
-		w.next = map[string]treeStat{}
-		for _, root := range dirs {
-			w.walkRoot(root)
-		}
+		w.walkAll(dirs)
 	}
 	for _, root := range dirs {
 		if root.fd >= 0 {
@@ -114,13 +114,13 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 	}
 	if reply != nil {
 		deltas := state.deltas + 1
-		if !w.summary.Delta {
+		if !w.delta {
 			deltas = 0
 		}
-		w.next[watchKey(reply.gen)] = treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}
+		w.watch = &indexEntry{path: watchKey(reply.gen), st: treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}}
 	}
 	if indexOnly {
-		writeIndex(index, w.next)
+		w.saveIndex(index)
 		return
 	}
 	w.finish()
@@ -130,7 +130,26 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 	if err := buffered.Flush(); err != nil {
 		fail(125, "checkpoint: %v", err)
 	}
-	writeIndex(index+".next", w.next)
+	w.saveIndex(index + ".next")
+}
+
+// walkAll walks every file of the roots.
+func (w *walker) walkAll(dirs []rootDir) {
+	w.delta = false
+	w.previous = w.base.toMap()
+	w.next = map[string]treeStat{}
+	for _, root := range dirs {
+		w.walkRoot(root)
+	}
+}
+
+// old is the last index's entry for path.
+func (w *walker) old(path string) (treeStat, bool) {
+	if w.delta {
+		return w.base.get(path)
+	}
+	st, ok := w.previous[path]
+	return st, ok
 }
 
 // rootDir is one of the trees, opened without following anything; fd -1 when it does not exist.
@@ -231,7 +250,7 @@ func (w *walker) visit(path string, st syscall.Stat_t, dirfd int) {
 		w.summary.Symlinks++
 	}
 	w.next[path] = now
-	if old, ok := w.previous[path]; w.indexOnly || (ok && (old == now || (kind == 'f' && gitObject(path) && sameButTimes(old, now)))) {
+	if old, ok := w.old(path); w.indexOnly || (ok && (old == now || (kind == 'f' && gitObject(path) && sameButTimes(old, now)))) {
 		return
 	}
 	name := path[strings.LastIndex(path, "/")+1:]
@@ -310,9 +329,21 @@ func (w *walker) write(header *tar.Header, body []byte) {
 // finish writes the paths gone since the last checkpoint (or left to look at again) and the summary.
 func (w *walker) finish() {
 	var deleted []string
-	for path, old := range w.previous {
-		if now, ok := w.next[path]; old.Kind != kindRecheck && (!ok || now.Kind == kindRecheck) {
+	gone := func(path string, old, now treeStat, there bool) {
+		if old.Kind != kindRecheck && (!there || now.Kind == kindRecheck || now.Kind == kindGone) {
 			deleted = append(deleted, path)
+		}
+	}
+	if w.delta {
+		for path, now := range w.next {
+			if old, ok := w.base.get(path); ok {
+				gone(path, old, now, true)
+			}
+		}
+	} else {
+		for path, old := range w.previous {
+			now, ok := w.next[path]
+			gone(path, old, now, ok)
 		}
 	}
 	sort.Strings(deleted)
@@ -320,6 +351,18 @@ func (w *walker) finish() {
 	w.write(&tar.Header{Name: ".agent-runs/deleted", Typeflag: tar.TypeReg, Mode: 0600}, []byte(strings.Join(deleted, "\x00")))
 	summary, _ := json.Marshal(w.summary)
 	w.write(&tar.Header{Name: ".agent-runs/summary", Typeflag: tar.TypeReg, Mode: 0600}, summary)
+}
+
+func (w *walker) saveIndex(file string) {
+	if w.delta {
+		writeDelta(file, w.watch, w.base, w.next)
+		return
+	}
+	index := w.next
+	if w.watch != nil {
+		index[w.watch.path] = w.watch.st
+	}
+	writeIndex(file, index)
 }
 
 // gitObject says whether a path is a loose object of a git repository: named by its content, it
@@ -342,81 +385,6 @@ func kindOf(mode uint32) byte {
 		return 'l'
 	}
 	return 'f'
-}
-
-// The index: for each entry, its path's length and bytes, then kind, mode, size, inode, mtime, ctime.
-// Two kinds of entry are no file: kindRecheck (look at it again next time) and, under a path no
-// file can have (it starts with NUL), the watcher's generation and epoch the index was made at.
-
-const (
-	kindRecheck = '?'
-	kindWatch   = 'w'
-	watchPrefix = "\x00watch "
-)
-
-// watchState is what the index holds of the watcher: its generation ("" for none) and epoch,
-// and how many checkpoints in a row were made from its paths only.
-type watchState struct {
-	gen    string
-	epoch  uint64
-	deltas int64
-}
-
-func watchKey(gen string) string {
-	return watchPrefix + gen
-}
-
-func readIndex(file string) (map[string]treeStat, watchState) {
-	index := map[string]treeStat{}
-	var state watchState
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return index, state
-	}
-	for len(data) >= 4 {
-		n := int(binary.LittleEndian.Uint32(data))
-		if len(data) < 4+n+1+4+8*4 {
-			return map[string]treeStat{}, watchState{}
-		}
-		path := string(data[4 : 4+n])
-		rest := data[4+n:]
-		st := treeStat{
-			Kind:  rest[0],
-			Mode:  binary.LittleEndian.Uint32(rest[1:]),
-			Size:  int64(binary.LittleEndian.Uint64(rest[5:])),
-			Ino:   binary.LittleEndian.Uint64(rest[13:]),
-			Mtime: int64(binary.LittleEndian.Uint64(rest[21:])),
-			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
-		}
-		if gen, ok := strings.CutPrefix(path, watchPrefix); ok && st.Kind == kindWatch {
-			state = watchState{gen: gen, epoch: uint64(st.Size), deltas: st.Mtime}
-		} else {
-			index[path] = st
-		}
-		data = rest[37:]
-	}
-	return index, state
-}
-
-func writeIndex(file string, index map[string]treeStat) {
-	out := make([]byte, 0, len(index)*96)
-	for path, st := range index {
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(path)))
-		out = append(out, path...)
-		out = append(out, st.Kind)
-		out = binary.LittleEndian.AppendUint32(out, st.Mode)
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Size))
-		out = binary.LittleEndian.AppendUint64(out, st.Ino)
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Mtime))
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Ctime))
-	}
-	partial := file + ".partial"
-	if err := os.WriteFile(partial, out, 0600); err != nil {
-		fail(125, "checkpoint: %v", err)
-	}
-	if err := os.Rename(partial, file); err != nil {
-		fail(125, "checkpoint: %v", err)
-	}
 }
 
 // System calls package syscall does not wrap relative to a directory descriptor.

@@ -127,10 +127,8 @@ func (w *walker) walkDelta(dirs []rootDir, reply *watchReply) bool {
 	}
 	// A directory sorts before everything under it: what it was walked with is skipped.
 	sort.Strings(paths)
-	w.next = make(map[string]treeStat, len(w.previous)+len(paths))
-	for path, st := range w.previous {
-		w.next[path] = st
-	}
+	w.delta = true
+	w.next = make(map[string]treeStat, len(paths))
 	walked := map[string]bool{}
 	for _, path := range paths {
 		if w.excludedPath(path) || underAny(path, walked) {
@@ -152,11 +150,11 @@ func (w *walker) dirtyPaths(reply *watchReply) map[string]bool {
 	for path, tree := range reply.paths {
 		dirty[path] = tree
 	}
-	for path, st := range w.previous {
-		if st.Kind == kindRecheck {
-			dirty[path] = true
-		} else if _, ok := dirty[path]; !ok && reply.inos[st.Ino] {
-			dirty[path] = false
+	for _, e := range w.base.entries {
+		if e.st.Kind == kindRecheck {
+			dirty[e.path] = true
+		} else if _, ok := dirty[e.path]; !ok && reply.inos[e.st.Ino] {
+			dirty[e.path] = false
 		}
 	}
 	return dirty
@@ -201,7 +199,7 @@ func (w *walker) examine(root rootDir, path string, tree bool) bool {
 // examineDir looks at a directory, and walks it when it may have come with a tree under it.
 // fd is the directory when open already (a root); otherwise it is name in parent.
 func (w *walker) examineDir(path string, st syscall.Stat_t, fd, parent int, name string, tree bool) bool {
-	old, had := w.previous[path]
+	old, had := w.base.get(path)
 	if !tree && had && old.Kind == 'd' && old.Ino == st.Ino {
 		w.visit(path, st, parent)
 		return false
@@ -272,40 +270,41 @@ func underAny(path string, dirs map[string]bool) bool {
 
 // forget: the path is gone, with everything under it.
 func (w *walker) forget(path string) {
-	delete(w.next, path)
+	w.next[path] = treeStat{Kind: kindGone}
 	w.forgetBelow(path)
 }
 
 // forgetBelow drops what the last index had under path (only a directory had anything there).
 func (w *walker) forgetBelow(path string) {
-	if old, ok := w.previous[path]; !ok || (old.Kind != 'd' && old.Kind != kindRecheck) {
+	if old, ok := w.base.get(path); !ok || (old.Kind != 'd' && old.Kind != kindRecheck) {
 		return
 	}
-	if w.sortedPrevious == nil {
-		w.sortedPrevious = make([]string, 0, len(w.previous))
-		for p := range w.previous {
-			w.sortedPrevious = append(w.sortedPrevious, p)
-		}
-		sort.Strings(w.sortedPrevious)
-	}
-	prefix := path + "/"
-	for i := sort.SearchStrings(w.sortedPrevious, prefix); i < len(w.sortedPrevious) && strings.HasPrefix(w.sortedPrevious[i], prefix); i++ {
-		delete(w.next, w.sortedPrevious[i])
+	for _, e := range w.base.below(path) {
+		w.next[e.path] = treeStat{Kind: kindGone}
 	}
 }
 
-// summarize counts the whole tree from the index, as a walk counts what it visits.
+// summarize counts the whole tree from the last index and the changes, as a walk counts what it visits.
 func (w *walker) summarize() {
-	w.summary.Files, w.summary.Dirs, w.summary.Symlinks, w.summary.Bytes = 0, 0, 0, 0
-	for _, st := range w.next {
+	count := func(st treeStat, by int) {
 		switch st.Kind {
 		case 'd':
-			w.summary.Dirs++
+			w.summary.Dirs += by
 		case 'f':
-			w.summary.Files++
-			w.summary.Bytes += st.Size
+			w.summary.Files += by
+			w.summary.Bytes += int64(by) * st.Size
 		case 'l':
-			w.summary.Symlinks++
+			w.summary.Symlinks += by
 		}
+	}
+	w.summary.Files, w.summary.Dirs, w.summary.Symlinks, w.summary.Bytes = 0, 0, 0, 0
+	for _, e := range w.base.entries {
+		count(e.st, 1)
+	}
+	for path, st := range w.next {
+		if old, ok := w.base.get(path); ok {
+			count(old, -1)
+		}
+		count(st, 1)
 	}
 }

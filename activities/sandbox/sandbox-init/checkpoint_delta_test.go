@@ -21,9 +21,13 @@ type walkResult struct {
 	next    map[string]treeStat
 }
 
-func newTestWalker(previous map[string]treeStat) (*walker, *bytes.Buffer) {
+// newTestWalker starts a checkpoint from previous, written to an index file and read back as a checkpoint reads it.
+func newTestWalker(t *testing.T, previous map[string]treeStat) (*walker, *bytes.Buffer) {
 	var out bytes.Buffer
-	w := &walker{previous: previous, next: map[string]treeStat{}, excluded: map[string]bool{"home/.cache": true},
+	file := filepath.Join(t.TempDir(), "index")
+	writeIndex(file, previous)
+	base, _ := readIndex(file)
+	w := &walker{base: base, next: map[string]treeStat{}, excluded: map[string]bool{"home/.cache": true},
 		excludedNames: map[string]bool{"skip-me": true}}
 	w.out = tar.NewWriter(&out)
 	return w, &out
@@ -33,7 +37,7 @@ func newTestWalker(previous map[string]treeStat) (*walker, *bytes.Buffer) {
 // watcher's hand-over makes it; without, the full walk.
 func checkpoint(t *testing.T, dir string, previous map[string]treeStat, reply *watchReply) walkResult {
 	t.Helper()
-	w, out := newTestWalker(previous)
+	w, out := newTestWalker(t, previous)
 	dirs := openRoots("workspace=" + filepath.Join(dir, "workspace") + ",home=" + filepath.Join(dir, "home"))
 	defer func() {
 		for _, r := range dirs {
@@ -46,14 +50,14 @@ func checkpoint(t *testing.T, dir string, previous map[string]treeStat, reply *w
 		if reply != nil {
 			t.Fatalf("the delta was refused")
 		}
-		w.next = map[string]treeStat{}
-		for _, r := range dirs {
-			w.walkRoot(r)
-		}
+		w.walkAll(dirs)
 	}
 	w.finish()
 	w.out.Close()
-	result := walkResult{changed: map[string]string{}, next: w.next}
+	index := filepath.Join(t.TempDir(), "next")
+	w.saveIndex(index)
+	next, _ := readIndex(index)
+	result := walkResult{changed: map[string]string{}, next: next.toMap()}
 	entries := tar.NewReader(out)
 	for {
 		h, err := entries.Next()
@@ -266,7 +270,7 @@ func TestADeltaFollowsNoSymlinkAndRefusesPathsItCannotMakeSenseOf(t *testing.T) 
 		}
 	}
 	for _, bad := range []string{"workspace/../etc", "workspace//x", "elsewhere/x", "workspace/./x"} {
-		w, _ := newTestWalker(previous)
+		w, _ := newTestWalker(t, previous)
 		dirs := openRoots("workspace=" + tr.path("workspace") + ",home=" + tr.path("home"))
 		if w.walkDelta(dirs, &watchReply{paths: map[string]bool{bad: false}}) {
 			t.Fatalf("%q was taken", bad)
