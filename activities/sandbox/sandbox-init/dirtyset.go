@@ -14,7 +14,8 @@ type dirtySet struct {
 	lostAt uint64
 	// Marks of epochs before this one were dropped: a checkpoint recorded them.
 	prunedBelow uint64
-	limit       int
+	// The most marks kept, and bytes of their paths (a run's names are up to 4 KiB each).
+	limit, maxBytes, bytes int
 }
 
 type dirtyMark struct {
@@ -32,12 +33,15 @@ type handover struct {
 	Inos  []uint64
 }
 
-func newDirtySet(limit int) *dirtySet {
-	return &dirtySet{epoch: 1, paths: map[string]dirtyMark{}, inos: map[uint64]uint64{}, limit: limit}
+func newDirtySet(limit, maxBytes int) *dirtySet {
+	return &dirtySet{epoch: 1, paths: map[string]dirtyMark{}, inos: map[uint64]uint64{}, limit: limit, maxBytes: maxBytes}
 }
 
 func (s *dirtySet) markPath(path string, tree bool) {
-	mark := s.paths[path]
+	mark, known := s.paths[path]
+	if !known {
+		s.bytes += len(path)
+	}
 	mark.epoch = s.epoch
 	if tree {
 		mark.treeEpoch = s.epoch
@@ -56,10 +60,11 @@ func (s *dirtySet) lost() {
 	s.lostAt = s.epoch
 	s.paths = map[string]dirtyMark{}
 	s.inos = map[uint64]uint64{}
+	s.bytes = 0
 }
 
 func (s *dirtySet) checkSize() {
-	if len(s.paths)+len(s.inos) > s.limit {
+	if len(s.paths)+len(s.inos) > s.limit || s.bytes > s.maxBytes {
 		s.lost()
 	}
 }
@@ -73,6 +78,7 @@ func (s *dirtySet) handOver(since uint64) handover {
 		for path, mark := range s.paths {
 			if mark.epoch < since {
 				delete(s.paths, path)
+				s.bytes -= len(path)
 			} else {
 				out.Paths[path] = mark.treeEpoch >= since
 			}

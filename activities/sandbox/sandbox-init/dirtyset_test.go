@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/binary"
 	"reflect"
-	"sort"
+	"strings"
 	"testing"
 )
 
 func TestHandOverIsFullWithoutAnIndexOfThisWatcher(t *testing.T) {
-	s := newDirtySet(100)
+	s := newDirtySet(100, 1<<20)
 	s.markPath("workspace/a", false)
 	for _, since := range []uint64{0, 99} {
 		if out := s.handOver(since); !out.Full {
@@ -18,7 +18,7 @@ func TestHandOverIsFullWithoutAnIndexOfThisWatcher(t *testing.T) {
 }
 
 func TestHandOverGivesWhatChangedSinceTheIndexAndAgainWhenItWasNotRecorded(t *testing.T) {
-	s := newDirtySet(100)
+	s := newDirtySet(100, 1<<20)
 	first := s.handOver(0)
 	s.markPath("workspace/a", false)
 	s.markPath("workspace/d", true)
@@ -49,7 +49,7 @@ func TestHandOverGivesWhatChangedSinceTheIndexAndAgainWhenItWasNotRecorded(t *te
 }
 
 func TestLostEventsMakeEveryIndexFromBeforeThemFull(t *testing.T) {
-	s := newDirtySet(100)
+	s := newDirtySet(100, 1<<20)
 	base := s.handOver(0)
 	s.markPath("workspace/a", false)
 	s.lost()
@@ -64,14 +64,25 @@ func TestLostEventsMakeEveryIndexFromBeforeThemFull(t *testing.T) {
 	}
 }
 
-func TestASetPastItsLimitIsLost(t *testing.T) {
-	s := newDirtySet(3)
+func TestASetPastItsLimitsIsLost(t *testing.T) {
+	s := newDirtySet(3, 1<<20)
 	base := s.handOver(0)
 	for _, p := range []string{"workspace/a", "workspace/b", "workspace/c", "workspace/d"} {
 		s.markPath(p, false)
 	}
 	if out := s.handOver(base.Epoch); !out.Full {
-		t.Fatalf("got %+v", out)
+		t.Fatalf("past the count: %+v", out)
+	}
+	s = newDirtySet(100, 40)
+	base = s.handOver(0)
+	s.markPath("workspace/"+strings.Repeat("n", 20), false)
+	s.markPath("workspace/"+strings.Repeat("n", 20), false)
+	if out := s.handOver(base.Epoch); out.Full {
+		t.Fatalf("one path marked twice counts once: %+v", out)
+	}
+	s.markPath("workspace/"+strings.Repeat("m", 20), false)
+	if out := s.handOver(base.Epoch + 1); !out.Full {
+		t.Fatalf("past the bytes: %+v", out)
 	}
 }
 
@@ -130,13 +141,4 @@ func TestParseEventsReadsDirectoryNameAndFileHandles(t *testing.T) {
 			t.Fatalf("no error for %v", bad)
 		}
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -40,8 +40,12 @@ import (
 	"unsafe"
 )
 
-// The most paths and inodes kept between two checkpoints; past it, the next one walks everything.
-const watchLimit = 200_000
+// The most paths and inodes kept between two checkpoints, and bytes of paths; past either, the
+// next checkpoint walks everything.
+const (
+	watchLimit    = 200_000
+	watchMaxBytes = 32 << 20
+)
 
 type watcher struct {
 	mu      sync.Mutex
@@ -54,13 +58,15 @@ type watcher struct {
 	gen   string
 	// A directory's path by its handle, read once per hand-over; cleared whenever a directory moves or goes.
 	dirs map[string]string
+	buf  []byte
 }
 
 func watchMain(mountpoint, socket, roots string) {
 	if sysOpenByHandleAt == 0 {
 		fail(125, "watch: not supported on this architecture")
 	}
-	w := &watcher{roots: map[string]string{}, set: newDirtySet(watchLimit), dirs: map[string]string{}}
+	w := &watcher{roots: map[string]string{}, set: newDirtySet(watchLimit, watchMaxBytes), dirs: map[string]string{},
+		buf: make([]byte, 256*1024)}
 	for _, root := range strings.Split(roots, ",") {
 		name, dir, ok := strings.Cut(root, "=")
 		if !ok || name == "" || strings.Contains(name, "/") || !validRelative(dir) {
@@ -170,6 +176,10 @@ func (w *watcher) follow() {
 		if err := poll(fds); err != nil && err != syscall.EINTR {
 			fail(125, "watch: poll: %v", err)
 		}
+		// Events come in bursts (a build, an install): read them a batch at a time, not one per
+		// wake-up; a hand-over meanwhile reads what is queued itself. Well below the kernel
+		// queue's 16,384 events at the rate one process makes them.
+		time.Sleep(10 * time.Millisecond)
 		w.mu.Lock()
 		w.drain()
 		w.mu.Unlock()
@@ -178,9 +188,8 @@ func (w *watcher) follow() {
 
 // drain reads every queued event into the set.
 func (w *watcher) drain() {
-	buf := make([]byte, 256*1024)
 	for {
-		n, err := syscall.Read(w.fan, buf)
+		n, err := syscall.Read(w.fan, w.buf)
 		if err == syscall.EAGAIN || err == syscall.EINTR {
 			if err == syscall.EAGAIN {
 				return
@@ -190,7 +199,7 @@ func (w *watcher) drain() {
 		if err != nil || n <= 0 {
 			fail(125, "watch: read: %v", err)
 		}
-		events, err := parseEvents(buf[:n])
+		events, err := parseEvents(w.buf[:n])
 		if err != nil {
 			fail(125, "watch: %v", err)
 		}
@@ -311,7 +320,7 @@ func (w *watcher) dirPath(handle []byte) (string, error) {
 			return "", errors.New("a directory outside the mountpoint")
 		}
 	}
-	if len(w.dirs) >= 4096 {
+	if len(w.dirs) >= 1024 {
 		w.dirs = map[string]string{}
 	}
 	w.dirs[string(handle)] = path
