@@ -23,6 +23,7 @@ import { forkLauncher } from '../activities/sandbox/launched-process';
 import { watchSocket } from '../activities/sandbox/run-disk-watchers';
 import { runDiskPaths, RunDisks } from '../activities/sandbox/run-disks';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
+import { SpawnServer } from '../activities/sandbox/spawn-server';
 import { createObjectStore } from '../infra/object-store/create-object-store';
 import type { ContentRef } from '../services/checkpoints/checkpoint-manifest';
 
@@ -40,13 +41,16 @@ let disks: RunDisks;
 let initPath: string;
 let paths: ReturnType<typeof runDiskPaths>;
 let stateDir: string;
+let spawnServer: SpawnServer;
 
 jest.setTimeout(180_000);
 
 beforeAll(async () => {
   root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-watch-'));
   initPath = await locateSandboxInit(undefined);
-  disks = new RunDisks({ root, maxBytes: 512 * MIB, initPath });
+  // As a worker starts the watcher: through its spawn server.
+  spawnServer = SpawnServer.onHost(initPath);
+  disks = new RunDisks({ root, maxBytes: 512 * MIB, initPath, launch: spawnServer.launch });
   expect(await disks.attach(runId)).toBe(true);
   expect(disks.watchers?.watching(runId)).toBe(true);
   paths = runDiskPaths(root, runId);
@@ -57,6 +61,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await disks?.detach(runId);
+  spawnServer?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
