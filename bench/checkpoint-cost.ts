@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync, rmSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { RunCheckpoints } from '../activities/checkpoints/run-checkpoints';
-import { forkLauncher } from '../activities/sandbox/launched-process';
+import { SpawnServer } from '../activities/sandbox/spawn-server';
 import { RunDisks } from '../activities/sandbox/run-disks';
 import { locateSandboxInit } from '../activities/sandbox/sandbox-init-binary';
 import { runStateDir, workspaceDir } from '../activities/workspace/workspace-paths';
@@ -93,7 +93,7 @@ async function benchPass(
     const checkpoints = new RunCheckpoints({
       dataSource: stack.dataSource,
       store: createObjectStore({ kind: 'directory', dir: path.join(root, 'objects') }),
-      tools: { launch: forkLauncher, initPath },
+      tools: { launch: SpawnServer.onHost(initPath).launch, initPath },
       workspaceRoot: root,
     });
     let t0 = performance.now();

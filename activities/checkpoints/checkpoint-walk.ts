@@ -1,3 +1,5 @@
+import { createConnection, type Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { extract, type Header } from 'tar-stream';
 import { HOST_PATH } from '../sandbox/host-root';
 import type { ProcessLauncher } from '../sandbox/launched-process';
@@ -33,11 +35,20 @@ export interface WalkResult {
 
 const META_PREFIX = '.agent-runs/';
 
+/** What a checkpoint's walk is told (checkpoint.go's checkpointRequest). */
+interface WalkRequest {
+  roots: string;
+  index: string;
+  exclude: string;
+  excludeNames: string;
+}
+
 /**
- * Walks a run's files with `sandbox-init -checkpoint` (on the host, as the worker: see
- * checkpoint.go for why it follows nothing) and stores what changed since `index` in `objects`:
- * only the paths the run's filesystem watcher saw change when it has them (checkpoint_delta.go).
- * The new index is left at `<index>.next`.
+ * Walks a run's files (checkpoint.go: on the host, as the worker, following nothing) and stores
+ * what changed since `index` in `objects`. The run's filesystem watcher takes the checkpoint
+ * itself when it runs (watch.go: only the paths it saw change are looked at, and no process is
+ * started); otherwise `sandbox-init -checkpoint` walks everything. The new index is left at
+ * `<index>.next`.
  */
 export async function walkChanges(
   tools: HostTools,
@@ -46,25 +57,55 @@ export async function walkChanges(
     index: string;
     exclude: string[];
     excludeNames: string[];
-    /** The run's filesystem watcher (run-disk-watchers.ts): asked what changed; without one, or without its answer, the walk is whole. */
+    /** The run's filesystem watcher (run-disk-watchers.ts), if it has one. */
     socket?: string;
   },
   objects: CheckpointObjects,
 ): Promise<WalkResult> {
-  const args = [
-    ...(options.socket ? ['-socket', options.socket] : []),
-    '-checkpoint',
-    '-root',
-    Object.entries(options.roots)
+  const request: WalkRequest = {
+    roots: Object.entries(options.roots)
       .map(([name, dir]) => `${name}=${dir}`)
       .join(','),
-    '-index',
-    options.index,
-    '-exclude',
-    options.exclude.join(','),
-    '-exclude-name',
-    options.excludeNames.join(','),
-  ];
+    index: options.index,
+    exclude: options.exclude.join(','),
+    excludeNames: options.excludeNames.join(','),
+  };
+  const watcher = options.socket ? await connectWatcher(options.socket) : undefined;
+  if (watcher) return walkInWatcher(watcher, request, objects);
+  return walkInProcess(tools, request, objects);
+}
+
+/** A connection to the run's watcher; undefined when none listens there (it then walks in a process). */
+function connectWatcher(socket: string): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const connection = createConnection(socket);
+    connection.once('connect', () => {
+      connection.removeAllListeners('error');
+      resolve(connection);
+    });
+    connection.once('error', () => {
+      connection.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+async function walkInWatcher(watcher: Socket, request: WalkRequest, objects: CheckpointObjects): Promise<WalkResult> {
+  const failed = new Promise<never>((_, reject) => watcher.once('error', reject));
+  failed.catch(() => undefined);
+  watcher.write(`checkpoint ${JSON.stringify(request)}\n`);
+  try {
+    return await Promise.race([readWalk(watcher, objects), failed]);
+  } catch (err) {
+    throw new Error(`the checkpoint's walk in the run's watcher failed: ${(err as Error).message}`);
+  } finally {
+    watcher.destroy();
+  }
+}
+
+async function walkInProcess(tools: HostTools, request: WalkRequest, objects: CheckpointObjects): Promise<WalkResult> {
+  const args = ['-checkpoint', '-root', request.roots, '-index', request.index];
+  args.push('-exclude', request.exclude, '-exclude-name', request.excludeNames);
   const walker = tools.launch(tools.initPath, args, { cwd: '/', env: { PATH: HOST_PATH } });
   let stderr = '';
   walker.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
@@ -72,20 +113,9 @@ export async function walkChanges(
     walker.once('error', reject);
     walker.once('close', (code: number | null) => resolve(code));
   });
-  const result: WalkResult = { summary: emptySummary(), entries: [], deleted: [] };
+  let result: WalkResult;
   try {
-    const tar = extract();
-    walker.stdout.pipe(tar);
-    for await (const entry of tar) {
-      const { header } = entry;
-      if (header.name.startsWith(META_PREFIX)) {
-        const text = Buffer.concat(await collect(entry as AsyncIterable<Buffer>)).toString('utf8');
-        if (header.name === `${META_PREFIX}summary`) result.summary = JSON.parse(text) as WalkSummary;
-        if (header.name === `${META_PREFIX}deleted` && text) result.deleted = text.split('\0');
-        continue;
-      }
-      result.entries.push(await entryOf(header, entry as AsyncIterable<Buffer>, objects));
-    }
+    result = await readWalk(walker.stdout, objects);
   } catch (err) {
     walker.signal('SIGKILL');
     await exited.catch(() => undefined);
@@ -93,6 +123,31 @@ export async function walkChanges(
   }
   const code = await exited;
   if (code !== 0) throw new Error(`the checkpoint's walk exited ${code}: ${stderr.trim()}`);
+  return result;
+}
+
+/** Reads a walk's tar stream: the changed entries (stored in `objects`), what is gone, the summary. */
+async function readWalk(stream: Readable, objects: CheckpointObjects): Promise<WalkResult> {
+  const result: WalkResult = { summary: emptySummary(), entries: [], deleted: [] };
+  let summarized = false;
+  const tar = extract();
+  stream.pipe(tar);
+  for await (const entry of tar) {
+    const { header } = entry;
+    if (header.name.startsWith(META_PREFIX)) {
+      const text = Buffer.concat(await collect(entry as AsyncIterable<Buffer>)).toString('utf8');
+      if (header.name === `${META_PREFIX}summary`) {
+        result.summary = JSON.parse(text) as WalkSummary;
+        summarized = true;
+      }
+      if (header.name === `${META_PREFIX}deleted` && text) result.deleted = text.split('\0');
+      if (header.name === `${META_PREFIX}error`) throw new Error(text);
+      continue;
+    }
+    result.entries.push(await entryOf(header, entry as AsyncIterable<Buffer>, objects));
+  }
+  // Written last: a stream cut short between two entries is no walk.
+  if (!summarized) throw new Error('the walk ended before its summary');
   return result;
 }
 

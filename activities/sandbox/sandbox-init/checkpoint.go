@@ -74,43 +74,69 @@ type walker struct {
 // what no event tells (a write through a shared mapping that is still mapped) is found then.
 const walkEvery = 32
 
+// checkpointRequest is what a checkpoint is told: its roots (name=/path,...), the index of the
+// last one, what to leave out, and whether only the index is wanted.
+type checkpointRequest struct {
+	Roots        string `json:"roots"`
+	Index        string `json:"index"`
+	Exclude      string `json:"exclude"`
+	ExcludeNames string `json:"excludeNames"`
+	IndexOnly    bool   `json:"indexOnly"`
+}
+
 // checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher]
-func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnly bool) {
-	base, state := readIndex(index)
-	w := &walker{base: base, next: map[string]treeStat{}, excluded: map[string]bool{},
-		excludedNames: map[string]bool{}, indexOnly: indexOnly}
-	for _, name := range strings.Split(excludeNames, ",") {
-		if name != "" {
-			w.excludedNames[name] = true
-		}
-	}
-	if indexOnly {
-		w.base = &sortedIndex{}
-	}
-	for _, path := range strings.Split(exclude, ",") {
-		if path != "" {
-			w.excluded[path] = true
-		}
-	}
-	dirs := openRoots(roots)
-	// Asked before anything is looked at: whatever changes from now on is the next checkpoint's.
-	var reply *watchReply
+func checkpointMain(req checkpointRequest, socket string) {
+	ask := func(state watchState) *watchReply { return nil }
 	if socket != "" {
-		reply = askWatcher(socket, state)
-		if reply != nil && reply.roots != rootIds(dirs) {
-			reply = nil
-		}
+		ask = func(state watchState) *watchReply { return askWatcher(socket, state) }
 	}
 	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
-	w.out = tar.NewWriter(buffered)
-	walkAll := indexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
+	if err := runCheckpoint(req, buffered, ask); err != nil {
+		fail(125, "%v", err)
+	}
+	if err := buffered.Flush(); err != nil {
+		checkpointFail("checkpoint: %v", err)
+	}
+}
+
+// checkpointError is how a checkpoint stops short: runCheckpoint returns it (the watcher serves
+// checkpoints in its own process, which must go on).
+type checkpointError struct{ message string }
+
+func checkpointFail(format string, args ...any) {
+	panic(checkpointError{fmt.Sprintf(format, args...)})
+}
+
+// runCheckpoint writes the tar stream of what changed to out and the next index beside the last
+// one; ask is the watcher's hand-over for the index's state (nil: walk everything).
+func runCheckpoint(req checkpointRequest, out io.Writer, ask func(watchState) *watchReply) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			failure, ok := r.(checkpointError)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(failure.message)
+		}
+	}()
+	base, state := readIndex(req.Index)
+	if req.IndexOnly {
+		base = &sortedIndex{}
+	}
+	w := &walker{base: base, next: map[string]treeStat{}, excluded: setOf(req.Exclude),
+		excludedNames: setOf(req.ExcludeNames), indexOnly: req.IndexOnly}
+	dirs := openRoots(req.Roots)
+	defer closeRoots(dirs)
+	// Asked before anything is looked at: whatever changes from now on is the next checkpoint's.
+	reply := ask(state)
+	if reply != nil && reply.roots != rootIds(dirs) {
+		reply = nil
+	}
+	sticky := &stickyWriter{to: out}
+	w.out = tar.NewWriter(sticky)
+	walkAll := req.IndexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
 	if walkAll || !w.walkDelta(dirs, reply) {
 		w.walkAll(dirs)
-	}
-	for _, root := range dirs {
-		if root.fd >= 0 {
-			syscall.Close(root.fd)
-		}
 	}
 	if reply != nil {
 		deltas := state.deltas + 1
@@ -119,18 +145,43 @@ func checkpointMain(roots, index, exclude, excludeNames, socket string, indexOnl
 		}
 		w.watch = &indexEntry{path: watchKey(reply.gen), st: treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}}
 	}
-	if indexOnly {
-		w.saveIndex(index)
-		return
+	if req.IndexOnly {
+		w.saveIndex(req.Index)
+		return nil
 	}
 	w.finish()
 	if err := w.out.Close(); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
-	if err := buffered.Flush(); err != nil {
-		fail(125, "checkpoint: %v", err)
+	if sticky.err != nil {
+		checkpointFail("checkpoint: %v", sticky.err)
 	}
-	w.saveIndex(index + ".next")
+	w.saveIndex(req.Index + ".next")
+	return nil
+}
+
+// stickyWriter keeps the first write error and takes nothing after it: a walk whose reader went
+// away ends normally (closing what it opened) and says so at the end.
+type stickyWriter struct {
+	to  io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err == nil {
+		_, s.err = s.to.Write(p)
+	}
+	return len(p), nil
+}
+
+func setOf(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, item := range strings.Split(list, ",") {
+		if item != "" {
+			set[item] = true
+		}
+	}
+	return set
 }
 
 // walkAll walks every file of the roots.
@@ -164,23 +215,41 @@ func openRoots(roots string) []rootDir {
 	for _, root := range strings.Split(roots, ",") {
 		name, dir, ok := strings.Cut(root, "=")
 		if !ok || name == "" || strings.Contains(name, "/") {
-			fail(125, "bad -root %q", root)
+			closeRoots(dirs)
+			checkpointFail("bad -root %q", root)
 		}
-		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-		if errors.Is(err, syscall.ENOENT) {
-			dirs = append(dirs, rootDir{name: name, fd: -1})
-			continue
-		}
+		r, err := openRoot(name, dir)
 		if err != nil {
-			fail(125, "checkpoint: %s: %v", dir, err)
-		}
-		r := rootDir{name: name, fd: fd}
-		if err := syscall.Fstat(fd, &r.st); err != nil {
-			fail(125, "checkpoint: %s: %v", dir, err)
+			closeRoots(dirs)
+			checkpointFail("checkpoint: %s: %v", dir, err)
 		}
 		dirs = append(dirs, r)
 	}
 	return dirs
+}
+
+func openRoot(name, dir string) (rootDir, error) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return rootDir{name: name, fd: -1}, nil
+	}
+	if err != nil {
+		return rootDir{}, err
+	}
+	r := rootDir{name: name, fd: fd}
+	if err := syscall.Fstat(fd, &r.st); err != nil {
+		syscall.Close(fd)
+		return rootDir{}, err
+	}
+	return r, nil
+}
+
+func closeRoots(dirs []rootDir) {
+	for _, root := range dirs {
+		if root.fd >= 0 {
+			syscall.Close(root.fd)
+		}
+	}
 }
 
 func (w *walker) walkRoot(root rootDir) {
@@ -211,25 +280,31 @@ func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 		}
 		switch st.Mode & syscall.S_IFMT {
 		case syscall.S_IFDIR:
-			child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-			if err != nil {
-				w.summary.Skipped++
-				w.recheck(path)
-				continue
-			}
-			var opened syscall.Stat_t
-			if syscall.Fstat(child, &opened) == nil && opened.Ino == st.Ino && opened.Dev == dev {
-				w.visit(path, st, dirfd)
-				w.walkDir(child, path, dev)
-			} else {
-				w.summary.Skipped++
-				w.recheck(path)
-			}
-			syscall.Close(child)
+			w.walkSubdir(dirfd, name, path, st)
 		case syscall.S_IFREG, syscall.S_IFLNK:
 			w.visit(path, st, dirfd)
 		}
 	}
+}
+
+// walkSubdir walks the directory name of dirfd, opened without following anything and checked
+// to be the one listed.
+func (w *walker) walkSubdir(dirfd int, name, path string, st syscall.Stat_t) {
+	child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		w.summary.Skipped++
+		w.recheck(path)
+		return
+	}
+	defer syscall.Close(child)
+	var opened syscall.Stat_t
+	if syscall.Fstat(child, &opened) != nil || opened.Ino != st.Ino || opened.Dev != st.Dev {
+		w.summary.Skipped++
+		w.recheck(path)
+		return
+	}
+	w.visit(path, st, dirfd)
+	w.walkDir(child, path, st.Dev)
 }
 
 // visit records an entry in the new index and, when it changed, in the tar stream.
@@ -294,13 +369,13 @@ func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Sta
 	defer file.Close()
 	header.Typeflag, header.Size = tar.TypeReg, st.Size
 	if err := w.out.WriteHeader(header); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 	copied, err := io.CopyN(w.out, file, st.Size)
 	if copied < st.Size {
 		// Shorter than it was: padded, and read again next time.
 		if _, werr := w.out.Write(make([]byte, st.Size-copied)); werr != nil {
-			fail(125, "checkpoint: %v", werr)
+			checkpointFail("checkpoint: %v", werr)
 		}
 		err = io.ErrUnexpectedEOF
 	}
@@ -319,10 +394,10 @@ func (w *walker) recheck(path string) {
 func (w *walker) write(header *tar.Header, body []byte) {
 	header.Size = int64(len(body))
 	if err := w.out.WriteHeader(header); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 	if _, err := w.out.Write(body); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 }
 

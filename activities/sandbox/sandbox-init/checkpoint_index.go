@@ -153,10 +153,10 @@ func (iw *indexWriter) add(path string, st treeStat) {
 func (iw *indexWriter) save(file string) {
 	partial := file + ".partial"
 	if err := os.WriteFile(partial, iw.out, 0600); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 	if err := os.Rename(partial, file); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 }
 

@@ -185,7 +185,7 @@ func main() {
 	gid := flag.Int("gid", -1, "with -restore: the group of what it makes")
 	flag.Parse()
 	if *checkpoint {
-		checkpointMain(*roots, *index, *exclude, *excludeNames, *socket, *indexOnly)
+		checkpointMain(checkpointRequest{Roots: *roots, Index: *index, Exclude: *exclude, ExcludeNames: *excludeNames, IndexOnly: *indexOnly}, *socket)
 		return
 	}
 	if *watch != "" {

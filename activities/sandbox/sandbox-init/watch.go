@@ -24,9 +24,11 @@ package main
 // everything under them.
 
 import (
+	"archive/tar"
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -341,24 +343,40 @@ func (w *watcher) underRoot(path string) (string, bool) {
 	return "", false
 }
 
-// serve answers one checkpoint's request.
+// serve answers one request: `since <gen> <epoch>` (a checkpoint process asks what changed), or
+// `checkpoint <json>` (a checkpointRequest): the watcher takes the checkpoint itself and writes its
+// tar stream back, as `sandbox-init -checkpoint` would to its output, without a process to start.
 func (w *watcher) serve(conn net.Conn) {
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	fields := strings.Fields(line)
-	if err != nil || len(fields) != 3 || fields[0] != "since" {
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	verb, rest, _ := strings.Cut(readLine(conn), " ")
+	conn.SetReadDeadline(time.Time{})
+	switch verb {
+	case "since":
+		w.answerSince(conn, strings.Fields(rest))
+	case "checkpoint":
+		w.checkpoint(conn, rest)
+	}
+}
+
+// readLine reads up to a newline, byte by byte: nothing past it is taken from the connection.
+func readLine(conn net.Conn) string {
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 64*1024 {
+		if n, err := conn.Read(b); n == 0 || err != nil || b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	return string(line)
+}
+
+func (w *watcher) answerSince(conn net.Conn, fields []string) {
+	if len(fields) != 2 {
 		return
 	}
-	since, err := strconv.ParseUint(fields[2], 10, 64)
-	if err != nil || fields[1] != w.gen {
-		since = 0
-	}
-	w.mu.Lock()
-	w.drain()
-	out := w.set.handOver(since)
-	w.dirs = map[string]string{}
-	w.mu.Unlock()
+	out := w.handOver(watchState{gen: fields[0], epoch: parseEpoch(fields[1])})
 	reply := bufio.NewWriterSize(conn, 64*1024)
 	kind := "delta"
 	if out.Full {
@@ -382,6 +400,60 @@ func (w *watcher) serve(conn net.Conn) {
 	}
 	reply.WriteString(".\x00")
 	reply.Flush()
+}
+
+func parseEpoch(field string) uint64 {
+	epoch, err := strconv.ParseUint(field, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return epoch
+}
+
+// handOver reads every event queued, then hands over what changed since state (everything, for
+// another generation's state).
+func (w *watcher) handOver(state watchState) handover {
+	since := state.epoch
+	if state.gen != w.gen {
+		since = 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drain()
+	out := w.set.handOver(since)
+	w.dirs = map[string]string{}
+	return out
+}
+
+// checkpoint takes a checkpoint in this process (runCheckpoint) and writes its tar stream to
+// conn; a failure ends the stream with `.agent-runs/error` saying why.
+func (w *watcher) checkpoint(conn net.Conn, request string) {
+	var req checkpointRequest
+	out := bufio.NewWriterSize(conn, 256*1024)
+	err := json.Unmarshal([]byte(request), &req)
+	if err == nil {
+		err = runCheckpoint(req, out, w.reply)
+	}
+	if err != nil {
+		out.Reset(conn)
+		tw := tar.NewWriter(out)
+		message := []byte(err.Error())
+		tw.WriteHeader(&tar.Header{Name: ".agent-runs/error", Typeflag: tar.TypeReg, Mode: 0600, Size: int64(len(message))})
+		tw.Write(message)
+		tw.Close()
+	}
+	out.Flush()
+}
+
+// reply is the hand-over as a checkpoint asking over the socket would read it.
+func (w *watcher) reply(state watchState) *watchReply {
+	out := w.handOver(state)
+	reply := &watchReply{full: out.Full, gen: w.gen, epoch: out.Epoch, roots: w.rootIds(),
+		paths: out.Paths, inos: map[uint64]bool{}}
+	for _, ino := range out.Inos {
+		reply.inos[ino] = true
+	}
+	return reply
 }
 
 // rootIds: each root's device and inode, for the checkpoint to check that its roots are these.
