@@ -5,7 +5,10 @@
  * the workspace's size. Needs a private embedded PostgreSQL (started here) and sandbox-init. As
  * root, also with the run's files on a filesystem of their own (AGENT_DISK_LIMITS=enforce), without
  * and with the filesystem's change watcher that lets a checkpoint look at what changed only.
- * Usage: npm run bench:checkpoints -- [steps=100] [files=20000] [fileKiB=5]
+ * Each step lasts `stepMs` before its checkpoint (a step's own work: a model call and a command;
+ * `npm run bench:steps` measures 45-70 ms here), so that what a checkpoint leaves to do after it
+ * is recorded (the watcher saving its index) happens while the next step works, as in a run.
+ * Usage: npm run bench:checkpoints -- [steps=100] [files=20000] [fileKiB=5] [stepMs=50]
  */
 import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -42,13 +45,14 @@ const PASSES: Pass[] = [
 
 async function main(): Promise<void> {
   const steps = Number(process.argv[2] ?? 100);
+  const stepMs = Number(process.argv[5] ?? 50);
   const files = Number(process.argv[3] ?? 20_000);
   const fileBytes = Number(process.argv[4] ?? 5) * 1024;
   const stack = await startBenchStack({ name: 'checkpoints' });
   const initPath = await locateSandboxInit(undefined);
   try {
     const passes = process.getuid?.() === 0 ? PASSES : PASSES.filter((p) => !p.ownFilesystem);
-    for (const pass of passes) await benchPass(stack, initPath, pass, { steps, files, fileBytes });
+    for (const pass of passes) await benchPass(stack, initPath, pass, { steps, files, fileBytes, stepMs });
   } finally {
     await stack.stop();
   }
@@ -58,7 +62,7 @@ async function benchPass(
   stack: BenchStack,
   initPath: string,
   pass: Pass,
-  { steps, files, fileBytes }: { steps: number; files: number; fileBytes: number },
+  { steps, files, fileBytes, stepMs }: { steps: number; files: number; fileBytes: number; stepMs: number },
 ): Promise<void> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'agent-runs-bench-ws-'));
   const runId = newUuidV7();
@@ -102,6 +106,7 @@ async function benchPass(
     let stored = base?.bytesAdded ?? 0;
     const times: number[] = [];
     for (let step = 1; step <= steps; step++) {
+      await new Promise((resolve) => setTimeout(resolve, stepMs));
       appendFileSync(path.join(workspace, 'd0', `f${step % files}.txt`), `step ${step}\n`);
       t0 = performance.now();
       const taken = await checkpoints.take(runId, { turn: 1, step });
@@ -114,7 +119,7 @@ async function benchPass(
     console.log(`workspace: ${files} files, ${mb(workspaceBytes)}`);
     console.log(`first checkpoint (everything): ${baseMs.toFixed(0)} ms, ${mb(base?.bytesAdded ?? 0)} stored`);
     console.log(
-      `a step that changed one file: checkpoint p50 ${percentile(times, 50).toFixed(1)} ms, p95 ${percentile(times, 95).toFixed(1)} ms (${steps} steps)`,
+      `a step that changed one file: checkpoint p50 ${percentile(times, 50).toFixed(1)} ms, p95 ${percentile(times, 95).toFixed(1)} ms (${steps} steps of ${stepMs} ms each)`,
     );
     console.log(
       `stored in all after ${steps} steps: ${mb(stored)} = ${(stored / workspaceBytes).toFixed(2)}x the workspace`,

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   appendFileSync,
   chmodSync,
+  existsSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
@@ -14,7 +15,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { rename } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { walkChanges, type WalkResult } from '../activities/checkpoints/checkpoint-walk';
@@ -78,9 +79,13 @@ const ws = (p: string) => path.join(paths.workspace, p);
 /** The same workspace path through the filesystem's own mount (the workspace's is a bind): a rename or link to tmp works there. */
 const inner = (p: string) => path.join(stateDir, 'workspace', p);
 
-/** One checkpoint's walk from `index`, committed as the last one. */
-async function take(index: string, watched: boolean): Promise<WalkResult> {
-  const result = await walkChanges(
+/** The checkpoint each index is of (the last one taken from it). */
+const checkpointOf = new Map<string, string>();
+
+/** One checkpoint's walk from `index`, recorded as the last one (its index kept, unless `indexLost`). */
+async function take(index: string, watched: boolean, indexLost = false): Promise<WalkResult> {
+  const checkpoint = randomUUID();
+  const walk = await walkChanges(
     { launch: forkLauncher, initPath },
     {
       roots: { workspace: paths.workspace, home: path.join(stateDir, 'home') },
@@ -88,11 +93,30 @@ async function take(index: string, watched: boolean): Promise<WalkResult> {
       exclude: ['home/.cache'],
       excludeNames: [],
       ...(watched ? { socket: watchSocket(root, runId) } : {}),
+      checkpoint,
+      parent: checkpointOf.get(index),
     },
     new HashingObjects(createObjectStore({ kind: 'directory', dir: path.join(root, 'objects') })),
   );
-  await rename(`${index}.next`, index);
-  return result;
+  await (indexLost ? walk.dropIndex() : walk.keepIndex(checkpoint));
+  checkpointOf.set(index, checkpoint);
+  if (watched) await watcherDone();
+  return walk;
+}
+
+/**
+ * Resolves once the watcher has served what was asked before: it serves one request at a time,
+ * so a request that it closes at once comes after the last checkpoint's index is saved.
+ */
+async function watcherDone(): Promise<void> {
+  const socket = watchSocket(root, runId);
+  if (!existsSync(socket)) return;
+  await new Promise<void>((resolve) => {
+    const connection = createConnection(socket, () => connection.end('done\n'));
+    connection.on('error', () => resolve());
+    connection.on('close', () => resolve());
+    connection.resume();
+  });
 }
 
 const watchedIndex = () => path.join(root, 'watched.index');
@@ -304,6 +328,21 @@ test('events lost while the kernel queue overflowed make the next checkpoint wal
   const next = await both();
   expectDelta(next);
   expect(changedPaths(next)).toContain('workspace/after-overflow');
+});
+
+test('a checkpoint recorded without its index saved (the worker died between the two): the next lists every file, never a delta from the index before', async () => {
+  await both();
+  writeFileSync(ws('made-then-gone.txt'), 'recorded in the checkpoint whose index was lost');
+  await take(watchedIndex(), true, true);
+  unlinkSync(ws('made-then-gone.txt'));
+  const next = await take(watchedIndex(), true);
+  // From the index before, the file that came and went would be neither stored nor gone.
+  expect(next.summary).toMatchObject({ fresh: true, delta: false });
+  expect(next.entries.length).toBe(next.summary.files + next.summary.dirs + next.summary.symlinks);
+  expect(next.entries.map((e) => e.path)).not.toContain('workspace/made-then-gone.txt');
+  await take(walkedIndex(), false);
+  expect(indexOf(watchedIndex())).toEqual(indexOf(walkedIndex()));
+  expect((await take(watchedIndex(), true)).summary).toMatchObject({ fresh: false });
 });
 
 test('without its watcher (stopped, or started again since the last checkpoint) a checkpoint walks everything', async () => {

@@ -1,3 +1,4 @@
+import { rename, rm } from 'node:fs/promises';
 import { createConnection, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { extract, type Header } from 'tar-stream';
@@ -24,6 +25,8 @@ export interface WalkSummary {
   skipped: number;
   /** Only what the run's filesystem watcher saw change was looked at, not every file. */
   delta?: boolean;
+  /** The index was not the parent's (one recorded without its index saved): every file is listed. */
+  fresh?: boolean;
 }
 
 export interface WalkResult {
@@ -31,6 +34,14 @@ export interface WalkResult {
   /** What changed since the index, with their bytes stored. */
   entries: ManifestEntry[];
   deleted: string[];
+}
+
+/** A walk, and what becomes of the index it made: one of the two must be called. */
+export interface Walk extends WalkResult {
+  /** The walk's index is the next one to start from, as `checkpoint`'s (the one recorded, or the parent when nothing changed). */
+  keepIndex(checkpoint: string): Promise<void>;
+  /** The last index stays (nothing was recorded). */
+  dropIndex(): Promise<void>;
 }
 
 const META_PREFIX = '.agent-runs/';
@@ -41,6 +52,8 @@ interface WalkRequest {
   index: string;
   exclude: string;
   excludeNames: string;
+  checkpoint: string;
+  parent: string;
 }
 
 /**
@@ -59,9 +72,12 @@ export async function walkChanges(
     excludeNames: string[];
     /** The run's filesystem watcher (run-disk-watchers.ts), if it has one. */
     socket?: string;
+    /** The checkpoint this walk becomes when recorded, and the last one (whose index `index` should be). */
+    checkpoint: string;
+    parent?: string;
   },
   objects: CheckpointObjects,
-): Promise<WalkResult> {
+): Promise<Walk> {
   const request: WalkRequest = {
     roots: Object.entries(options.roots)
       .map(([name, dir]) => `${name}=${dir}`)
@@ -69,6 +85,8 @@ export async function walkChanges(
     index: options.index,
     exclude: options.exclude.join(','),
     excludeNames: options.excludeNames.join(','),
+    checkpoint: options.checkpoint,
+    parent: options.parent ?? '',
   };
   const watcher = options.socket ? await connectWatcher(options.socket) : undefined;
   if (watcher) return walkInWatcher(watcher, request, objects);
@@ -78,7 +96,8 @@ export async function walkChanges(
 /** A connection to the run's watcher; undefined when none listens there (it then walks in a process). */
 function connectWatcher(socket: string): Promise<Socket | undefined> {
   return new Promise((resolve) => {
-    const connection = createConnection(socket);
+    // Its side stays open after the stream: it says `commit` on it (keepIndex).
+    const connection = createConnection({ path: socket, allowHalfOpen: true });
     connection.once('connect', () => {
       connection.removeAllListeners('error');
       resolve(connection);
@@ -90,22 +109,28 @@ function connectWatcher(socket: string): Promise<Socket | undefined> {
   });
 }
 
-async function walkInWatcher(watcher: Socket, request: WalkRequest, objects: CheckpointObjects): Promise<WalkResult> {
+async function walkInWatcher(watcher: Socket, request: WalkRequest, objects: CheckpointObjects): Promise<Walk> {
   const failed = new Promise<never>((_, reject) => watcher.once('error', reject));
   failed.catch(() => undefined);
   watcher.write(`checkpoint ${JSON.stringify(request)}\n`);
+  let result: WalkResult;
   try {
-    return await Promise.race([readWalk(watcher, objects), failed]);
+    result = await Promise.race([readWalk(watcher, objects), failed]);
   } catch (err) {
-    throw new Error(`the checkpoint's walk in the run's watcher failed: ${(err as Error).message}`);
-  } finally {
     watcher.destroy();
+    throw new Error(`the checkpoint's walk in the run's watcher failed: ${(err as Error).message}`);
   }
+  return {
+    ...result,
+    // The watcher saves the index after this; the run's next request to it is served after that.
+    keepIndex: async (checkpoint) => void watcher.end(`commit ${checkpoint}\n`),
+    dropIndex: async () => void watcher.destroy(),
+  };
 }
 
-async function walkInProcess(tools: HostTools, request: WalkRequest, objects: CheckpointObjects): Promise<WalkResult> {
-  const args = ['-checkpoint', '-root', request.roots, '-index', request.index];
-  args.push('-exclude', request.exclude, '-exclude-name', request.excludeNames);
+async function walkInProcess(tools: HostTools, request: WalkRequest, objects: CheckpointObjects): Promise<Walk> {
+  const args = ['-checkpoint', '-root', request.roots, '-index', request.index, '-id', request.checkpoint];
+  args.push('-parent', request.parent, '-exclude', request.exclude, '-exclude-name', request.excludeNames);
   const walker = tools.launch(tools.initPath, args, { cwd: '/', env: { PATH: HOST_PATH } });
   let stderr = '';
   walker.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
@@ -123,7 +148,20 @@ async function walkInProcess(tools: HostTools, request: WalkRequest, objects: Ch
   }
   const code = await exited;
   if (code !== 0) throw new Error(`the checkpoint's walk exited ${code}: ${stderr.trim()}`);
-  return result;
+  const next = `${request.index}.next`;
+  return {
+    ...result,
+    // The index it wrote is the new checkpoint's; when nothing changed the last one stays.
+    keepIndex: (checkpoint) =>
+      checkpoint === request.checkpoint ? renameIfThere(next, request.index) : rm(next, { force: true }),
+    dropIndex: () => rm(next, { force: true }),
+  };
+}
+
+async function renameIfThere(from: string, to: string): Promise<void> {
+  await rename(from, to).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
 }
 
 /** Reads a walk's tar stream: the changed entries (stored in `objects`), what is gone, the summary. */

@@ -50,6 +50,8 @@ type walkSummary struct {
 	Skipped  int   `json:"skipped"`
 	// Only the paths the watcher saw change were looked at (checkpoint_delta.go), not every file.
 	Delta bool `json:"delta"`
+	// The index was another checkpoint's than the parent's: every file is listed, as with no index.
+	Fresh bool `json:"fresh"`
 }
 
 type walker struct {
@@ -61,7 +63,7 @@ type walker struct {
 	// A walk's whole new index; a delta's changes to base only (kindGone: no longer there).
 	next  map[string]treeStat
 	delta bool
-	// The index's first entry: the watcher's state.
+	// The index's first entry but one: the watcher's state.
 	watch    *indexEntry
 	excluded map[string]bool
 	// Names left out wherever they are (the service's own caches in a repository's .git).
@@ -82,20 +84,35 @@ type checkpointRequest struct {
 	Exclude      string `json:"exclude"`
 	ExcludeNames string `json:"excludeNames"`
 	IndexOnly    bool   `json:"indexOnly"`
+	// The checkpoint this one becomes once recorded, written into the next index (by a process;
+	// the watcher is told at `commit`); and the last recorded one, whose index the walk starts
+	// from: an index of another checkpoint (one recorded without its index saved) is no base, and
+	// the walk then lists every file.
+	Checkpoint string `json:"checkpoint"`
+	Parent     string `json:"parent"`
 }
 
-// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher]
+// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher] [-id checkpoint] [-parent checkpoint]
 func checkpointMain(req checkpointRequest, socket string) {
-	ask := func(state watchState) *watchReply { return nil }
+	from := checkpointSources{readIndex: readIndex, ask: func(watchState) *watchReply { return nil }}
 	if socket != "" {
-		ask = func(state watchState) *watchReply { return askWatcher(socket, state) }
+		from.ask = func(state watchState) *watchReply { return askWatcher(socket, state) }
 	}
 	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
-	if err := runCheckpoint(req, buffered, ask); err != nil {
+	walked, err := runCheckpoint(req, buffered, from)
+	if err != nil {
 		fail(125, "%v", err)
 	}
 	if err := buffered.Flush(); err != nil {
-		checkpointFail("checkpoint: %v", err)
+		fail(125, "checkpoint: %v", err)
+	}
+	// The worker renames `<index>.next` into place once it has recorded the checkpoint.
+	file := req.Index + ".next"
+	if req.IndexOnly {
+		file = req.Index
+	}
+	if err := walked.nextIndex(req.Checkpoint).saveFile(file); err != nil {
+		fail(125, "checkpoint: %v", err)
 	}
 }
 
@@ -107,9 +124,16 @@ func checkpointFail(format string, args ...any) {
 	panic(checkpointError{fmt.Sprintf(format, args...)})
 }
 
-// runCheckpoint writes the tar stream of what changed to out and the next index beside the last
-// one; ask is the watcher's hand-over for the index's state (nil: walk everything).
-func runCheckpoint(req checkpointRequest, out io.Writer, ask func(watchState) *watchReply) (err error) {
+// checkpointSources is where a checkpoint gets the last index and the watcher's hand-over for
+// its state (nil: walk everything).
+type checkpointSources struct {
+	readIndex func(file string) (*sortedIndex, watchState)
+	ask       func(watchState) *watchReply
+}
+
+// runCheckpoint writes the tar stream of what changed to out (nothing when only the index is
+// wanted) and returns the walk, whose next index the caller saves.
+func runCheckpoint(req checkpointRequest, out io.Writer, from checkpointSources) (walked *walker, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			failure, ok := r.(checkpointError)
@@ -119,16 +143,18 @@ func runCheckpoint(req checkpointRequest, out io.Writer, ask func(watchState) *w
 			err = errors.New(failure.message)
 		}
 	}()
-	base, state := readIndex(req.Index)
-	if req.IndexOnly {
-		base = &sortedIndex{}
+	base, state := from.readIndex(req.Index)
+	fresh := state.checkpoint != "" && state.checkpoint != req.Parent
+	if req.IndexOnly || fresh {
+		base, state = &sortedIndex{}, watchState{}
 	}
 	w := &walker{base: base, next: map[string]treeStat{}, excluded: setOf(req.Exclude),
 		excludedNames: setOf(req.ExcludeNames), indexOnly: req.IndexOnly}
+	w.summary.Fresh = fresh
 	dirs := openRoots(req.Roots)
 	defer closeRoots(dirs)
 	// Asked before anything is looked at: whatever changes from now on is the next checkpoint's.
-	reply := ask(state)
+	reply := from.ask(state)
 	if reply != nil && reply.roots != rootIds(dirs) {
 		reply = nil
 	}
@@ -146,8 +172,7 @@ func runCheckpoint(req checkpointRequest, out io.Writer, ask func(watchState) *w
 		w.watch = &indexEntry{path: watchKey(reply.gen), st: treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}}
 	}
 	if req.IndexOnly {
-		w.saveIndex(req.Index)
-		return nil
+		return w, nil
 	}
 	w.finish()
 	if err := w.out.Close(); err != nil {
@@ -156,8 +181,7 @@ func runCheckpoint(req checkpointRequest, out io.Writer, ask func(watchState) *w
 	if sticky.err != nil {
 		checkpointFail("checkpoint: %v", sticky.err)
 	}
-	w.saveIndex(req.Index + ".next")
-	return nil
+	return w, nil
 }
 
 // stickyWriter keeps the first write error and takes nothing after it: a walk whose reader went
@@ -428,16 +452,27 @@ func (w *walker) finish() {
 	w.write(&tar.Header{Name: ".agent-runs/summary", Typeflag: tar.TypeReg, Mode: 0600}, summary)
 }
 
-func (w *walker) saveIndex(file string) {
+func (w *walker) saveIndex(file string) []byte {
+	return w.nextIndex("").save(file)
+}
+
+// nextIndex is the index of the files as this walk saw them, as the index of checkpoint.
+func (w *walker) nextIndex(checkpoint string) *indexWriter {
+	var heads []indexEntry
+	if checkpoint != "" {
+		heads = append(heads, indexEntry{path: checkpointPrefix + checkpoint, st: treeStat{Kind: kindCheckpoint}})
+	}
+	if w.watch != nil {
+		heads = append(heads, *w.watch)
+	}
 	if w.delta {
-		writeDelta(file, w.watch, w.base, w.next)
-		return
+		return deltaIndex(heads, w.base, w.next)
 	}
 	index := w.next
-	if w.watch != nil {
-		index[w.watch.path] = w.watch.st
+	for _, head := range heads {
+		index[head.path] = head.st
 	}
-	writeIndex(file, index)
+	return wholeIndex(index)
 }
 
 // gitObject says whether a path is a loose object of a git repository: named by its content, it

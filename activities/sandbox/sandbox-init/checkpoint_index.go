@@ -16,20 +16,24 @@ import (
 )
 
 const (
-	kindRecheck = '?'
-	kindWatch   = 'w'
+	kindRecheck    = '?'
+	kindWatch      = 'w'
+	kindCheckpoint = 'c'
 	// In a delta's changes (checkpoint_delta.go): the entry is gone.
-	kindGone    = 0
-	watchPrefix = "\x00watch "
-	entryBytes  = 1 + 4 + 8*4
+	kindGone         = 0
+	watchPrefix      = "\x00watch "
+	checkpointPrefix = "\x00checkpoint "
+	entryBytes       = 1 + 4 + 8*4
 )
 
-// watchState is what the index holds of the watcher: its generation ("" for none) and epoch,
-// and how many checkpoints in a row were made from its paths only.
+// watchState is what the index holds besides files: the watcher's generation ("" for none) and
+// epoch, how many checkpoints in a row were made from its paths only, and the checkpoint it is
+// the index of ("" in an index from before it was recorded).
 type watchState struct {
-	gen    string
-	epoch  uint64
-	deltas int64
+	gen        string
+	epoch      uint64
+	deltas     int64
+	checkpoint string
 }
 
 func watchKey(gen string) string {
@@ -91,11 +95,16 @@ func (ix *sortedIndex) toMap() map[string]treeStat {
 
 // readIndex reads an index file; a missing or damaged one is empty (everything is new then).
 func readIndex(file string) (*sortedIndex, watchState) {
-	var state watchState
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return &sortedIndex{}, state
+		return &sortedIndex{}, watchState{}
 	}
+	return parseIndex(data)
+}
+
+// parseIndex reads an index from its bytes, which it keeps (unchanged, for as long as the index is used).
+func parseIndex(data []byte) (*sortedIndex, watchState) {
+	var state watchState
 	ix := &sortedIndex{entries: make([]indexEntry, 0, len(data)/64), data: data}
 	ordered := true
 	for at := 0; len(data) >= 4; at = len(ix.data) - len(data) {
@@ -115,9 +124,12 @@ func readIndex(file string) (*sortedIndex, watchState) {
 			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
 		}
 		if gen, ok := strings.CutPrefix(path, watchPrefix); ok && st.Kind == kindWatch {
-			state = watchState{gen: strings.Clone(gen), epoch: uint64(st.Size), deltas: st.Mtime}
-			// Only first, where it is written: else the file's runs of entries are not copied.
-			ordered = ordered && at == 0
+			state.gen, state.epoch, state.deltas = strings.Clone(gen), uint64(st.Size), st.Mtime
+			// Only before the files, where it is written: else the file's runs of entries are not copied.
+			ordered = ordered && len(ix.entries) == 0
+		} else if id, ok := strings.CutPrefix(path, checkpointPrefix); ok && st.Kind == kindCheckpoint {
+			state.checkpoint = strings.Clone(id)
+			ordered = ordered && len(ix.entries) == 0
 		} else {
 			if k := len(ix.entries); k > 0 && ix.entries[k-1].path >= path {
 				ordered = false
@@ -149,19 +161,29 @@ func (iw *indexWriter) add(path string, st treeStat) {
 	iw.out = binary.LittleEndian.AppendUint64(iw.out, uint64(st.Ctime))
 }
 
-// save writes the index under a temporary name, then renames it into place.
-func (iw *indexWriter) save(file string) {
+// saveFile writes the index under a temporary name, then renames it into place.
+func (iw *indexWriter) saveFile(file string) error {
 	partial := file + ".partial"
 	if err := os.WriteFile(partial, iw.out, 0600); err != nil {
+		return err
+	}
+	return os.Rename(partial, file)
+}
+
+// save is saveFile within a checkpoint: returns the index's bytes.
+func (iw *indexWriter) save(file string) []byte {
+	if err := iw.saveFile(file); err != nil {
 		checkpointFail("checkpoint: %v", err)
 	}
-	if err := os.Rename(partial, file); err != nil {
-		checkpointFail("checkpoint: %v", err)
-	}
+	return iw.out
 }
 
 // writeIndex writes a whole index (a walk's) in path order.
-func writeIndex(file string, index map[string]treeStat) {
+func writeIndex(file string, index map[string]treeStat) []byte {
+	return wholeIndex(index).save(file)
+}
+
+func wholeIndex(index map[string]treeStat) *indexWriter {
 	paths := make([]string, 0, len(index))
 	for path := range index {
 		paths = append(paths, path)
@@ -171,19 +193,19 @@ func writeIndex(file string, index map[string]treeStat) {
 	for _, path := range paths {
 		iw.add(path, index[path])
 	}
-	iw.save(file)
+	return iw
 }
 
-// writeDelta writes the last index with a delta's changes (kindGone: removed) merged in, copying
-// the runs of entries it did not change as they were in the file.
-func writeDelta(file string, head *indexEntry, base *sortedIndex, changes map[string]treeStat) {
+// deltaIndex is the last index with a delta's changes (kindGone: removed) merged in, copying the
+// runs of entries it did not change as they were in the file.
+func deltaIndex(heads []indexEntry, base *sortedIndex, changes map[string]treeStat) *indexWriter {
 	paths := make([]string, 0, len(changes))
 	for path := range changes {
 		paths = append(paths, path)
 	}
 	sort.Strings(paths)
 	iw := &indexWriter{out: make([]byte, 0, len(base.data)+(len(paths)+1)*128)}
-	if head != nil {
+	for _, head := range heads {
 		iw.add(head.path, head.st)
 	}
 	i := 0
@@ -199,7 +221,7 @@ func writeDelta(file string, head *indexEntry, base *sortedIndex, changes map[st
 		i = j
 	}
 	iw.copyRun(base, i, len(base.entries))
-	iw.save(file)
+	return iw
 }
 
 func (iw *indexWriter) copyRun(base *sortedIndex, i, j int) {

@@ -174,6 +174,8 @@ func main() {
 	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
 	checkpoint := flag.Bool("checkpoint", false, "write what changed in a run's files since -index as a tar stream (checkpoint.go)")
 	indexOnly := flag.Bool("index-only", false, "with -checkpoint: write the index of the files only")
+	checkpointID := flag.String("id", "", "with -checkpoint: the checkpoint the index written is of")
+	parentID := flag.String("parent", "", "with -checkpoint: the checkpoint -index should be of (else every file is listed)")
 	restore := flag.Bool("restore", false, "make a run's files from a tar stream on standard input (restore.go)")
 	roots := flag.String("root", "", "with -checkpoint or -restore: name=/path,... of the trees; with -watch: name=dir,... below it")
 	index := flag.String("index", "", "with -checkpoint: the stat index of the last checkpoint")
@@ -185,7 +187,8 @@ func main() {
 	gid := flag.Int("gid", -1, "with -restore: the group of what it makes")
 	flag.Parse()
 	if *checkpoint {
-		checkpointMain(checkpointRequest{Roots: *roots, Index: *index, Exclude: *exclude, ExcludeNames: *excludeNames, IndexOnly: *indexOnly}, *socket)
+		checkpointMain(checkpointRequest{Roots: *roots, Index: *index, Exclude: *exclude, ExcludeNames: *excludeNames,
+			IndexOnly: *indexOnly, Checkpoint: *checkpointID, Parent: *parentID}, *socket)
 		return
 	}
 	if *watch != "" {

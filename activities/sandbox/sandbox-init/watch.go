@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sort"
@@ -41,6 +42,10 @@ import (
 	"time"
 	"unsafe"
 )
+
+// How long a checkpoint's stream waits for the worker to record it (storing its last objects,
+// then a row): past it, the next checkpoint starts from the last index again.
+const commitWait = 10 * time.Minute
 
 // The most paths and inodes kept between two checkpoints, and bytes of paths; past either, the
 // next checkpoint walks everything.
@@ -61,6 +66,8 @@ type watcher struct {
 	// A directory's path by its handle, read once per hand-over; cleared whenever a directory moves or goes.
 	dirs map[string]string
 	buf  []byte
+	// The index the last checkpoint taken here wrote (watch_index.go).
+	last *cachedIndex
 }
 
 func watchMain(mountpoint, socket, roots string) {
@@ -426,23 +433,41 @@ func (w *watcher) handOver(state watchState) handover {
 }
 
 // checkpoint takes a checkpoint in this process (runCheckpoint) and writes its tar stream to
-// conn; a failure ends the stream with `.agent-runs/error` saying why.
+// conn, then ends its side; a failure ends the stream with `.agent-runs/error` saying why. The
+// worker says `commit <checkpoint>` once it has recorded the checkpoint (or the last one, when
+// nothing changed), and the next index is saved then, as that checkpoint's (while the worker
+// goes on: its next request is served after this one); anything else, or nothing within
+// commitWait, and the last index stays.
 func (w *watcher) checkpoint(conn net.Conn, request string) {
 	var req checkpointRequest
+	var walked *walker
 	out := bufio.NewWriterSize(conn, 256*1024)
 	err := json.Unmarshal([]byte(request), &req)
 	if err == nil {
-		err = runCheckpoint(req, out, w.reply)
+		walked, err = runCheckpoint(req, out, checkpointSources{readIndex: w.readIndex, ask: w.reply})
 	}
 	if err != nil {
 		out.Reset(conn)
-		tw := tar.NewWriter(out)
-		message := []byte(err.Error())
-		tw.WriteHeader(&tar.Header{Name: ".agent-runs/error", Typeflag: tar.TypeReg, Mode: 0600, Size: int64(len(message))})
-		tw.Write(message)
-		tw.Close()
+		writeTarError(out, err)
 	}
-	out.Flush()
+	if out.Flush() != nil || err != nil {
+		return
+	}
+	if unix, ok := conn.(*net.UnixConn); ok {
+		unix.CloseWrite()
+	}
+	conn.SetReadDeadline(time.Now().Add(commitWait))
+	if id, ok := strings.CutPrefix(readLine(conn), "commit "); ok && id != "" {
+		w.commit(req.Index, walked.nextIndex(id))
+	}
+}
+
+func writeTarError(out io.Writer, err error) {
+	tw := tar.NewWriter(out)
+	message := []byte(err.Error())
+	tw.WriteHeader(&tar.Header{Name: ".agent-runs/error", Typeflag: tar.TypeReg, Mode: 0600, Size: int64(len(message))})
+	tw.Write(message)
+	tw.Close()
 }
 
 // reply is the hand-over as a checkpoint asking over the socket would read it.
