@@ -15,6 +15,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -79,6 +80,9 @@ const ws = (p: string) => path.join(paths.workspace, p);
 /** The same workspace path through the filesystem's own mount (the workspace's is a bind): a rename or link to tmp works there. */
 const inner = (p: string) => path.join(stateDir, 'workspace', p);
 
+/** The run's processes as a checkpoint is told them: their files open for writing are looked at again. */
+let runPids: number[] | undefined = [];
+
 /** The checkpoint each index is of (the last one taken from it). */
 const checkpointOf = new Map<string, string>();
 
@@ -95,6 +99,7 @@ async function take(index: string, watched: boolean, indexLost = false): Promise
       ...(watched ? { socket: watchSocket(root, runId) } : {}),
       checkpoint,
       parent: checkpointOf.get(index),
+      pids: runPids,
     },
     new HashingObjects(createObjectStore({ kind: 'directory', dir: path.join(root, 'objects') })),
   );
@@ -140,8 +145,18 @@ async function both(): Promise<Taken> {
   const sorted = (r: WalkResult) => [...r.entries].sort((a, b) => a.path.localeCompare(b.path));
   expect(sorted(watched)).toEqual(sorted(walked));
   expect([...watched.deleted].sort()).toEqual([...walked.deleted].sort());
-  const { delta, ...counts } = watched.summary;
-  expect(counts).toEqual({ ...walked.summary, delta: undefined, ...counts, changed: walked.summary.changed });
+  // The whole tree's counts (the checkpoint's row has them) are the full walk's.
+  const { delta } = watched.summary;
+  const treeCounts = ({ files, dirs, symlinks, bytes, changed, deleted, skipped }: WalkResult['summary']) => ({
+    files,
+    dirs,
+    symlinks,
+    bytes,
+    changed,
+    deleted,
+    skipped,
+  });
+  expect(treeCounts(watched.summary)).toEqual(treeCounts(walked.summary));
   expect(walked.summary.delta).toBe(false);
   if (periodic) expect(delta).toBe(false);
   expect(indexOf(watchedIndex())).toEqual(indexOf(walkedIndex()));
@@ -282,6 +297,47 @@ test('a file written through another name (a hard link out of the checkpointed t
   unlinkSync(path.join(stateDir, 'tmp/other-name'));
   // One name fewer changes the others' change time: the walk writes them again, and so must the delta.
   await both();
+});
+
+test("a file written through a shared mapping (no event) while its process lives is in the delta: the run's processes' writable mappings and files are looked at", async () => {
+  writeFileSync(ws('mapped.bin'), 'x'.repeat(64));
+  await both();
+  const script = [
+    'import mmap, sys',
+    'f = open(sys.argv[1], "r+b"); m = mmap.mmap(f.fileno(), 0); f.close()',
+    'print("mapped", flush=True)',
+    'for line in sys.stdin:',
+    '    m[0:len(line) - 1] = line[:-1].encode(); m.flush(); print("written", flush=True)',
+  ].join('\n');
+  const writer = spawn('python3', ['-c', script, inner('mapped.bin')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const said = (word: string) =>
+    new Promise<void>((resolve) => {
+      const listen = (chunk: Buffer) => {
+        if (chunk.toString().includes(word)) {
+          writer.stdout.off('data', listen);
+          resolve();
+        }
+      };
+      writer.stdout.on('data', listen);
+    });
+  try {
+    await said('mapped');
+    await both();
+    runPids = [writer.pid!];
+    writer.stdin.write('through the map\n');
+    await said('written');
+    const taken = await both();
+    expectDelta(taken);
+    expect(changedPaths(taken)).toEqual(['workspace/mapped.bin']);
+    // Without the run's processes known, no checkpoint vouches for a delta.
+    writer.stdin.write('again\n');
+    await said('written');
+    runPids = undefined;
+    expect((await both()).summary.delta).toBe(false);
+  } finally {
+    runPids = [];
+    writer.kill();
+  }
 });
 
 test('a file renamed out of the trees shows in its other names (a rename changes its change time), and so in the delta', async () => {

@@ -54,6 +54,8 @@ interface WalkRequest {
   excludeNames: string;
   checkpoint: string;
   parent: string;
+  pids: number[];
+  pidsKnown: boolean;
 }
 
 /**
@@ -75,6 +77,8 @@ export async function walkChanges(
     /** The checkpoint this walk becomes when recorded, and the last one (whose index `index` should be). */
     checkpoint: string;
     parent?: string;
+    /** The run's processes, whose files open for writing are looked at again; undefined: unknown (no delta then). */
+    pids?: number[];
   },
   objects: CheckpointObjects,
 ): Promise<Walk> {
@@ -87,6 +91,8 @@ export async function walkChanges(
     excludeNames: options.excludeNames.join(','),
     checkpoint: options.checkpoint,
     parent: options.parent ?? '',
+    pids: options.pids ?? [],
+    pidsKnown: options.pids !== undefined,
   };
   const watcher = options.socket ? await connectWatcher(options.socket) : undefined;
   if (watcher) return walkInWatcher(watcher, request, objects);

@@ -37,6 +37,8 @@ export interface RunCheckpointsDeps {
   workspaceRoot: string;
   /** The owner of restored files: the sandbox's host uid when the worker runs as root. */
   processUid?: number;
+  /** The run's processes (its cgroup's): what they hold open for writing is looked at again (open_writers.go); undefined: unknown. */
+  runPids?: (runId: string) => Promise<number[] | undefined>;
 }
 
 /**
@@ -71,6 +73,7 @@ export class RunCheckpoints {
         socket: watchSocket(this.deps.workspaceRoot, runId),
         checkpoint: checkpointId,
         parent: parent?.checkpointId,
+        pids: await this.deps.runPids?.(runId),
       },
       objects,
     );

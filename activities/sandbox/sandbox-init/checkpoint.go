@@ -90,6 +90,10 @@ type checkpointRequest struct {
 	// the walk then lists every file.
 	Checkpoint string `json:"checkpoint"`
 	Parent     string `json:"parent"`
+	// The run's processes (its cgroup's), whose files open for writing a delta looks at again
+	// (open_writers.go); a delta only when they are known.
+	Pids      []int `json:"pids"`
+	PidsKnown bool  `json:"pidsKnown"`
 }
 
 // checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher] [-id checkpoint] [-parent checkpoint]
@@ -158,6 +162,9 @@ func runCheckpoint(req checkpointRequest, out io.Writer, from checkpointSources)
 	if reply != nil && reply.roots != rootIds(dirs) {
 		reply = nil
 	}
+	if reply != nil && !reply.full && !req.IndexOnly {
+		reply.full = !addOpenWriters(reply, req, dirs)
+	}
 	sticky := &stickyWriter{to: out}
 	w.out = tar.NewWriter(sticky)
 	walkAll := req.IndexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
@@ -182,6 +189,29 @@ func runCheckpoint(req checkpointRequest, out io.Writer, from checkpointSources)
 		checkpointFail("checkpoint: %v", sticky.err)
 	}
 	return w, nil
+}
+
+// addOpenWriters marks the files the run's processes may be writing without an event; false
+// when they cannot be known.
+func addOpenWriters(reply *watchReply, req checkpointRequest, dirs []rootDir) bool {
+	if !req.PidsKnown {
+		return false
+	}
+	seen := map[uint64]bool{}
+	for _, root := range dirs {
+		if root.fd < 0 || seen[root.st.Dev] {
+			continue
+		}
+		seen[root.st.Dev] = true
+		inos, ok := inodesOpenForWriting(req.Pids, root.st.Dev)
+		if !ok {
+			return false
+		}
+		for _, ino := range inos {
+			reply.inos[ino] = true
+		}
+	}
+	return true
 }
 
 // stickyWriter keeps the first write error and takes nothing after it: a walk whose reader went
@@ -428,21 +458,22 @@ func (w *walker) write(header *tar.Header, body []byte) {
 // finish writes the paths gone since the last checkpoint (or left to look at again) and the summary.
 func (w *walker) finish() {
 	var deleted []string
-	gone := func(path string, old, now treeStat, there bool) {
-		if old.Kind != kindRecheck && (!there || now.Kind == kindRecheck || now.Kind == kindGone) {
+	// A path read torn before (kindRecheck) and gone now is gone too: else the torn copy would stay.
+	gone := func(path string, now treeStat, there bool) {
+		if !there || now.Kind == kindRecheck || now.Kind == kindGone {
 			deleted = append(deleted, path)
 		}
 	}
 	if w.delta {
 		for path, now := range w.next {
-			if old, ok := w.base.get(path); ok {
-				gone(path, old, now, true)
+			if _, ok := w.base.get(path); ok {
+				gone(path, now, true)
 			}
 		}
 	} else {
-		for path, old := range w.previous {
+		for path := range w.previous {
 			now, ok := w.next[path]
-			gone(path, old, now, ok)
+			gone(path, now, ok)
 		}
 	}
 	sort.Strings(deleted)

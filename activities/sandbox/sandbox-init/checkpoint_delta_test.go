@@ -256,6 +256,17 @@ func TestWhatACheckpointCouldNotReadIsLookedAtAgainByTheNext(t *testing.T) {
 	}
 }
 
+func TestAFileReadTornAndGoneSinceIsDeleted(t *testing.T) {
+	tr, previous := newTree(t)
+	// Read torn by the last checkpoint (its manifest holds that copy), deleted since.
+	previous["workspace/docs/d.txt"] = treeStat{Kind: kindRecheck}
+	tr.must(os.Remove(tr.path("workspace/docs/d.txt")))
+	result := compare(t, tr, previous, map[string]bool{"workspace/docs/d.txt": false})
+	if !reflect.DeepEqual(result.deleted, []string{"workspace/docs/d.txt"}) {
+		t.Fatalf("deleted %v: the torn copy would come back on a restore", result.deleted)
+	}
+}
+
 func TestADeltaFollowsNoSymlinkAndRefusesPathsItCannotMakeSenseOf(t *testing.T) {
 	tr, previous := newTree(t)
 	outside := t.TempDir()

@@ -43,6 +43,10 @@ import (
 	"unsafe"
 )
 
+// How long a hand-over reads queued events before it gives up on a delta (the next checkpoint
+// then walks everything): a process writing without pause keeps the queue from emptying.
+const handOverDrainLimit = 2 * time.Second
+
 // How long a checkpoint's stream waits for the worker to record it (storing its last objects,
 // then a row): past it, the next checkpoint starts from the last index again.
 const commitWait = 10 * time.Minute
@@ -78,7 +82,8 @@ func watchMain(mountpoint, socket, roots string) {
 		buf: make([]byte, 256*1024)}
 	for _, root := range strings.Split(roots, ",") {
 		name, dir, ok := strings.Cut(root, "=")
-		if !ok || name == "" || strings.Contains(name, "/") || !validRelative(dir) {
+		// One name each: its path below the mountpoint is looked up without following anything.
+		if !ok || name == "" || strings.Contains(name, "/") || !validRelative(dir) || strings.Contains(dir, "/") {
 			fail(125, "bad -root %q", root)
 		}
 		w.roots[name] = dir
@@ -168,7 +173,10 @@ func unescapeMountinfo(s string) string {
 
 func (w *watcher) listen(socket string) net.Listener {
 	os.Remove(socket)
+	// Made root's only: no moment with the umask's permissions.
+	umask := syscall.Umask(0o077)
 	listener, err := net.Listen("unix", socket)
+	syscall.Umask(umask)
 	if err != nil {
 		fail(125, "watch: %v", err)
 	}
@@ -178,7 +186,8 @@ func (w *watcher) listen(socket string) net.Listener {
 	return listener
 }
 
-// follow reads events as they come; a hand-over reads what is queued itself, under the same lock.
+// follow reads events as they come, a buffer at a time under the lock: a hand-over meanwhile
+// waits for one buffer at most, then reads what is queued itself.
 func (w *watcher) follow() {
 	fds := []pollFd{{fd: int32(w.fan), events: pollIn}}
 	for {
@@ -186,24 +195,37 @@ func (w *watcher) follow() {
 			fail(125, "watch: poll: %v", err)
 		}
 		// Events come in bursts (a build, an install): read them a batch at a time, not one per
-		// wake-up; a hand-over meanwhile reads what is queued itself. Well below the kernel
-		// queue's 16,384 events at the rate one process makes them.
+		// wake-up. Well below the kernel queue's 16,384 events at the rate one process makes them.
 		time.Sleep(10 * time.Millisecond)
-		w.mu.Lock()
-		w.drain()
-		w.mu.Unlock()
+		for more := true; more; {
+			w.mu.Lock()
+			more = w.readBuffer()
+			w.mu.Unlock()
+		}
 	}
 }
 
-// drain reads every queued event into the set.
-func (w *watcher) drain() {
+// drainWithin reads every queued event into the set; false when the queue did not empty by
+// deadline (a process writing without pause): the set then vouches for nothing.
+func (w *watcher) drainWithin(deadline time.Time) bool {
+	for w.readBuffer() {
+		if time.Now().After(deadline) {
+			w.set.lost()
+			return false
+		}
+	}
+	return true
+}
+
+// readBuffer reads one buffer of events into the set; false when none was queued.
+func (w *watcher) readBuffer() bool {
 	for {
 		n, err := syscall.Read(w.fan, w.buf)
-		if err == syscall.EAGAIN || err == syscall.EINTR {
-			if err == syscall.EAGAIN {
-				return
-			}
+		if err == syscall.EINTR {
 			continue
+		}
+		if err == syscall.EAGAIN {
+			return false
 		}
 		if err != nil || n <= 0 {
 			fail(125, "watch: read: %v", err)
@@ -215,6 +237,7 @@ func (w *watcher) drain() {
 		for _, ev := range events {
 			w.record(ev)
 		}
+		return true
 	}
 }
 
@@ -426,7 +449,7 @@ func (w *watcher) handOver(state watchState) handover {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.drain()
+	w.drainWithin(time.Now().Add(handOverDrainLimit))
 	out := w.set.handOver(since)
 	w.dirs = map[string]string{}
 	return out
