@@ -99,6 +99,8 @@ async function benchPass(
       store: createObjectStore({ kind: 'directory', dir: path.join(root, 'objects') }),
       tools: { launch: SpawnServer.onHost(initPath).launch, initPath },
       workspaceRoot: root,
+      // The run has no processes of its own here (a worker reads them from the run's cgroup).
+      runPids: async () => [],
     });
     let t0 = performance.now();
     const base = await checkpoints.take(runId, { turn: 1, step: 0 });
