@@ -13,7 +13,9 @@ const CHUNK_BYTES = 8 * 1024 * 1024;
  * others in content-addressed chunks (a chunk already there, from any run, is not stored again).
  * `objects` are those the checkpoint's entries name (what holds them against garbage collection),
  * `addedBytes` what it stored anew. A file's pack is known once the pack is stored: `finish`
- * stores the last one, after which every ContentRef it returned is complete.
+ * stores the last one, after which every ContentRef it returned is complete. Packs and objects
+ * of their own are stored in the background (a pack's key is its content's, known at once):
+ * `stored` resolves once everything is.
  */
 export class CheckpointObjects {
   readonly objects: { key: string; size: number }[] = [];
@@ -21,6 +23,7 @@ export class CheckpointObjects {
   private pack: Buffer[] = [];
   private packBytes = 0;
   private waiting: { pack: string; offset: number }[] = [];
+  private readonly storing: Promise<void>[] = [];
 
   constructor(private readonly store: ObjectStore) {}
 
@@ -32,6 +35,7 @@ export class CheckpointObjects {
       this.pack.push(bytes);
       this.packBytes += bytes.length;
       this.waiting.push(ref);
+      // A full pack is stored before the walk goes on: no more than one in memory.
       if (this.packBytes >= PACK_BYTES) await this.storePack();
       return ref;
     }
@@ -52,26 +56,35 @@ export class CheckpointObjects {
     return { chunks };
   }
 
-  /** Stores an object of its own (a manifest) and counts it as added. */
-  async object(bytes: Buffer): Promise<string> {
+  /** Stores an object of its own (a manifest) and counts it as added; returns its key at once. */
+  object(bytes: Buffer): string {
     const key = contentKey(bytes);
-    await this.store.put(key, bytes);
+    const putting = this.store.put(key, bytes);
+    // Awaited by `stored`; never an unhandled rejection meanwhile.
+    putting.catch(() => undefined);
+    this.storing.push(putting);
     this.objects.push({ key, size: bytes.length });
     this.addedBytes += bytes.length;
     return key;
   }
 
-  async finish(): Promise<void> {
-    await this.storePack();
+  finish(): void {
+    void this.storePack();
   }
 
-  private async storePack(): Promise<void> {
-    if (this.pack.length === 0) return;
-    const key = await this.object(Buffer.concat(this.pack));
+  /** Resolves once every object is stored; rejects with the first that could not be. */
+  async stored(): Promise<void> {
+    await Promise.all(this.storing);
+  }
+
+  private storePack(): Promise<void> {
+    if (this.pack.length === 0) return Promise.resolve();
+    const key = this.object(Buffer.concat(this.pack));
     for (const ref of this.waiting) ref.pack = key;
     this.pack = [];
     this.packBytes = 0;
     this.waiting = [];
+    return this.storing[this.storing.length - 1]!;
   }
 
   private async storeChunk(bytes: Buffer): Promise<string> {

@@ -1,3 +1,6 @@
+import { rename, rm } from 'node:fs/promises';
+import { createConnection, type Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { extract, type Header } from 'tar-stream';
 import { HOST_PATH } from '../sandbox/host-root';
 import type { ProcessLauncher } from '../sandbox/launched-process';
@@ -20,6 +23,10 @@ export interface WalkSummary {
   changed: number;
   deleted: number;
   skipped: number;
+  /** Only what the run's filesystem watcher saw change was looked at, not every file. */
+  delta?: boolean;
+  /** The index was not the parent's (one recorded without its index saved): every file is listed. */
+  fresh?: boolean;
 }
 
 export interface WalkResult {
@@ -29,31 +36,107 @@ export interface WalkResult {
   deleted: string[];
 }
 
+/** A walk, and what becomes of the index it made: one of the two must be called. */
+export interface Walk extends WalkResult {
+  /** The walk's index is the next one to start from, as `checkpoint`'s (the one recorded, or the parent when nothing changed). */
+  keepIndex(checkpoint: string): Promise<void>;
+  /** The last index stays (nothing was recorded). */
+  dropIndex(): Promise<void>;
+}
+
 const META_PREFIX = '.agent-runs/';
 
+/** What a checkpoint's walk is told (checkpoint.go's checkpointRequest). */
+interface WalkRequest {
+  roots: string;
+  index: string;
+  exclude: string;
+  excludeNames: string;
+  checkpoint: string;
+  parent: string;
+  pids: number[];
+  pidsKnown: boolean;
+}
+
 /**
- * Walks a run's files with `sandbox-init -checkpoint` (on the host, as the worker: see
- * checkpoint.go for why it follows nothing) and stores what changed since `index` in `objects`.
- * The new index is left at `<index>.next`.
+ * Walks a run's files (checkpoint.go: on the host, as the worker, following nothing) and stores
+ * what changed since `index` in `objects`. The run's filesystem watcher takes the checkpoint
+ * itself when it runs (watch.go: only the paths it saw change are looked at, and no process is
+ * started); otherwise `sandbox-init -checkpoint` walks everything. The new index is left at
+ * `<index>.next`.
  */
 export async function walkChanges(
   tools: HostTools,
-  options: { roots: Record<string, string>; index: string; exclude: string[]; excludeNames: string[] },
+  options: {
+    roots: Record<string, string>;
+    index: string;
+    exclude: string[];
+    excludeNames: string[];
+    /** The run's filesystem watcher (run-disk-watchers.ts), if it has one. */
+    socket?: string;
+    /** The checkpoint this walk becomes when recorded, and the last one (whose index `index` should be). */
+    checkpoint: string;
+    parent?: string;
+    /** The run's processes, whose files open for writing are looked at again; undefined: unknown (no delta then). */
+    pids?: number[];
+  },
   objects: CheckpointObjects,
-): Promise<WalkResult> {
-  const args = [
-    '-checkpoint',
-    '-root',
-    Object.entries(options.roots)
+): Promise<Walk> {
+  const request: WalkRequest = {
+    roots: Object.entries(options.roots)
       .map(([name, dir]) => `${name}=${dir}`)
       .join(','),
-    '-index',
-    options.index,
-    '-exclude',
-    options.exclude.join(','),
-    '-exclude-name',
-    options.excludeNames.join(','),
-  ];
+    index: options.index,
+    exclude: options.exclude.join(','),
+    excludeNames: options.excludeNames.join(','),
+    checkpoint: options.checkpoint,
+    parent: options.parent ?? '',
+    pids: options.pids ?? [],
+    pidsKnown: options.pids !== undefined,
+  };
+  const watcher = options.socket ? await connectWatcher(options.socket) : undefined;
+  if (watcher) return walkInWatcher(watcher, request, objects);
+  return walkInProcess(tools, request, objects);
+}
+
+/** A connection to the run's watcher; undefined when none listens there (it then walks in a process). */
+function connectWatcher(socket: string): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    // Its side stays open after the stream: it says `commit` on it (keepIndex).
+    const connection = createConnection({ path: socket, allowHalfOpen: true });
+    connection.once('connect', () => {
+      connection.removeAllListeners('error');
+      resolve(connection);
+    });
+    connection.once('error', () => {
+      connection.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+async function walkInWatcher(watcher: Socket, request: WalkRequest, objects: CheckpointObjects): Promise<Walk> {
+  const failed = new Promise<never>((_, reject) => watcher.once('error', reject));
+  failed.catch(() => undefined);
+  watcher.write(`checkpoint ${JSON.stringify(request)}\n`);
+  let result: WalkResult;
+  try {
+    result = await Promise.race([readWalk(watcher, objects), failed]);
+  } catch (err) {
+    watcher.destroy();
+    throw new Error(`the checkpoint's walk in the run's watcher failed: ${(err as Error).message}`);
+  }
+  return {
+    ...result,
+    // The watcher saves the index after this; the run's next request to it is served after that.
+    keepIndex: async (checkpoint) => void watcher.end(`commit ${checkpoint}\n`),
+    dropIndex: async () => void watcher.destroy(),
+  };
+}
+
+async function walkInProcess(tools: HostTools, request: WalkRequest, objects: CheckpointObjects): Promise<Walk> {
+  const args = ['-checkpoint', '-root', request.roots, '-index', request.index, '-id', request.checkpoint];
+  args.push('-parent', request.parent, '-exclude', request.exclude, '-exclude-name', request.excludeNames);
   const walker = tools.launch(tools.initPath, args, { cwd: '/', env: { PATH: HOST_PATH } });
   let stderr = '';
   walker.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
@@ -61,20 +144,9 @@ export async function walkChanges(
     walker.once('error', reject);
     walker.once('close', (code: number | null) => resolve(code));
   });
-  const result: WalkResult = { summary: emptySummary(), entries: [], deleted: [] };
+  let result: WalkResult;
   try {
-    const tar = extract();
-    walker.stdout.pipe(tar);
-    for await (const entry of tar) {
-      const { header } = entry;
-      if (header.name.startsWith(META_PREFIX)) {
-        const text = Buffer.concat(await collect(entry as AsyncIterable<Buffer>)).toString('utf8');
-        if (header.name === `${META_PREFIX}summary`) result.summary = JSON.parse(text) as WalkSummary;
-        if (header.name === `${META_PREFIX}deleted` && text) result.deleted = text.split('\0');
-        continue;
-      }
-      result.entries.push(await entryOf(header, entry as AsyncIterable<Buffer>, objects));
-    }
+    result = await readWalk(walker.stdout, objects);
   } catch (err) {
     walker.signal('SIGKILL');
     await exited.catch(() => undefined);
@@ -82,6 +154,44 @@ export async function walkChanges(
   }
   const code = await exited;
   if (code !== 0) throw new Error(`the checkpoint's walk exited ${code}: ${stderr.trim()}`);
+  const next = `${request.index}.next`;
+  return {
+    ...result,
+    // The index it wrote is the new checkpoint's; when nothing changed the last one stays.
+    keepIndex: (checkpoint) =>
+      checkpoint === request.checkpoint ? renameIfThere(next, request.index) : rm(next, { force: true }),
+    dropIndex: () => rm(next, { force: true }),
+  };
+}
+
+async function renameIfThere(from: string, to: string): Promise<void> {
+  await rename(from, to).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+/** Reads a walk's tar stream: the changed entries (stored in `objects`), what is gone, the summary. */
+async function readWalk(stream: Readable, objects: CheckpointObjects): Promise<WalkResult> {
+  const result: WalkResult = { summary: emptySummary(), entries: [], deleted: [] };
+  let summarized = false;
+  const tar = extract();
+  stream.pipe(tar);
+  for await (const entry of tar) {
+    const { header } = entry;
+    if (header.name.startsWith(META_PREFIX)) {
+      const text = Buffer.concat(await collect(entry as AsyncIterable<Buffer>)).toString('utf8');
+      if (header.name === `${META_PREFIX}summary`) {
+        result.summary = JSON.parse(text) as WalkSummary;
+        summarized = true;
+      }
+      if (header.name === `${META_PREFIX}deleted` && text) result.deleted = text.split('\0');
+      if (header.name === `${META_PREFIX}error`) throw new Error(text);
+      continue;
+    }
+    result.entries.push(await entryOf(header, entry as AsyncIterable<Buffer>, objects));
+  }
+  // Written last: a stream cut short between two entries is no walk.
+  if (!summarized) throw new Error('the walk ended before its summary');
   return result;
 }
 

@@ -35,5 +35,6 @@ export async function createRunCheckpoints(deps: {
     tools: { launch: sandbox.hostLauncher ?? forkLauncher, initPath },
     workspaceRoot: config.workspace.dir,
     processUid: sandbox.processUid,
+    runPids: (runId) => sandbox.runPids?.(runId) ?? Promise.resolve(undefined),
   });
 }

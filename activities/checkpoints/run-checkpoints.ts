@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -8,6 +8,7 @@ import { insertCheckpoint, type NewCheckpoint } from '../../db/checkpoints';
 import { latestCheckpoint, type CheckpointRow } from '../../db/checkpoint-reads';
 import type { ObjectStore } from '../../infra/object-store/object-store';
 import { HOST_PATH } from '../sandbox/host-root';
+import { watchSocket } from '../sandbox/run-disk-watchers';
 import { SNAPSHOT_INDEX } from '../workspace/git';
 import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
 import { checkpointDocuments, checkpointEntries } from '../../services/checkpoints/checkpoint-entries';
@@ -19,7 +20,7 @@ import {
 } from '../../services/checkpoints/checkpoint-manifest';
 import { CheckpointObjects } from './checkpoint-objects';
 import { checkpointTar } from '../../services/checkpoints/checkpoint-tar';
-import { walkChanges, type HostTools } from './checkpoint-walk';
+import { walkChanges, type HostTools, type WalkResult } from './checkpoint-walk';
 
 /** A full manifest at least every so many checkpoints: composing one never reads more manifests than this. */
 const MAX_CHAIN = 32;
@@ -36,6 +37,8 @@ export interface RunCheckpointsDeps {
   workspaceRoot: string;
   /** The owner of restored files: the sandbox's host uid when the worker runs as root. */
   processUid?: number;
+  /** The run's processes (its cgroup's): what they hold open for writing is looked at again (open_writers.go); undefined: unknown. */
+  runPids?: (runId: string) => Promise<number[] | undefined>;
 }
 
 /**
@@ -56,42 +59,69 @@ export class RunCheckpoints {
     const index = this.indexFile(runId);
     // Without an index of its last checkpoint (a new workspace) the walk cannot tell what is gone:
     // it lists every file and the manifest is a full one.
-    const delta = parent !== undefined && existsSync(index);
-    if (!delta) await rm(index, { force: true });
+    const fromIndex = parent !== undefined && existsSync(index);
+    if (!fromIndex) await rm(index, { force: true });
     const objects = new CheckpointObjects(this.deps.store);
-    const walked = await walkChanges(
+    const checkpointId = newUuidV7();
+    const walk = await walkChanges(
       this.deps.tools,
-      { roots: this.roots(runId), index, exclude: CHECKPOINT_CACHE_PATHS, excludeNames: CHECKPOINT_CACHE_NAMES },
+      {
+        roots: this.roots(runId),
+        index,
+        exclude: CHECKPOINT_CACHE_PATHS,
+        excludeNames: CHECKPOINT_CACHE_NAMES,
+        socket: watchSocket(this.deps.workspaceRoot, runId),
+        checkpoint: checkpointId,
+        parent: parent?.checkpointId,
+        pids: await this.deps.runPids?.(runId),
+      },
       objects,
     );
-    if (parent && walked.entries.length === 0 && walked.deleted.length === 0) {
-      await this.commitIndex(runId);
-      return undefined;
+    let indexOf: string | undefined;
+    try {
+      if (parent && walk.entries.length === 0 && walk.deleted.length === 0) {
+        indexOf = parent.checkpointId;
+        return undefined;
+      }
+      const row = await this.record(runId, at, checkpointId, parent, walk, fromIndex && !walk.summary.fresh, objects);
+      if (row) indexOf = checkpointId;
+      return row;
+    } finally {
+      await (indexOf ? walk.keepIndex(indexOf) : walk.dropIndex());
     }
-    await objects.finish();
-    const changes: ManifestDocument = { version: 1, full: !delta, entries: walked.entries, deleted: walked.deleted };
-    const full = !delta || parent.chainLength >= MAX_CHAIN;
-    const document = full && delta ? await this.fullAfter(parent, changes) : changes;
+  }
+
+  /** Stores the walk's manifest and records it as the run's checkpoint; undefined when the step already has one. */
+  private async record(
+    runId: string,
+    at: { turn: number; step: number },
+    checkpointId: string,
+    parent: CheckpointRow | undefined,
+    walk: WalkResult,
+    delta: boolean,
+    objects: CheckpointObjects,
+  ): Promise<NewCheckpoint | undefined> {
+    objects.finish();
+    const changes: ManifestDocument = { version: 1, full: !delta, entries: walk.entries, deleted: walk.deleted };
+    const full = !delta || !parent || parent.chainLength >= MAX_CHAIN;
+    const document = full && delta && parent ? await this.fullAfter(parent, changes) : changes;
     const row = {
-      checkpointId: newUuidV7(),
+      checkpointId,
       runId,
       turn: at.turn,
       step: at.step,
       parentId: parent?.checkpointId ?? null,
-      manifestKey: await objects.object(encodeManifest(document)),
+      manifestKey: objects.object(encodeManifest(document)),
       fullManifest: full,
-      chainLength: full ? 1 : parent.chainLength + 1,
-      files: walked.summary.files,
-      bytes: walked.summary.bytes,
+      chainLength: full || !parent ? 1 : parent.chainLength + 1,
+      files: walk.summary.files,
+      bytes: walk.summary.bytes,
       bytesAdded: objects.addedBytes,
     };
+    // Everything the row names is stored before the row is.
+    await objects.stored();
     // A step that already has one (a retried step) keeps it; this walk's changes come with the next.
-    if (!(await insertCheckpoint(this.deps.dataSource.manager, row, objects.objects))) {
-      await rm(`${index}.next`, { force: true });
-      return undefined;
-    }
-    await this.commitIndex(runId);
-    return row;
+    return (await insertCheckpoint(this.deps.dataSource.manager, row, objects.objects)) ? row : undefined;
   }
 
   /**
@@ -110,7 +140,22 @@ export class RunCheckpoints {
       ...(uid === undefined ? [] : ['-uid', `${uid}`, '-gid', `${uid}`]),
     ];
     await this.hostTool(args, checkpointTar(this.deps.store, entries) as AsyncIterable<Buffer>);
-    await this.hostTool(['-checkpoint', '-index-only', '-root', rootsArg(roots), '-index', this.indexFile(runId)]);
+    // The index is the checkpoint's, with the watcher's epoch (asked before the walk): the next
+    // checkpoint is a delta.
+    const socket = watchSocket(this.deps.workspaceRoot, runId);
+    const index = this.indexFile(runId);
+    await this.hostTool([
+      '-checkpoint',
+      '-index-only',
+      '-root',
+      rootsArg(roots),
+      '-index',
+      index,
+      '-id',
+      checkpoint.checkpointId,
+      '-socket',
+      socket,
+    ]);
   }
 
   /** Every entry a checkpoint holds, in path order. */
@@ -133,13 +178,6 @@ export class RunCheckpoints {
   /** The stat index of the run's last checkpoint, in its state (root's, out of the sandbox's view). */
   private indexFile(runId: string): string {
     return path.join(runStateDir(this.deps.workspaceRoot, runId), 'checkpoint.index');
-  }
-
-  private async commitIndex(runId: string): Promise<void> {
-    const index = this.indexFile(runId);
-    await rename(`${index}.next`, index).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
   }
 
   /** Runs sandbox-init's `args` on the host, with `input` on its standard input; rejects with its standard error. */

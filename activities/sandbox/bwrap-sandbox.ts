@@ -79,7 +79,12 @@ export class BwrapSandbox implements Sandbox {
     this.spawnServer = SpawnServer.onHost(options.initPath);
     this.envFiles = new RunEnvFiles(options.hostUid);
     this.disks = options.diskMaxBytes
-      ? new RunDisks({ root: options.workspaceRoot, maxBytes: options.diskMaxBytes, launch: this.spawnServer.launch })
+      ? new RunDisks({
+          root: options.workspaceRoot,
+          maxBytes: options.diskMaxBytes,
+          launch: this.spawnServer.launch,
+          initPath: options.initPath,
+        })
       : undefined;
   }
 

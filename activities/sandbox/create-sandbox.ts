@@ -214,6 +214,11 @@ async function prepareRunDisks(disks: RunDisks, logger: Logger): Promise<void> {
     await disks.detach(probeRun);
     await disks.attach(probeRun);
     if (!(await disks.usage(probeRun))) throw new Error('the probe filesystem did not mount');
+    if (disks.watchers && !disks.watchers.watching(probeRun))
+      logger.warn(
+        "the worker cannot follow the changes of a run's filesystem (fanotify, Linux 5.9 or newer): each checkpoint walks all of the run's files",
+        { error: disks.watchers.lastError },
+      );
     await disks.detach(probeRun);
     for (const dir of Object.values(runDiskPaths(disks.options.root, probeRun)))
       await rm(dir, { recursive: true, force: true });

@@ -78,4 +78,8 @@ export abstract class DelegatingSandbox implements Sandbox {
   oomKills(runId: string): Promise<number> {
     return this.inner.oomKills?.(runId) ?? Promise.resolve(0);
   }
+
+  runPids(runId: string): Promise<number[] | undefined> {
+    return this.inner.runPids?.(runId) ?? Promise.resolve(undefined);
+  }
 }

@@ -45,4 +45,8 @@ export class LimitedSandbox extends DelegatingSandbox {
   override oomKills(runId: string): Promise<number> {
     return this.cgroups.oomKills(runId);
   }
+
+  override runPids(runId: string): Promise<number[] | undefined> {
+    return this.cgroups.pids(runId);
+  }
 }

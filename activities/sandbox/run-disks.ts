@@ -3,8 +3,9 @@ import { chmod, lstat, mkdir, open, readdir, rename, rm, statfs } from 'node:fs/
 import path from 'node:path';
 import { runStateDir, workspaceDir } from '../workspace/workspace-paths';
 import { runHostCommand } from './host-command';
-import type { ProcessLauncher } from './launched-process';
+import { forkLauncher, type ProcessLauncher } from './launched-process';
 import { runDiskLayout, type RunDiskLayout } from './run-disk-layout';
+import { RunDiskWatchers } from './run-disk-watchers';
 
 /** Where a run's filesystem is mounted on the host. */
 export interface RunDiskPaths {
@@ -46,10 +47,15 @@ export class RunDisks {
   private readonly dir: string;
   /** Attaches under way, by run: two sandboxes of one run starting at once mount once. */
   private readonly attaching = new Map<string, Promise<boolean>>();
+  /** Each mounted filesystem's change watcher, for checkpoints (with sandbox-init, `initPath`). */
+  readonly watchers: RunDiskWatchers | undefined;
 
-  constructor(readonly options: { root: string; maxBytes: number; launch?: ProcessLauncher }) {
+  constructor(readonly options: { root: string; maxBytes: number; launch?: ProcessLauncher; initPath?: string }) {
     this.layout = runDiskLayout(options.maxBytes);
     this.dir = path.join(options.root, '.disks');
+    this.watchers = options.initPath
+      ? new RunDiskWatchers({ root: options.root, initPath: options.initPath, launch: options.launch ?? forkLauncher })
+      : undefined;
   }
 
   get description(): string {
@@ -90,12 +96,14 @@ export class RunDisks {
       await this.mount(['--bind', inner, paths.workspace]);
       await this.mount(['-o', `remount,bind,${MOUNT_OPTIONS}`, paths.workspace]);
     }
+    await this.watchers?.start(runId, paths.stateDir);
     return true;
   }
 
   /** Unmounts the run's filesystem (lazily when something still holds it) and deletes its image. */
   async detach(runId: string, paths = runDiskPaths(this.options.root, runId)): Promise<void> {
     await this.attaching.get(runId)?.catch(() => undefined);
+    await this.watchers?.stop(runId);
     await this.unmount(paths.workspace);
     await this.unmount(paths.stateDir);
     await rm(this.imageFile(runId), { force: true });

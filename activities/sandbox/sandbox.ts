@@ -125,6 +125,8 @@ export interface Sandbox {
   shell?(runId: string): Promise<string>;
   /** How many of the run's processes the kernel killed for want of memory (where run limits are enforced). */
   oomKills?(runId: string): Promise<number>;
+  /** The host pids of the run's processes now (its cgroup's); undefined where they are not kept together. */
+  runPids?(runId: string): Promise<number[] | undefined>;
 }
 
 /** Where programs are looked for inside a sandbox (plus the bin directories of read-only extras). */

@@ -17,7 +17,6 @@ package main
 import (
 	"archive/tar"
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,81 +48,277 @@ type walkSummary struct {
 	Changed  int   `json:"changed"`
 	Deleted  int   `json:"deleted"`
 	Skipped  int   `json:"skipped"`
+	// Only the paths the watcher saw change were looked at (checkpoint_delta.go), not every file.
+	Delta bool `json:"delta"`
+	// The index was another checkpoint's than the parent's: every file is listed, as with no index.
+	Fresh bool `json:"fresh"`
 }
 
 type walker struct {
 	// Only the index is wanted (after a restore): nothing is read or written out.
 	indexOnly bool
-	previous  map[string]treeStat
-	next      map[string]treeStat
-	excluded  map[string]bool
+	// The last checkpoint's index as read, and (for a walk of everything) as a map.
+	base     *sortedIndex
+	previous map[string]treeStat
+	// A walk's whole new index; a delta's changes to base only (kindGone: no longer there).
+	next  map[string]treeStat
+	delta bool
+	// The index's first entry but one: the watcher's state.
+	watch    *indexEntry
+	excluded map[string]bool
 	// Names left out wherever they are (the service's own caches in a repository's .git).
 	excludedNames map[string]bool
 	out           *tar.Writer
 	summary       walkSummary
 }
 
-// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only]
-func checkpointMain(roots, index, exclude, excludeNames string, indexOnly bool) {
-	w := &walker{previous: readIndex(index), next: map[string]treeStat{}, excluded: map[string]bool{},
-		excludedNames: map[string]bool{}, indexOnly: indexOnly}
-	for _, name := range strings.Split(excludeNames, ",") {
-		if name != "" {
-			w.excludedNames[name] = true
-		}
-	}
-	if indexOnly {
-		w.previous = map[string]treeStat{}
-	}
-	for _, path := range strings.Split(exclude, ",") {
-		if path != "" {
-			w.excluded[path] = true
-		}
+// Every so many checkpoints in a row from the watcher's paths, one walks everything all the same:
+// what no event tells (a write through a shared mapping that is still mapped) is found then.
+const walkEvery = 32
+
+// checkpointRequest is what a checkpoint is told: its roots (name=/path,...), the index of the
+// last one, what to leave out, and whether only the index is wanted.
+type checkpointRequest struct {
+	Roots        string `json:"roots"`
+	Index        string `json:"index"`
+	Exclude      string `json:"exclude"`
+	ExcludeNames string `json:"excludeNames"`
+	IndexOnly    bool   `json:"indexOnly"`
+	// The checkpoint this one becomes once recorded, written into the next index (by a process;
+	// the watcher is told at `commit`); and the last recorded one, whose index the walk starts
+	// from: an index of another checkpoint (one recorded without its index saved) is no base, and
+	// the walk then lists every file.
+	Checkpoint string `json:"checkpoint"`
+	Parent     string `json:"parent"`
+	// The run's processes (its cgroup's), whose files open for writing a delta looks at again
+	// (open_writers.go); a delta only when they are known.
+	Pids      []int `json:"pids"`
+	PidsKnown bool  `json:"pidsKnown"`
+}
+
+// checkpointMain: -checkpoint -root name=/path[,name=/path] -index file [-exclude a/b,c] [-exclude-name n,m] [-index-only] [-socket watcher] [-id checkpoint] [-parent checkpoint]
+func checkpointMain(req checkpointRequest, socket string) {
+	from := checkpointSources{readIndex: readIndex, ask: func(watchState) *watchReply { return nil }}
+	if socket != "" {
+		from.ask = func(state watchState) *watchReply { return askWatcher(socket, state) }
 	}
 	buffered := bufio.NewWriterSize(os.Stdout, 256*1024)
-	w.out = tar.NewWriter(buffered)
-	for _, root := range strings.Split(roots, ",") {
-		name, dir, ok := strings.Cut(root, "=")
-		if !ok || name == "" || strings.Contains(name, "/") {
-			fail(125, "bad -root %q", root)
-		}
-		w.walkRoot(name, dir)
-	}
-	if indexOnly {
-		writeIndex(index, w.next)
-		return
-	}
-	w.finish()
-	if err := w.out.Close(); err != nil {
-		fail(125, "checkpoint: %v", err)
+	walked, err := runCheckpoint(req, buffered, from)
+	if err != nil {
+		fail(125, "%v", err)
 	}
 	if err := buffered.Flush(); err != nil {
 		fail(125, "checkpoint: %v", err)
 	}
-	writeIndex(index+".next", w.next)
+	// The worker renames `<index>.next` into place once it has recorded the checkpoint.
+	file := req.Index + ".next"
+	if req.IndexOnly {
+		file = req.Index
+	}
+	if err := walked.nextIndex(req.Checkpoint).saveFile(file); err != nil {
+		fail(125, "checkpoint: %v", err)
+	}
 }
 
-func (w *walker) walkRoot(name, dir string) {
+// checkpointError is how a checkpoint stops short: runCheckpoint returns it (the watcher serves
+// checkpoints in its own process, which must go on).
+type checkpointError struct{ message string }
+
+func checkpointFail(format string, args ...any) {
+	panic(checkpointError{fmt.Sprintf(format, args...)})
+}
+
+// checkpointSources is where a checkpoint gets the last index and the watcher's hand-over for
+// its state (nil: walk everything).
+type checkpointSources struct {
+	readIndex func(file string) (*sortedIndex, watchState)
+	ask       func(watchState) *watchReply
+}
+
+// runCheckpoint writes the tar stream of what changed to out (nothing when only the index is
+// wanted) and returns the walk, whose next index the caller saves.
+func runCheckpoint(req checkpointRequest, out io.Writer, from checkpointSources) (walked *walker, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			failure, ok := r.(checkpointError)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(failure.message)
+		}
+	}()
+	base, state := from.readIndex(req.Index)
+	fresh := state.checkpoint != "" && state.checkpoint != req.Parent
+	if req.IndexOnly || fresh {
+		base, state = &sortedIndex{}, watchState{}
+	}
+	w := &walker{base: base, next: map[string]treeStat{}, excluded: setOf(req.Exclude),
+		excludedNames: setOf(req.ExcludeNames), indexOnly: req.IndexOnly}
+	w.summary.Fresh = fresh
+	dirs := openRoots(req.Roots)
+	defer closeRoots(dirs)
+	// Asked before anything is looked at: whatever changes from now on is the next checkpoint's.
+	reply := from.ask(state)
+	if reply != nil && reply.roots != rootIds(dirs) {
+		reply = nil
+	}
+	if reply != nil && !reply.full && !req.IndexOnly {
+		reply.full = !addOpenWriters(reply, req, dirs)
+	}
+	sticky := &stickyWriter{to: out}
+	w.out = tar.NewWriter(sticky)
+	walkAll := req.IndexOnly || reply == nil || reply.full || state.deltas+1 >= walkEvery
+	if walkAll || !w.walkDelta(dirs, reply) {
+		w.walkAll(dirs)
+	}
+	if reply != nil {
+		deltas := state.deltas + 1
+		if !w.delta {
+			deltas = 0
+		}
+		w.watch = &indexEntry{path: watchKey(reply.gen), st: treeStat{Kind: kindWatch, Size: int64(reply.epoch), Mtime: int64(deltas)}}
+	}
+	if req.IndexOnly {
+		return w, nil
+	}
+	w.finish()
+	if err := w.out.Close(); err != nil {
+		checkpointFail("checkpoint: %v", err)
+	}
+	if sticky.err != nil {
+		checkpointFail("checkpoint: %v", sticky.err)
+	}
+	return w, nil
+}
+
+// addOpenWriters marks the files the run's processes may be writing without an event; false
+// when they cannot be known.
+func addOpenWriters(reply *watchReply, req checkpointRequest, dirs []rootDir) bool {
+	if !req.PidsKnown {
+		return false
+	}
+	seen := map[uint64]bool{}
+	for _, root := range dirs {
+		if root.fd < 0 || seen[root.st.Dev] {
+			continue
+		}
+		seen[root.st.Dev] = true
+		inos, ok := inodesOpenForWriting(req.Pids, root.st.Dev)
+		if !ok {
+			return false
+		}
+		for _, ino := range inos {
+			reply.inos[ino] = true
+		}
+	}
+	return true
+}
+
+// stickyWriter keeps the first write error and takes nothing after it: a walk whose reader went
+// away ends normally (closing what it opened) and says so at the end.
+type stickyWriter struct {
+	to  io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err == nil {
+		_, s.err = s.to.Write(p)
+	}
+	return len(p), nil
+}
+
+func setOf(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, item := range strings.Split(list, ",") {
+		if item != "" {
+			set[item] = true
+		}
+	}
+	return set
+}
+
+// walkAll walks every file of the roots.
+func (w *walker) walkAll(dirs []rootDir) {
+	w.delta = false
+	w.previous = w.base.toMap()
+	w.next = map[string]treeStat{}
+	for _, root := range dirs {
+		w.walkRoot(root)
+	}
+}
+
+// old is the last index's entry for path.
+func (w *walker) old(path string) (treeStat, bool) {
+	if w.delta {
+		return w.base.get(path)
+	}
+	st, ok := w.previous[path]
+	return st, ok
+}
+
+// rootDir is one of the trees, opened without following anything; fd -1 when it does not exist.
+type rootDir struct {
+	name string
+	fd   int
+	st   syscall.Stat_t
+}
+
+func openRoots(roots string) []rootDir {
+	var dirs []rootDir
+	for _, root := range strings.Split(roots, ",") {
+		name, dir, ok := strings.Cut(root, "=")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			closeRoots(dirs)
+			checkpointFail("bad -root %q", root)
+		}
+		r, err := openRoot(name, dir)
+		if err != nil {
+			closeRoots(dirs)
+			checkpointFail("checkpoint: %s: %v", dir, err)
+		}
+		dirs = append(dirs, r)
+	}
+	return dirs
+}
+
+func openRoot(name, dir string) (rootDir, error) {
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ENOENT) {
-		return
+		return rootDir{name: name, fd: -1}, nil
 	}
 	if err != nil {
-		fail(125, "checkpoint: %s: %v", dir, err)
+		return rootDir{}, err
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		fail(125, "checkpoint: %s: %v", dir, err)
+	r := rootDir{name: name, fd: fd}
+	if err := syscall.Fstat(fd, &r.st); err != nil {
+		syscall.Close(fd)
+		return rootDir{}, err
 	}
-	w.visit(name, st, 0)
-	w.walkDir(fd, name, st.Dev)
+	return r, nil
+}
+
+func closeRoots(dirs []rootDir) {
+	for _, root := range dirs {
+		if root.fd >= 0 {
+			syscall.Close(root.fd)
+		}
+	}
+}
+
+func (w *walker) walkRoot(root rootDir) {
+	if root.fd < 0 {
+		return
+	}
+	w.visit(root.name, root.st, 0)
+	w.walkDir(root.fd, root.name, root.st.Dev)
 }
 
 func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 	names, err := readDirNames(dirfd)
 	if err != nil {
 		w.summary.Skipped++
+		w.recheck(prefix)
 		return
 	}
 	sort.Strings(names)
@@ -139,23 +334,31 @@ func (w *walker) walkDir(dirfd int, prefix string, dev uint64) {
 		}
 		switch st.Mode & syscall.S_IFMT {
 		case syscall.S_IFDIR:
-			child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-			if err != nil {
-				w.summary.Skipped++
-				continue
-			}
-			var opened syscall.Stat_t
-			if syscall.Fstat(child, &opened) == nil && opened.Ino == st.Ino && opened.Dev == dev {
-				w.visit(path, st, dirfd)
-				w.walkDir(child, path, dev)
-			} else {
-				w.summary.Skipped++
-			}
-			syscall.Close(child)
+			w.walkSubdir(dirfd, name, path, st)
 		case syscall.S_IFREG, syscall.S_IFLNK:
 			w.visit(path, st, dirfd)
 		}
 	}
+}
+
+// walkSubdir walks the directory name of dirfd, opened without following anything and checked
+// to be the one listed.
+func (w *walker) walkSubdir(dirfd int, name, path string, st syscall.Stat_t) {
+	child, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		w.summary.Skipped++
+		w.recheck(path)
+		return
+	}
+	defer syscall.Close(child)
+	var opened syscall.Stat_t
+	if syscall.Fstat(child, &opened) != nil || opened.Ino != st.Ino || opened.Dev != st.Dev {
+		w.summary.Skipped++
+		w.recheck(path)
+		return
+	}
+	w.visit(path, st, dirfd)
+	w.walkDir(child, path, st.Dev)
 }
 
 // visit records an entry in the new index and, when it changed, in the tar stream.
@@ -176,7 +379,7 @@ func (w *walker) visit(path string, st syscall.Stat_t, dirfd int) {
 		w.summary.Symlinks++
 	}
 	w.next[path] = now
-	if old, ok := w.previous[path]; w.indexOnly || (ok && (old == now || (kind == 'f' && gitObject(path) && sameButTimes(old, now)))) {
+	if old, ok := w.old(path); w.indexOnly || (ok && (old == now || (kind == 'f' && gitObject(path) && sameButTimes(old, now)))) {
 		return
 	}
 	name := path[strings.LastIndex(path, "/")+1:]
@@ -188,7 +391,7 @@ func (w *walker) visit(path string, st syscall.Stat_t, dirfd int) {
 	case 'l':
 		target, err := readlinkat(dirfd, name)
 		if err != nil {
-			delete(w.next, path)
+			w.recheck(path)
 			w.summary.Skipped++
 			return
 		}
@@ -210,7 +413,7 @@ func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Sta
 		err = syscall.ESTALE
 	}
 	if err != nil {
-		delete(w.next, path)
+		w.recheck(path)
 		w.summary.Files--
 		w.summary.Bytes -= st.Size
 		w.summary.Skipped++
@@ -220,38 +423,57 @@ func (w *walker) writeFile(header *tar.Header, path, name string, st syscall.Sta
 	defer file.Close()
 	header.Typeflag, header.Size = tar.TypeReg, st.Size
 	if err := w.out.WriteHeader(header); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 	copied, err := io.CopyN(w.out, file, st.Size)
 	if copied < st.Size {
 		// Shorter than it was: padded, and read again next time.
 		if _, werr := w.out.Write(make([]byte, st.Size-copied)); werr != nil {
-			fail(125, "checkpoint: %v", werr)
+			checkpointFail("checkpoint: %v", werr)
 		}
 		err = io.ErrUnexpectedEOF
 	}
 	var after syscall.Stat_t
 	if err != nil || syscall.Fstat(fd, &after) != nil || after.Ctim != st.Ctim || after.Size != st.Size {
-		delete(w.next, path)
+		w.recheck(path)
 	}
+}
+
+// recheck leaves a path in the index as one to look at again next time, whatever changes or not:
+// it could not be read whole (it changed meanwhile, or went).
+func (w *walker) recheck(path string) {
+	w.next[path] = treeStat{Kind: kindRecheck}
 }
 
 func (w *walker) write(header *tar.Header, body []byte) {
 	header.Size = int64(len(body))
 	if err := w.out.WriteHeader(header); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 	if _, err := w.out.Write(body); err != nil {
-		fail(125, "checkpoint: %v", err)
+		checkpointFail("checkpoint: %v", err)
 	}
 }
 
-// finish writes the paths gone since the last checkpoint and the summary.
+// finish writes the paths gone since the last checkpoint (or left to look at again) and the summary.
 func (w *walker) finish() {
 	var deleted []string
-	for path := range w.previous {
-		if _, ok := w.next[path]; !ok {
+	// A path read torn before (kindRecheck) and gone now is gone too: else the torn copy would stay.
+	gone := func(path string, now treeStat, there bool) {
+		if !there || now.Kind == kindRecheck || now.Kind == kindGone {
 			deleted = append(deleted, path)
+		}
+	}
+	if w.delta {
+		for path, now := range w.next {
+			if _, ok := w.base.get(path); ok {
+				gone(path, now, true)
+			}
+		}
+	} else {
+		for path := range w.previous {
+			now, ok := w.next[path]
+			gone(path, now, ok)
 		}
 	}
 	sort.Strings(deleted)
@@ -259,6 +481,29 @@ func (w *walker) finish() {
 	w.write(&tar.Header{Name: ".agent-runs/deleted", Typeflag: tar.TypeReg, Mode: 0600}, []byte(strings.Join(deleted, "\x00")))
 	summary, _ := json.Marshal(w.summary)
 	w.write(&tar.Header{Name: ".agent-runs/summary", Typeflag: tar.TypeReg, Mode: 0600}, summary)
+}
+
+func (w *walker) saveIndex(file string) []byte {
+	return w.nextIndex("").save(file)
+}
+
+// nextIndex is the index of the files as this walk saw them, as the index of checkpoint.
+func (w *walker) nextIndex(checkpoint string) *indexWriter {
+	var heads []indexEntry
+	if checkpoint != "" {
+		heads = append(heads, indexEntry{path: checkpointPrefix + checkpoint, st: treeStat{Kind: kindCheckpoint}})
+	}
+	if w.watch != nil {
+		heads = append(heads, *w.watch)
+	}
+	if w.delta {
+		return deltaIndex(heads, w.base, w.next)
+	}
+	index := w.next
+	for _, head := range heads {
+		index[head.path] = head.st
+	}
+	return wholeIndex(index)
 }
 
 // gitObject says whether a path is a loose object of a git repository: named by its content, it
@@ -281,55 +526,6 @@ func kindOf(mode uint32) byte {
 		return 'l'
 	}
 	return 'f'
-}
-
-// The index: for each entry, its path's length and bytes, then kind, mode, size, inode, mtime, ctime.
-
-func readIndex(file string) map[string]treeStat {
-	index := map[string]treeStat{}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return index
-	}
-	for len(data) >= 4 {
-		n := int(binary.LittleEndian.Uint32(data))
-		if len(data) < 4+n+1+4+8*4 {
-			return map[string]treeStat{}
-		}
-		path := string(data[4 : 4+n])
-		rest := data[4+n:]
-		index[path] = treeStat{
-			Kind:  rest[0],
-			Mode:  binary.LittleEndian.Uint32(rest[1:]),
-			Size:  int64(binary.LittleEndian.Uint64(rest[5:])),
-			Ino:   binary.LittleEndian.Uint64(rest[13:]),
-			Mtime: int64(binary.LittleEndian.Uint64(rest[21:])),
-			Ctime: int64(binary.LittleEndian.Uint64(rest[29:])),
-		}
-		data = rest[37:]
-	}
-	return index
-}
-
-func writeIndex(file string, index map[string]treeStat) {
-	out := make([]byte, 0, len(index)*96)
-	for path, st := range index {
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(path)))
-		out = append(out, path...)
-		out = append(out, st.Kind)
-		out = binary.LittleEndian.AppendUint32(out, st.Mode)
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Size))
-		out = binary.LittleEndian.AppendUint64(out, st.Ino)
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Mtime))
-		out = binary.LittleEndian.AppendUint64(out, uint64(st.Ctime))
-	}
-	partial := file + ".partial"
-	if err := os.WriteFile(partial, out, 0600); err != nil {
-		fail(125, "checkpoint: %v", err)
-	}
-	if err := os.Rename(partial, file); err != nil {
-		fail(125, "checkpoint: %v", err)
-	}
 }
 
 // System calls package syscall does not wrap relative to a directory descriptor.

@@ -15,7 +15,8 @@
 // as it needs them, and a command at its process limit must not take the bridge down.
 //
 // `sandbox-init -checkpoint` and `-restore` are two more: they read and make a run's files for its
-// checkpoints on the host side (checkpoint.go, restore.go).
+// checkpoints on the host side (checkpoint.go, restore.go); `-watch` follows the changes of a
+// run's own filesystem so that a checkpoint looks at those only (watch.go, checkpoint_delta.go).
 //
 // `sandbox-init -spawn-server` is another program in the same binary, run on the host side by
 // the worker: it starts the worker's processes for it (spawner.go). With -contained it runs
@@ -173,16 +174,25 @@ func main() {
 	flag.BoolVar(&contained, "contained", false, "with -spawn-server: serve from inside a run's sandbox (spawner.go)")
 	checkpoint := flag.Bool("checkpoint", false, "write what changed in a run's files since -index as a tar stream (checkpoint.go)")
 	indexOnly := flag.Bool("index-only", false, "with -checkpoint: write the index of the files only")
+	checkpointID := flag.String("id", "", "with -checkpoint: the checkpoint the index written is of")
+	parentID := flag.String("parent", "", "with -checkpoint: the checkpoint -index should be of (else every file is listed)")
 	restore := flag.Bool("restore", false, "make a run's files from a tar stream on standard input (restore.go)")
-	roots := flag.String("root", "", "with -checkpoint or -restore: name=/path,... of the trees")
+	roots := flag.String("root", "", "with -checkpoint or -restore: name=/path,... of the trees; with -watch: name=dir,... below it")
 	index := flag.String("index", "", "with -checkpoint: the stat index of the last checkpoint")
 	exclude := flag.String("exclude", "", "with -checkpoint: name/path,... left out")
 	excludeNames := flag.String("exclude-name", "", "with -checkpoint: file names left out wherever they are")
+	watch := flag.String("watch", "", "follow the changes on the filesystem mounted here for checkpoints (watch.go)")
+	socket := flag.String("socket", "", "with -watch: where to answer checkpoints; with -checkpoint: the watcher to ask")
 	uid := flag.Int("uid", -1, "with -restore: the owner of what it makes (-1: the caller)")
 	gid := flag.Int("gid", -1, "with -restore: the group of what it makes")
 	flag.Parse()
 	if *checkpoint {
-		checkpointMain(*roots, *index, *exclude, *excludeNames, *indexOnly)
+		checkpointMain(checkpointRequest{Roots: *roots, Index: *index, Exclude: *exclude, ExcludeNames: *excludeNames,
+			IndexOnly: *indexOnly, Checkpoint: *checkpointID, Parent: *parentID}, *socket)
+		return
+	}
+	if *watch != "" {
+		watchMain(*watch, *socket, *roots)
 		return
 	}
 	if *restore {
