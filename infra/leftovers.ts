@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../core/config';
 import { postgresDir, temporalPidFile } from './runtime';
@@ -22,10 +22,15 @@ function pidIn(file: string): number | undefined {
   }
 }
 
-/** The command line of a live (not zombie) process, or undefined when there is none. */
+/**
+ * The command line of a live process, or undefined when there is none: gone, or a zombie whose
+ * threads have all exited. A multithreaded program's leader shows as a zombie while its other
+ * threads still exit, holding its sockets (the ports a start needs) until the last one has.
+ */
 function liveCommandLine(pid: number): string | undefined {
   try {
-    if (/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return undefined;
+    const zombie = /\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    if (zombie && readdirSync(`/proc/${pid}/task`).length <= 1) return undefined;
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
   } catch {
     return undefined;
