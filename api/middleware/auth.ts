@@ -11,6 +11,13 @@ function unauthenticated(detail: string): ApiError {
   return new ApiError('authentication_required', detail, { headers: challenge });
 }
 
+/** What a refused key that expired is told: when, and what to do. */
+export function expiredKeyDetail(expiredAt: Date, replaced: boolean): string {
+  return replaced
+    ? `The API key expired at ${expiredAt.toISOString()}: it was rotated and its grace period has ended. Use the key that replaced it.`
+    : `The API key expired at ${expiredAt.toISOString()}. Ask an operator for a new one (npm run keys -- create or rotate).`;
+}
+
 /**
  * Resolves `Authorization: Bearer <key>` to a principal in `ctx.state.principal`, before anything
  * reads the request's body. Each failure counts against the client's address (`limit`); past it,
@@ -30,9 +37,10 @@ export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit)
       if (!key) return fail('The Authorization header must have the form `Bearer <API key>`.');
       return fail('The API key is unknown or has been revoked.');
     }
-    const principal = await authenticateKey(dataSource, key);
-    if (!principal) return fail('The API key is unknown or has been revoked.');
-    ctx.state.principal = principal;
+    const found = await authenticateKey(dataSource, key);
+    if (!found) return fail('The API key is unknown or has been revoked.');
+    if (!found.ok) return fail(expiredKeyDetail(found.expiredAt, found.replaced));
+    ctx.state.principal = found.principal;
     await next();
   };
 }
