@@ -158,3 +158,24 @@ export async function retireRotatedKey(
   const retired = rows[0]!;
   return { expiresAt: retired.expires_at, revokedAt: retired.revoked_at };
 }
+
+/** A key's latest use that an API noted. */
+export interface KeyUse {
+  keyId: string;
+  usedAt: Date;
+}
+
+/**
+ * Writes keys' last_used_at in one statement, each only when the stored value is at least
+ * `minGapMs` older than the new one: however many API processes note a key's uses, its row is
+ * written at most once per `minGapMs` (last_used_at is then up to that much behind).
+ */
+export async function recordKeysLastUsed(dataSource: DataSource, uses: KeyUse[], minGapMs: number): Promise<void> {
+  if (uses.length === 0) return;
+  await dataSource.query(
+    `UPDATE api_keys k SET last_used_at = u.used_at
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, used_at)
+      WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at <= u.used_at - $3 * interval '1 millisecond')`,
+    [uses.map((u) => u.keyId), uses.map((u) => u.usedAt.toISOString()), minGapMs],
+  );
+}

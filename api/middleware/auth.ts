@@ -4,6 +4,7 @@ import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../.
 import type { ClientAddressLimit } from './client-address-limit';
 import { ApiError, notFound } from '../../core/api-error';
 import { assertAdmin } from '../../services/team-roles';
+import type { KeyUseRecorder } from '../../services/keys/key-use-recorder';
 
 const challenge = { 'WWW-Authenticate': 'Bearer' };
 
@@ -20,10 +21,15 @@ export function expiredKeyDetail(expiredAt: Date, replaced: boolean): string {
 
 /**
  * Resolves `Authorization: Bearer <key>` to a principal in `ctx.state.principal`, before anything
- * reads the request's body. Each failure counts against the client's address (`limit`); past it,
- * a request without a well-formed key is refused without a lookup, and every failure is a 429.
+ * reads the request's body, and notes the key's use (`uses`, off the request's path). Each failure
+ * counts against the client's address (`limit`); past it, a request without a well-formed key is
+ * refused without a lookup, and every failure is a 429.
  */
-export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit): Middleware {
+export function authenticate(
+  dataSource: DataSource,
+  limit?: ClientAddressLimit,
+  uses?: Pick<KeyUseRecorder, 'note'>,
+): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const key = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
@@ -41,6 +47,7 @@ export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit)
     if (!found) return fail('The API key is unknown or has been revoked.');
     if (!found.ok) return fail(expiredKeyDetail(found.expiredAt, found.replaced));
     ctx.state.principal = found.principal;
+    uses?.note(found.principal.keyId);
     await next();
   };
 }

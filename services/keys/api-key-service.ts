@@ -4,9 +4,11 @@ import {
   ensureTeam,
   ensureUser,
   insertApiKey,
+  recordKeysLastUsed,
   revokeApiKey,
   setApiKeyRole,
   type CreatedKey,
+  type KeyUse,
 } from '../../db/api-keys';
 import { findAgentKeyHolder, type KeyHolder } from '../../db/api-key-reads';
 import type { ApiKeyKind, KeyRole } from '../../db/rows/api-key';
@@ -69,4 +71,9 @@ export function createApiKeyService({
     /** Revokes a key by id or public prefix; false when no active key matched. */
     revoke: (idOrPrefix: string): Promise<boolean> => revokeApiKey(dataSource, idOrPrefix),
   };
+}
+
+/** Writes keys' last uses for a KeyUseRecorder (services/keys/key-use-recorder.ts). */
+export function recordKeyUses(dataSource: DataSource): (uses: KeyUse[], minGapMs: number) => Promise<void> {
+  return (uses, minGapMs) => recordKeysLastUsed(dataSource, uses, minGapMs);
 }
