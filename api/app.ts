@@ -42,6 +42,7 @@ import { createHealthRouter } from './routes/health-routes';
 import { checkTemporal } from './dependency-checks';
 import { serviceStateMetrics } from '../core/metrics';
 import { readRunQueue } from '../db/run-queue-reads';
+import { countKeysExpiringWithin } from '../db/api-key-reads';
 import { createLandingRouter } from './routes/landing-routes';
 import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
@@ -193,6 +194,7 @@ export function createApp(deps: AppDeps): Koa {
       extraMetrics: [
         serviceStateMetrics({
           runQueue: () => readRunQueue(dataSource.manager),
+          keysExpiringWithin: (seconds) => countKeysExpiringWithin(dataSource.manager, seconds),
           temporalReachable: async () =>
             (await checkTemporal(deps.temporalConnection, config.temporal.namespace)) === 'ok',
         }),

@@ -132,6 +132,17 @@ export async function authenticateKey(dataSource: DataSource, rawKey: string): P
   };
 }
 
+/** Active keys (not revoked, not replaced by a rotation) whose expires_at falls within the next `seconds`. */
+export async function countKeysExpiringWithin(manager: EntityManager, seconds: number): Promise<number> {
+  const [{ count }] = (await manager.query(
+    `SELECT count(*)::int AS count FROM api_keys
+      WHERE revoked_at IS NULL AND replaced_by IS NULL
+        AND expires_at > now() AND expires_at <= now() + $1 * interval '1 second'`,
+    [seconds],
+  )) as [{ count: number }];
+  return count;
+}
+
 /** How many keys exist in all (revoked ones too): none means a first start. */
 export async function countApiKeys(dataSource: DataSource): Promise<number> {
   const [{ count }] = (await dataSource.query(`SELECT count(*)::int AS count FROM api_keys`)) as [{ count: number }];
