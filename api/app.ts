@@ -42,6 +42,7 @@ import { createHealthRouter } from './routes/health-routes';
 import { checkTemporal } from './dependency-checks';
 import { serviceStateMetrics } from '../core/metrics';
 import { readRunQueue } from '../db/run-queue-reads';
+import { countKeysExpiringWithin } from '../db/api-key-reads';
 import { createLandingRouter } from './routes/landing-routes';
 import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
@@ -53,7 +54,7 @@ import { createSessionRouter } from './routes/session-routes';
 import { createRunEventsRouter } from './routes/run-events-routes';
 import { createRunEventNotifier } from './run-event-notifier';
 import { createRunEventStreams } from './run-event-stream';
-import { onServerClose } from './server';
+import { onServerClose, onServerClosed } from './server';
 import { createWebhooksRouter } from './routes/webhooks-routes';
 import { createSecretsRouter } from './routes/secrets-routes';
 import { createEnvironmentService } from '../services/environments/environment-service';
@@ -61,6 +62,8 @@ import { createAgentIdentityService } from '../services/identities/agent-identit
 import { createFactoryService } from '../services/factories/factory-service';
 import { createWebhookService } from '../services/webhooks/webhook-service';
 import { createManagedSecretService } from '../services/secrets/managed-secret-service';
+import { createKeyUseRecorder } from '../services/keys/key-use-recorder';
+import { recordKeyUses } from '../services/keys/api-key-service';
 
 export interface AppDeps {
   config: Config;
@@ -123,10 +126,13 @@ export function createApp(deps: AppDeps): Koa {
     caps: config.sseCaps,
   });
   onServerClose(app, () => streams.close());
+  // Keys' last uses, written in batches; the last batch once no request can note another.
+  const keyUses = createKeyUseRecorder({ write: recordKeyUses(dataSource), logger });
+  onServerClosed(app, () => keyUses.stop());
   const api = new Router({ prefix: '/api/v1' });
   // Who asks comes first: a body is read only for an authenticated, admitted request, with the
   // limit of the route it is for.
-  api.use(authenticate(dataSource, anonymousLimit));
+  api.use(authenticate(dataSource, anonymousLimit, keyUses));
   api.use(rateLimitRequests(requestRateLimit(config, dataSource, logger)));
   api.use(requireOwnTeam());
   api.use(
@@ -188,6 +194,7 @@ export function createApp(deps: AppDeps): Koa {
       extraMetrics: [
         serviceStateMetrics({
           runQueue: () => readRunQueue(dataSource.manager),
+          keysExpiringWithin: (seconds) => countKeysExpiringWithin(dataSource.manager, seconds),
           temporalReachable: async () =>
             (await checkTemporal(deps.temporalConnection, config.temporal.namespace)) === 'ok',
         }),

@@ -27,6 +27,8 @@ export interface StreamRequest {
   afterId: string;
   /** Each entry's `data`, in order: secrets masked, whatever the reader needs added. */
   present(events: StoredRunEvent[]): Promise<Record<string, unknown>[]>;
+  /** When the stream ends whatever the run does: its key's expiry. */
+  endsAt?: Date;
 }
 
 export interface RunEventStreamsOptions {
@@ -111,6 +113,7 @@ export function startStream(
   const heartbeat = setInterval(() => {
     if (!res.writableNeedDrain) write(': ping\n\n');
   }, heartbeatSeconds * 1000);
+  const expiry = request.endsAt && endAt(request.endsAt, finish);
 
   const loop = async () => {
     res.writeHead(200, STREAM_HEADERS);
@@ -154,6 +157,7 @@ export function startStream(
     .finally(() => {
       unsubscribe();
       clearInterval(heartbeat);
+      expiry?.cancel();
       clearTimeout(stallTimer);
       res.off('close', finish);
       if (!res.destroyed && !res.writableEnded) res.end();
@@ -166,4 +170,16 @@ export function startStream(
     },
     done,
   };
+}
+
+/** Calls `end` at `at` (at once if it has passed), however far off: a timer waits at most about 24 days. */
+function endAt(at: Date, end: () => void): { cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    const left = at.getTime() - Date.now();
+    if (left <= 0) return end();
+    timer = setTimeout(arm, Math.min(left, 2 ** 31 - 1));
+  };
+  arm();
+  return { cancel: () => clearTimeout(timer) };
 }

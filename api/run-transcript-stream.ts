@@ -16,7 +16,7 @@ export type EventDecoration = (run: Run, batch: StoredRunEvent[]) => Promise<(ev
 export async function serveRunTranscript(
   ctx: Context,
   streams: RunEventStreams,
-  options: { loadRun: () => Promise<Run>; secretsKey: Buffer; decorate?: EventDecoration },
+  options: { loadRun: () => Promise<Run>; secretsKey: Buffer; decorate?: EventDecoration; endsAt?: Date },
 ): Promise<void> {
   const afterId = parseStreamStart(ctx.query, lastEventIdOf(ctx.headers));
   const run = await options.loadRun();
@@ -24,6 +24,7 @@ export async function serveRunTranscript(
   await streams.serve(ctx, {
     runId: run.runId,
     afterId,
+    endsAt: options.endsAt,
     present: async (events) => {
       const masked = maskSecrets(events, secrets);
       const extra = options.decorate ? await options.decorate(run, masked) : undefined;

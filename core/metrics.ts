@@ -67,6 +67,7 @@ export {
 export {
   cachedRead,
   serviceStateMetrics,
+  KEY_EXPIRY_WARNING_SECONDS,
   SERVICE_STATE_MAX_AGE_MS,
   WAITING_FOR,
   type RunQueueSnapshot,

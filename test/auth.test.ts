@@ -1,14 +1,11 @@
-import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import type { Response } from 'supertest';
 import { revokeApiKey } from '../db/api-keys';
 import { gate } from './helpers/scripted-model';
 import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
-
-const ROOT = path.resolve(__dirname, '..');
+import { keysCli as keysCliOf, lastLine, type CliResult } from './helpers/keys-cli';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -308,27 +305,7 @@ describe('principals', () => {
 });
 
 describe('the keys CLI', () => {
-  interface CliResult {
-    code: number;
-    stdout: string;
-    stderr: string;
-  }
-
-  function keysCli(...args: string[]): Promise<CliResult> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', 'bin/keys.ts', ...args],
-        { cwd: ROOT, env: { ...process.env, DATABASE_URL: ctx.stack.databaseUrl }, timeout: 60_000 },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
-    });
-  }
-
-  const lastLine = (text: string) => text.trimEnd().split('\n').pop()!;
+  const keysCli = (...args: string[]) => keysCliOf(ctx, ...args);
 
   test('create prints a working key last; list shows its prefix, never the key; revoke makes it 401', async () => {
     const team = uniqueName('cli-team');

@@ -4,6 +4,7 @@ import { authenticateKey, looksLikeKey, type AuthenticatedPrincipal } from '../.
 import type { ClientAddressLimit } from './client-address-limit';
 import { ApiError, notFound } from '../../core/api-error';
 import { assertAdmin } from '../../services/team-roles';
+import type { KeyUseRecorder } from '../../services/keys/key-use-recorder';
 
 const challenge = { 'WWW-Authenticate': 'Bearer' };
 
@@ -11,12 +12,24 @@ function unauthenticated(detail: string): ApiError {
   return new ApiError('authentication_required', detail, { headers: challenge });
 }
 
+/** What a refused key that expired is told: when, and what to do. */
+export function expiredKeyDetail(expiredAt: Date, replaced: boolean): string {
+  return replaced
+    ? `The API key expired at ${expiredAt.toISOString()}: it was rotated and its grace period has ended. Use the key that replaced it.`
+    : `The API key expired at ${expiredAt.toISOString()}. Ask an operator for a new one (npm run keys -- create or rotate).`;
+}
+
 /**
  * Resolves `Authorization: Bearer <key>` to a principal in `ctx.state.principal`, before anything
- * reads the request's body. Each failure counts against the client's address (`limit`); past it,
- * a request without a well-formed key is refused without a lookup, and every failure is a 429.
+ * reads the request's body, and notes the key's use (`uses`, off the request's path). Each failure
+ * counts against the client's address (`limit`); past it, a request without a well-formed key is
+ * refused without a lookup, and every failure is a 429.
  */
-export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit): Middleware {
+export function authenticate(
+  dataSource: DataSource,
+  limit?: ClientAddressLimit,
+  uses?: Pick<KeyUseRecorder, 'note'>,
+): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const key = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
@@ -30,9 +43,11 @@ export function authenticate(dataSource: DataSource, limit?: ClientAddressLimit)
       if (!key) return fail('The Authorization header must have the form `Bearer <API key>`.');
       return fail('The API key is unknown or has been revoked.');
     }
-    const principal = await authenticateKey(dataSource, key);
-    if (!principal) return fail('The API key is unknown or has been revoked.');
-    ctx.state.principal = principal;
+    const found = await authenticateKey(dataSource, key);
+    if (!found) return fail('The API key is unknown or has been revoked.');
+    if (!found.ok) return fail(expiredKeyDetail(found.expiredAt, found.replaced));
+    ctx.state.principal = found.principal;
+    uses?.note(found.principal.keyId);
     await next();
   };
 }

@@ -105,7 +105,7 @@ export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request is invalid (`invalid_request`, `operation_not_supported`, `feature_not_available`); `detail` says what to fix. Nothing was changed.',
-  401: 'No API key, a malformed `Authorization` header, or an unknown or revoked key (`authentication_required`).',
+  401: 'No API key, a malformed `Authorization` header, or an unknown, revoked or expired key (`authentication_required`; for an expired key `detail` says when it expired).',
   403: 'Not allowed (`not_authorized`): the key may not do this, or a download link is altered or expired.',
   404: 'No such resource in your team (`resource_not_found`); another team’s resources are 404 too.',
   409: 'The state of the target refuses the request, or an `Idempotency-Key` was reused with another body or is still in flight (`conflict`); see `detail` and `retryable`.',

@@ -9,7 +9,7 @@ import { serveRunTranscript } from '../run-transcript-stream';
 /**
  * `GET /agent/runs/{runId}/events`: the run's transcript as Server-Sent Events, resumable with
  * `?after=` or `Last-Event-ID`. Everything is checked before the stream starts, so a bad request
- * gets its problem document.
+ * gets its problem document. The stream ends when its key expires (the reconnection is then 401).
  */
 export function createRunEventsRouter({
   dataSource,
@@ -24,9 +24,11 @@ export function createRunEventsRouter({
   router.get('/agent/runs/:runId/events', async (ctx) => {
     rejectQueryParameters(ctx.query, ['after']);
     const runId = ctx.params.runId!;
+    const principal = principalOf(ctx.state);
     await serveRunTranscript(ctx, streams, {
       secretsKey,
-      loadRun: () => teamRunOr404(dataSource.manager, runId, principalOf(ctx.state).teamId),
+      loadRun: () => teamRunOr404(dataSource.manager, runId, principal.teamId),
+      endsAt: principal.expiresAt ?? undefined,
     });
   });
   return router;

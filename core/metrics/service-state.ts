@@ -2,7 +2,8 @@ import { Gauge, Registry } from 'prom-client';
 
 /**
  * The service's state as its database and Temporal show it, the same from every API: runs
- * waiting (for admission, for a worker) and how long, runs gone silent, Temporal's reachability. Served by the API alone
+ * waiting (for admission, for a worker) and how long, runs gone silent, API keys about to expire,
+ * Temporal's reachability. Served by the API alone
  * (`GET /metrics`; a worker never), each read at most once per SERVICE_STATE_MAX_AGE_MS
  * however often it is scraped. Every API serves the same values: take `max` over them, not `sum`.
  */
@@ -23,9 +24,14 @@ export interface RunQueueSnapshot {
   longestSilenceSeconds: number;
 }
 
+/** An API key that expires within this many seconds counts as expiring soon: a week to rotate it. */
+export const KEY_EXPIRY_WARNING_SECONDS = 7 * 86_400;
+
 export interface ServiceStateSources {
   /** Throws when the database cannot tell: the run gauges are then left out of the scrape. */
   runQueue: () => Promise<RunQueueSnapshot>;
+  /** Active keys (not revoked, not replaced by a rotation) expiring within `seconds`; throws as runQueue does. */
+  keysExpiringWithin: (seconds: number) => Promise<number>;
   temporalReachable: () => Promise<boolean>;
 }
 
@@ -43,6 +49,7 @@ export function cachedRead<T>(read: () => Promise<T>, maxAgeMs: number): () => P
 export function serviceStateMetrics(sources: ServiceStateSources, maxAgeMs = SERVICE_STATE_MAX_AGE_MS) {
   const runQueue = cachedRead(sources.runQueue, maxAgeMs);
   const temporalReachable = cachedRead(sources.temporalReachable, maxAgeMs);
+  const keysExpiring = cachedRead(() => sources.keysExpiringWithin(KEY_EXPIRY_WARNING_SECONDS), maxAgeMs);
   const runs = new Registry();
   const waiting = new Gauge({
     name: 'agent_runs_runs_waiting',
@@ -62,6 +69,12 @@ export function serviceStateMetrics(sources: ServiceStateSources, maxAgeMs = SER
     help: 'The longest time any INPROGRESS run on a workspace (not waiting for its child runs) has gone without a new transcript entry: a stuck run.',
     registers: [runs],
   });
+  const keys = new Registry();
+  const expiringSoon = new Gauge({
+    name: 'agent_runs_api_keys_expiring_soon',
+    help: 'API keys that expire within the next 7 days, not revoked and not replaced by a rotation: rotate them (npm run keys -- list shows which).',
+    registers: [keys],
+  });
   const temporal = new Registry();
   const reachable = new Gauge({
     name: 'agent_runs_temporal_reachable',
@@ -69,15 +82,27 @@ export function serviceStateMetrics(sources: ServiceStateSources, maxAgeMs = SER
     registers: [temporal],
   });
   return async (): Promise<string> => {
-    const [snapshot, answers] = await Promise.all([runQueue().catch(() => undefined), temporalReachable()]);
+    const [snapshot, expiring, answers] = await Promise.all([
+      runQueue().catch(() => undefined),
+      keysExpiring().catch(() => undefined),
+      temporalReachable(),
+    ]);
     reachable.set(answers ? 1 : 0);
-    if (!snapshot) return temporal.metrics();
-    for (const waitingFor of WAITING_FOR) {
-      waiting.set({ waiting_for: waitingFor }, snapshot.waiting[waitingFor].runs);
-      oldest.set({ waiting_for: waitingFor }, snapshot.waiting[waitingFor].oldestSeconds);
+    const parts: Promise<string>[] = [];
+    if (snapshot) {
+      for (const waitingFor of WAITING_FOR) {
+        waiting.set({ waiting_for: waitingFor }, snapshot.waiting[waitingFor].runs);
+        oldest.set({ waiting_for: waitingFor }, snapshot.waiting[waitingFor].oldestSeconds);
+      }
+      inProgress.set(snapshot.inProgress);
+      silence.set(snapshot.longestSilenceSeconds);
+      parts.push(runs.metrics());
     }
-    inProgress.set(snapshot.inProgress);
-    silence.set(snapshot.longestSilenceSeconds);
-    return `${await runs.metrics()}\n${await temporal.metrics()}`;
+    if (expiring !== undefined) {
+      expiringSoon.set(expiring);
+      parts.push(keys.metrics());
+    }
+    parts.push(temporal.metrics());
+    return (await Promise.all(parts)).join('\n');
   };
 }

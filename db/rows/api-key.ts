@@ -14,4 +14,7 @@ export interface ApiKey {
   role: KeyRole;
   createdAt: Date;
   revokedAt: Date | null;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+  replacedBy: string | null;
 }

@@ -92,6 +92,7 @@ test("the rules name only metrics the service exports, the Temporal SDK's, up, a
       inProgress: 0,
       longestSilenceSeconds: 0,
     }),
+    keysExpiringWithin: async () => 0,
     temporalReachable: async () => true,
   })();
   const roomText = await workerCapacityMetrics({

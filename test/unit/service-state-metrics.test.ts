@@ -13,11 +13,16 @@ const snapshot: RunQueueSnapshot = {
 test('the service state: each wait by what it waits for, reads shared between scrapes until they age', async () => {
   let reads = 0;
   let reachable = true;
+  const windows: number[] = [];
   const render = serviceStateMetrics(
     {
       runQueue: async () => {
         reads += 1;
         return snapshot;
+      },
+      keysExpiringWithin: async (seconds) => {
+        windows.push(seconds);
+        return 4;
       },
       temporalReachable: async () => reachable,
     },
@@ -26,6 +31,8 @@ test('the service state: each wait by what it waits for, reads shared between sc
   const [first, second] = await Promise.all([render(), render()]);
   expect(second).toBe(first);
   expect(reads).toBe(1);
+  // Keys expiring within a week, read once too.
+  expect(windows).toEqual([7 * 86_400]);
   const m = parsePrometheusText(first);
   expect(m.types.get('agent_runs_runs_waiting')).toBe('gauge');
   expect(sampleValue(m, 'agent_runs_runs_waiting', { waiting_for: 'admission' })).toBe(2);
@@ -34,16 +41,22 @@ test('the service state: each wait by what it waits for, reads shared between sc
   expect(sampleValue(m, 'agent_runs_runs_in_progress')).toBe(7);
   expect(sampleValue(m, 'agent_runs_runs_in_progress_longest_silence_seconds')).toBe(12);
   expect(sampleValue(m, 'agent_runs_temporal_reachable')).toBe(1);
+  expect(m.types.get('agent_runs_api_keys_expiring_soon')).toBe('gauge');
+  expect(sampleValue(m, 'agent_runs_api_keys_expiring_soon')).toBe(4);
   // Within the age, a change is not read yet; a render with no age reads anew.
   reachable = false;
   expect(sampleValue(parsePrometheusText(await render()), 'agent_runs_temporal_reachable')).toBe(1);
-  const fresh = serviceStateMetrics({ runQueue: async () => snapshot, temporalReachable: async () => reachable }, 0);
+  const fresh = serviceStateMetrics(
+    { runQueue: async () => snapshot, keysExpiringWithin: async () => 0, temporalReachable: async () => reachable },
+    0,
+  );
   expect(sampleValue(parsePrometheusText(await fresh()), 'agent_runs_temporal_reachable')).toBe(0);
 });
 
-test('without the database, the run gauges are left out (not reported as 0); Temporal still is', async () => {
+test('without the database, the run and key gauges are left out (not reported as 0); Temporal still is', async () => {
   const render = serviceStateMetrics({
     runQueue: () => Promise.reject(new Error('database unreachable')),
+    keysExpiringWithin: () => Promise.reject(new Error('database unreachable')),
     temporalReachable: async () => true,
   });
   const m = parsePrometheusText(await render());
