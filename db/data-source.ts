@@ -35,6 +35,7 @@ import { Checkpoints1763972000000 } from './migrations/1763972000000-checkpoints
 import { RunForks1763973000000 } from './migrations/1763973000000-run-forks';
 import { UnreferencedObjects1763974000000 } from './migrations/1763974000000-unreferenced-objects';
 import { CheckpointHarnessSessions1763975000000 } from './migrations/1763975000000-checkpoint-harness-sessions';
+import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-retention-index';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -70,6 +71,7 @@ export const MIGRATIONS = [
   RunForks1763973000000,
   UnreferencedObjects1763974000000,
   CheckpointHarnessSessions1763975000000,
+  RunRetentionIndex1763977000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */
