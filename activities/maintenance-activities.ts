@@ -1,11 +1,14 @@
 import { Context } from '@temporalio/activity';
-import { objectsCollected, objectStoreBytes, objectStoreObjects } from '../core/metrics';
+import { objectsCollected, objectStoreBytes, objectStoreObjects, runsDeleted } from '../core/metrics';
 import { pruneExpiredIdempotencyRecords } from '../db/idempotency-records';
 import { collectUnreferencedObjects, type CollectionResult } from '../services/objects/object-collection';
+import { createRunDeletion } from '../services/runs/run-deletion';
 import type { ActivityDeps } from './deps';
 
 /** Records one call deletes at most: short transactions, however much has piled up. */
 const PRUNE_BATCH = 5000;
+/** Expired runs one call deletes at most (each with its descendants, one transaction each). */
+const RETENTION_BATCH = 50;
 /** How long one firing's collection goes on: the firing's workflow has five minutes in all. */
 const COLLECTION_BUDGET_MS = 3 * 60_000;
 
@@ -14,8 +17,19 @@ export function createMaintenanceActivities({
   dataSource,
   objectStore,
   config,
-}: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config'>) {
+  temporal,
+  logger,
+}: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config' | 'temporal' | 'logger'>) {
+  const deletion = createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs: config.temporal.rpcTimeoutMs });
   return {
+    /** Deletes a batch of the runs that ended more than RUN_RETENTION_DAYS ago (none when it is unset). */
+    async deleteExpiredRuns(): Promise<{ deleted: number; more: boolean }> {
+      if (config.runRetentionDays === undefined) return { deleted: 0, more: false };
+      const result = await deletion.deleteExpiredRuns(config.runRetentionDays, RETENTION_BATCH);
+      runsDeleted.inc({ reason: 'retention' }, result.deleted);
+      return result;
+    },
+
     async pruneExpiredIdempotencyRecords(): Promise<{ pruned: number; more: boolean }> {
       const pruned = await pruneExpiredIdempotencyRecords(dataSource.manager, PRUNE_BATCH);
       return { pruned, more: pruned === PRUNE_BATCH };

@@ -21,6 +21,7 @@ export {
   observeRunQueued,
   runQueueDuration,
   runsCreated,
+  runsDeleted,
   runsEnded,
   type RunCreatedOrigin,
 } from './metrics/runs';

@@ -36,6 +36,7 @@ import { RunForks1763973000000 } from './migrations/1763973000000-run-forks';
 import { UnreferencedObjects1763974000000 } from './migrations/1763974000000-unreferenced-objects';
 import { CheckpointHarnessSessions1763975000000 } from './migrations/1763975000000-checkpoint-harness-sessions';
 import { KeyLifecycle1763976300000 } from './migrations/1763976300000-key-lifecycle';
+import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-retention-index';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -72,6 +73,7 @@ export const MIGRATIONS = [
   UnreferencedObjects1763974000000,
   CheckpointHarnessSessions1763975000000,
   KeyLifecycle1763976300000,
+  RunRetentionIndex1763977000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -208,7 +208,6 @@ describe('the problem document', () => {
     const cases: [string, string, string][] = [
       ['delete', '/api/v1/agent/runs', 'GET'],
       ['put', `/api/v1/agent/runs/${heldRunId}`, 'GET'],
-      ['delete', `/api/v1/agent/runs/${heldRunId}`, 'GET'],
       ['get', `/api/v1/agent/runs/${heldRunId}/cancel`, 'POST'],
       ['patch', `/api/v1/agent/runs/${heldRunId}/followups`, 'POST'],
       ['post', '/errors/invalid_request', 'GET'],
@@ -227,7 +226,7 @@ describe('the problem document', () => {
   test('a method no route knows (TRACE) is 405 with Allow as well, not 501', async () => {
     const res = await ctx.api.trace(`/api/v1/agent/runs/${heldRunId}`).set(auth(main.key));
     expectProblem(res, 405, 'operation_not_supported');
-    expect(res.headers.allow).toBe('HEAD, GET');
+    expect(res.headers.allow).toBe('HEAD, GET, DELETE');
   });
 
   test('/agent/factories/validate is an action, not a factory: its Allow is POST alone', async () => {

@@ -17,12 +17,17 @@ export function maintenanceWorkflowId(taskQueue: string): string {
   return `agent-runs-maintenance-${taskQueue}-firing`;
 }
 
+/** Firings that took this patch also delete the runs past RUN_RETENTION_DAYS (before the collection). */
+export const RUN_RETENTION_PATCH = 'run-retention';
+
 /** Firings that took this patch also collect the object store's unnamed objects. */
 export const OBJECT_COLLECTION_PATCH = 'object-collection';
 
 export interface MaintenanceResult {
   /** Idempotency records past their 24 hours. */
   idempotencyRecordsPruned: number;
+  /** Runs deleted past RUN_RETENTION_DAYS (with their descendants). */
+  runsDeleted?: number;
   /** What the collector went through and removed, and the store as its last whole cycle counted it. */
   objects?: {
     partitions: number;

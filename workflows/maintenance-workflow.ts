@@ -1,10 +1,14 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { RunActivities } from '../activities';
-import { OBJECT_COLLECTION_PATCH, type MaintenanceResult } from './maintenance-contract';
+import { OBJECT_COLLECTION_PATCH, RUN_RETENTION_PATCH, type MaintenanceResult } from './maintenance-contract';
+
+/** Batches of expired runs one firing deletes at most: its history stays small; the next firing goes on. */
+const RETENTION_BATCHES_PER_FIRING = 100;
 
 /**
  * One firing of the maintenance Schedule: prunes expired records, a batch per activity call;
- * then removes the objects of runs' files that no row names any more.
+ * deletes the runs past their retention; then removes the objects of runs' files that no row
+ * names any more.
  */
 export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
   const { pruneExpiredIdempotencyRecords } = proxyActivities<RunActivities>({
@@ -17,6 +21,7 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
     idempotencyRecordsPruned += pruned;
     if (!more) break;
   }
+  const runsDeleted = patched(RUN_RETENTION_PATCH) ? await deleteExpiredRuns() : undefined;
   if (!patched(OBJECT_COLLECTION_PATCH)) return { idempotencyRecordsPruned };
   const { collectUnreferencedObjects } = proxyActivities<RunActivities>({
     // Three minutes' worth of the store a firing (the firing has five); it heartbeats each batch.
@@ -25,5 +30,20 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
     retry: { maximumAttempts: 2 },
   });
   const objects = await collectUnreferencedObjects();
-  return { idempotencyRecordsPruned, objects };
+  return { idempotencyRecordsPruned, ...(runsDeleted === undefined ? {} : { runsDeleted }), objects };
+}
+
+/** Deletes runs past RUN_RETENTION_DAYS, a batch per activity call. */
+async function deleteExpiredRuns(): Promise<number> {
+  const activities = proxyActivities<RunActivities>({
+    startToCloseTimeout: '2 minutes',
+    retry: { maximumAttempts: 3 },
+  });
+  let deleted = 0;
+  for (let batch = 0; batch < RETENTION_BATCHES_PER_FIRING; batch++) {
+    const result = await activities.deleteExpiredRuns();
+    deleted += result.deleted;
+    if (!result.more) break;
+  }
+  return deleted;
 }

@@ -86,6 +86,19 @@ export function registerRunOperations(registry: OpenAPIRegistry): void {
   });
 
   registerOperation(registry, {
+    method: 'delete',
+    path: '/api/v1/agent/runs/{runId}',
+    operationId: 'deleteRun',
+    summary: 'Delete a run',
+    description:
+      'Admin keys. Deletes an ended run and its descendants with everything they left: transcript, conversation, follow-ups, artifacts, attachments, handoff files, checkpoints and their workflow histories in Temporal; the run and its download URLs are 404 afterwards. A run (or descendant) that is still live is 409: cancel it first.',
+    tags,
+    params: runIdParams,
+    responses: [{ status: 204, description: 'Deleted.' }],
+    errors: [400, 403, 404, 409],
+  });
+
+  registerOperation(registry, {
     method: 'get',
     path: '/api/v1/agent/runs/{runId}/harness-usage',
     operationId: 'getHarnessUsage',

@@ -199,6 +199,13 @@ export function createRunsRouter({
     await interrupt(ctx, await newestRunOf(ctx, ctx.params.conversationId!));
   });
 
+  router.delete('/agent/runs/:runId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    validate(emptyBodySchema, ctx.state.body);
+    await runService.deleteRun(principalOf(ctx.state), ctx.params.runId!);
+    ctx.status = 204;
+  });
+
   router.post('/agent/runs/:runId/cancel', async (ctx) => {
     rejectQueryParameters(ctx.query);
     validate(emptyBodySchema, ctx.state.body);

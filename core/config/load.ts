@@ -253,6 +253,8 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
     },
     /** The object collector: an unnamed object goes once two passes this far apart found it so. */
     objectGraceSeconds: e.OBJECT_STORE_GRACE_SECONDS,
+    /** Ended runs are deleted this many days after they ended (undefined: kept until deleted). */
+    runRetentionDays: e.RUN_RETENTION_DAYS,
     metrics: {
       /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`; unset, only on a loopback HOST. */
       bearerToken: e.METRICS_BEARER_TOKEN,

@@ -168,6 +168,20 @@ export const quotas = group('Rate limits and quotas', {
       'an object of the store that no row names is deleted once two collections this far apart found it so (hourly maintenance)',
     readBy: ['workers'],
   },
+  RUN_RETENTION_DAYS: {
+    schema: optionalString.pipe(
+      z
+        .string()
+        .regex(/^\d{1,5}$/, 'must be a whole number of days from 1 to 36500')
+        .transform(Number)
+        .refine((days) => days >= 1 && days <= 36_500, 'must be a whole number of days from 1 to 36500')
+        .optional(),
+    ),
+    description:
+      "ended runs (with their descendants) that ended more than this many days ago are deleted with everything they left, in batches, by the hourly maintenance; keep the Temporal namespace's retention no longer (docs/operations.md, Data lifecycle)",
+    readBy: ['workers'],
+    unset: 'unset: runs are kept until deleted (`DELETE /agent/runs/{runId}`)',
+  },
   TEAM_MAX_ENVIRONMENTS: {
     schema: intFrom(200, 0, 1_000_000),
     description: 'environments one team may have, 0 = no cap; past it a create is 409 `conflict`',

@@ -11,6 +11,13 @@ export const runsCreated = new Counter({
   registers: [metricsRegistry],
 });
 
+export const runsDeleted = new Counter({
+  name: 'agent_runs_runs_deleted_total',
+  help: 'Runs deleted with everything they left (descendants included), by reason: api (DELETE /agent/runs/{runId}) or retention (RUN_RETENTION_DAYS).',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
 export const runsEnded = new Counter({
   name: 'agent_runs_runs_ended_total',
   help: 'Turns of runs that reached a terminal state, by state and error code (`none` without one).',

@@ -1,4 +1,5 @@
 import { createCancellation } from './cancel-run';
+import { createRunDeletion } from './run-deletion';
 import { createInterruption } from './interrupt-run';
 import { checkCreateRequest } from './create-request';
 import { createRunCreation } from './create-run';
@@ -49,6 +50,7 @@ export function createRunService(deps: RunServiceDeps) {
     },
     ...createCancellation(deps, writes),
     ...createInterruption(deps, writes),
+    deleteRun: createRunDeletion({ ...deps, rpcTimeoutMs: deps.config.temporal.rpcTimeoutMs }).deleteRun,
   };
 }
 

@@ -209,6 +209,7 @@ describe('loadConfig', () => {
         teamMaxStoredBytes: 100 * 1024 ** 3,
       },
       objectGraceSeconds: 86_400,
+      runRetentionDays: undefined,
       metrics: { bearerToken: undefined, workerPort: 9464 },
       tracing: undefined,
     };
@@ -267,6 +268,8 @@ describe('loadConfig', () => {
     ['AGENT_SANDBOX_CPUS', { AGENT_SANDBOX_CPUS: '-1' }],
     ['AGENT_SANDBOX', { AGENT_SANDBOX: 'docker' }],
     ['AGENT_WORKSPACE_MAX_BYTES', { AGENT_WORKSPACE_MAX_BYTES: '1.5' }],
+    ['RUN_RETENTION_DAYS', { RUN_RETENTION_DAYS: '0' }],
+    ['RUN_RETENTION_DAYS', { RUN_RETENTION_DAYS: '2.5' }],
     ['WORKER_ID', { WORKER_ID: 'has spaces' }],
     ['WORKER_LEASE_SECONDS', { WORKER_LEASE_SECONDS: '4' }],
     ['WORKER_WORKFLOW_BUNDLE', { WORKER_WORKFLOW_BUNDLE: '/nonexistent/workflow-bundle.js' }],
@@ -345,4 +348,9 @@ describe('loadConfig', () => {
       '2001:db8::5/128',
     ]);
   });
+});
+
+test('RUN_RETENTION_DAYS: a whole number of days, unset keeps runs', () => {
+  expect(loadConfig({ RUN_RETENTION_DAYS: '30' }).runRetentionDays).toBe(30);
+  expect(loadConfig({ RUN_RETENTION_DAYS: ' ' }).runRetentionDays).toBeUndefined();
 });

@@ -1,0 +1,131 @@
+import type { Client } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import { ApiError, notFound } from '../../core/api-error';
+import { isUuid } from '../../core/ids';
+import type { Logger } from '../../core/logger';
+import { runsDeleted } from '../../core/metrics';
+import { isTerminal } from '../../core/run-state';
+import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
+import { deleteRunRows, expiredRunIds, lockRunsWithDescendants } from '../../db/run-deletion';
+import { findRun } from '../../db/run-reads';
+import { runWorkflowId } from '../../workflows/run-contract';
+import { assertAdmin } from '../team-roles';
+
+/** gRPC's NOT_FOUND: no such workflow execution. */
+const GRPC_NOT_FOUND = 5;
+
+export interface RunDeletionDeps {
+  dataSource: DataSource;
+  temporal: Client;
+  logger: Logger;
+  /** Every call to Temporal has this deadline. */
+  rpcTimeoutMs: number;
+}
+
+/**
+ * Deleting runs with everything they left (docs/concepts.md, "Deleting runs"), for the API's
+ * `DELETE /agent/runs/{runId}` and for retention: the run and its descendants, all ended; their
+ * workflows are ended first (a run that ended may still wait for a follow-up), then their rows
+ * go in one transaction, then their histories in Temporal. The objects the rows named go with
+ * the object collector's next passes.
+ */
+export function createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs }: RunDeletionDeps) {
+  const withinDeadline = <T>(call: () => Promise<T>): Promise<T> =>
+    temporal.withDeadline(Date.now() + rpcTimeoutMs, call);
+
+  /** Deletes one execution of a workflow (its latest without `runId`); nothing when there is none. */
+  async function deleteExecution(workflowId: string, runId?: string): Promise<void> {
+    try {
+      await withinDeadline(() =>
+        temporal.workflowService.deleteWorkflowExecution({
+          namespace: temporal.options.namespace,
+          workflowExecution: { workflowId, ...(runId ? { runId } : {}) },
+        }),
+      );
+    } catch (err) {
+      if ((err as { code?: number }).code !== GRPC_NOT_FOUND) throw err;
+    }
+  }
+
+  /**
+   * Ends a run's workflow and deletes its latest execution: one still open (a run that ended
+   * waits for a follow-up within its idle window) is terminated and deleted as it closes.
+   * (Terminating it first would make the deletion wait for the close to be processed, retrying
+   * with backoff: minutes on a busy Temporal.)
+   */
+  function endWorkflow(runId: string): Promise<void> {
+    return deleteExecution(runWorkflowId(runId));
+  }
+
+  /**
+   * Deletes the runs' earlier executions (a workflow that continued as new) from Temporal's
+   * history. After the rows are gone: one left behind (Temporal unreachable) is closed, and the
+   * namespace's retention removes it (docs/operations.md).
+   */
+  async function deleteHistories(runIds: string[]): Promise<void> {
+    for (const runId of runIds) {
+      const workflowId = runWorkflowId(runId);
+      try {
+        for await (const execution of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+          await deleteExecution(workflowId, execution.runId);
+      } catch (err) {
+        logger.warn("a deleted run's workflow history stays until the namespace's retention removes it", {
+          run_id: runId,
+          error: err,
+        });
+      }
+    }
+  }
+
+  /**
+   * Deletes the runs and their descendants when none is live; otherwise deletes nothing and
+   * answers the live ones. Empty when none of them exists any more.
+   */
+  async function deleteTrees(rootIds: string[]): Promise<{ deleted: string[]; live: string[] }> {
+    const outcome = await dataSource.transaction(async (tx) => {
+      const runs = await lockRunsWithDescendants(tx, rootIds);
+      const live = runs.filter((r) => !isTerminal(r.state)).map((r) => r.runId);
+      if (live.length) return { deleted: [], live };
+      const ids = runs.map((r) => r.runId);
+      // While the rows are locked: a follow-up waits, then finds no run.
+      for (const runId of ids) await endWorkflow(runId);
+      await deleteRunRows(tx, ids);
+      return { deleted: ids, live: [] };
+    });
+    await deleteHistories(outcome.deleted);
+    return outcome;
+  }
+
+  return {
+    /** `DELETE /agent/runs/{runId}`: an admin key of the run's team; a live run (or descendant) is 409. */
+    async deleteRun(principal: AuthenticatedPrincipal, runId: string): Promise<void> {
+      if (!isUuid(runId) || !(await findRun(dataSource.manager, runId, principal.teamId)))
+        throw notFound(`No run ${runId}.`);
+      assertAdmin(principal, 'delete runs');
+      const { deleted, live } = await deleteTrees([runId]);
+      if (live.length) {
+        const which = live.includes(runId) ? `Run ${runId} is` : `Its descendant run ${live[0]} is`;
+        throw new ApiError(
+          'conflict',
+          `${which} still live; nothing was deleted. Cancel it first (POST /agent/runs/{runId}/cancel), then delete.`,
+          { retryable: false },
+        );
+      }
+      if (deleted.length === 0) throw notFound(`No run ${runId}.`);
+      runsDeleted.inc({ reason: 'api' }, deleted.length);
+    },
+
+    /**
+     * Retention: deletes up to `batch` ended runs (with their descendants) that ended more than
+     * `days` days ago; `more` when there may be others.
+     */
+    async deleteExpiredRuns(days: number, batch: number): Promise<{ deleted: number; more: boolean }> {
+      const endedBefore = new Date(Date.now() - days * 86_400_000);
+      const ids = await expiredRunIds(dataSource.manager, endedBefore, batch);
+      let deleted = 0;
+      // One tree per transaction: short locks, however many runs expire at once.
+      for (const runId of ids) deleted += (await deleteTrees([runId])).deleted.length;
+      return { deleted, more: ids.length === batch };
+    },
+  };
+}
