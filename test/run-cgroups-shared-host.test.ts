@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseMounts, parseSelfCgroup, ownDir } from '../activities/sandbox/cgroup-mounts';
 import { type RunProcesses } from '../activities/sandbox/sandboxed-process';
-import { hasExited, hostPidsRunning } from './helpers/host-processes';
-import { createTestSandbox } from './helpers/sandbox';
-import { uniqueName, waitFor } from './helpers/test-context';
+import { hasExited } from './helpers/host-processes';
+import { createTestSandbox, sleepingCommand } from './helpers/sandbox';
+import { uniqueName } from './helpers/test-context';
 
 /**
  * Workers on one host share its cgroup hierarchy, and a run handed over from one worker to
@@ -29,21 +29,7 @@ function runGroupDir(pid: number, runId: string): string {
   throw new Error(`process ${pid} is in no group of run ${runId}: ${cgroupOf(pid)}`);
 }
 
-async function sleeping(processes: RunProcesses) {
-  const marker = uniqueName('sleeper');
-  const command = processes.runCommand({
-    command: `exec -a ${marker} sleep 600`,
-    policy: 'none',
-    timeoutMs: 120_000,
-    keepBytes: 4096,
-  });
-  const [pid] = await waitFor(
-    async () => hostPidsRunning(marker),
-    (pids) => pids.length === 1,
-    `${marker} to run`,
-  );
-  return { pid: pid!, command };
-}
+const sleeping = (processes: RunProcesses) => sleepingCommand(processes, uniqueName('sleeper'), 'none');
 
 test("the same run on two workers of one host: removing it from the one that let it go leaves the other's command running", async () => {
   const [from, to] = [await createTestSandbox(), await createTestSandbox()];

@@ -4,7 +4,7 @@ import type { Sandbox } from '../activities/sandbox/sandbox';
 import { runProcesses } from '../activities/sandbox/sandboxed-process';
 import type { Config } from '../core/config';
 import { hasExited, hostPidsRunning } from './helpers/host-processes';
-import { createTestSandbox } from './helpers/sandbox';
+import { createTestSandbox, sleepingCommand } from './helpers/sandbox';
 import { uniqueName, waitFor } from './helpers/test-context';
 
 /**
@@ -38,21 +38,7 @@ const runGroup = (runId: string) => `/agent-runs/${config.worker.id}/${runId}\n`
 /** Who started a sandboxed process's sandbox. */
 const starterOf = (pid: number) => parentOf(sandboxOf(pid));
 
-async function running(runId: string, marker: string) {
-  const processes = runProcesses(sandbox, runId);
-  const command = processes.runCommand({
-    command: `exec -a ${marker} sleep 600`,
-    policy: 'open',
-    timeoutMs: 120_000,
-    keepBytes: 4096,
-  });
-  const [pid] = await waitFor(
-    async () => hostPidsRunning(marker),
-    (pids) => pids.length === 1,
-    `${marker} to run`,
-  );
-  return { pid: pid!, command };
-}
+const running = (runId: string, marker: string) => sleepingCommand(runProcesses(sandbox, runId), marker, 'open');
 
 test("a command's sandbox is started by the run's own spawn server: in the run's cgroup, as the sandbox uid, without new privileges", async () => {
   await sandbox.prepareRun('served-run');

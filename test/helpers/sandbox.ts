@@ -7,6 +7,8 @@ import { runProcesses, type RunProcesses } from '../../activities/sandbox/sandbo
 import { loadConfig, type Config } from '../../core/config';
 import { createLogger } from '../../core/logger';
 import { OutboundAddressRules } from '../../core/outbound-addresses';
+import { hostPidsRunning } from './host-processes';
+import { waitFor } from './test-context';
 
 /** A worker's sandbox on its own workspace root, without the rest of the worker. */
 export async function createTestSandbox(env: Record<string, string> = {}): Promise<{
@@ -30,4 +32,20 @@ export async function createTestSandbox(env: Record<string, string> = {}): Promi
       return runProcesses(sandbox, runId);
     },
   };
+}
+
+/** A run's command that sleeps under the name `marker` until killed, and its host pid once it runs. */
+export async function sleepingCommand(processes: RunProcesses, marker: string, policy: 'open' | 'none') {
+  const command = processes.runCommand({
+    command: `exec -a ${marker} sleep 600`,
+    policy,
+    timeoutMs: 120_000,
+    keepBytes: 4096,
+  });
+  const [pid] = await waitFor(
+    async () => hostPidsRunning(marker),
+    (pids) => pids.length === 1,
+    `${marker} to run`,
+  );
+  return { pid: pid!, command };
 }
