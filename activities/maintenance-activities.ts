@@ -3,6 +3,7 @@ import { objectsCollected, objectStoreBytes, objectStoreObjects, runsDeleted } f
 import { pruneExpiredIdempotencyRecords } from '../db/idempotency-records';
 import { collectUnreferencedObjects, type CollectionResult } from '../services/objects/object-collection';
 import { createRunDeletion } from '../services/runs/run-deletion';
+import { pruneExpiredAuditEvents } from '../services/audit/audit-retention';
 import type { ActivityDeps } from './deps';
 
 /** Records one call deletes at most: short transactions, however much has piled up. */
@@ -28,6 +29,12 @@ export function createMaintenanceActivities({
       const result = await deletion.deleteExpiredRuns(config.runRetentionDays, RETENTION_BATCH);
       runsDeleted.inc({ reason: 'retention' }, result.deleted);
       return result;
+    },
+
+    /** Deletes a batch of the audit events older than AUDIT_RETENTION_DAYS (none when it is unset). */
+    async pruneExpiredAuditEvents(): Promise<{ pruned: number; more: boolean }> {
+      if (config.auditRetentionDays === undefined) return { pruned: 0, more: false };
+      return pruneExpiredAuditEvents(dataSource, config.auditRetentionDays);
     },
 
     async pruneExpiredIdempotencyRecords(): Promise<{ pruned: number; more: boolean }> {

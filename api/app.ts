@@ -11,6 +11,8 @@ import type { ObjectStore } from '../infra/object-store/object-store';
 import { resolveSecretsKey } from '../infra/secrets-key';
 import { authenticate, requireOwnTeam } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
+import { auditRequests } from './middleware/audit-requests';
+import { createAuditLog } from '../services/audit/audit-log';
 import { httpMetrics } from './middleware/http-metrics';
 import { createClientAddressLimit, limitOpenRoutes } from './middleware/client-address-limit';
 import { jsonBody } from './middleware/json-body';
@@ -57,6 +59,7 @@ import { createRunEventStreams } from './run-event-stream';
 import { onServerClose, onServerClosed } from './server';
 import { createWebhooksRouter } from './routes/webhooks-routes';
 import { createSecretsRouter } from './routes/secrets-routes';
+import { createAuditRouter } from './routes/audit-routes';
 import { createEnvironmentService } from '../services/environments/environment-service';
 import { createAgentIdentityService } from '../services/identities/agent-identity-service';
 import { createFactoryService } from '../services/factories/factory-service';
@@ -129,7 +132,10 @@ export function createApp(deps: AppDeps): Koa {
   // Keys' last uses, written in batches; the last batch once no request can note another.
   const keyUses = createKeyUseRecorder({ write: recordKeyUses(dataSource), logger });
   onServerClosed(app, () => keyUses.stop());
+  const auditLog = createAuditLog({ dataSource, logger });
   const api = new Router({ prefix: '/api/v1' });
+  // Every change is recorded, refused ones too: outside everything that may refuse it.
+  api.use(auditRequests(auditLog));
   // Who asks comes first: a body is read only for an authenticated, admitted request, with the
   // limit of the route it is for.
   api.use(authenticate(dataSource, anonymousLimit, keyUses));
@@ -166,6 +172,7 @@ export function createApp(deps: AppDeps): Koa {
     createRunEventsRouter({ dataSource, secretsKey, streams }),
     createWebhooksRouter({ dataSource, webhooks: createWebhookService({ config, dataSource, secretsKey }) }),
     createSecretsRouter({ dataSource, secrets: createManagedSecretService({ config, dataSource, secretsKey }) }),
+    createAuditRouter({ dataSource }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
   }

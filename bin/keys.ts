@@ -8,6 +8,9 @@ import { parseCommand, UsageError, type Command } from './keys-command';
 import { assertSchemaCurrent } from '../infra/schema-check';
 import { openDataSource } from '../infra/connections';
 import { withDatabase } from '../infra/runtime';
+import { createAuditLog } from '../services/audit/audit-log';
+import { operatorActor } from '../services/audit/operator-actor';
+import { createLogger } from '../core/logger';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : 'never');
 
@@ -35,7 +38,9 @@ function rotatedText({ created, old }: RotatedKey): string {
 }
 
 async function runCommand(command: Command, config: Config, dataSource: DataSource): Promise<void> {
-  const keys = createApiKeyService({ config, dataSource });
+  // The events are in the database; this terminal sees only an event that could not be stored.
+  const log = createAuditLog({ dataSource, logger: createLogger('warn', 'keys', { format: 'pretty' }) });
+  const keys = createApiKeyService({ config, dataSource, audit: { log, actor: operatorActor(config.auditOperator) } });
   const out = (text: string) => process.stdout.write(text);
   if (command.name === 'create') {
     const key = await keys.create(command.request);
@@ -49,12 +54,13 @@ async function runCommand(command: Command, config: Config, dataSource: DataSour
     if (listed.length === 0) out('No keys.\n');
     for (const k of listed) out(keyLine(k));
   } else if (command.name === 'set-role') {
-    if (!(await keys.setRole(command.key, command.role))) throw new UsageError(`No active key ${command.key}.`);
+    if ((await keys.setRole(command.key, command.role)) === null) throw new UsageError(`No active key ${command.key}.`);
     out(`Key ${command.key} is now ${command.role}.\n`);
   } else if (command.name === 'rotate') {
     out(rotatedText(await keys.rotate(command.key, command.options)));
   } else {
-    if (!(await keys.revoke(command.key))) throw new UsageError(`No active key with id or prefix ${command.key}.`);
+    if ((await keys.revoke(command.key)) === null)
+      throw new UsageError(`No active key with id or prefix ${command.key}.`);
     out(`Revoked ${command.key}.\n`);
   }
 }

@@ -17,6 +17,7 @@ import { createApp } from '../api/app';
 import { startReconciler } from '../api/reconciler';
 import { closeServer, listen } from '../api/server';
 import { countApiKeys } from '../db/api-key-reads';
+import { createAuditLog, serviceActor } from '../services/audit/audit-log';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { runMigrations } from '../db/data-source';
 import { connectTemporalClient, connectWorkerConnection, openDataSource } from '../infra/connections';
@@ -165,7 +166,8 @@ async function main(): Promise<void> {
   for (const [type, why] of Object.entries(worker.harnesses.missing)) say(`                 not ${type}: ${why}`);
   for (const line of modelLines(config)) say(line);
   if (count === 0) {
-    const key = await createApiKeyService({ config, dataSource }).create({
+    const audit = { log: createAuditLog({ dataSource, logger: apiLogger }), actor: serviceActor('first-start') };
+    const key = await createApiKeyService({ config, dataSource, audit }).create({
       kind: 'personal',
       name: os.userInfo().username || 'admin',
       team: 'default',

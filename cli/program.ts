@@ -1,3 +1,4 @@
+import { auditCommand, type AuditOptions } from './commands/audit';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_URL } from './cli-config';
 import { artifactsCommand } from './commands/artifacts';
@@ -186,6 +187,19 @@ export function createProgram(result: { exitCode: number }): Command {
         forkCommand(ctx, runId, prompt, options),
       ),
     );
+
+  program
+    .command('audit')
+    .description("your team's audit log, newest first: who changed what, when, from where (admin keys)")
+    .option('--action <action>', 'an action (run.cancel) or a family (webhook.*)')
+    .option('--actor <uid>', "the actor's uid")
+    .option('--resource <id>', 'the id of what was acted on')
+    .option('--created-after <time>', 'RFC 3339 time, e.g. 2026-11-01T00:00:00Z')
+    .option('--created-before <time>', 'RFC 3339 time')
+    .option('--limit <n>', 'events per page (1-1000, default 100)', nonNegativeInteger)
+    .option('--cursor <cursor>', 'the next page, as the previous one said')
+    .option('--all', 'every page, following cursors')
+    .action(action((ctx, options: AuditOptions) => auditCommand(ctx, options)));
 
   const secrets = program
     .command('secrets')

@@ -55,6 +55,7 @@ export {
   type WebhookAttemptOutcome,
 } from './metrics/sandbox-workers';
 export { databaseReachable, databaseRefusals, rateLimitRejections } from './metrics/database-limits';
+export { auditEventsNotStored, auditEventsPruned, auditEventsRecorded } from './metrics/audit';
 export { harnessInvocations, harnessTokens, observeHarnessInvocation, observeHarnessTokens } from './metrics/harnesses';
 export {
   checkpointBytesAdded,

@@ -9,6 +9,8 @@ export interface AuthenticatedPrincipal {
   displayName: string;
   teamId: string;
   keyId: string;
+  /** The key's public prefix (`ark_xxxxxxxx`): safe to log and record. */
+  keyPrefix: string;
   role: KeyRole;
   /** When the key stops working (null: never), as it was when the request authenticated. */
   expiresAt: Date | null;
@@ -16,7 +18,8 @@ export interface AuthenticatedPrincipal {
 
 /** What a key's hash found: its principal, or that it expired (when, and whether a rotation replaced it). */
 export type KeyAuthentication =
-  { ok: true; principal: AuthenticatedPrincipal } | { ok: false; expiredAt: Date; replaced: boolean };
+  | { ok: true; principal: AuthenticatedPrincipal }
+  | { ok: false; expiredAt: Date; replaced: boolean; principal: AuthenticatedPrincipal };
 
 export function hashKey(rawKey: string): string {
   return createHash('sha256').update(rawKey).digest('hex');
@@ -93,19 +96,20 @@ export async function listApiKeys(dataSource: DataSource): Promise<ListedKey[]> 
 
 /**
  * The principal of an active key; for a key past its `expires_at` (by the database's clock), when
- * it expired. Null for anything else (malformed, unknown or revoked): those are told apart from
+ * it expired and whose it was (the audit log records the refusal). Null for anything else (malformed, unknown or revoked): those are told apart from
  * each other by no one.
  */
 export async function authenticateKey(dataSource: DataSource, rawKey: string): Promise<KeyAuthentication | null> {
   if (!looksLikeKey(rawKey)) return null;
   const rows = (await dataSource.query(
-    `SELECT k.id AS key_id, k.role, k.expires_at, k.expires_at <= now() AS expired, k.replaced_by IS NOT NULL AS replaced,
+    `SELECT k.id AS key_id, k.prefix, k.role, k.expires_at, k.expires_at <= now() AS expired, k.replaced_by IS NOT NULL AS replaced,
             p.uid, p.type, p.display_name, p.team_id
        FROM api_keys k JOIN principals p ON p.uid = k.principal_uid
       WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`,
     [hashKey(rawKey)],
   )) as {
     key_id: string;
+    prefix: string;
     role: KeyRole;
     expires_at: Date | null;
     expired: boolean | null;
@@ -117,19 +121,18 @@ export async function authenticateKey(dataSource: DataSource, rawKey: string): P
   }[];
   const row = rows[0];
   if (!row) return null;
-  if (row.expired) return { ok: false, expiredAt: row.expires_at!, replaced: row.replaced };
-  return {
-    ok: true,
-    principal: {
-      uid: row.uid,
-      type: row.type,
-      displayName: row.display_name,
-      teamId: row.team_id,
-      keyId: row.key_id,
-      role: row.role,
-      expiresAt: row.expires_at,
-    },
+  const principal: AuthenticatedPrincipal = {
+    uid: row.uid,
+    type: row.type,
+    displayName: row.display_name,
+    teamId: row.team_id,
+    keyId: row.key_id,
+    keyPrefix: row.prefix,
+    role: row.role,
+    expiresAt: row.expires_at,
   };
+  if (row.expired) return { ok: false, expiredAt: row.expires_at!, replaced: row.replaced, principal };
+  return { ok: true, principal };
 }
 
 /** Active keys (not revoked, not replaced by a rotation) whose expires_at falls within the next `seconds`. */

@@ -68,22 +68,42 @@ function keyNamed(idOrPrefix: string): string {
   return /^[0-9a-f-]{36}$/.test(idOrPrefix) ? 'id::text = $1' : 'prefix = $1';
 }
 
-/** Gives an active key (by id or public prefix) a role; returns false when no active key matched. */
-export async function setApiKeyRole(dataSource: DataSource, idOrPrefix: string, role: KeyRole): Promise<boolean> {
-  const result = (await dataSource.query(
-    `UPDATE api_keys SET role = $2 WHERE ${keyNamed(idOrPrefix)} AND revoked_at IS NULL RETURNING id`,
-    [idOrPrefix, role],
-  )) as [unknown[], number];
-  return result[1] > 0;
+/** A key a change found: which, whose team, and its role before the change. */
+export interface ChangedKey {
+  id: string;
+  prefix: string;
+  teamId: string;
+  previousRole: KeyRole;
 }
 
-/** Revokes by key id or public prefix; returns false when no active key matched. */
-export async function revokeApiKey(dataSource: DataSource, idOrPrefix: string): Promise<boolean> {
-  const result = (await dataSource.query(
-    `UPDATE api_keys SET revoked_at = now() WHERE ${keyNamed(idOrPrefix)} AND revoked_at IS NULL RETURNING id`,
-    [idOrPrefix],
-  )) as [unknown[], number];
-  return result[1] > 0;
+/** Gives an active key (by id or public prefix) a role; null when no active key matched. */
+export async function setApiKeyRole(
+  dataSource: DataSource,
+  idOrPrefix: string,
+  role: KeyRole,
+): Promise<ChangedKey | null> {
+  return changeActiveKey(dataSource, idOrPrefix, 'role = $2', [role]);
+}
+
+/** Revokes by key id or public prefix; null when no active key matched. */
+export async function revokeApiKey(dataSource: DataSource, idOrPrefix: string): Promise<ChangedKey | null> {
+  return changeActiveKey(dataSource, idOrPrefix, 'revoked_at = now()', []);
+}
+
+async function changeActiveKey(
+  dataSource: DataSource,
+  idOrPrefix: string,
+  assignment: string,
+  params: unknown[],
+): Promise<ChangedKey | null> {
+  const [rows] = (await dataSource.query(
+    `WITH old AS (SELECT id, role FROM api_keys WHERE ${keyNamed(idOrPrefix)} AND revoked_at IS NULL FOR UPDATE)
+     UPDATE api_keys k SET ${assignment} FROM old WHERE k.id = old.id
+     RETURNING k.id, k.prefix, k.team_id, old.role AS previous_role`,
+    [idOrPrefix, ...params],
+  )) as [{ id: string; prefix: string; team_id: string; previous_role: KeyRole }[], number];
+  const row = rows[0];
+  return row ? { id: row.id, prefix: row.prefix, teamId: row.team_id, previousRole: row.previous_role } : null;
 }
 
 /** A key as a rotation sees it, locked until its transaction ends. */

@@ -20,6 +20,9 @@ export function maintenanceWorkflowId(taskQueue: string): string {
 /** Firings that took this patch also delete the runs past RUN_RETENTION_DAYS (before the collection). */
 export const RUN_RETENTION_PATCH = 'run-retention';
 
+/** Firings that took this patch also delete the audit events past AUDIT_RETENTION_DAYS. */
+export const AUDIT_RETENTION_PATCH = 'audit-retention';
+
 /** Firings that took this patch also collect the object store's unnamed objects. */
 export const OBJECT_COLLECTION_PATCH = 'object-collection';
 
@@ -28,6 +31,8 @@ export interface MaintenanceResult {
   idempotencyRecordsPruned: number;
   /** Runs deleted past RUN_RETENTION_DAYS (with their descendants). */
   runsDeleted?: number;
+  /** Audit events deleted past AUDIT_RETENTION_DAYS. */
+  auditEventsPruned?: number;
   /** What the collector went through and removed, and the store as its last whole cycle counted it. */
   objects?: {
     partitions: number;

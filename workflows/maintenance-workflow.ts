@@ -1,13 +1,18 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { RunActivities } from '../activities';
-import { OBJECT_COLLECTION_PATCH, RUN_RETENTION_PATCH, type MaintenanceResult } from './maintenance-contract';
+import {
+  AUDIT_RETENTION_PATCH,
+  OBJECT_COLLECTION_PATCH,
+  RUN_RETENTION_PATCH,
+  type MaintenanceResult,
+} from './maintenance-contract';
 
 /** Batches of expired runs one firing deletes at most: its history stays small; the next firing goes on. */
 const RETENTION_BATCHES_PER_FIRING = 100;
 
 /**
  * One firing of the maintenance Schedule: prunes expired records, a batch per activity call;
- * deletes the runs past their retention; then removes the objects of runs' files that no row
+ * deletes the runs past their retention, then the audit events past theirs; then removes the objects of runs' files that no row
  * names any more.
  */
 export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
@@ -22,6 +27,7 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
     if (!more) break;
   }
   const runsDeleted = patched(RUN_RETENTION_PATCH) ? await deleteExpiredRuns() : undefined;
+  const auditEventsPruned = patched(AUDIT_RETENTION_PATCH) ? await pruneExpiredAuditEvents() : undefined;
   if (!patched(OBJECT_COLLECTION_PATCH)) return { idempotencyRecordsPruned };
   const { collectUnreferencedObjects } = proxyActivities<RunActivities>({
     // Three minutes' worth of the store a firing (the firing has five); it heartbeats each batch.
@@ -30,7 +36,27 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
     retry: { maximumAttempts: 2 },
   });
   const objects = await collectUnreferencedObjects();
-  return { idempotencyRecordsPruned, ...(runsDeleted === undefined ? {} : { runsDeleted }), objects };
+  return {
+    idempotencyRecordsPruned,
+    ...(runsDeleted === undefined ? {} : { runsDeleted }),
+    ...(auditEventsPruned === undefined ? {} : { auditEventsPruned }),
+    objects,
+  };
+}
+
+/** Deletes audit events past AUDIT_RETENTION_DAYS, a batch per team per activity call. */
+async function pruneExpiredAuditEvents(): Promise<number> {
+  const activities = proxyActivities<RunActivities>({
+    startToCloseTimeout: '2 minutes',
+    retry: { maximumAttempts: 3 },
+  });
+  let pruned = 0;
+  for (let batch = 0; batch < RETENTION_BATCHES_PER_FIRING; batch++) {
+    const result = await activities.pruneExpiredAuditEvents();
+    pruned += result.pruned;
+    if (!result.more) break;
+  }
+  return pruned;
 }
 
 /** Deletes runs past RUN_RETENTION_DAYS, a batch per activity call. */

@@ -45,7 +45,11 @@ export function authenticate(
     }
     const found = await authenticateKey(dataSource, key);
     if (!found) return fail('The API key is unknown or has been revoked.');
-    if (!found.ok) return fail(expiredKeyDetail(found.expiredAt, found.replaced));
+    if (!found.ok) {
+      // Whose key it was, for the audit log's record of the refusal; never a principal to act as.
+      ctx.state.refusedPrincipal = found.principal;
+      return fail(expiredKeyDetail(found.expiredAt, found.replaced));
+    }
     ctx.state.principal = found.principal;
     uses?.note(found.principal.keyId);
     await next();

@@ -18,6 +18,7 @@ import { registerTaskViewOperations } from './task-view';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
 import { registerSecretOperations } from './secrets';
+import { registerAuditOperations } from './audit';
 import { registerServiceOperations } from './service';
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
@@ -33,6 +34,7 @@ const TAGS = [
   { name: 'Redirects', description: 'Session and conversation lookups the official clients make without a key.' },
   { name: 'Webhooks', description: 'Signed notifications of run state changes, delivered durably.' },
   { name: 'Secrets', description: "A team's credentials for harnesses, stored encrypted and never shown." },
+  { name: 'Audit', description: 'Who changed what, when and from where, in a hash chain per team.' },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
 ];
 
@@ -67,6 +69,7 @@ function registry(): OpenAPIRegistry {
   registerServiceOperations(registry);
   registerLiveOperations(registry);
   registerSecretOperations(registry);
+  registerAuditOperations(registry);
   registerPlatformOperations(registry);
   registerTimelineOperations(registry);
   return registry;

@@ -255,6 +255,10 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
     objectGraceSeconds: e.OBJECT_STORE_GRACE_SECONDS,
     /** Ended runs are deleted this many days after they ended (undefined: kept until deleted). */
     runRetentionDays: e.RUN_RETENTION_DAYS,
+    /** Audit events are deleted this many days after they occurred (undefined: kept for ever). */
+    auditRetentionDays: e.AUDIT_RETENTION_DAYS,
+    /** The actor operator commands record (undefined: `<OS user>@<host>`). */
+    auditOperator: e.AUDIT_OPERATOR,
     metrics: {
       /** When set, `GET /metrics` (API and workers) requires `Authorization: Bearer <it>`; unset, only on a loopback HOST. */
       bearerToken: e.METRICS_BEARER_TOKEN,

@@ -3,6 +3,16 @@ import path from 'node:path';
 import { z } from 'zod';
 import { group, intFrom, optionalString, optionalUrl } from './variable';
 
+/** A whole number of days from 1 to 100 years, or unset. */
+const optionalDays = optionalString.pipe(
+  z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a whole number of days from 1 to 36500')
+    .transform(Number)
+    .refine((days) => days >= 1 && days <= 36_500, 'must be a whole number of days from 1 to 36500')
+    .optional(),
+);
+
 /** How workers share the runs: their names, capacity, leases and housekeeping. */
 export const workers = group('Workers', {
   WORKER_ID: {
@@ -169,18 +179,30 @@ export const quotas = group('Rate limits and quotas', {
     readBy: ['workers'],
   },
   RUN_RETENTION_DAYS: {
-    schema: optionalString.pipe(
-      z
-        .string()
-        .regex(/^\d{1,5}$/, 'must be a whole number of days from 1 to 36500')
-        .transform(Number)
-        .refine((days) => days >= 1 && days <= 36_500, 'must be a whole number of days from 1 to 36500')
-        .optional(),
-    ),
+    schema: optionalDays,
     description:
       "ended runs (with their descendants) that ended more than this many days ago are deleted with everything they left, in batches, by the hourly maintenance; keep the Temporal namespace's retention no longer (docs/operations.md, Data lifecycle)",
     readBy: ['workers'],
     unset: 'unset: runs are kept until deleted (`DELETE /agent/runs/{runId}`)',
+  },
+  AUDIT_RETENTION_DAYS: {
+    schema: optionalDays,
+    description:
+      "audit events older than this many days are deleted, oldest first, by the hourly maintenance; each team's chain still verifies from the first event kept (`npm run audit -- verify`)",
+    readBy: ['workers'],
+    unset: 'unset: audit events are kept for ever',
+  },
+  AUDIT_OPERATOR: {
+    schema: optionalString.pipe(
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable ASCII characters without spaces')
+        .optional(),
+    ),
+    description:
+      'who the operator commands (`npm run keys`, `npm run teams`, `npm run secrets`) record as the actor of what they change in the audit log',
+    readBy: ['operator commands'],
+    unset: 'unset: `<OS user>@<host name>`',
   },
   TEAM_MAX_ENVIRONMENTS: {
     schema: intFrom(200, 0, 1_000_000),

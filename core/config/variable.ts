@@ -5,7 +5,7 @@ import { z } from 'zod';
  * embedded PostgreSQL and Temporal dev server it runs, and what it prints); `npm start` also
  * runs an API and a worker, so it reads everything they do.
  */
-export type Reader = 'API' | 'workers' | 'npm start';
+export type Reader = 'API' | 'workers' | 'npm start' | 'operator commands';
 
 /** One environment variable: how it parses (with its default), what it means, and who reads it. */
 export interface Variable<S extends z.ZodType = z.ZodType> {

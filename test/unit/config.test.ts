@@ -210,6 +210,8 @@ describe('loadConfig', () => {
       },
       objectGraceSeconds: 86_400,
       runRetentionDays: undefined,
+      auditRetentionDays: undefined,
+      auditOperator: undefined,
       metrics: { bearerToken: undefined, workerPort: 9464 },
       tracing: undefined,
     };
