@@ -2,7 +2,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { ApiError } from '../core/api-error';
 import { createRunService } from '../services/runs/run-service';
-import { runScheduleRef, schedulePrincipal, scheduledRunRequest } from '../services/schedules/schedule-service';
+import {
+  runScheduleRef,
+  schedulePrincipal,
+  scheduledRunEvent,
+  scheduledRunRequest,
+} from '../services/schedules/schedule-service';
+import { createAuditLog } from '../services/audit/audit-log';
 import { findSchedule } from '../db/schedule-reads';
 import { recordSpawnOutcome } from '../db/schedules';
 import {
@@ -25,6 +31,7 @@ export function createScheduleActivities({
   objectStore,
 }: ActivityDeps) {
   const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
+  const audit = createAuditLog({ dataSource, logger });
 
   return {
     /**
@@ -53,6 +60,7 @@ export function createScheduleActivities({
           { source: 'SCHEDULED_AGENT', schedule: runScheduleRef(schedule) },
         );
         await recordSpawnOutcome(dataSource.manager, scheduleId, null);
+        if (!created.replayed) await audit.record(scheduledRunEvent(schedule, 'success', created.runId));
         return { runId: created.runId };
       } catch (err) {
         const refused = err instanceof ApiError && err.status < 500;
@@ -65,6 +73,7 @@ export function createScheduleActivities({
           await recordSpawnOutcome(dataSource.manager, scheduleId, message).catch((recordErr: unknown) =>
             logger.warn('could not record a schedule spawn error', { schedule_id: scheduleId, error: recordErr }),
           );
+          await audit.record(scheduledRunEvent(schedule, 'failed', undefined, refused ? err.code : 'unavailable'));
           if (refused) throw ApplicationFailure.nonRetryable(message, ScheduleFailureType.SPAWN_REFUSED);
         }
         throw err;

@@ -7,6 +7,7 @@ import { findTeamId } from '../db/team-reads';
 import { createAuditLog } from '../services/audit/audit-log';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { maintenanceScheduleId } from '../workflows/maintenance-contract';
+import { temporalScheduleId } from '../workflows/schedule-contract';
 import { keysCli, lastLine } from './helpers/keys-cli';
 import { auth } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
@@ -321,4 +322,34 @@ test('rotating and revoking through the key service are recorded, never the key'
   expect(recorded[1]!.details).toMatchObject({ replaces: created.id, old_key_until: expect.any(String) });
   expect(JSON.stringify(recorded)).not.toContain(created.rawKey);
   expect(JSON.stringify(recorded)).not.toContain(rotated.created.rawKey);
+});
+
+test("a schedule's firing is recorded as the scheduler's, on behalf of the schedule's creator", async () => {
+  const team = uniqueName('scheduled-audit');
+  const admin = await ctx.newTeamKey('personal', team, 'admin');
+  const schedule = await ctx.api
+    .post('/api/v1/agent/schedules')
+    .set(auth(admin.key))
+    .send({
+      name: 'nightly',
+      cron_schedule: '0 9 * * *',
+      prompt: 'audited firing',
+      agent_config: { idle_timeout_minutes: 0 },
+    });
+  expect(schedule.status).toBe(201);
+  const scheduleId = schedule.body.id as string;
+  await ctx.client.schedule.getHandle(temporalScheduleId(scheduleId)).trigger();
+  const recorded = await waitFor(
+    () => events(admin.key, { actor_uid: 'scheduler' }),
+    (found) => found.length > 0,
+    "the scheduler's run.create",
+  );
+  expect(recorded[0]).toMatchObject({
+    action: 'run.create',
+    outcome: 'success',
+    actor: { type: 'service', uid: 'scheduler', key_prefix: null },
+    resource: { type: 'run', id: expect.any(String) },
+    details: { source: 'SCHEDULED_AGENT', schedule_id: scheduleId, on_behalf_of: admin.uid },
+  });
+  expect((await events(admin.key, { resource_id: scheduleId })).map((e) => e.action)).toEqual(['schedule.create']);
 });

@@ -96,6 +96,17 @@ test('a foreman dispatches two agents and waits for both; one fails, and the for
   const dispatched = JSON.parse(toolResult(ctx.model.calls(foreman)[1]!, 'dispatch_agent')) as { run_id: string };
   expect(dispatched.run_id).toBe(verify.run_id);
 
+  // The audit log says the foreman's run created them, each as its agent.
+  const created = (await ctx.dataSource.query(
+    `SELECT resource_id, actor_type, actor_uid, details->>'agent_uid' AS agent FROM audit_events
+      WHERE action = 'run.create' AND resource_id = ANY($1) ORDER BY seq`,
+    [[impl.run_id, verify.run_id]],
+  )) as { resource_id: string; actor_type: string; actor_uid: string; agent: string }[];
+  expect(created.map((e) => [e.resource_id, e.actor_type, e.actor_uid, e.agent])).toEqual([
+    [impl.run_id, 'service', `run:${parentId}`, factory.agents.IMPLEMENT],
+    [verify.run_id, 'service', `run:${parentId}`, factory.agents.VERIFY],
+  ]);
+
   // The factory filter finds the foreman's run and its children.
   const ofFactory = await listRuns(ctx, key, `factory_uid=${factory.uid}`);
   expect(ofFactory.map((r) => r.run_id).sort()).toEqual([parentId, impl.run_id, verify.run_id].sort());

@@ -1,3 +1,4 @@
+import { createAuditLog, serviceActor } from '../audit/audit-log';
 import { createCancellation } from './cancel-run';
 import { createRunDeletion } from './run-deletion';
 import { createInterruption } from './interrupt-run';
@@ -21,6 +22,7 @@ export function createRunService(deps: RunServiceDeps) {
   const writes = createRunWrites(deps);
   const creation = createRunCreation(deps, writes);
   const followups = createFollowups(deps, writes);
+  const audit = createAuditLog(deps);
   return {
     /**
      * Checks what a create request asks for before anything is recorded (a schedule checks its
@@ -41,9 +43,21 @@ export function createRunService(deps: RunServiceDeps) {
     async dispatchToFactory(...args: Parameters<typeof creation.dispatchToFactory>): Promise<RunAccepted> {
       return accepted(await creation.dispatchToFactory(...args));
     },
-    /** A factory agent's `dispatch_agent`: a child run, its workflow started by its parent's. */
+    /** A factory agent's `dispatch_agent`: a child run, its workflow started by its parent's (recorded as the parent run's doing). */
     async createChildRun(...args: Parameters<typeof creation.createChildRun>): Promise<RunAccepted> {
-      return accepted(await creation.createChildRun(...args));
+      const child = accepted(await creation.createChildRun(...args));
+      const [parent, { agentUid }] = args;
+      if (!child.replayed) {
+        await audit.record({
+          teamId: parent.teamId,
+          action: 'run.create',
+          outcome: 'success',
+          actor: serviceActor(`run:${parent.runId}`),
+          resource: { type: 'run', id: child.runId },
+          details: { source: 'ORCHESTRATION', parent_run_id: parent.runId, agent_uid: agentUid },
+        });
+      }
+      return child;
     },
     async sendFollowup(...args: Parameters<typeof followups.sendFollowup>): Promise<RunAccepted> {
       return accepted(await followups.sendFollowup(...args));

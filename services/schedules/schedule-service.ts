@@ -46,7 +46,7 @@ import type { CreateScheduleRequest, UpdateScheduleRequest } from '../../core/sc
 import { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
 
 export { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
-export { runScheduleRef, schedulePrincipal, scheduledRunRequest } from './scheduled-run';
+export { runScheduleRef, schedulePrincipal, scheduledRunEvent, scheduledRunRequest } from './scheduled-run';
 
 export interface ScheduleServiceDeps {
   config: Config;

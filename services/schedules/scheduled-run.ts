@@ -1,3 +1,4 @@
+import type { AuditOutcome, AuditRecord } from '../../core/audit/audit-event';
 import { decryptMcpServers } from '../../core/secrets';
 import type { RunScheduleRef } from '../../db/rows/run';
 import type { Schedule } from '../../db/schedule-reads';
@@ -30,5 +31,27 @@ export function schedulePrincipal(schedule: Schedule): RunPrincipal {
     type: schedule.creator.type,
     displayName: schedule.creator.display_name,
     teamId: schedule.teamId,
+  };
+}
+
+/** The audit record of a firing: the scheduler created a run for the schedule's creator, or could not. */
+export function scheduledRunEvent(
+  schedule: Schedule,
+  outcome: AuditOutcome,
+  runId?: string,
+  errorCode?: string,
+): AuditRecord {
+  return {
+    teamId: schedule.teamId,
+    action: 'run.create',
+    outcome,
+    actor: { type: 'service', uid: 'scheduler' },
+    resource: { type: 'run', ...(runId ? { id: runId } : {}) },
+    details: {
+      source: 'SCHEDULED_AGENT',
+      schedule_id: schedule.scheduleId,
+      on_behalf_of: schedule.creator.uid,
+      ...(errorCode ? { error: errorCode } : {}),
+    },
   };
 }
