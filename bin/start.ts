@@ -135,6 +135,7 @@ async function main(): Promise<void> {
     temporal: client,
     logger: apiLogger,
     intervalSeconds: config.reconcileIntervalSeconds,
+    restoreMode: config.restoreMode,
   });
 
   const count = await countApiKeys(dataSource);
