@@ -24,7 +24,7 @@ export function createScheduleActivities({
   secretsKey,
   blobs,
   objectStore,
-}: ActivityDeps) {
+}: Pick<ActivityDeps, 'dataSource' | 'config' | 'logger' | 'temporal' | 'secretsKey' | 'blobs' | 'objectStore'>) {
   const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
 
   return {
