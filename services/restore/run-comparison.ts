@@ -42,12 +42,12 @@ export const DIFFERENCE_KINDS = {
   workflow_ahead: {
     means: 'PostgreSQL says the run ended; its workflow is still open on a turn or follow-up the backup does not have.',
     action:
-      'Terminate the workflow (`temporal workflow terminate --workflow-id <workflow id> --reason restore`) so that it writes nothing over the restored run; the run stays as the backup has it, and a follow-up starts it again.',
+      'Terminate the workflow (`temporal workflow terminate --workflow-id agent-run-<run id> --reason restore`) so that it writes nothing over the restored run; the run stays as the backup has it, and a follow-up starts it again.',
   },
   run_missing: {
     means: 'Temporal has a workflow for a run PostgreSQL does not have (created after the backup).',
     action:
-      'Nothing the service can restore: its row, transcript and files are gone. Terminate the workflow if it is open (else the worker removes its workspace at its next sweep), and tell its creator from the workflow (`temporal workflow describe --workflow-id <workflow id>`: its search attributes name the creator and model).',
+      'Nothing the service can restore: its row, transcript and files are gone. Terminate the workflow if it is open (else the worker removes its workspace at its next sweep), and tell its creator from the workflow (`temporal workflow describe --workflow-id agent-run-<run id>`: its search attributes name the creator and model).',
   },
 } as const;
 
