@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { objectsCollected, objectStoreBytes, objectStoreObjects, runsDeleted } from '../core/metrics';
 import { pruneExpiredIdempotencyRecords } from '../db/idempotency-records';
 import { collectUnreferencedObjects, type CollectionResult } from '../services/objects/object-collection';
+import { pausedForRestore } from '../services/restore/restore-mode';
 import { createRunDeletion } from '../services/runs/run-deletion';
 import { pruneExpiredAuditEvents } from '../services/audit/audit-retention';
 import type { ActivityDeps } from './deps';
@@ -13,6 +14,14 @@ const RETENTION_BATCH = 50;
 /** How long one firing's collection goes on: the firing's workflow has five minutes in all. */
 const COLLECTION_BUDGET_MS = 3 * 60_000;
 
+const PAUSED_COLLECTION: CollectionResult = {
+  partitions: 0,
+  deleted: 0,
+  deletedBytes: 0,
+  storeObjects: null,
+  storeBytes: null,
+};
+
 /** The maintenance workflow's activities (workflows/maintenance-workflow.ts). */
 export function createMaintenanceActivities({
   dataSource,
@@ -23,9 +32,13 @@ export function createMaintenanceActivities({
 }: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config' | 'temporal' | 'logger'>) {
   const deletion = createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs: config.temporal.rpcTimeoutMs });
   return {
-    /** Deletes a batch of the runs that ended more than RUN_RETENTION_DAYS ago (none when it is unset). */
+    /**
+     * Deletes a batch of the runs that ended more than RUN_RETENTION_DAYS ago (none when it is
+     * unset, or in restore mode: a run a restored database says ended long ago may be working).
+     */
     async deleteExpiredRuns(): Promise<{ deleted: number; more: boolean }> {
       if (config.runRetentionDays === undefined) return { deleted: 0, more: false };
+      if (pausedForRestore(config.restoreMode, logger, 'run_retention')) return { deleted: 0, more: false };
       const result = await deletion.deleteExpiredRuns(config.runRetentionDays, RETENTION_BATCH);
       runsDeleted.inc({ reason: 'retention' }, result.deleted);
       return result;
@@ -42,8 +55,13 @@ export function createMaintenanceActivities({
       return { pruned, more: pruned === PRUNE_BATCH };
     },
 
-    /** Removes the objects no row has named for OBJECT_STORE_GRACE_SECONDS, and counts the store (a few minutes' worth a firing). */
+    /**
+     * Removes the objects no row has named for OBJECT_STORE_GRACE_SECONDS, and counts the store (a
+     * few minutes' worth a firing). Nothing in restore mode: a restored database does not name
+     * what was written after its backup.
+     */
     async collectUnreferencedObjects(): Promise<CollectionResult> {
+      if (pausedForRestore(config.restoreMode, logger, 'object_collection')) return PAUSED_COLLECTION;
       const ctx = Context.current();
       const result = await collectUnreferencedObjects(dataSource, objectStore, {
         graceSeconds: config.objectGraceSeconds,

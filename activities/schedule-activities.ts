@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { ApiError } from '../core/api-error';
+import { pausedForRestore, RESTORE_MODE_REFUSAL } from '../services/restore/restore-mode';
 import { createRunService } from '../services/runs/run-service';
 import {
   runScheduleRef,
@@ -29,7 +30,7 @@ export function createScheduleActivities({
   secretsKey,
   blobs,
   objectStore,
-}: ActivityDeps) {
+}: Pick<ActivityDeps, 'dataSource' | 'config' | 'logger' | 'temporal' | 'secretsKey' | 'blobs' | 'objectStore'>) {
   const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
   const audit = createAuditLog({ dataSource, logger });
 
@@ -41,6 +42,12 @@ export function createScheduleActivities({
      * on the schedule as `last_spawn_error`; a created one clears it.
      */
     async createScheduledRun({ scheduleId, firingId }: CreateScheduledRunInput): Promise<ScheduledRunResult> {
+      // A restored database may lack a schedule made after its backup: its Temporal Schedule stays.
+      if (pausedForRestore(config.restoreMode, logger, 'schedule_firing')) {
+        const message = `The firing of ${firingTime(firingId)} created no run: ${RESTORE_MODE_REFUSAL}`;
+        await recordSpawnOutcome(dataSource.manager, scheduleId, message);
+        return { skipped: message };
+      }
       const schedule = await findSchedule(dataSource.manager, scheduleId);
       if (!schedule) {
         // Its row is gone (deleted, or its creation withdrawn after Temporal took it): nothing may fire again.

@@ -23,6 +23,7 @@ import { preferSpecificRoutes } from './middleware/specific-routes';
 import { rateLimitRequests } from './middleware/rate-limit';
 import { requestRateLimit } from '../services/rate-limits';
 import { traceRequests } from './middleware/trace-requests';
+import { announceRestoreMode } from '../services/restore/restore-mode';
 import { createRunService } from '../services/runs/run-service';
 import { sessionLinkSigner } from '../services/views/run-item';
 import { createAgentIdentitiesRouter } from './routes/agent-identities-routes';
@@ -90,6 +91,7 @@ export interface AppDeps {
 /** Builds the Koa app; tests and every entry point build it the same way. */
 export function createApp(deps: AppDeps): Koa {
   const { config, dataSource, logger } = deps;
+  announceRestoreMode(config.restoreMode, logger);
   const secretsKey = deps.secretsKey ?? resolveSecretsKey(config);
   const app = new Koa();
   // The client's address (rate limits, logs) from X-Forwarded-For only through trusted proxies:
@@ -186,6 +188,7 @@ export function createApp(deps: AppDeps): Koa {
       isWorkerRunning: deps.isWorkerRunning,
       workerRunLimits: deps.workerRunLimits,
       workerHarnesses: deps.workerHarnesses,
+      restoreMode: config.restoreMode,
     }),
     createSessionRouter({ dataSource, secretsKey, streams, sessionLinks }),
     createRedirectRouter({ dataSource }),

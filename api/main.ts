@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     temporal: client,
     logger,
     intervalSeconds: config.reconcileIntervalSeconds,
+    restoreMode: config.restoreMode,
   });
   logger.info('API listening', {
     url: `http://${config.host}:${config.port}/api/v1`,

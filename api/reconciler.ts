@@ -4,6 +4,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../core/logger';
 import { findUnfinishedRuns } from '../db/unfinished-run-reads';
+import { pausedForRestore } from '../services/restore/restore-mode';
 import { createRunTransitions } from '../services/runs/run-transitions';
 import { runWorkflowId } from '../workflows/run-contract';
 
@@ -14,6 +15,8 @@ export interface ReconcilerOptions {
   intervalSeconds: number;
   /** How long a run may go without an update before its workflow is checked (default 30). */
   quietSeconds?: number;
+  /** RESTORE_MODE: every pass only logs that it is paused (a restored database's word settles nothing). */
+  restoreMode?: boolean;
 }
 
 const PAGE = 200;
@@ -39,6 +42,7 @@ export function startReconciler({
   logger,
   intervalSeconds,
   quietSeconds = 30,
+  restoreMode = false,
 }: ReconcilerOptions): {
   stop(): Promise<void>;
   /** One pass now (tests and operators); resolves with the runs it settled. */
@@ -100,6 +104,7 @@ export function startReconciler({
 
   // Every unfinished run each pass, a page at a time, a few workflows described at once.
   const pass = async (): Promise<string[]> => {
+    if (pausedForRestore(restoreMode, logger, 'reconciler')) return [];
     const settled: string[] = [];
     for (let after = ''; ;) {
       const page = await findUnfinishedRuns(dataSource.manager, quietSeconds, PAGE, after);

@@ -136,6 +136,7 @@ async function main(): Promise<void> {
     temporal: client,
     logger: apiLogger,
     intervalSeconds: config.reconcileIntervalSeconds,
+    restoreMode: config.restoreMode,
   });
 
   const count = await countApiKeys(dataSource);

@@ -77,6 +77,12 @@ export {
   type WaitingFor,
 } from './metrics/service-state';
 export { workerCapacityMetrics, type WorkerCapacitySources } from './metrics/worker-capacity';
+export {
+  PAUSED_IN_RESTORE_MODE,
+  restoreMode,
+  restoreModePasses,
+  type PausedInRestoreMode,
+} from './metrics/restore-mode';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

@@ -1,6 +1,9 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomBytes } from 'node:crypto';
+import { createMaintenanceActivities } from '../activities/maintenance-activities';
+import { createLogger } from '../core/logger';
 import { contentKey } from '../infra/object-store/object-store';
-import { collectUnreferencedObjects } from '../services/objects/object-collection';
+import { collectUnreferencedObjects, type CollectionResult } from '../services/objects/object-collection';
 import { auth, createRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -114,4 +117,44 @@ test('past TEAM_MAX_STORED_BYTES a team gets no new run or fork and its runs tak
     .set(auth(other.key))
     .send({ prompt: `Other ${uniqueName('o')}` });
   expect(allowed.status).toBe(201);
+});
+
+test('in restore mode the maintenance deletes no expired run and collects no object; without it, it does both', async () => {
+  const { key } = await ctx.newTeamKey();
+  const runId = await createRun(ctx, key, {
+    prompt: `Old ${uniqueName('restore-maintenance')}`,
+    config: { idle_timeout_minutes: 0 },
+  });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  // Ended a century ago (no other file's run is that old) and an object unnamed for two days: both due.
+  await ctx.dataSource.query(`UPDATE runs SET ended_at = now() - interval '100 years' WHERE run_id = $1`, [runId]);
+  const orphan = randomBytes(64);
+  const orphanKey = contentKey(orphan);
+  await ctx.objectStore.put(orphanKey, orphan);
+  await ctx.dataSource.query(
+    `INSERT INTO unreferenced_objects (object_key, seen_at) VALUES ($1, now() - interval '2 days')`,
+    [orphanKey],
+  );
+  const maintenance = (restoreMode: boolean) =>
+    createMaintenanceActivities({
+      dataSource: ctx.dataSource,
+      objectStore: ctx.objectStore,
+      config: { ...ctx.config, restoreMode, runRetentionDays: 36_500 },
+      temporal: ctx.client,
+      logger: createLogger('error', 'test'),
+    });
+  const runExists = async () =>
+    ((await ctx.dataSource.query(`SELECT 1 FROM runs WHERE run_id = $1`, [runId])) as unknown[]).length === 1;
+  const env = new MockActivityEnvironment();
+
+  const paused = maintenance(true);
+  expect(await env.run(paused.deleteExpiredRuns)).toEqual({ deleted: 0, more: false });
+  expect(await env.run(paused.collectUnreferencedObjects)).toMatchObject({ partitions: 0, deleted: 0 });
+  expect([await runExists(), await ctx.objectStore.has(orphanKey)]).toEqual([true, true]);
+
+  const acting = maintenance(false);
+  expect(await env.run(acting.deleteExpiredRuns)).toEqual({ deleted: 1, more: false });
+  const collected = (await env.run(acting.collectUnreferencedObjects)) as CollectionResult;
+  expect(collected.deleted).toBeGreaterThanOrEqual(1);
+  expect([await runExists(), await ctx.objectStore.has(orphanKey)]).toEqual([false, false]);
 });

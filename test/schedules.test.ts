@@ -1,4 +1,9 @@
 import { ScheduleNotFoundError, type ScheduleHandle } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createScheduleActivities } from '../activities/schedule-activities';
+import { createLogger } from '../core/logger';
+import { objectBlobStore } from '../infra/object-store/object-blob-store';
+import { resolveSecretsKey } from '../infra/secrets-key';
 import { runWorkflowId, searchAttributes } from '../workflows/run-contract';
 import { SCHEDULED_RUN_WORKFLOW_TYPE, temporalScheduleId } from '../workflows/schedule-contract';
 import { createEnvironment } from './helpers/environments';
@@ -426,6 +431,30 @@ test('a firing that cannot create its run records last_spawn_error; the next one
     'a cleared spawn error',
   );
   await ctx.api.delete(`${BASE}/${created.id}`).set(auth(key));
+});
+
+test("in restore mode a firing of a schedule the database lacks creates nothing and leaves its Temporal Schedule (without it, the next test's firing deletes it)", async () => {
+  const { key } = await ctx.newTeamKey();
+  const created = await createSchedule(key, { name: 'Made after the backup', cron_schedule: '0 9 * * *', prompt: 'p' });
+  await ctx.dataSource.query(`DELETE FROM schedules WHERE schedule_id = $1`, [created.id]);
+  const { createScheduledRun } = createScheduleActivities({
+    dataSource: ctx.dataSource,
+    config: { ...ctx.config, restoreMode: true },
+    logger: createLogger('error', 'test'),
+    temporal: ctx.client,
+    secretsKey: resolveSecretsKey(ctx.config),
+    blobs: objectBlobStore(ctx.objectStore),
+    objectStore: ctx.objectStore,
+  });
+  const firingId = `${temporalScheduleId(created.id)}-2026-01-02T03:04:05Z`;
+  expect(await new MockActivityEnvironment().run(createScheduledRun, { scheduleId: created.id, firingId })).toEqual({
+    skipped: expect.stringMatching(
+      /^The firing of 2026-01-02T03:04:05Z created no run: The service is in restore mode/,
+    ),
+  });
+  expect((await temporalHandle(created.id).describe()).scheduleId).toBe(temporalScheduleId(created.id));
+  expect(await runsOf(key, created.id)).toEqual([]);
+  await temporalHandle(created.id).delete();
 });
 
 test('a Temporal Schedule whose row is gone deletes itself at its next firing', async () => {

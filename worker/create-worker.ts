@@ -34,6 +34,7 @@ import { ensureServiceSchedules } from './service-schedules';
 import { WorkspaceCapacity } from './workspace-capacity';
 import { workflowSources } from './workflow-sources';
 import { createRunCheckpoints } from '../activities/checkpoints/create-run-checkpoints';
+import { announceRestoreMode } from '../services/restore/restore-mode';
 import { openObjectStore } from '../infra/object-store/create-object-store';
 import { objectBlobStore } from '../infra/object-store/object-blob-store';
 import type { ObjectStore } from '../infra/object-store/object-store';
@@ -94,6 +95,7 @@ export function workspaceQueueName(config: Config): string {
 /** Builds the workers: the workflow (prebuilt bundle when present) and the activities. */
 export async function createWorker(options: CreateWorkerOptions): Promise<RunWorker> {
   const { config, dataSource, connection, logger } = options;
+  announceRestoreMode(config.restoreMode, logger);
   // First: a worker that cannot keep runs' files refuses to start, before it makes anything.
   const objectStore = options.objectStore ?? (await openObjectStore(config.objectStore));
   const bundlePath =
@@ -278,6 +280,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         logger,
         intervalSeconds: config.worker.sweepIntervalSeconds,
         images,
+        restoreMode: config.restoreMode,
       });
       try {
         await Promise.all(workers.map((w) => w.run()));

@@ -5,6 +5,7 @@ import { isUuid } from '../../core/ids';
 import type { ImageStore } from '../images/image-store';
 import { releaseLeasesNothingUses, removeSnapshotsNothingNeeds } from '../images/lease-sweep';
 import type { Logger } from '../../core/logger';
+import { pausedForRestore } from '../../services/restore/restore-mode';
 import { workspaceBytesReclaimed, workspacesOnDisk, workspacesRemoved } from '../../core/metrics';
 import { runsForSweep, type SweptRun } from '../../db/run-workspaces';
 import { diskUsageBytes } from '../sandbox/run-disk';
@@ -21,6 +22,8 @@ export type SweepReason = 'run_gone' | 'held_elsewhere' | 'settled';
 export interface SweepResult {
   kept: number;
   removed: { runId: string; reason: SweepReason; bytes: number }[];
+  /** RESTORE_MODE held the pass back: it looked at nothing. */
+  paused?: true;
 }
 
 export interface WorkspaceSweeperDeps {
@@ -34,6 +37,8 @@ export interface WorkspaceSweeperDeps {
   intervalSeconds: number;
   /** The machine's image cache: leases of runs nothing will use again are released with each sweep. */
   images?: ImageStore;
+  /** RESTORE_MODE: each pass only logs that it is paused (a restored database may not know live runs). */
+  restoreMode?: boolean;
 }
 
 /**
@@ -80,6 +85,9 @@ function reasonToRemove(run: SweptRun, deps: WorkspaceSweeperDeps, root: string)
 }
 
 async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
+  // Workspaces, image leases and snapshots alike: each is removed on the database's word.
+  if (pausedForRestore(deps.restoreMode ?? false, deps.logger, 'workspace_sweep'))
+    return { kept: 0, removed: [], paused: true };
   const entries = existsSync(deps.root) ? await readdir(deps.root, { withFileTypes: true }) : [];
   const runIds = entries.filter((e) => e.isDirectory() && isUuid(e.name)).map((e) => e.name);
   const result: SweepResult = { kept: 0, removed: [] };

@@ -20,7 +20,11 @@ const readinessSchema = z
     }),
     accepts_runs: z.boolean().openapi({
       description:
-        'Whether PostgreSQL and Temporal both answer: creates, follow-ups and cancels are accepted (else they answer 503 `resource_unavailable`).',
+        'Whether PostgreSQL and Temporal both answer: creates, follow-ups and cancels are accepted (else they answer 503 `resource_unavailable`). False in restore mode too.',
+    }),
+    restore_mode: z.literal(true).optional().openapi({
+      description:
+        'Present while the operator runs the service in restore mode (RESTORE_MODE=true, after restoring its database): reads are served; new runs, forks and follow-ups answer 503 `resource_unavailable`.',
     }),
     checks: z.partialRecord(z.enum(READINESS_CHECKS), z.enum(['ok', 'unavailable'])).openapi({
       description: '`database`, `temporal`, and `worker` where this process runs one.',

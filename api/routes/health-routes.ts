@@ -16,6 +16,8 @@ export interface HealthDeps {
   workerRunLimits?: () => string;
   /** The harnesses that worker offers, with their CLI versions. */
   workerHarnesses?: () => Record<string, string>;
+  /** RESTORE_MODE: reads are served, new runs are not. */
+  restoreMode?: boolean;
 }
 
 /** The dependencies `/readyz` checks, in the order it names them. */
@@ -33,7 +35,7 @@ const readyzQuery = z.object({
 /**
  * `/healthz`: the process answers. `/readyz`: 200 while PostgreSQL answers, since reads need
  * nothing else; `accepts_runs` says whether Temporal answers too (creates, follow-ups and cancels
- * need it); 503 when PostgreSQL does not (nothing can be served), or when a check named in
+ * need it) and restore mode is off; 503 when PostgreSQL does not (nothing can be served), or when a check named in
  * `?require=` fails (a strict probe).
  */
 export function createHealthRouter(deps: HealthDeps): Router {
@@ -55,7 +57,8 @@ export function createHealthRouter(deps: HealthDeps): Router {
     ctx.status = database === 'ok' && required.every((name) => checks[name] === 'ok') ? 200 : 503;
     ctx.body = {
       status: database !== 'ok' ? 'unavailable' : all ? 'ready' : 'degraded',
-      accepts_runs: database === 'ok' && temporal === 'ok',
+      accepts_runs: database === 'ok' && temporal === 'ok' && !deps.restoreMode,
+      ...(deps.restoreMode ? { restore_mode: true } : {}),
       checks,
       ...(deps.workerRunLimits ? { run_limits: deps.workerRunLimits() } : {}),
       ...(deps.workerHarnesses ? { harnesses: deps.workerHarnesses() } : {}),

@@ -211,6 +211,12 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
     secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
     /** How often the API looks for runs whose workflow closed without finishing them. */
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
+    /**
+     * RESTORE_MODE: the database was restored from a backup and not yet checked against Temporal.
+     * What acts on the database's word alone (the reconciler, sweeps, retention, the object
+     * collector) only logs, and no new run, fork or follow-up is taken.
+     */
+    restoreMode: e.RESTORE_MODE === 'true',
     /** How long a signed download URL (artifacts, handoff files) works. */
     downloadUrlTtlSeconds: e.DOWNLOAD_URL_TTL_SECONDS,
     /** How long a run's signed `session_link` works, from the read of the run that gave it. */

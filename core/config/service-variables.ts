@@ -60,6 +60,12 @@ export const service = group('Service', {
     description: 'how often the API looks for runs whose workflow closed without finishing them',
     readBy: ['API'],
   },
+  RESTORE_MODE: {
+    schema: z.enum(['true', 'false']).default('false'),
+    description:
+      "`true` after restoring PostgreSQL from a backup, until `npm run restore -- check` finds it agrees with Temporal: nothing that deletes or settles on the database's word runs (the reconciler, the workspace sweep, run retention, the object collector, schedules' firings), and new runs, forks and follow-ups are refused with 503 `resource_unavailable` (docs/operations.md, Backup and restore)",
+    readBy: ['API', 'workers'],
+  },
   DOWNLOAD_URL_TTL_SECONDS: {
     schema: intFrom(3600, 1, 7 * 24 * 3600),
     description: 'how long a signed download URL of an artifact or handoff file works',

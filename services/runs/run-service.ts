@@ -10,6 +10,7 @@ import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 import { createRunWrites, type RunServiceDeps } from './run-writes';
 import { REPLAYED_HEADER, type StoredResponse } from './idempotency';
 import type { RunState } from '../../core/run-state';
+import { refuseNewWorkInRestoreMode } from '../restore/restore-mode';
 
 export type { RunServiceDeps } from './run-writes';
 
@@ -23,6 +24,9 @@ export function createRunService(deps: RunServiceDeps) {
   const creation = createRunCreation(deps, writes);
   const followups = createFollowups(deps, writes);
   const audit = createAuditLog(deps);
+  // In restore mode nothing new starts from outside (the database may be restored again); a
+  // running parent's dispatches are part of the work that goes on.
+  const refuseInRestoreMode = () => refuseNewWorkInRestoreMode(deps.config.restoreMode);
   return {
     /**
      * Checks what a create request asks for before anything is recorded (a schedule checks its
@@ -33,14 +37,17 @@ export function createRunService(deps: RunServiceDeps) {
     },
     /** `POST /agent/runs`, and every firing of a schedule (`origin`: its source and schedule). */
     async createRun(...args: Parameters<typeof creation.createRun>): Promise<RunAccepted> {
+      refuseInRestoreMode();
       return accepted(await creation.createRun(...args));
     },
     /** `POST /agent/runs/{runId}/fork`: a new run from a checkpoint of one of the team's runs. */
     async forkRun(...args: Parameters<typeof creation.forkRun>): Promise<RunAccepted> {
+      refuseInRestoreMode();
       return accepted(await creation.forkRun(...args));
     },
     /** `POST /agent/factories/{uid}/runs`: a run of the factory's foreman. */
     async dispatchToFactory(...args: Parameters<typeof creation.dispatchToFactory>): Promise<RunAccepted> {
+      refuseInRestoreMode();
       return accepted(await creation.dispatchToFactory(...args));
     },
     /** A factory agent's `dispatch_agent`: a child run, its workflow started by its parent's (recorded as the parent run's doing). */
@@ -60,6 +67,7 @@ export function createRunService(deps: RunServiceDeps) {
       return child;
     },
     async sendFollowup(...args: Parameters<typeof followups.sendFollowup>): Promise<RunAccepted> {
+      refuseInRestoreMode();
       return accepted(await followups.sendFollowup(...args));
     },
     ...createCancellation(deps, writes),

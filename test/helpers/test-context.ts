@@ -21,6 +21,7 @@ import { installTemporalRuntime } from '../../infra/temporal-runtime';
 import { openObjectStore } from '../../infra/object-store/create-object-store';
 import type { ObjectStore } from '../../infra/object-store/object-store';
 import { createWorker, type RunWorker } from '../../worker/create-worker';
+import type { SweepResult } from '../../activities/workspace/workspace-sweeper';
 import type { TestStackInfo } from '../stack/test-stack';
 import { freePort } from './free-port';
 import { ScriptedModelServer } from './scripted-model';
@@ -92,8 +93,11 @@ export interface TestContext {
     team?: string,
     role?: KeyRole,
   ): Promise<{ key: string; uid: string; team: string; id: string }>;
-  startWorker(): Promise<void>;
+  /** Starts the context's worker; with `config`, under that instead of the context's (a restart with other settings). */
+  startWorker(config?: Config): Promise<void>;
   stopWorker(): Promise<void>;
+  /** One sweep of the running worker's workspaces, now (or the one under way). */
+  sweepWorkspaces(): Promise<SweepResult>;
   /** The Prometheus text of the running worker's own room (run slots, workspace disk), as its `/metrics` serves it. */
   workerMetrics(): Promise<string>;
   close(): Promise<void>;
@@ -214,10 +218,10 @@ export async function createTestContext(
       const created = await createApiKeyService({ config, dataSource }).create({ kind, name, team, role });
       return { key: created.rawKey, uid: created.principalUid, team, id: created.id };
     },
-    async startWorker() {
+    async startWorker(workerConfig = config) {
       workerConnection = await connectWorkerConnection({ address: stack.temporalAddress });
       worker = await createWorker({
-        config,
+        config: workerConfig,
         dataSource,
         connection: workerConnection,
         logger,
@@ -227,6 +231,10 @@ export async function createTestContext(
         objectStore,
       });
       workerRun = worker.run();
+    },
+    sweepWorkspaces() {
+      if (!worker) throw new Error('no worker runs in this context');
+      return worker.sweepWorkspaces();
     },
     workerMetrics() {
       if (!worker) throw new Error('no worker runs in this context');

@@ -185,6 +185,7 @@ describe('loadConfig', () => {
         egressCidrs: [],
       },
       reconcileIntervalSeconds: 20,
+      restoreMode: false,
       downloadUrlTtlSeconds: 3600,
       sessionLinkTtlSeconds: 86400,
       sseHeartbeatSeconds: 15,
@@ -271,6 +272,7 @@ describe('loadConfig', () => {
     ['AGENT_SANDBOX', { AGENT_SANDBOX: 'docker' }],
     ['AGENT_WORKSPACE_MAX_BYTES', { AGENT_WORKSPACE_MAX_BYTES: '1.5' }],
     ['RUN_RETENTION_DAYS', { RUN_RETENTION_DAYS: '0' }],
+    ['RESTORE_MODE', { RESTORE_MODE: 'yes' }],
     ['RUN_RETENTION_DAYS', { RUN_RETENTION_DAYS: '2.5' }],
     ['WORKER_ID', { WORKER_ID: 'has spaces' }],
     ['WORKER_LEASE_SECONDS', { WORKER_LEASE_SECONDS: '4' }],
@@ -350,6 +352,12 @@ describe('loadConfig', () => {
       '2001:db8::5/128',
     ]);
   });
+});
+
+test('RESTORE_MODE: on only when `true`', () => {
+  expect(loadConfig({ RESTORE_MODE: 'true' }).restoreMode).toBe(true);
+  expect(loadConfig({ RESTORE_MODE: 'false' }).restoreMode).toBe(false);
+  expect(loadConfig({}).restoreMode).toBe(false);
 });
 
 test('RUN_RETENTION_DAYS: a whole number of days, unset keeps runs', () => {
