@@ -42,6 +42,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The web console's browser files (ES modules and a style sheet), served as written.
+COPY api/console/assets ./api/console/assets
 COPY --from=sandbox-init /sandbox-init /usr/local/lib/agent-runs/sandbox-init
 ENV AGENT_SANDBOX_INIT_PATH=/usr/local/lib/agent-runs/sandbox-init
 # The API serves docs/errors.md as the error reference; workers offer the bundled skills.

@@ -159,5 +159,20 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The web console's browser modules put what runs wrote on the page as text only.
+    files: ['api/console/assets/**/*.js'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'write', 'writeln'].map((property) => ({
+          property,
+          message: 'The console inserts text, never HTML: build elements with h() of api/console/assets/api.js.',
+        })),
+      ],
+      'no-eval': 'error',
+      'no-implied-eval': 'error',
+    },
+  },
   prettier,
 );

@@ -47,6 +47,7 @@ import { serviceStateMetrics } from '../core/metrics';
 import { readRunQueue } from '../db/run-queue-reads';
 import { countKeysExpiringWithin } from '../db/api-key-reads';
 import { createLandingRouter } from './routes/landing-routes';
+import { createConsoleRouter } from './routes/console-routes';
 import { createMetricsRouter } from './routes/metrics-routes';
 import { createOpenApiRouter } from './routes/openapi-routes';
 import { openApiLimits } from './openapi/document';
@@ -195,6 +196,7 @@ export function createApp(deps: AppDeps): Koa {
     createDownloadRouter({ dataSource, blobs, objectStore, signingKey, secretsKey }),
     createErrorReferenceRouter(),
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
+    createConsoleRouter(),
     createOpenApiRouter(openApiLimits(config)),
     createFactoryFilesRouter({ config }),
     createMetricsRouter({

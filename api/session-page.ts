@@ -75,10 +75,9 @@ export function renderTranscriptEvent(event: StoredRunEvent, family: RunFamily):
       const asks = calls.length
         ? `<p class="meta">Asks for: ${calls.map((c) => `<code>${escapeHtml(c.name)}</code>`).join(', ')}</p>`
         : '';
-      return block(
-        `Agent · ${escapeHtml(p.model_id)} · ${escapeHtml(p.total_tokens ?? 0)} tokens`,
-        (p.text ? pre(p.text) : '') + asks,
-      );
+      // A CLI harness reports its tokens per invocation, not per message: no count then.
+      const tokens = typeof p.total_tokens === 'number' ? ` · ${escapeHtml(p.total_tokens)} tokens` : '';
+      return block(`Agent · ${escapeHtml(p.model_id)}${tokens}`, (p.text ? pre(p.text) : '') + asks);
     }
     case 'tool_call': {
       const input = p.input as Record<string, unknown>;
@@ -138,6 +137,17 @@ export function renderTranscriptEvent(event: StoredRunEvent, family: RunFamily):
   }
 }
 
+/**
+ * The model a run works with: for a coding-agent CLI, the one its transcript names (the CLI says
+ * which it used, `claude/…`), else the harness's configured one; the configured model otherwise.
+ */
+function modelOf(run: Run, events: StoredRunEvent[]): string {
+  const harness = run.config.harness;
+  if (!harness?.type || harness.type === 'oz') return run.modelId;
+  const named = events.findLast((e) => e.kind === 'assistant' && typeof e.payload.model_id === 'string');
+  return named ? String(named.payload.model_id) : `${harness.type}/${harness.model_id || 'default'}`;
+}
+
 /** One page of a transcript: its events in order, and whether events lie before and after it. */
 export interface TranscriptPage {
   events: StoredRunEvent[];
@@ -181,8 +191,9 @@ export function renderSessionPage(
   const live = following && !isTerminal(run.state);
   const header = `<h1>${escapeHtml(run.title)}</h1>
 <p class="meta">Run <code>${escapeHtml(run.runId)}</code> · state <strong id="state">${escapeHtml(run.state)}</strong>
-· model ${escapeHtml(run.modelId)} · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
+· model ${escapeHtml(modelOf(run, transcript.events))} · ${escapeHtml(run.totalTokens)} tokens · created ${escapeHtml(run.createdAt.toISOString())} by ${escapeHtml(run.creatorDisplayName)}
 ${live ? ' · <span id="live">live</span>' : ''}</p>
+<p class="meta"><a href="../console/runs/${escapeHtml(run.runId)}">Open in the console</a> (to follow up, cancel or fork; needs an API key)</p>
 ${family.parent ? `<p class="meta">Dispatched by ${runLink(family.parent)}</p>` : ''}${
     family.children.length
       ? `<details class="children" open><summary>Child runs (${family.children.length})</summary><ul>${family.children

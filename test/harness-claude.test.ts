@@ -5,6 +5,7 @@ import { expectReplayRecordsOnce } from './helpers/harness-replay';
 import { hostPidsRunning } from './helpers/host-processes';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { sessionPagePath } from './helpers/session-links';
 
 /** Claude Code (`config.harness.type: "claude"`) in the run's sandbox, against a scripted Anthropic Messages API. */
 
@@ -113,6 +114,15 @@ test('a command Claude Code runs writes a file; its output is in the conversatio
   // The raw event stream is kept as an artifact of the run.
   const artifacts = run.artifacts as { data: { filename: string } }[];
   expect(artifacts.map((a) => a.data.filename)).toContain('claude-t1-s0-a1.jsonl');
+
+  // The transcript page's header names the model Claude Code used and the run's tokens; its
+  // blocks claim no count the CLI did not report per message.
+  const page = await ctx.api.get(sessionPagePath(run.session_link));
+  expect(page.status).toBe(200);
+  const header = /<p class="meta">Run [\s\S]*?<\/p>/.exec(page.text)?.[0] ?? '';
+  expect(header).toMatch(/· model claude\/[^ ]+ ·/);
+  expect(header).toContain(`· ${(run.request_usage as { total_tokens: number }).total_tokens} tokens`);
+  expect(page.text).not.toContain(' · 0 tokens');
 });
 
 test('a follow-up resumes the session: the second turn is sent the first', async () => {

@@ -116,7 +116,7 @@ test('GET / is a landing page that links the API reference, the OpenAPI document
   const landing = await ctx.api.get('/').set('Accept', 'text/html');
   expect(landing.status).toBe(200);
   expect(landing.headers['content-type']).toMatch(/^text\/html/);
-  for (const href of ['/docs', '/api/v1/openapi.json', '/healthz', '/readyz', '/metrics']) {
+  for (const href of ['/console', '/docs', '/api/v1/openapi.json', '/healthz', '/readyz', '/metrics']) {
     expect(landing.text).toContain(`href="${href}"`);
   }
   // The test stack's Temporal is not embedded by this process: no UI link unless TEMPORAL_UI_URL says where.

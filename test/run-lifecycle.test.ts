@@ -2,8 +2,9 @@ import { OzAPI } from 'oz-agent-sdk';
 import { gate } from './helpers/scripted-model';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { createRun, getRun, transcript, waitForState } from './helpers/runs';
-import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { sessionPagePath } from './helpers/session-links';
+import { runWorkflowId } from '../workflows/run-contract';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -91,6 +92,32 @@ test('a run goes QUEUED → INPROGRESS → SUCCEEDED and its transcript holds pr
   expect(page.text).toContain('Fixed it.');
   expect(page.text).toContain(`Fix the bug ${marker}`);
   await recordReplayFixture(ctx, runId, 'one-step');
+});
+
+test("the Temporal UI shows a run's title as its workflow's summary and its state as the current details, idle window included", async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('metadata');
+  const hold = gate<{ text: string }>();
+  ctx.model.script(marker, () => ({ hold: hold.promise }));
+  const title = `Temporal summary ${marker}`;
+  const runId = await createRun(ctx, key, { prompt: `Wait ${marker}`, title, config: { idle_timeout_minutes: 30 } });
+  await waitForState(ctx, key, runId, ['INPROGRESS']);
+  const handle = ctx.client.workflow.getHandle(runWorkflowId(runId));
+  const described = await handle.describe();
+  expect(await described.staticSummary()).toBe(title);
+  expect(await described.staticDetails()).toContain(`${ctx.baseUrl}/console/runs/${runId}`);
+  // What the Temporal UI asks a running workflow for its current details.
+  const details = async () =>
+    (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+  expect(await details()).toBe('INPROGRESS');
+  hold.release({ text: 'done' });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const idle = await waitFor(details, (d) => d.startsWith('SUCCEEDED, waiting'), 'the idle window in the details');
+  const until = Date.parse(/until (\S+)$/.exec(idle)?.[1] ?? '');
+  // Thirty minutes from the end of the turn, give or take the time this test took to look.
+  expect(until - Date.now()).toBeGreaterThan(25 * 60_000);
+  expect(until - Date.now()).toBeLessThanOrEqual(30 * 60_000);
+  expect((await handle.describe()).status.name).toBe('RUNNING');
 });
 
 test('the transcript page escapes what the agent and the caller wrote', async () => {

@@ -20,6 +20,7 @@ import { registerScheduleOperations } from './schedules';
 import { registerSecretOperations } from './secrets';
 import { registerAuditOperations } from './audit';
 import { registerServiceOperations } from './service';
+import { registerConsoleOperations } from './console';
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
 
@@ -36,6 +37,7 @@ const TAGS = [
   { name: 'Secrets', description: "A team's credentials for harnesses, stored encrypted and never shown." },
   { name: 'Audit', description: 'Who changed what, when and from where, in a hash chain per team.' },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
+  { name: 'Console', description: 'The web console: pages for people, over this API.' },
 ];
 
 /** Every operation of the service; each module registers its operations next to their response schemas. */
@@ -67,6 +69,7 @@ function registry(): OpenAPIRegistry {
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);
   registerServiceOperations(registry);
+  registerConsoleOperations(registry);
   registerLiveOperations(registry);
   registerSecretOperations(registry);
   registerAuditOperations(registry);

@@ -10,6 +10,7 @@ export interface LandingLinks {
 /** `GET /`: where a newcomer's browser lands: what this is, and the links that matter. */
 export function createLandingRouter({ temporalUiUrl }: LandingLinks): Router {
   const links: [string, string, string][] = [
+    ['/console', 'Web console', "the team's runs: watch one live, follow up, cancel, approve, fork"],
     ['/docs', 'API reference', 'every endpoint, with a form to try it'],
     [OPENAPI_PATH, 'OpenAPI document', 'for client generators and tools'],
     ...(temporalUiUrl

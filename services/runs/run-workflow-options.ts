@@ -4,7 +4,14 @@ import type { RunState } from '../../core/run-state';
 import type { Run } from '../../db/rows/run';
 import { runWorkflowId, searchAttributes, type RunWorkflowInput } from '../../workflows/run-contract';
 
-/** What the run workflow is started with: its id, queue, input, and what operators search by. */
+/** The Temporal UI's one-line summary of a run's workflow: its title (the UI shows a line, not a page). */
+const SUMMARY_CHARS = 120;
+
+/**
+ * What the run workflow is started with: its id, queue, input, what operators search by, and
+ * what the Temporal UI shows of it (its user metadata: the title as the summary, and details
+ * with the run's console page; the workflow keeps its current state in its current details).
+ */
 export function runWorkflowOptions(
   config: Config,
   run: Pick<Run, 'runId' | 'name' | 'modelId' | 'creatorUid' | 'source' | 'environmentId' | 'title' | 'schedule'> & {
@@ -39,5 +46,10 @@ export function runWorkflowOptions(
     args: [input] as [RunWorkflowInput],
     typedSearchAttributes: attributes,
     memo: { title: run.title },
+    staticSummary: run.title.length > SUMMARY_CHARS ? `${run.title.slice(0, SUMMARY_CHARS - 1)}…` : run.title,
+    staticDetails: [
+      `Run ${run.runId} · model ${run.modelId} · source ${run.source}`,
+      `Console: ${config.publicUrl}/console/runs/${run.runId}`,
+    ].join('\n\n'),
   };
 }

@@ -26,6 +26,7 @@ import { runActivityProxies, type RunActivityProxies } from './activity-proxies'
 import { classifyFailure } from './failures';
 import { DISK_LIMIT_RELEASE_PATCH, TEAM_ADMISSION_PATCH, WORKSPACE_LEASE_PATCH } from './patches';
 import { RunWorkspace } from './workspace';
+import { showRunState, showWaitingForFollowups } from './run-details';
 
 /** How often a waiting run looks again for a slot on its own, should a wake-up signal be lost. */
 const ADMISSION_RECHECK = '1 minute';
@@ -80,6 +81,7 @@ export class RunExecution {
   setState(to: RunState): void {
     this.state = to;
     upsertSearchAttributes([{ key: searchAttributes.state, value: to }]);
+    showRunState(to);
   }
 
   /** Before a history grows too long, at a point where the run holds nothing in memory: starts afresh. */
@@ -140,6 +142,7 @@ export class RunExecution {
 
   /** Waits out the idle window for a follow-up; says whether one came. */
   async followupWithin(idleTimeoutMinutes: number): Promise<boolean> {
+    if (idleTimeoutMinutes > 0) showWaitingForFollowups(this.state, idleTimeoutMinutes);
     return idleTimeoutMinutes > 0 ? condition(() => this.followupPending, idleTimeoutMinutes * 60_000) : false;
   }
 
