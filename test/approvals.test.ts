@@ -271,6 +271,15 @@ describe('the whole service killed while a run is blocked', () => {
       'the run to block',
       60_000,
     );
+    // Killed once the run waits (its workspace given up, its workflow on the decision's timer): a
+    // worker killed in the middle of an activity holds the run for that activity's timeout.
+    const handle = other.client.workflow.getHandle(runWorkflowId(runId));
+    await waitFor(
+      async () => (await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ?? false,
+      (waiting) => waiting,
+      "the run's workflow to wait for the decision",
+      60_000,
+    );
 
     for (const w of processes.workers) await killWorker(w);
     api.proc.kill('SIGKILL');
@@ -289,7 +298,10 @@ describe('the whole service killed while a run is blocked', () => {
       (r) => r.state === 'SUCCEEDED',
       'the run to finish',
       120_000,
-    );
+    ).catch((err: unknown) => {
+      const worker = processes.workers.at(-1)!;
+      throw new Error(`${String(err)}\nAPI:\n${api.output.join('')}\nworker:\n${worker.output.join('')}`);
+    });
     await other.model.waitForCalls(marker, 2);
     const shown = other.model
       .calls(marker)[1]!
