@@ -5,6 +5,7 @@ import type { RunStatusMessage } from '../core/run-types';
 import { leaseStatus } from '../db/worker-leases';
 import { admitRunTurn, runsToAdmitNext, teamOfRun } from '../db/team-admission';
 import { createRunTransitions } from '../services/runs/run-transitions';
+import { createApprovalRequests } from '../services/runs/approval-requests';
 import { admissionSignal, RunFailureType, runWorkflowId } from '../workflows/run-contract';
 import type { ActivityDeps } from './deps';
 
@@ -12,6 +13,7 @@ import type { ActivityDeps } from './deps';
 export function createRunStoreActivities({ dataSource, config, temporal, logger }: ActivityDeps) {
   const maxConcurrent = config.quotas.teamMaxConcurrentRuns;
   const transitions = createRunTransitions({ dataSource, logger });
+  const approvals = createApprovalRequests({ dataSource, logger });
 
   /** Tells the team's oldest waiting runs, as many as it has free slots, to look again. */
   async function wakeTeam(teamId: string): Promise<string[]> {
@@ -90,6 +92,19 @@ export function createRunStoreActivities({ dataSource, config, temporal, logger 
       const started = await transitions.startTurn(runId);
       if (!started) throw ApplicationFailure.nonRetryable(`Run ${runId} does not exist`, RunFailureType.RUN_NOT_FOUND);
       return started;
+    },
+
+    /**
+     * Whether a blocked run's call still waits for a person; past its deadline (by the
+     * database's clock) it is denied as timed out here, unless someone decided it meanwhile.
+     */
+    async approvalPending(input: { runId: string; approvalId: string }): Promise<{ pending: boolean }> {
+      return { pending: await approvals.stillPending(input) };
+    },
+
+    /** A blocked run whose call was decided, admitted again, works on: BLOCKED → INPROGRESS. */
+    async resumeRun({ runId, turn }: { runId: string; turn: number }): Promise<{ resumed: boolean }> {
+      return { resumed: await transitions.resume(runId, turn) };
     },
 
     /** A SUCCEEDED run's status message is the agent's answer (cut; whole in the conversation). */

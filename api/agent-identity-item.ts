@@ -24,6 +24,7 @@ export function toAgentIdentityItem(identity: AgentIdentity) {
     harness,
     base_harness: harness.type,
     harness_auth_secrets: identity.harnessAuthSecrets,
+    ...(identity.approval ? { approval: identity.approval } : {}),
     available: true,
     default_runner_uid: '',
     memory: { attached_stores: [], auto_memory: { enabled: false } },

@@ -20,6 +20,11 @@ export const ROUTE_AUDITS: Record<string, RouteAudit | null> = {
   'POST /api/v1/agent/factories/:uid/runs': { action: 'run.create', resource: 'run', id: answer('run_id') },
   'POST /api/v1/factory/:uid/runs': { action: 'run.create', resource: 'run', id: answer('run_id') },
   'POST /api/v1/agent/runs/:runId/followups': { action: 'run.followup', resource: 'run', id: param('runId') },
+  'POST /api/v1/agent/runs/:runId/approvals/:approvalId': {
+    action: 'approval.decide',
+    resource: 'run',
+    id: param('runId'),
+  },
   'POST /api/v1/agent/conversations/:conversationId/followups': {
     action: 'run.followup',
     resource: 'conversation',

@@ -31,7 +31,7 @@ const WHAT_HAPPENED: Record<string, string> = {
 };
 
 /**
- * Finds runs whose workflow has closed while the run still reads QUEUED or INPROGRESS (an
+ * Finds runs whose workflow has closed while the run still reads QUEUED, INPROGRESS or BLOCKED (an
  * operator terminated it, it timed out, it failed on a bug) and records how they ended through
  * the run service's transitions (services/runs/run-transitions.ts), so no run stays in progress forever. Every API instance runs one; the transitions are idempotent,
  * and no database connection is held while Temporal answers.

@@ -21,6 +21,7 @@ const KINDS: Record<RunEventKind, true> = {
   files_changed: true,
   state: true,
   notice: true,
+  approval: true,
   skill_load: true,
   context_summary: true,
   config: true,

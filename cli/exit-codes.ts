@@ -14,16 +14,25 @@ export const EXIT_CODES = {
   errorState: 4,
   /** With `--wait`/`--follow`: the run ended CANCELLED. */
   cancelled: 5,
+  /** With `--wait`/`--follow`: the run is BLOCKED, a call of it waiting for a person (`agent-runs approvals`). */
+  blocked: 6,
 } as const;
+
+/** True for a state a `--wait` or `--follow` stops at: a terminal one, or BLOCKED (waiting for a person, maybe for days). */
+export function isStopState(state: unknown): boolean {
+  return isTerminalState(state) || state === 'BLOCKED';
+}
 
 /** True for a state that ends a turn of a run (the wire carries it as a plain string). */
 export function isTerminalState(state: unknown): state is TerminalRunState {
   return (TERMINAL_STATES as readonly unknown[]).includes(state);
 }
 
-/** The exit code a `--wait` or `--follow` ends with for a run that ended in `state`. */
-export function exitCodeOfState(state: TerminalRunState): number {
+/** The exit code a `--wait` or `--follow` ends with for a run that stopped in `state`. */
+export function exitCodeOfState(state: TerminalRunState | 'BLOCKED'): number {
   switch (state) {
+    case 'BLOCKED':
+      return EXIT_CODES.blocked;
     case 'SUCCEEDED':
       return EXIT_CODES.ok;
     case 'FAILED':

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiProblem, ApiUnreachable, backoffMs, type ApiClient } from './api-client';
 import { streamRunEvents, type EventDirective } from './event-stream';
-import { isTerminalState } from './exit-codes';
+import { isStopState } from './exit-codes';
 import type { RunEvent, RunItem } from './wire';
 
 /**
@@ -20,8 +20,8 @@ export function getRun(client: ApiClient, runId: string): Promise<RunItem> {
 }
 
 /**
- * Prints a run's events as they happen (`onEvent`) until the run is in a terminal state, and
- * returns it then. It does not wait for the stream's `end` (which comes only once the run's
+ * Prints a run's events as they happen (`onEvent`) until the run is in a terminal state (or
+ * BLOCKED, waiting for a person), and returns it then. It does not wait for the stream's `end` (which comes only once the run's
  * idle window has passed): a terminal `state` event is checked against the run itself, which
  * tells it apart from the end of an earlier turn, or of a turn a follow-up has reopened.
  */
@@ -43,9 +43,9 @@ export async function followRun(
     async onEvent(event): Promise<EventDirective> {
       ended = undefined;
       options.onEvent(event);
-      if (event.kind !== 'state' || !isTerminalState(event.payload.state)) return 'continue';
+      if (event.kind !== 'state' || !isStopState(event.payload.state)) return 'continue';
       const run = await getRun(client, runId);
-      if (!isTerminalState(run.state)) return 'continue';
+      if (!isStopState(run.state)) return 'continue';
       ended = run;
       return { stopIfQuietForMs: SETTLE_MS };
     },
@@ -63,7 +63,7 @@ export async function lastEventId(client: ApiClient, runId: string): Promise<str
 }
 
 /**
- * Polls `GET /agent/runs/{id}` until the run is in a terminal state; `onChange` hears each state
+ * Polls `GET /agent/runs/{id}` until the run is in a terminal state or BLOCKED; `onChange` hears each state
  * seen. A service that is briefly unavailable (503, restarting) is waited for.
  */
 export async function waitForRun(
@@ -90,7 +90,7 @@ export async function waitForRun(
       last = run.state;
       onChange(run);
     }
-    if (isTerminalState(run.state)) return run;
+    if (isStopState(run.state)) return run;
     await delay(interval);
     interval = Math.min(interval * 1.5, intervalMs.max);
   }

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_URL } from './cli-config';
 import { artifactsCommand } from './commands/artifacts';
 import { cancelCommand } from './commands/cancel';
+import { approvalsCommand, decideCommand } from './commands/approvals';
 import { checkpointsCommand, forkCommand, type ForkOptions } from './commands/checkpoints';
 import { followupCommand } from './commands/followup';
 import { getCommand } from './commands/get';
@@ -36,6 +37,7 @@ Environment:
 
 Exit codes (with --wait or --follow: how the run ended):
   0  success, SUCCEEDED     3  FAILED     4  ERROR     5  CANCELLED
+  6  BLOCKED: a call of the run waits for a person (agent-runs approvals)
   1  the API refused the request (its detail is printed) or could not be reached
   2  usage: an unknown option, a malformed value, no API key
 
@@ -96,7 +98,7 @@ export function createProgram(result: { exitCode: number }): Command {
   program
     .command('list')
     .description('list runs, newest activity first (a table; same filters as GET /agent/runs)')
-    .option('--state <state>', 'QUEUED, INPROGRESS, SUCCEEDED, FAILED, ERROR, CANCELLED (repeatable)', collect)
+    .option('--state <state>', 'QUEUED, INPROGRESS, BLOCKED, SUCCEEDED, FAILED, ERROR, CANCELLED (repeatable)', collect)
     .option('--name <name>', 'agent name (config.name)')
     .option('--model <model_id>', 'model id')
     .option('--creator <uid>', 'creator uid')
@@ -152,6 +154,26 @@ export function createProgram(result: { exitCode: number }): Command {
     .description('cancel a run')
     .argument('<run_id>')
     .action(action((ctx, runId: string) => cancelCommand(ctx, runId)));
+
+  program
+    .command('approvals')
+    .description("your team's BLOCKED runs and the call or question each waits for")
+    .action(action((ctx) => approvalsCommand(ctx)));
+
+  for (const decision of ['approve', 'deny'] as const) {
+    program
+      .command(decision)
+      .description(
+        decision === 'approve'
+          ? 'approve the call a BLOCKED run waits for (it runs); --comment answers a question'
+          : 'deny the call a BLOCKED run waits for (the agent is told, with the comment)',
+      )
+      .argument('<run_id>')
+      .option('--comment <text>', decision === 'approve' ? 'why; for a question, the answer' : 'why')
+      .action(
+        action((ctx, runId: string, options: { comment?: string }) => decideCommand(ctx, decision, runId, options)),
+      );
+  }
 
   program
     .command('artifacts')

@@ -31,6 +31,18 @@ export interface RunItem {
   request_usage?: { total_tokens?: number; inference_cost_usd?: number };
   artifacts?: ArtifactItem[];
   parent_run_id?: string;
+  pending_approval?: PendingApproval;
+}
+
+/** What a BLOCKED run waits for. */
+export interface PendingApproval {
+  approval_id: string;
+  kind: string;
+  tool?: string;
+  arguments?: Record<string, unknown>;
+  question?: string;
+  requested_at: string;
+  expires_at: string;
 }
 
 export interface CreateRunResponse {

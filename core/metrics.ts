@@ -16,6 +16,8 @@ import { metricsRegistry } from './metrics/registry';
 export { metricsRegistry } from './metrics/registry';
 export { eventStreamsOpen, eventStreamsRefused, httpRequestDuration, observeHttpRequest } from './metrics/http';
 export {
+  approvalDecisionDuration,
+  observeApprovalDecided,
   observeRunCreated,
   observeRunEnded,
   observeRunQueued,

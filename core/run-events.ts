@@ -23,7 +23,8 @@ export interface ToolCallRecord {
 
 /** Kinds of transcript entries; each run's entries are stored in order in `run_events`. */
 export type RunEventPayloads = {
-  state: { state: RunState; status_message?: RunStatusMessage };
+  /** `resumed`: INPROGRESS again after BLOCKED, within the same turn (not a new claim of the run). */
+  state: { state: RunState; status_message?: RunStatusMessage; resumed?: boolean };
   /** `attachments`: files the request brought, written into the workspace before the agent starts. */
   prompt: { text: string; base_prompt?: string; mode?: string; attachments?: PromptAttachment[] };
   followup: { followup_id: string; seq: number; message: string; mode: string };
@@ -89,6 +90,20 @@ export type RunEventPayloads = {
    * A workspace's notice (`workspace-t…`) also names the image it runs on, when it runs on one.
    */
   notice: { message: string; level?: 'warning'; image_reference?: string; image_digest?: string };
+  /**
+   * A call of the agent that waits for a person (`pending`), and how that ended: who decided,
+   * when (the entry's time) and why (`comment`; a question's answer). `message` says it in words.
+   */
+  approval: {
+    approval_id: string;
+    kind: 'tool_call' | 'question';
+    tool: string;
+    state: 'pending' | 'approved' | 'denied' | 'timed_out' | 'cancelled';
+    message: string;
+    decided_by?: { uid: string; type: string; display_name: string };
+    comment?: string;
+    expires_at?: string;
+  };
   /**
    * What the model is shown instead of the conversation's messages 1 to `to_message` - 1 (0 is
    * the first user message) once they no longer fit its context: a summary it wrote of messages

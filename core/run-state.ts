@@ -2,6 +2,8 @@
 export const RunState = {
   QUEUED: 'QUEUED',
   INPROGRESS: 'INPROGRESS',
+  /** The agent's call waits for a person (an approval or an answer); the run holds no slot meanwhile. */
+  BLOCKED: 'BLOCKED',
   SUCCEEDED: 'SUCCEEDED',
   FAILED: 'FAILED',
   ERROR: 'ERROR',
@@ -26,7 +28,9 @@ export function isTerminal(state: RunState): state is TerminalRunState {
  */
 export function stateRank(state: RunState): number {
   if (state === 'QUEUED') return 0;
-  if (state === 'INPROGRESS') return 1;
+  // A blocked run is as far on in its turn as a working one: it moves between the two only by
+  // the explicit `block` and `unblock` moves, and on to any terminal state.
+  if (state === 'INPROGRESS' || state === 'BLOCKED') return 1;
   return 2;
 }
 
@@ -37,7 +41,11 @@ export type RunMove =
   /** A terminal run's next turn, QUEUED (a follow-up, or admission finding one waiting). */
   | 'reopen'
   /** Back to how the previous turn ended: a follow-up that alone reopened the run, taken back undelivered. */
-  | 'withdraw';
+  | 'withdraw'
+  /** A call of the agent waits for a person (the step activity, in the transaction that records the approval). */
+  | 'block'
+  /** The person decided (or the deadline passed): the run works again (the workflow, once admitted anew). */
+  | 'unblock';
 
 /**
  * Whether `from` may become `to` by `move`: the one table of run-state changes. Every writer of
@@ -46,11 +54,16 @@ export type RunMove =
 export function isAllowedMove(from: RunState, to: RunState, move: RunMove): boolean {
   switch (move) {
     case 'forward':
-      return stateRank(from) < stateRank(to);
+      // BLOCKED is entered only by `block`: a call of a working run waits.
+      return stateRank(from) < stateRank(to) && to !== 'BLOCKED';
     case 'reopen':
       return isTerminal(from) && to === 'QUEUED';
     case 'withdraw':
       return from === 'QUEUED' && isTerminal(to);
+    case 'block':
+      return from === 'INPROGRESS' && to === 'BLOCKED';
+    case 'unblock':
+      return from === 'BLOCKED' && to === 'INPROGRESS';
   }
 }
 

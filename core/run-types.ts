@@ -1,5 +1,6 @@
 import type { HarnessSecretField, HarnessType } from './harnesses';
 import type { ErrorCode } from './error-codes';
+import type { ApprovalPolicy } from './approval-policy';
 
 /** `MCPServerConfig`: `command` (+ `args`, `env`) for stdio, or `url` (+ `headers`) for HTTP; exactly one. */
 export interface McpServerConfig {
@@ -30,6 +31,8 @@ export interface ResolvedAgentConfig {
   harness?: { type?: HarnessType; model_id?: string; reasoning_level?: string };
   /** Names of the team's managed secrets a CLI harness authenticates with (never their values). */
   harness_auth_secrets?: Partial<Record<HarnessSecretField, string>>;
+  /** The calls that wait for a person: the run's own policy merged with its agent's and environment's. */
+  approval?: ApprovalPolicy;
 }
 
 export interface RunStatusMessage {

@@ -19,6 +19,7 @@ export function defaultIdentityFields(name: string): AgentIdentityFields {
     onBehalfOfEnabled: false,
     harness: null,
     harnessAuthSecrets: null,
+    approval: null,
   };
 }
 
@@ -36,6 +37,7 @@ const values = (f: AgentIdentityFields) => [
   f.onBehalfOfEnabled,
   f.harness === null ? null : JSON.stringify(f.harness),
   f.harnessAuthSecrets === null ? null : JSON.stringify(f.harnessAuthSecrets),
+  f.approval === null ? null : JSON.stringify(f.approval),
 ];
 
 /** Creates the identity and the service-account principal it is. */
@@ -51,8 +53,8 @@ export async function createAgentIdentity(
   );
   const rows = (await manager.query(
     `INSERT INTO agent_identities (uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id,
-       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb, $15::jsonb)
+       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb, $15::jsonb, $16::jsonb)
      RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],
   )) as Record<string, unknown>[];
@@ -69,7 +71,7 @@ export async function updateAgentIdentity(
   const rows = (await manager.query(
     `UPDATE agent_identities SET name = $3, description = $4, prompt = $5, agent_type = $6, factory_uid = $7,
        environment_id = $8, base_model = $9, mcp_servers = $10::jsonb, skills = $11::jsonb, worker_host = $12,
-       on_behalf_of_enabled = $13, harness = $14::jsonb, harness_auth_secrets = $15::jsonb,
+       on_behalf_of_enabled = $13, harness = $14::jsonb, harness_auth_secrets = $15::jsonb, approval = $16::jsonb,
        updated_at = clock_timestamp()
      WHERE uid = $1 AND team_id = $2 RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],

@@ -23,6 +23,8 @@ export interface AgentIdentityFields {
   harness: NonNullable<ResolvedAgentConfig['harness']> | null;
   /** Names of the team's managed secrets its harness authenticates with; null: none. */
   harnessAuthSecrets: NonNullable<ResolvedAgentConfig['harness_auth_secrets']> | null;
+  /** Calls of its runs that wait for a person (merged with each run's own); null: none. */
+  approval: NonNullable<ResolvedAgentConfig['approval']> | null;
 }
 
 export interface AgentIdentity extends AgentIdentityFields {
@@ -33,7 +35,7 @@ export interface AgentIdentity extends AgentIdentityFields {
 }
 
 export const COLUMNS = `uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id, base_model,
-  mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, created_at, updated_at`;
+  mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval, created_at, updated_at`;
 
 export function toIdentity(r: Record<string, unknown>): AgentIdentity {
   return {
@@ -52,6 +54,7 @@ export function toIdentity(r: Record<string, unknown>): AgentIdentity {
     onBehalfOfEnabled: r.on_behalf_of_enabled as boolean,
     harness: r.harness as AgentIdentityFields['harness'],
     harnessAuthSecrets: r.harness_auth_secrets as AgentIdentityFields['harnessAuthSecrets'],
+    approval: (r.approval ?? null) as AgentIdentityFields['approval'],
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };

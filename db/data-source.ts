@@ -38,6 +38,7 @@ import { CheckpointHarnessSessions1763975000000 } from './migrations/17639750000
 import { KeyLifecycle1763976300000 } from './migrations/1763976300000-key-lifecycle';
 import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-retention-index';
 import { AuditEvents1763978000000 } from './migrations/1763978000000-audit-events';
+import { RunApprovals1763978500000 } from './migrations/1763978500000-run-approvals';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -76,6 +77,7 @@ export const MIGRATIONS = [
   KeyLifecycle1763976300000,
   RunRetentionIndex1763977000000,
   AuditEvents1763978000000,
+  RunApprovals1763978500000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { NetworkPolicy } from '../core/network-policy';
+import type { ApprovalPolicy } from '../core/approval-policy';
 import { selectKeysetPage, type KeysetOrder, type KeysetPage, type KeysetPosition } from './keyset-reads';
 
 export interface EnvironmentConfig {
@@ -10,6 +11,8 @@ export interface EnvironmentConfig {
   setup_commands?: string[];
   setup_snapshot?: boolean;
   network?: NetworkPolicy;
+  /** Calls of the environment's runs that wait for a person, merged with each run's own. */
+  approval?: ApprovalPolicy;
 }
 
 export interface Environment {

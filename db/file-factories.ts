@@ -219,6 +219,7 @@ function fileAgentFields(
     onBehalfOfEnabled: false,
     harness: null,
     harnessAuthSecrets: null,
+    approval: null,
   };
 }
 

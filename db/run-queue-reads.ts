@@ -10,7 +10,8 @@ const FOR_WORKER = `r.state = 'INPROGRESS' AND w.run_id IS NULL`;
  * The unfinished runs at a glance: those waiting (for admission, for a worker) and the longest
  * wait of each kind, those INPROGRESS, and the longest silence of a run that works on a
  * workspace (a run waiting for child runs of its own is not silent: its children are measured).
- * Reads the unfinished runs only (the partial index `runs_team_admission`), with one index
+ * and the runs BLOCKED (waiting for a person). Reads the unfinished runs only (the partial index
+ * `runs_team_unfinished`), with one index
  * probe each for its workspace and, for one that works, its newest transcript entry.
  */
 export async function readRunQueue(manager: EntityManager): Promise<RunQueueSnapshot> {
@@ -22,6 +23,7 @@ export async function readRunQueue(manager: EntityManager): Promise<RunQueueSnap
             coalesce(extract(epoch FROM clock_timestamp()
               - min(greatest(r.started_at, r.queued_at)) FILTER (WHERE ${FOR_WORKER})), 0)::float8 AS oldest_for_worker,
             count(*) FILTER (WHERE r.state = 'INPROGRESS')::int AS in_progress,
+            count(*) FILTER (WHERE r.state = 'BLOCKED')::int AS blocked,
             coalesce(extract(epoch FROM clock_timestamp() - min(last.created_at)), 0)::float8 AS longest_silence
        FROM runs r
        LEFT JOIN run_workspaces w ON w.run_id = r.run_id
@@ -31,13 +33,14 @@ export async function readRunQueue(manager: EntityManager): Promise<RunQueueSnap
             AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = r.run_id AND c.state IN ('QUEUED', 'INPROGRESS'))
           ORDER BY e.id DESC LIMIT 1
        ) last ON true
-      WHERE r.state IN ('QUEUED', 'INPROGRESS')`,
+      WHERE r.state IN ('QUEUED', 'INPROGRESS', 'BLOCKED')`,
   )) as {
     for_admission: number;
     for_worker: number;
     oldest_for_admission: number;
     oldest_for_worker: number;
     in_progress: number;
+    blocked: number;
     longest_silence: number;
   }[];
   return {
@@ -46,6 +49,7 @@ export async function readRunQueue(manager: EntityManager): Promise<RunQueueSnap
       worker: { runs: row!.for_worker, oldestSeconds: row!.oldest_for_worker },
     },
     inProgress: row!.in_progress,
+    blocked: row!.blocked,
     longestSilenceSeconds: row!.longest_silence,
   };
 }

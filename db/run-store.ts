@@ -11,6 +11,11 @@ const RANK = (col: string) =>
 const CANCELLABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'CANCELLED', 'forward'));
 /** The states a run may be reopened from by a follow-up. */
 const REOPENABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'QUEUED', 'reopen'));
+/** The states a run may move forward to within its turn. */
+const FORWARD_TARGETS = RUN_STATES.filter((to) => RUN_STATES.some((from) => isAllowedMove(from, to, 'forward')));
+/** The states a call of the agent may block a run from, and those it is unblocked from. */
+const BLOCKABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'BLOCKED', 'block'));
+const UNBLOCKABLE = RUN_STATES.filter((s) => isAllowedMove(s, 'INPROGRESS', 'unblock'));
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 const BUMP_UPDATED_AT = `updated_at = GREATEST(clock_timestamp(), updated_at + interval '1 millisecond')`;
 
@@ -87,6 +92,7 @@ export async function applyTransition(
             started_at = CASE WHEN $3::text = 'INPROGRESS' THEN COALESCE(started_at, clock_timestamp()) ELSE started_at END,
             ended_at = CASE WHEN ${RANK('$3::text')} = ${stateRank('SUCCEEDED')} THEN clock_timestamp() ELSE ended_at END
       WHERE run_id = $1 AND turn = $2 AND ${RANK('state')} < ${RANK('$3::text')}
+        AND $3::text IN (${sqlList(FORWARD_TARGETS)})
       RETURNING run_id`,
     [input.runId, input.turn, input.state, input.statusMessage ? storableJson(input.statusMessage) : null],
   )) as [unknown[], number];
@@ -103,6 +109,53 @@ export async function applyTransition(
     });
   }
   return applied;
+}
+
+/**
+ * Moves a working run to BLOCKED (a call of `approvalId` waits for a person) and gives up its
+ * team slot: it asks for one again once the call is decided. The state entry is keyed by the
+ * approval, since a turn may block more than once. Caller holds the row lock.
+ */
+export async function blockRun(
+  manager: EntityManager,
+  input: { runId: string; turn: number; approvalId: string; statusMessage: RunStatusMessage },
+): Promise<boolean> {
+  const [, blocked] = (await manager.query(
+    `UPDATE runs SET state = 'BLOCKED', status_message = $3::jsonb, admitted_turn = NULL, holds_slot = false,
+            admission_asked_turn = NULL, ${BUMP_UPDATED_AT}
+      WHERE run_id = $1 AND turn = $2 AND state IN (${sqlList(BLOCKABLE)})`,
+    [input.runId, input.turn, storableJson(input.statusMessage)],
+  )) as [unknown[], number];
+  if (blocked !== 1) return false;
+  await appendRunEvent(manager, {
+    runId: input.runId,
+    eventKey: `state-t${input.turn}-BLOCKED-${input.approvalId}`,
+    kind: 'state',
+    turn: input.turn,
+    payload: { state: 'BLOCKED', status_message: input.statusMessage },
+  });
+  return true;
+}
+
+/** Moves a blocked run back to INPROGRESS once the call of `approvalId` is decided. Caller holds the row lock. */
+export async function unblockRun(
+  manager: EntityManager,
+  input: { runId: string; turn: number; approvalId: string },
+): Promise<boolean> {
+  const [, unblocked] = (await manager.query(
+    `UPDATE runs SET state = 'INPROGRESS', status_message = NULL, ${BUMP_UPDATED_AT}
+      WHERE run_id = $1 AND turn = $2 AND state IN (${sqlList(UNBLOCKABLE)})`,
+    [input.runId, input.turn],
+  )) as [unknown[], number];
+  if (unblocked !== 1) return false;
+  await appendRunEvent(manager, {
+    runId: input.runId,
+    eventKey: `state-t${input.turn}-INPROGRESS-${input.approvalId}`,
+    kind: 'state',
+    turn: input.turn,
+    payload: { state: 'INPROGRESS', resumed: true },
+  });
+  return true;
 }
 
 /** Records CANCELLED for a run that has not reached a terminal state (in `turn`, when given). */

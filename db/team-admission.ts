@@ -8,20 +8,22 @@ import { lockRun, lockRunCreation, reopenRun } from './run-store';
 export const ADMISSION_GRACE_SECONDS = 10;
 
 /**
- * A run that waits for a slot: QUEUED, not admitted for its turn, and not the child of an
+ * A run that waits for a slot: QUEUED (or BLOCKED, its call decided, and asking to go on: a
+ * blocked run gave its slot up), not admitted for its turn, and not the child of an
  * unfinished run (such a child is admitted under its parent's slot, at once); and its workflow
  * asked for one, or may still be about to (it was queued within the grace period). A QUEUED run
  * that no workflow works on (its start was lost; the reconciler settles it) would otherwise hold
  * every later run of its team back. `r` is the run.
  */
-const WAITS_FOR_SLOT = `r.state = 'QUEUED' AND r.admitted_turn IS DISTINCT FROM r.turn
+const WAITS_FOR_SLOT = `(r.state = 'QUEUED' OR (r.state = 'BLOCKED' AND r.admission_asked_turn = r.turn))
+  AND r.admitted_turn IS DISTINCT FROM r.turn
   AND (r.admission_asked_turn = r.turn OR r.queued_at > clock_timestamp() - interval '${ADMISSION_GRACE_SECONDS} seconds')
   AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_id = r.parent_run_id AND p.state IN ('QUEUED', 'INPROGRESS'))`;
 
 /** Queued before the run `$2` (in admission order). */
 const BEFORE_THE_RUN = `(r.queued_at, r.run_id) < (SELECT queued_at, run_id FROM runs WHERE run_id = $2)`;
 
-/** A run that holds one of its team's slots: admitted for its turn on its own slot and unfinished. */
+/** A run that holds one of its team's slots: admitted for its turn on its own slot and unfinished (a BLOCKED run holds none). */
 const HOLDS_SLOT = `r.state IN ('QUEUED', 'INPROGRESS') AND r.admitted_turn = r.turn AND r.holds_slot`;
 
 /** Serialises the admission decisions of one team (every API instance and worker takes the same lock). */
@@ -109,7 +111,7 @@ export async function admitRunTurn(
               count(*) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN} AND r.admission_asked_turn IS DISTINCT FROM r.turn)::int AS unasked,
               ceil(extract(epoch FROM max(r.queued_at) FILTER (WHERE ${WAITS_FOR_SLOT} AND ${BEFORE_THE_RUN})
                 + interval '${ADMISSION_GRACE_SECONDS} seconds' - clock_timestamp()))::int AS grace_left
-         FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS')
+         FROM runs r WHERE r.team_id = $1 AND r.state IN ('QUEUED', 'INPROGRESS', 'BLOCKED')
      ), admitted AS (
        UPDATE runs SET admitted_turn = turn, holds_slot = true
         WHERE run_id = $2 AND (SELECT holders + ahead < $3 FROM counts)
@@ -128,7 +130,7 @@ export async function admitRunTurn(
   };
   await manager.query(
     `UPDATE runs SET status_message = $2::jsonb, updated_at = GREATEST(clock_timestamp(), updated_at + interval '1 millisecond')
-      WHERE run_id = $1 AND state = 'QUEUED' AND status_message IS DISTINCT FROM $2::jsonb`,
+      WHERE run_id = $1 AND state IN ('QUEUED', 'BLOCKED') AND status_message IS DISTINCT FROM $2::jsonb`,
     [runId, JSON.stringify(statusMessage)],
   );
   // Runs that have not asked may never ask (a lost start): when their grace ends, this run would fit.

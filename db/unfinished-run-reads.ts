@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 
 /**
- * QUEUED or INPROGRESS runs not updated for `olderThanSeconds`, a page at a time in run id order
+ * QUEUED, INPROGRESS or BLOCKED runs not updated for `olderThanSeconds`, a page at a time in run id order
  * (pass the last run id of a page to get the next one).
  */
 export async function findUnfinishedRuns(
@@ -12,7 +12,7 @@ export async function findUnfinishedRuns(
 ): Promise<{ runId: string; turn: number }[]> {
   const rows = (await manager.query(
     `SELECT run_id, turn FROM runs
-      WHERE state IN ('QUEUED', 'INPROGRESS') AND updated_at < clock_timestamp() - make_interval(secs => $1)
+      WHERE state IN ('QUEUED', 'INPROGRESS', 'BLOCKED') AND updated_at < clock_timestamp() - make_interval(secs => $1)
         AND run_id::text > $3
       ORDER BY run_id::text LIMIT $2`,
     [olderThanSeconds, limit, afterRunId],

@@ -94,6 +94,20 @@ export interface OrchestrationCall {
   arguments: Record<string, unknown>;
 }
 
+/** A call that waits for a person, as the step hands it to the workflow. */
+export interface WaitingApproval {
+  approvalId: string;
+  /** When it is denied as timed out (ISO 8601, by the database's clock). */
+  expiresAt: string;
+}
+
+/**
+ * A call of the run that waited for a person was decided (approved, denied, answered): the run
+ * looks at its approval in PostgreSQL. Carries nothing; a lost one costs only the wait until
+ * the run's next periodic look.
+ */
+export const approvalSignal = defineSignal('approvalDecided');
+
 /** What one call of `runAgentStep` ended with. */
 export interface AgentStepOutcome {
   done: boolean;
@@ -102,6 +116,11 @@ export interface AgentStepOutcome {
    * them out, then runs the same step again to finish it.
    */
   orchestration?: OrchestrationCall[];
+  /**
+   * A call of the step waits for a person (the run is BLOCKED): the workflow waits for the
+   * decision or the deadline, then runs the same step again, which finds it.
+   */
+  approval?: WaitingApproval;
   /**
    * The stored run has moved past this step's turn (it ended, or a follow-up reopened the run):
    * the step did nothing, and the workflow starts the run's turn anew from what is stored.

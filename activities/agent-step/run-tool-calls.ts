@@ -26,6 +26,7 @@ import { workspaceRepositories } from '../workspace/git';
 import { loadAdvertisedSkills } from './advertised-skills';
 import { createRecordChangedFiles } from './changed-files';
 import { toolCallKeys } from './tool-call-keys';
+import { createApprovalGate, type StepDecisions } from './approval-gate';
 
 /**
  * Built-in tools a retried step runs again rather than calling them interrupted: those that only
@@ -89,6 +90,7 @@ interface CallRun {
 export function createRunToolCalls(deps: ActivityDeps) {
   const { dataSource, config, mcpSessions, sandbox, blobs } = deps;
   const recordChangedFiles = createRecordChangedFiles(deps);
+  const gate = createApprovalGate(deps);
   return runToolCalls;
 
   /**
@@ -99,6 +101,8 @@ export function createRunToolCalls(deps: ActivityDeps) {
     const { turn, step, run, calls, ctx } = input;
     const tools = await prepareTools(input);
     const earlier = await earlierAttempts(input);
+    const decisions = await decide(input, tools, earlier);
+    if (decisions.waiting) return { done: false, approval: decisions.waiting };
     const orchestration: OrchestrationCall[] = [];
     /** A limit of the run that a tool call reached: recorded as the call's result, then the run fails. */
     let limitReached: RunDiskLimitError | undefined;
@@ -106,6 +110,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
       // Keyed by where the call stands, not by the provider's id (providers may reuse ids).
       const keys = toolCallKeys(turn, step, index);
       if (earlier.resultRecorded(keys, call)) continue;
+      const decided = decisions.decided.get(index);
+      const notRun = decided && gate.resultOf(decided);
+      if (notRun) {
+        await recordResult(input, keys, call, notRun);
+        continue;
+      }
       if (run.factory_uid && isOrchestrationTool(call.name)) {
         // The workflow carries these out (child workflows, a durable wait) and records their
         // results; the step then runs again to finish.
@@ -121,6 +131,21 @@ export function createRunToolCalls(deps: ActivityDeps) {
     if (orchestration.length) return { done: false, orchestration };
     await checkWhatCallsChanged(input, tools);
     return { done: false };
+  }
+
+  /**
+   * The decisions on the step's calls that wait for a person, or the one that must wait now. A
+   * step from before the gate may have run some of its calls: what they changed is saved first,
+   * since the run gives its workspace up while it waits.
+   */
+  async function decide(input: ToolCallsInput, tools: StepTools, earlier: EarlierAttempts): Promise<StepDecisions> {
+    const { turn, step, calls } = input;
+    const open = calls.flatMap((call, index) =>
+      earlier.resultRecorded(toolCallKeys(turn, step, index), call) ? [] : [{ index, call }],
+    );
+    const decisions = await gate.decisions(input, open);
+    if (decisions.waiting && open.length < calls.length) await checkWhatCallsChanged(input, tools);
+    return decisions;
   }
 
   async function prepareTools({ runId, run }: ToolCallsInput): Promise<StepTools> {

@@ -99,6 +99,17 @@ export const BUILTIN_TOOLS: ToolSpec[] = [
     },
   },
   {
+    name: 'ask_user',
+    description:
+      'Ask the user a question and wait for the answer (it may take hours). Only when you cannot go on without it: a choice only they can make, or something you cannot find out yourself.',
+    parameters: {
+      type: 'object',
+      properties: { question: str('The question, complete on its own.') },
+      required: ['question'],
+      additionalProperties: false,
+    },
+  },
+  {
     name: 'read_skill',
     description: 'Load one of the skills listed in the system prompt by its name, and follow its instructions.',
     parameters: {

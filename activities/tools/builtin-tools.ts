@@ -53,6 +53,9 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
           .sort();
         return { output: entries.length ? entries.join('\n') : '(empty directory)', isError: false };
       }
+      case 'ask_user':
+        // A question is answered through the run's approvals (agent-step/approval-gate.ts): only one without text gets here.
+        return { output: 'ask_user needs a non-empty `question`.', isError: true };
       case 'upload_artifact':
         return await uploadArtifact(args, ctx);
       case 'report_external_reference':

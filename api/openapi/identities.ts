@@ -10,6 +10,7 @@ import type { toAgentIdentityItem } from '../agent-identity-item';
 import type { Fits } from './fits';
 import { resourcePageInfoSchema } from '../../core/schemas/resource-page-schemas';
 import { identityListQuerySchema } from '../../core/schemas/agent-identity-schemas';
+import { approvalPolicySchema } from '../../core/schemas/approval-schemas';
 
 const tags = ['Agent identities'];
 
@@ -38,6 +39,7 @@ const agentIdentitySchema = z
       .openapi({
         description: 'The names of the managed secrets its harness authenticates with (never their values).',
       }),
+    approval: approvalPolicySchema.optional(),
     available: z.boolean(),
     default_runner_uid: z.string(),
     memory: z.object({

@@ -6,6 +6,7 @@ import type { toHandoffItem } from '../../services/views/artifact-views';
 import type { RunItem } from '../../services/views/run-item';
 import { pageInfoSchema, timestamp } from './common';
 import type { Fits } from './fits';
+import { approvalPolicySchema } from '../../core/schemas/approval-schemas';
 
 /** Response schemas of runs (api/run-item.ts and the run routes), shared by every operation that returns one. */
 
@@ -35,6 +36,7 @@ const agentConfigViewFields = {
   max_steps: z.number().int().optional(),
   max_tokens: z.number().int().optional(),
   computer_use_enabled: z.boolean().optional(),
+  approval: approvalPolicySchema.optional(),
 };
 
 /** A run's config as responses show it: the request's, with the service's defaults filled in. */
@@ -88,6 +90,30 @@ export const artifactItemSchema = z
   ])
   .openapi('ArtifactItem', {
     description: 'A file the run uploaded (`FILE`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
+  });
+
+/** `pending_approval` of a BLOCKED run. */
+export const pendingApprovalSchema = z
+  .object({
+    approval_id: z
+      .uuid()
+      .openapi({ description: 'Decide it with `POST /agent/runs/{runId}/approvals/{approval_id}`.' }),
+    kind: z.enum(['tool_call', 'question']),
+    tool: z
+      .string()
+      .optional()
+      .openapi({ description: 'A waiting tool call: its tool (`run_command`, an MCP tool, ...).' }),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: "A waiting tool call's arguments." }),
+    question: z.string().optional().openapi({ description: "The agent's question (`ask_user`)." }),
+    requested_at: timestamp(),
+    expires_at: timestamp().openapi({ description: 'Undecided by then, the call is denied as timed out.' }),
+  })
+  .openapi('PendingApproval', {
+    description:
+      "While the run is BLOCKED: the call of its agent that waits for a person's decision (a tool call its `config.approval` gates), or the question it asked.",
   });
 
 export const runItemSchema = z
@@ -150,6 +176,7 @@ export const runItemSchema = z
     }),
     forked_from: forkedFromSchema.optional(),
     is_run_type_cancellable: z.boolean(),
+    pending_approval: pendingApprovalSchema.optional(),
   })
   .openapi('RunItem');
 

@@ -6,6 +6,7 @@ import {
   listRunsQuerySchema,
 } from '../../core/schemas/run-schemas';
 import { z } from '../../core/schemas/zod';
+import { approvalDecisionSchema } from '../../core/schemas/approval-schemas';
 import { harnessUsageResponseSchema } from '../../core/schemas/harness-usage-schemas';
 import { idempotencyHeaders, linksTo, locationHeader, registerOperation, type Operation } from './common';
 import {
@@ -210,6 +211,22 @@ export function registerRunOperations(registry: OpenAPIRegistry): void {
       },
     ],
     errors: [400, 404, 409],
+  });
+
+  registerOperation(registry, {
+    method: 'post',
+    path: '/api/v1/agent/runs/{runId}/approvals/{approvalId}',
+    operationId: 'decideApproval',
+    summary: "Approve or deny a blocked run's waiting call",
+    description:
+      "Decides the call a `BLOCKED` run waits on (`pending_approval` of the run). `approve`: the call runs (for a question, `comment` is the answer). `deny`: the model is told it was denied, by whom, and the comment. Who decided, when and why is recorded in the run's transcript (an `approval` entry) and the audit log (`approval.decide`). Admin keys; member keys only where APPROVALS_MEMBERS_MAY_DECIDE=true; an agent key never decides its own run's calls (403). An approval no longer pending (decided, timed out, cancelled) is 409.",
+    tags,
+    params: runIdParams.extend({
+      approvalId: z.uuid().openapi({ param: { description: 'The approval (`pending_approval.approval_id`).' } }),
+    }),
+    body: { schema: approvalDecisionSchema },
+    responses: [{ status: 200, description: 'Decided; the run as it is now.', schema: runItemSchema }],
+    errors: [400, 403, 404, 409],
   });
 
   registerOperation(registry, {

@@ -12,6 +12,7 @@ const timelineSchema = z
         event_type: z.enum([
           'oz_run_created',
           'oz_run_claimed',
+          'oz_run_blocked',
           'worker_container_ready',
           'agent_started',
           'oz_run_done',
@@ -25,7 +26,7 @@ const timelineSchema = z
         execution_id: z.number().int().openapi({ description: 'The turn of the run the event belongs to.' }),
         payload: z.record(z.string(), z.unknown()).openapi({
           description:
-            "By event: `oz_run_created` `{source}`; the others `{turn, ...}`: `worker_container_ready` adds `message` (the workspace, as the transcript says it) and, when the workspace runs on its environment's image, `image_reference` and `image_digest` (`sha256:…`, what it runs on); `agent_started` adds `model_id` and `environment_id` when the agent was set up; an ending adds `state` and `status_message`.",
+            "By event: `oz_run_created` `{source}`; the others `{turn, ...}`: `worker_container_ready` adds `message` (the workspace, as the transcript says it) and, when the workspace runs on its environment's image, `image_reference` and `image_digest` (`sha256:…`, what it runs on); `agent_started` adds `model_id` and `environment_id` when the agent was set up; `oz_run_blocked` adds `status_message` (what waits for a person) and `approval_id`; an ending adds `state` and `status_message`.",
         }),
       }),
     ),

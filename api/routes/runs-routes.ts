@@ -6,6 +6,7 @@ import type { DataSource } from 'typeorm';
 import { artifactsOfRuns } from '../../db/artifact-reads';
 import { handoffAttachmentsOfTurn } from '../../db/attachment-reads';
 import { findRun, listRuns } from '../../db/run-reads';
+import { pendingApprovalsOf } from '../../db/run-approval-reads';
 import { loadHarnessState } from '../../db/harness-state-reads';
 import { toHarnessUsage } from '../../services/views/harness-usage';
 import { invalid, notFound } from '../../core/api-error';
@@ -20,6 +21,7 @@ import { teamConversationRunsOr404, teamRunOr404 } from '../team-runs';
 import { runStatesOfTaskState, toTaskItem } from '../../services/views/task-item';
 import type { createRunService } from '../../services/runs/run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
+import { approvalDecisionSchema } from '../../core/schemas/approval-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
 
 export interface RunsRoutesDeps {
@@ -32,6 +34,10 @@ export interface RunsRoutesDeps {
 }
 
 const emptyBodySchema = z.strictObject({});
+
+/** The runs of a page that wait for a person: only theirs have a pending approval to read. */
+const blockedRunIds = (runs: { runId: string; state: string }[]) =>
+  runs.filter((r) => r.state === 'BLOCKED').map((r) => r.runId);
 
 type Answerable = { status: number; body: unknown; set(name: string, value: string): void };
 
@@ -60,6 +66,13 @@ export function createRunsRouter({
   router.param('uid', storablePathId('factory'));
 
   const findTeamRun = (runId: string, teamId: string) => teamRunOr404(dataSource.manager, runId, teamId);
+
+  /** The run as `GET /agent/runs/{runId}` shows it: with its artifacts and, while BLOCKED, what waits. */
+  const runItemOf = async (run: Awaited<ReturnType<typeof findTeamRun>>) => {
+    const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
+    const blocked = await pendingApprovalsOf(dataSource.manager, blockedRunIds([run]));
+    return toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId), undefined, blocked.get(run.runId));
+  };
 
   const create: RouterMiddleware = async (ctx) => {
     rejectQueryParameters(ctx.query);
@@ -96,8 +109,11 @@ export function createRunsRouter({
       dataSource.manager,
       runs.map((r) => r.runId),
     );
+    const blocked = await pendingApprovalsOf(dataSource.manager, blockedRunIds(runs));
     return {
-      runs: runs.map((run) => toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId))),
+      runs: runs.map((run) =>
+        toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId), undefined, blocked.get(run.runId)),
+      ),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
@@ -130,8 +146,16 @@ export function createRunsRouter({
   router.get('/agent/runs/:runId', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
-    const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId));
+    ctx.body = await runItemOf(run);
+  });
+
+  router.post('/agent/runs/:runId/approvals/:approvalId', async (ctx) => {
+    rejectQueryParameters(ctx.query);
+    const body = validate(approvalDecisionSchema, ctx.state.body);
+    const { runId, approvalId } = ctx.params as { runId: string; approvalId: string };
+    ctx.state.auditDetails = { approval_id: approvalId, decision: body.decision };
+    await runService.decideApproval(principalOf(ctx.state), runId, approvalId, body);
+    ctx.body = await runItemOf(await findTeamRun(runId, principalOf(ctx.state).teamId));
   });
 
   // What a CLI harness reported it used (its own counters), for the official clients' `get_harness_usage`.
@@ -163,7 +187,8 @@ export function createRunsRouter({
     ctx.body = {
       run_id: accepted.runId,
       state: accepted.state,
-      ...(accepted.followup ? { followup_id: accepted.followup.id, outcome: accepted.followup.outcome } : {}),
+      ...(accepted.followup?.id ? { followup_id: accepted.followup.id } : {}),
+      ...(accepted.followup ? { outcome: accepted.followup.outcome } : {}),
     };
   };
 

@@ -1,5 +1,5 @@
 import type { CommandContext } from '../context';
-import { exitCodeOfState, isTerminalState, EXIT_CODES } from '../exit-codes';
+import { exitCodeOfState, isStopState, isTerminalState, EXIT_CODES } from '../exit-codes';
 import { followRun, getRun, waitForRun } from '../follow';
 import { renderEvent } from '../render-event';
 import { headingText, oneLine } from '../terminal-text';
@@ -9,7 +9,8 @@ import type { RunEvent, RunItem } from '../wire';
 export function endLine(ctx: CommandContext, run: RunItem, withAnswer: boolean): string {
   const s = ctx.out.style;
   const status = run.status_message;
-  const colour = run.state === 'SUCCEEDED' ? 'green' : run.state === 'CANCELLED' ? 'yellow' : 'red';
+  const colour =
+    run.state === 'SUCCEEDED' ? 'green' : run.state === 'CANCELLED' || run.state === 'BLOCKED' ? 'yellow' : 'red';
   let line = `Run ${run.run_id} ${s(colour, s('bold', run.state))}`;
   if (status?.message && (run.state !== 'SUCCEEDED' || withAnswer)) {
     line += `: ${status.error_code ? `[${status.error_code}] ` : ''}${headingText(status.message)}`;
@@ -18,6 +19,7 @@ export function endLine(ctx: CommandContext, run: RunItem, withAnswer: boolean):
 }
 
 function exitCode(run: RunItem): number {
+  if (run.state === 'BLOCKED') return exitCodeOfState('BLOCKED');
   return isTerminalState(run.state) ? exitCodeOfState(run.state) : EXIT_CODES.error;
 }
 
@@ -25,7 +27,7 @@ function exitCode(run: RunItem): number {
 export async function waitAndReport(ctx: CommandContext, runId: string): Promise<number> {
   let linked = false;
   const run = await waitForRun(ctx.client, runId, (seen) => {
-    if (!isTerminalState(seen.state)) ctx.out.note(`Run ${runId} is ${seen.state}`);
+    if (!isStopState(seen.state)) ctx.out.note(`Run ${runId} is ${seen.state}`);
     if (seen.session_link && !linked) {
       linked = true;
       ctx.out.note(`Transcript: ${seen.session_link}`);
@@ -41,7 +43,7 @@ function activity(event: RunEvent): string | null | undefined {
   const p = event.payload;
   switch (event.kind) {
     case 'state':
-      if (isTerminalState(p.state)) return null;
+      if (isStopState(p.state)) return null;
       return p.state === 'QUEUED' ? 'Queued…' : 'Agent is thinking…';
     case 'assistant':
       return Array.isArray(p.tool_calls) && p.tool_calls.length > 0 ? 'Running tools…' : undefined;

@@ -129,6 +129,8 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
       },
     },
     idleTimeoutMinutes: Math.min(e.AGENT_IDLE_TIMEOUT_MINUTES, e.AGENT_MAX_IDLE_TIMEOUT_MINUTES),
+    /** Whether member keys may decide a run's waiting calls (admin keys always may). */
+    approvalsMembersMayDecide: e.APPROVALS_MEMBERS_MAY_DECIDE === 'true',
     /** The longest idle window a run may ask for. */
     maxIdleTimeoutMinutes: e.AGENT_MAX_IDLE_TIMEOUT_MINUTES,
     heartbeatTimeoutSeconds: e.ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS,

@@ -130,6 +130,12 @@ export const agent = group('Agent', {
     description: 'runs directly below one run',
     readBy: ['API', 'workers'],
   },
+  APPROVALS_MEMBERS_MAY_DECIDE: {
+    schema: z.enum(['true', 'false']).default('false'),
+    description:
+      "`true`: member keys may approve or deny a run's waiting calls too (admin keys always may; an agent key never decides its own run's calls)",
+    readBy: ['API'],
+  },
 });
 
 /** Where a run's workspace lives and where its repositories come from. */

@@ -32,6 +32,20 @@ export const runQueueDuration = new Histogram({
   registers: [metricsRegistry],
 });
 
+export const approvalDecisionDuration = new Histogram({
+  name: 'agent_runs_approval_decision_seconds',
+  help: "Time from a call's request for a person's decision to its end, by outcome: approved (a question answered), denied, timed_out, cancelled (the run ended first).",
+  labelNames: ['outcome'] as const,
+  // A person decides in seconds or in days.
+  buckets: [1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86_400, 3 * 86_400, 7 * 86_400],
+  registers: [metricsRegistry],
+});
+
+/** A call's wait for a person ended as `outcome`, `seconds` after it began. */
+export function observeApprovalDecided(outcome: string, seconds: number): void {
+  approvalDecisionDuration.observe({ outcome }, Math.max(0, seconds));
+}
+
 /** Where the run came from, as `runsCreated` counts it. */
 export type RunCreatedOrigin = 'api' | 'factory' | 'schedule' | 'orchestration';
 

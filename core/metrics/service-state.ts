@@ -20,6 +20,8 @@ export type WaitingFor = (typeof WAITING_FOR)[number];
 export interface RunQueueSnapshot {
   waiting: Record<WaitingFor, { runs: number; oldestSeconds: number }>;
   inProgress: number;
+  /** Runs BLOCKED: a call of their agent waits for a person's decision (they hold no slot meanwhile). */
+  blocked: number;
   /** The longest any INPROGRESS run on a workspace (not waiting for child runs) has gone without a transcript entry. */
   longestSilenceSeconds: number;
 }
@@ -64,6 +66,11 @@ export function serviceStateMetrics(sources: ServiceStateSources, maxAgeMs = SER
     registers: [runs],
   });
   const inProgress = new Gauge({ name: 'agent_runs_runs_in_progress', help: 'Runs INPROGRESS.', registers: [runs] });
+  const blocked = new Gauge({
+    name: 'agent_runs_runs_blocked',
+    help: "Runs BLOCKED: a call of their agent waits for a person's approval or answer (they hold no team slot and no worker slot meanwhile).",
+    registers: [runs],
+  });
   const silence = new Gauge({
     name: 'agent_runs_runs_in_progress_longest_silence_seconds',
     help: 'The longest time any INPROGRESS run on a workspace (not waiting for its child runs) has gone without a new transcript entry: a stuck run.',
@@ -95,6 +102,7 @@ export function serviceStateMetrics(sources: ServiceStateSources, maxAgeMs = SER
         oldest.set({ waiting_for: waitingFor }, snapshot.waiting[waitingFor].oldestSeconds);
       }
       inProgress.set(snapshot.inProgress);
+      blocked.set(snapshot.blocked);
       silence.set(snapshot.longestSilenceSeconds);
       parts.push(runs.metrics());
     }

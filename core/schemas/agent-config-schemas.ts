@@ -5,6 +5,7 @@ import { MAX_PROMPT_CHARS, skillSpecSchema } from './run-fields';
 import { VISIBLE } from './text';
 import { HARNESS_TYPES } from '../harnesses';
 import { managedSecretNameSchema } from './managed-secret-schemas';
+import { approvalPolicySchema } from './approval-schemas';
 
 /** `config` of a run (and of schedules and agents): the model, MCP servers, harness and limits. */
 
@@ -114,6 +115,7 @@ export const agentConfigSchema = z
       .optional()
       .openapi({ enum: [false], description: 'Computer use is not available on this service: `true` is 400.' }),
     skills: z.array(skillSpecSchema).max(50).optional(),
+    approval: approvalPolicySchema.optional(),
     // Sent by the official clients; recognised so that asking for them is a clear
     // `feature_not_available` (see api/run-request-fields.ts), and asking for nothing is fine.
     worker_host: z.string().max(255).nullish(),

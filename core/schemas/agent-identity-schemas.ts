@@ -6,6 +6,7 @@ import { agentConfigSchema, harnessSchema, mcpServersSchema, MAX_PROMPT_CHARS, s
 import { resourcePageQuery } from './resource-page-schemas';
 import { nonBlankText } from './text';
 import { z } from './zod';
+import { approvalPolicySchema } from './approval-schemas';
 
 /** `base_harness`: the older way to name `harness.type`; an empty string clears it in an update. */
 const BASE_HARNESSES = ['', ...HARNESS_TYPES] as const;
@@ -28,6 +29,10 @@ export const agentIdentityBodySchema = z
     skills: z.array(skillSpecSchema).max(50).nullish(),
     worker_host: z.string().max(255).trim().nullish(),
     on_behalf_of_enabled: z.boolean().nullish(),
+    approval: approvalPolicySchema.nullish().openapi({
+      description:
+        "Calls of this agent's runs that wait for a person, merged with each run's own (the stricter wins); in an update, `{}` clears it.",
+    }),
     harness: harnessSchema.nullish().openapi({
       description:
         "The harness this agent's runs use unless a run names its own: `oz` (default), `claude`, `codex` or `gemini`. A harness other than `oz` takes its model from `model_id`, so `base_model` must then be empty; a factory's FOREMAN keeps `oz`.",

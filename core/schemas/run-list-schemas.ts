@@ -4,7 +4,7 @@ import { ARTIFACT_TYPES } from '../artifact-types';
 import { METADATA_KEY_RE, skillSpecSchema } from './run-fields';
 
 /** States the official clients know; valid in a filter even where this service never uses them. */
-export const CLIENT_ONLY_STATES = ['PENDING', 'CLAIMED', 'BLOCKED'] as const;
+export const CLIENT_ONLY_STATES = ['PENDING', 'CLAIMED'] as const;
 export const RUN_SORT_FIELDS = ['updated_at', 'created_at', 'title'] as const;
 export const LIST_RUNS_DEFAULT_LIMIT = 20;
 export const LIST_RUNS_MAX_LIMIT = 100;

@@ -4,6 +4,7 @@ import { encryptMcpServersKeepingRedacted } from '../../core/secrets';
 import { invalid } from '../../core/api-error';
 import type { AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
 import { namedSecrets, normalHarness } from '../runs/run-request-fields';
+import { mergeApprovalPolicies } from '../../core/approval-policy';
 
 /** A field as an update gives it: absent or null keeps the value, an empty string clears it. */
 function text(given: string | null | undefined, current: string | null): string | null {
@@ -67,5 +68,10 @@ export function applyIdentityUpdate(
       update.harness_auth_secrets === undefined || update.harness_auth_secrets === null
         ? current.harnessAuthSecrets
         : (namedSecrets(update.harness_auth_secrets) ?? null),
+    // Sent, it replaces the stored policy (`{}` clears it); not sent, it is kept.
+    approval:
+      update.approval === undefined || update.approval === null
+        ? current.approval
+        : (mergeApprovalPolicies(update.approval) ?? null),
   };
 }

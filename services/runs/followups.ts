@@ -10,6 +10,7 @@ import type { StoredResponse } from './idempotency';
 import { ORCHESTRATE_MODE_WHY } from './run-request-fields';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { runWorkflowOptions } from './run-workflow-options';
+import type { createApprovalDecisions } from './approval-decisions';
 
 /** How a follow-up reaches the run, in the newest official client's words (`outcome`). */
 export type FollowupOutcome = 'live_session' | 'queued_prompt' | 'handoff_execution' | 'queue_pending';
@@ -21,12 +22,16 @@ export type FollowupOutcome = 'live_session' | 'queued_prompt' | 'handoff_execut
  */
 export function followupOutcome(locked: { state: RunState; turn: number }): FollowupOutcome {
   if (isTerminal(locked.state)) return 'handoff_execution';
-  if (locked.state === 'INPROGRESS') return 'live_session';
+  if (locked.state === 'INPROGRESS' || locked.state === 'BLOCKED') return 'live_session';
   return locked.turn === 1 ? 'queued_prompt' : 'queue_pending';
 }
 
 /** `POST /agent/runs/{id}/followups`: recorded with the run's row locked, then signalled to its workflow. */
-export function createFollowups({ config, temporal }: RunServiceDeps, writes: RunWrites) {
+export function createFollowups(
+  { config, temporal }: RunServiceDeps,
+  writes: RunWrites,
+  approvals: Pick<ReturnType<typeof createApprovalDecisions>, 'settleWithFollowup' | 'signalDecision'>,
+) {
   const { claimFor, recordThenCall, withIdempotency, lockTeamRun } = writes;
   return {
     async sendFollowup(
@@ -44,10 +49,20 @@ export function createFollowups({ config, temporal }: RunServiceDeps, writes: Ru
       }
       const claim = claimFor(principal, `followup:${runId}`, idempotencyKey, body);
       let recorded: RecordedFollowup | undefined;
-      return recordThenCall(
+      let decided = false;
+      const response = await recordThenCall(
         (fire) =>
           withIdempotency(principal, claim, async (tx) => {
             const { run, locked } = await lockTeamRun(tx, principal, runId);
+            // A blocked run's waiting call takes the message: an answer, or a denial's comment.
+            if (locked.state === 'BLOCKED' && (await approvals.settleWithFollowup(tx, principal, run, body.message))) {
+              decided = true;
+              return {
+                status: 200,
+                body: { run_id: runId, state: locked.state, outcome: 'live_session' },
+                headers: {},
+              };
+            }
             const outcome = followupOutcome(locked);
             recorded = await recordFollowup(
               tx,
@@ -76,6 +91,8 @@ export function createFollowups({ config, temporal }: RunServiceDeps, writes: Ru
           return withdrawn;
         },
       );
+      if (decided) await approvals.signalDecision(runId);
+      return response;
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
-import { notFound } from '../../core/api-error';
+import { invalid, notFound } from '../../core/api-error';
+import { gatesAnything, mergeApprovalPolicies, type ApprovalPolicy } from '../../core/approval-policy';
 import type { Config } from '../../core/config';
 import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-tickets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
@@ -56,12 +57,20 @@ export async function composeRun(
   const creator = await resolveCreator(tx, principal, executor, body.on_behalf_of);
   const requested = honouredConfig(body.config);
   const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
-  const resolved = creation.fork
+  const configured = creation.fork
     ? forkConfig(creation.fork.source.config, givenConfig(secretsKey, requested))
     : resolvedConfig(config, secretsKey, { requested, skill, executor, factory });
-  if (resolved.environment_id && !(await findEnvironment(tx, resolved.environment_id, principal.teamId))) {
-    throw notFound(`\`config.environment_id\`: no environment ${resolved.environment_id} in your team.`);
+  const environment = configured.environment_id
+    ? await findEnvironment(tx, configured.environment_id, principal.teamId)
+    : null;
+  if (configured.environment_id && !environment) {
+    throw notFound(`\`config.environment_id\`: no environment ${configured.environment_id} in your team.`);
   }
+  const resolved = withApprovalPolicy(configured, [
+    creation.fork?.source.config.approval,
+    executor?.approval,
+    environment?.config.approval,
+  ]);
   if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
   await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
   const asker = origin.source === 'ORCHESTRATION' ? 'dispatch_agent' : 'parent_run_id';
@@ -114,6 +123,26 @@ function resolvedConfig(
     ...(requested?.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) } : {}),
   };
   return withFactoryDefaults(withIdentityDefaults(own, executor), factory);
+}
+
+/**
+ * The run's `approval` policy: its own merged with its fork source's, its agent identity's and
+ * its environment's, the stricter winning (every glob, the shortest timeout). Only the `oz` agent
+ * is gated: another harness with a policy is refused, naming it.
+ */
+function withApprovalPolicy(
+  resolved: ResolvedAgentConfig,
+  others: (ApprovalPolicy | null | undefined)[],
+): ResolvedAgentConfig {
+  const { approval: own, ...rest } = resolved;
+  const approval = mergeApprovalPolicies(own, ...others);
+  const harness = resolved.harness?.type ?? 'oz';
+  if (approval && gatesAnything(approval) && harness !== 'oz') {
+    throw invalid(
+      `\`config.approval\`: the ${harness} harness cannot be gated by this service (its CLI decides its own calls inside the sandbox); approvals hold for the \`oz\` harness only. Drop \`approval\` (from the run, its agent identity or its environment) or use \`oz\`.`,
+    );
+  }
+  return approval ? { ...rest, approval } : rest;
 }
 
 /** The metadata of a run for a ticket: the run's own, stamped with the ticket. */

@@ -5,6 +5,7 @@ import { createInterruption } from './interrupt-run';
 import { checkCreateRequest } from './create-request';
 import { createRunCreation } from './create-run';
 import { createFollowups, type FollowupOutcome } from './followups';
+import { createApprovalDecisions } from './approval-decisions';
 import type { RunPrincipal } from './run-executor';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 import { createRunWrites, type RunServiceDeps } from './run-writes';
@@ -22,7 +23,8 @@ export type { RunServiceDeps } from './run-writes';
 export function createRunService(deps: RunServiceDeps) {
   const writes = createRunWrites(deps);
   const creation = createRunCreation(deps, writes);
-  const followups = createFollowups(deps, writes);
+  const approvals = createApprovalDecisions(deps, writes);
+  const followups = createFollowups(deps, writes, approvals);
   const audit = createAuditLog(deps);
   // In restore mode nothing new starts from outside (the database may be restored again); a
   // running parent's dispatches are part of the work that goes on.
@@ -70,6 +72,8 @@ export function createRunService(deps: RunServiceDeps) {
       refuseInRestoreMode();
       return accepted(await followups.sendFollowup(...args));
     },
+    /** `POST /agent/runs/{runId}/approvals/{approvalId}`: a person decides a blocked run's waiting call. */
+    decideApproval: approvals.decideApproval,
     ...createCancellation(deps, writes),
     ...createInterruption(deps, writes),
     deleteRun: createRunDeletion({ ...deps, rpcTimeoutMs: deps.config.temporal.rpcTimeoutMs }).deleteRun,
@@ -82,8 +86,8 @@ export interface RunAccepted {
   state: RunState;
   /** The answer of an earlier request with the same Idempotency-Key and body; `state` is as it was then. */
   replayed: boolean;
-  /** A follow-up's record and how it reaches the run. */
-  followup?: { id: string; outcome: FollowupOutcome };
+  /** A follow-up's record (none when it decided a blocked run's waiting call) and how it reaches the run. */
+  followup?: { id?: string; outcome: FollowupOutcome };
   /** A fork's source run and checkpoint. */
   forkedFrom?: { run_id: string; checkpoint_id: string };
 }
@@ -100,7 +104,9 @@ function accepted(response: StoredResponse): RunAccepted {
     runId: body.run_id,
     state: body.state,
     replayed: response.headers[REPLAYED_HEADER] === 'true',
-    ...(body.followup_id && body.outcome ? { followup: { id: body.followup_id, outcome: body.outcome } } : {}),
+    ...(body.outcome
+      ? { followup: { ...(body.followup_id ? { id: body.followup_id } : {}), outcome: body.outcome } }
+      : {}),
     ...(body.forked_from ? { forkedFrom: body.forked_from } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from '../../core/logger';
 import { observeRunEnded, observeRunQueued } from '../../core/metrics';
 import { isTerminal, type RunState } from '../../core/run-state';
@@ -13,7 +13,10 @@ import {
   lockRunCreation,
   reopenRun,
   secondsQueued,
+  unblockRun,
 } from '../../db/run-store';
+import { lastDecidedApproval, pendingApprovalsOf } from '../../db/run-approval-reads';
+import { cancelWaitingCalls } from './approval-records';
 import { admitStartedTurn } from '../../db/team-admission';
 
 /** How much of the agent's answer a SUCCEEDED run's `status_message.message` holds. */
@@ -82,6 +85,10 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
           turn = run.pendingFollowups > 0 ? await reopenRun(tx, runId, run.turn) : null;
           if (turn !== null) changes.push({ runId, turn, state: 'QUEUED' });
         }
+        // Blocked, its call decided: the execution that waited continued as new before it went on.
+        if (turn !== null && run.state === 'BLOCKED' && (await unblocked(tx, runId, turn))) {
+          changes.push({ runId, turn, state: 'INPROGRESS' });
+        }
         if (turn !== null) {
           if (await applyTransition(tx, { runId, turn, state: 'INPROGRESS' })) {
             changes.push({ runId, turn, state: 'INPROGRESS' });
@@ -97,6 +104,19 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
     },
 
     /**
+     * A blocked run whose call was decided works again (BLOCKED → INPROGRESS); false, changing
+     * nothing, while a call of it still waits or when it is not blocked.
+     */
+    async resume(runId: string, turn: number): Promise<boolean> {
+      const resumed = await dataSource.transaction(async (tx) => {
+        const run = await lockRun(tx, runId);
+        return run?.state === 'BLOCKED' && run.turn === turn && unblocked(tx, runId, turn);
+      });
+      if (resumed) logStateChange(logger, { runId, turn, state: 'INPROGRESS' });
+      return resumed;
+    },
+
+    /**
      * Moves the run forward within `turn`; a stale or repeated move changes nothing. A SUCCEEDED
      * run's status message is the agent's answer (cut; whole in the conversation).
      */
@@ -107,7 +127,10 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
           const answer = await lastAgentMessage(tx, change.runId, change.turn);
           if (answer) statusMessage = { message: cutAnswer(answer) };
         }
-        return applyTransition(tx, { ...change, statusMessage });
+        const moved = await applyTransition(tx, { ...change, statusMessage });
+        // A turn that ends (an interrupt, a failure) leaves no call waiting for a person.
+        if (moved && isTerminal(change.state)) await cancelWaitingCalls(tx, change.runId);
+        return moved;
       });
       if (applied && isTerminal(change.state)) observeRunEnded(change.state, change.statusMessage?.error_code);
       if (applied) logStateChange(logger, change);
@@ -126,6 +149,7 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
           if (locked && locked.turn > turn) return { applied: false, followupAfterCancel: true };
         }
         const applied = await applyCancellation(tx, runId, turn);
+        if (applied) await cancelWaitingCalls(tx, runId);
         return { applied, followupAfterCancel: await followupsSentAfterCancel(tx, runId) };
       });
       if (recorded.applied) observeRunEnded('CANCELLED', undefined);
@@ -144,3 +168,10 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
 }
 
 export type RunTransitions = ReturnType<typeof createRunTransitions>;
+
+/** Unblocks the run (row locked) unless a call of it still waits; says whether it did. */
+async function unblocked(tx: EntityManager, runId: string, turn: number): Promise<boolean> {
+  if ((await pendingApprovalsOf(tx, [runId])).size) return false;
+  const decided = await lastDecidedApproval(tx, runId, turn);
+  return unblockRun(tx, { runId, turn, approvalId: decided?.approvalId ?? 'none' });
+}

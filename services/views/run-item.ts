@@ -3,6 +3,7 @@ import { isTerminal } from '../../core/run-state';
 import { expiresIn, signedQuery, type UrlSigner } from '../../core/signed-urls';
 import type { RunArtifact } from '../../db/artifact-reads';
 import type { Run } from '../../db/rows/run';
+import type { RunApproval } from '../../db/run-approvals';
 import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';
 
@@ -43,6 +44,31 @@ export interface RunItem {
   forked_from?: { run_id: string; checkpoint_id: string };
   image_digest?: string;
   is_run_type_cancellable: boolean;
+  /** While BLOCKED: the call that waits for a person. */
+  pending_approval?: PendingApprovalItem;
+}
+
+/** `pending_approval` of a BLOCKED run: what waits, for how long. */
+export interface PendingApprovalItem {
+  approval_id: string;
+  kind: RunApproval['kind'];
+  tool?: string;
+  arguments?: Record<string, unknown>;
+  question?: string;
+  requested_at: string;
+  expires_at: string;
+}
+
+function toPendingApprovalItem(approval: RunApproval, secrets: readonly string[]): PendingApprovalItem {
+  return {
+    approval_id: approval.approvalId,
+    kind: approval.kind,
+    ...(approval.kind === 'tool_call'
+      ? { tool: approval.tool, arguments: maskSecrets(approval.arguments, secrets) }
+      : { question: maskSecrets(approval.question ?? '', secrets) }),
+    requested_at: approval.requestedAt.toISOString(),
+    expires_at: approval.expiresAt.toISOString(),
+  };
 }
 
 /** ISO 8601 duration with millisecond precision, e.g. PT2M30.5S. */
@@ -83,6 +109,7 @@ export function toRunItem(
   secretsKey: Buffer,
   artifacts: RunArtifact[] = [],
   now: Date = new Date(),
+  pendingApproval?: RunApproval,
 ): RunItem {
   const started = run.startedAt !== null;
   const item: RunItem = {
@@ -129,5 +156,8 @@ export function toRunItem(
     item.image_digest = run.image.digest;
   }
   if (run.forkedFrom) item.forked_from = { run_id: run.forkedFrom.runId, checkpoint_id: run.forkedFrom.checkpointId };
+  if (run.state === 'BLOCKED' && pendingApproval) {
+    item.pending_approval = toPendingApprovalItem(pendingApproval, runSecretValues(run.config, secretsKey));
+  }
   return item;
 }

@@ -5,6 +5,7 @@ import type { StoredRunEvent } from '../../db/run-event-reads';
 export type TimelineEventType =
   | 'oz_run_created'
   | 'oz_run_claimed'
+  | 'oz_run_blocked'
   | 'worker_container_ready'
   | 'agent_started'
   | 'oz_run_done'
@@ -38,8 +39,8 @@ function eventUuid(runId: string, what: string): string {
  * `GET /agent/runs/{id}/timeline`, built from what the run recorded: created; then per turn
  * (`execution_id`) claimed (INPROGRESS), its workspace ready (when the turn made one; with the
  * image it runs on, `image_reference` and `image_digest`, when it runs on one), the agent
- * started (its setup, or the turn's start when the workspace was already there) and how the turn
- * ended. A run still queued has only its creation.
+ * started (its setup, or the turn's start when the workspace was already there), blocked each
+ * time a call waited for a person, and how the turn ended. A run still queued has only its creation.
  */
 export function runTimeline(run: { runId: string; createdAt: Date; source: string }, entries: StoredRunEvent[]) {
   const events: TimelineEvent[] = [];
@@ -58,7 +59,15 @@ export function runTimeline(run: { runId: string; createdAt: Date; source: strin
     const { turn } = entry;
     if (entry.kind === 'state') {
       const state = entry.payload.state as RunState;
-      if (state === 'INPROGRESS') {
+      if (state === 'BLOCKED') {
+        add('oz_run_blocked', `blocked-${entry.id}`, entry.createdAt, turn, {
+          turn,
+          approval_id: entry.eventKey.slice(`state-t${turn}-BLOCKED-`.length),
+          ...(entry.payload.status_message ? { status_message: entry.payload.status_message } : {}),
+        });
+      }
+      // Working again after BLOCKED is the same claim of the turn, not a new one.
+      if (state === 'INPROGRESS' && !entry.payload.resumed) {
         add('oz_run_claimed', `claimed-${entry.id}`, entry.createdAt, turn, { turn });
         if (!turnsWithSetup.has(turn)) add('agent_started', `started-${entry.id}`, entry.createdAt, turn, { turn });
       }

@@ -5,6 +5,8 @@ import type { toRunItem } from './run-item';
 const TASK_STATE: Record<RunState, 'QUEUED' | 'INPROGRESS' | 'SUCCEEDED' | 'FAILED'> = {
   QUEUED: 'QUEUED',
   INPROGRESS: 'INPROGRESS',
+  // Waiting for a person is still work in progress to a client that knows no BLOCKED.
+  BLOCKED: 'INPROGRESS',
   SUCCEEDED: 'SUCCEEDED',
   FAILED: 'FAILED',
   ERROR: 'FAILED',

@@ -130,6 +130,7 @@ describe('loadConfig', () => {
         retry: { maxAttempts: 6, initialIntervalMs: 1000, maxIntervalMs: 60_000 },
       },
       idleTimeoutMinutes: 10,
+      approvalsMembersMayDecide: false,
       maxIdleTimeoutMinutes: 1440,
       heartbeatTimeoutSeconds: 10,
       errorReferenceBaseUrl: 'http://localhost:8080/errors',

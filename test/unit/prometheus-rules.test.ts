@@ -90,6 +90,7 @@ test("the rules name only metrics the service exports, the Temporal SDK's, up, a
     runQueue: async () => ({
       waiting: { admission: { runs: 0, oldestSeconds: 0 }, worker: { runs: 0, oldestSeconds: 0 } },
       inProgress: 0,
+      blocked: 0,
       longestSilenceSeconds: 0,
     }),
     keysExpiringWithin: async () => 0,

@@ -20,6 +20,10 @@ const ALLOWED: Record<RunMove, [RunState, RunState][]> = {
     ['INPROGRESS', 'FAILED'],
     ['INPROGRESS', 'ERROR'],
     ['INPROGRESS', 'CANCELLED'],
+    ['BLOCKED', 'SUCCEEDED'],
+    ['BLOCKED', 'FAILED'],
+    ['BLOCKED', 'ERROR'],
+    ['BLOCKED', 'CANCELLED'],
   ],
   reopen: [
     ['SUCCEEDED', 'QUEUED'],
@@ -33,6 +37,8 @@ const ALLOWED: Record<RunMove, [RunState, RunState][]> = {
     ['QUEUED', 'ERROR'],
     ['QUEUED', 'CANCELLED'],
   ],
+  block: [['INPROGRESS', 'BLOCKED']],
+  unblock: [['BLOCKED', 'INPROGRESS']],
 };
 
 test.each(Object.keys(ALLOWED) as RunMove[])('every %s move, and no other, is allowed', (move) => {
@@ -49,11 +55,12 @@ test('within a turn a run only moves forward, and a terminal state is the end of
     expect(isAllowedMove(state, state, 'forward')).toBe(false);
     if (isTerminal(state)) expect(RUN_STATES.filter((to) => isAllowedMove(state, to, 'forward'))).toEqual([]);
   }
-  expect(RUN_STATES.map(stateRank)).toEqual([0, 1, 2, 2, 2, 2]);
+  expect(RUN_STATES.map(stateRank)).toEqual([0, 1, 1, 2, 2, 2, 2]);
 });
 
 test('a turn is over for a step once the stored run ended it or a follow-up reopened the run past it', () => {
   const over = RUN_STATES.filter((state) => turnIsOver({ state, turn: 3 }, 3));
+  // A blocked run's turn goes on: its step runs again once the call is decided.
   expect(over).toEqual(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
   expect(RUN_STATES.filter((state) => turnIsOver({ state, turn: 4 }, 3))).toEqual(RUN_STATES);
   expect(RUN_STATES.filter((state) => turnIsOver({ state, turn: 3 }, 4))).toEqual([]);

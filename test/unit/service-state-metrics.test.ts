@@ -7,6 +7,7 @@ import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text';
 const snapshot: RunQueueSnapshot = {
   waiting: { admission: { runs: 2, oldestSeconds: 40 }, worker: { runs: 3, oldestSeconds: 95.5 } },
   inProgress: 7,
+  blocked: 0,
   longestSilenceSeconds: 12,
 };
 

@@ -14,6 +14,7 @@ import type { RunStatusMessage } from '../../core/run-types';
 import { createOrchestrator, tellParent } from '../orchestration';
 import {
   admissionSignal,
+  approvalSignal,
   followupSignal,
   INTERRUPTED_MESSAGE,
   interruptSignal,
@@ -21,6 +22,7 @@ import {
   searchAttributes,
   type AgentRunWorkflow,
   type RunWorkflowInput,
+  type WaitingApproval,
 } from '../run-contract';
 import { runActivityProxies, type RunActivityProxies } from './activity-proxies';
 import { classifyFailure } from './failures';
@@ -30,6 +32,10 @@ import { showRunState, showWaitingForFollowups } from './run-details';
 
 /** How often a waiting run looks again for a slot on its own, should a wake-up signal be lost. */
 const ADMISSION_RECHECK = '1 minute';
+/** How often a blocked run looks at its approval on its own, should the decision's signal be lost. */
+const APPROVAL_RECHECK_MS = 3_600_000;
+/** The least a blocked run waits before it looks again (the database's clock may lag the workflow's). */
+const APPROVAL_MIN_WAIT_MS = 1_000;
 
 /**
  * What one execution of a run's workflow holds in memory: its state for queries, whether a
@@ -39,6 +45,7 @@ const ADMISSION_RECHECK = '1 minute';
 export class RunExecution {
   followupPending = false;
   private slotMayHaveFreed = false;
+  private approvalMayBeDecided = false;
   private state: RunState | 'STARTING' = 'STARTING';
   /** The scope of the turn being worked on; an interrupt cancels it (and only it). */
   private turnScope: CancellationScope | undefined;
@@ -64,6 +71,9 @@ export class RunExecution {
     setHandler(admissionSignal, () => {
       this.slotMayHaveFreed = true;
     });
+    setHandler(approvalSignal, () => {
+      this.approvalMayBeDecided = true;
+    });
     setHandler(runStateQuery, () => this.state);
     this.activities = runActivityProxies(input.settings, this.leased);
     this.workspace = new RunWorkspace(input, this.activities, this.leased);
@@ -84,8 +94,11 @@ export class RunExecution {
     showRunState(to);
   }
 
-  /** Before a history grows too long, at a point where the run holds nothing in memory: starts afresh. */
-  async continueAsNewIfSuggested(): Promise<void> {
+  /**
+   * Before a history grows too long, at a point where the run holds nothing in memory: starts
+   * afresh (at `resume`, when the run is in the middle of a turn).
+   */
+  async continueAsNewIfSuggested(resume?: RunWorkflowInput['resume']): Promise<void> {
     if (!workflowInfo().continueAsNewSuggested) return;
     await continueAsNew<AgentRunWorkflow>({
       runId: this.input.runId,
@@ -94,6 +107,7 @@ export class RunExecution {
       workspaceId: this.workspace.id,
       workerHost: this.input.workerHost,
       ...this.parent,
+      ...(resume ? { resume } : {}),
     });
   }
 
@@ -112,7 +126,7 @@ export class RunExecution {
    * PostgreSQL (in the order runs were queued), so neither a restart nor a replay lets a run in
    * early; the wait is a signal with a periodic look as its fallback.
    */
-  async admitted(): Promise<void> {
+  async admitted(resume?: RunWorkflowInput['resume']): Promise<void> {
     if (!this.admission) return;
     for (;;) {
       this.slotMayHaveFreed = false;
@@ -124,7 +138,7 @@ export class RunExecution {
         () => this.slotMayHaveFreed,
         admission.recheckSeconds ? admission.recheckSeconds * 1000 : ADMISSION_RECHECK,
       );
-      await this.continueAsNewIfSuggested();
+      await this.continueAsNewIfSuggested(resume);
     }
   }
 
@@ -146,6 +160,32 @@ export class RunExecution {
     return idleTimeoutMinutes > 0 ? condition(() => this.followupPending, idleTimeoutMinutes * 60_000) : false;
   }
 
+  /**
+   * A call of the step waits for a person, the run BLOCKED: it frees its team slot and gives up
+   * its workspace (its files are in its checkpoints; the next provisioning restores them), so a
+   * blocked run costs no worker; waits for the decision's signal or the deadline, looking at the
+   * approval at least hourly should a signal be lost; then is admitted again and works on.
+   */
+  private async decided(turn: number, step: number, approval: WaitingApproval): Promise<void> {
+    const { store } = this.activities;
+    const { runId } = this.input;
+    this.setState('BLOCKED');
+    await this.slotFreed();
+    await this.workspace.remove();
+    for (;;) {
+      // Reset before the look: a decision signalled during it wakes the wait at once.
+      this.approvalMayBeDecided = false;
+      const { pending } = await store.approvalPending({ runId, approvalId: approval.approvalId });
+      if (!pending) break;
+      const untilDeadline = Date.parse(approval.expiresAt) - Date.now();
+      const wait = Math.max(APPROVAL_MIN_WAIT_MS, Math.min(untilDeadline, APPROVAL_RECHECK_MS));
+      await condition(() => this.approvalMayBeDecided, wait);
+    }
+    await this.admitted({ turn, step });
+    await store.resumeRun({ runId, turn });
+    this.setState('INPROGRESS');
+  }
+
   /** Works one turn from INPROGRESS to a terminal state, starting at `firstStep`. */
   async runTurn(turn: number, firstStep: number): Promise<void> {
     const { runId } = this.input;
@@ -165,9 +205,12 @@ export class RunExecution {
           const runStep = () =>
             this.workspace.run(turn, (queue) => onWorkspace(queue).runAgentStep({ runId, turn, step }));
           let outcome = await runStep();
-          // A factory agent's dispatch or wait is carried out here; the step then goes on after it.
-          while (outcome.orchestration) {
-            for (const call of outcome.orchestration) await this.orchestrator.carryOut(turn, step, call);
+          // A factory agent's dispatch or wait is carried out here, and a call that waits for a
+          // person waits here; the step then goes on after it. (No patch: only a step of this
+          // code returns `approval`, so histories recorded before it replay as they ran.)
+          while (outcome.orchestration || outcome.approval) {
+            if (outcome.approval) await this.decided(turn, step, outcome.approval);
+            for (const call of outcome.orchestration ?? []) await this.orchestrator.carryOut(turn, step, call);
             outcome = await runStep();
           }
           const { done } = outcome;
