@@ -20,11 +20,11 @@ export function createScheduleActivities({
   config,
   logger,
   temporal,
-  secretsKey,
+  secretsKeyring,
   blobs,
   objectStore,
 }: ActivityDeps) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
+  const runService = createRunService({ config, dataSource, temporal, secretsKeyring, blobs, objectStore, logger });
 
   return {
     /**
@@ -48,7 +48,7 @@ export function createScheduleActivities({
       try {
         const created = await runService.createRun(
           schedulePrincipal(schedule),
-          scheduledRunRequest(schedule, secretsKey),
+          scheduledRunRequest(schedule, secretsKeyring),
           `schedule-firing:${firingId}`,
           { source: 'SCHEDULED_AGENT', schedule: runScheduleRef(schedule) },
         );

@@ -13,12 +13,12 @@ import {
   decryptSecret,
   encryptMcpServers,
   encryptSecret,
-  parseSecretsKey,
   REDACTED,
   redactMcpServers,
 } from '../core/secrets';
+import { keyringOf, parseSecretsKey } from '../core/secrets-keyring';
 import { appendRunEvent } from '../db/run-events';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { auth, createRun, getRun, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 import { sessionLinkQuery } from './helpers/session-links';
@@ -27,6 +27,7 @@ import { sessionLinkQuery } from './helpers/session-links';
 const ROOT = path.resolve(__dirname, '..');
 const KEY_TEXT = randomBytes(32).toString('base64');
 const KEY = Buffer.from(KEY_TEXT, 'base64');
+const RING = keyringOf(KEY);
 const KEY_RULE = /SECRETS_ENCRYPTION_KEY must be 32 random bytes.*openssl rand -base64 32/;
 
 const TOKEN = `tok-${randomBytes(12).toString('hex')}`;
@@ -43,38 +44,40 @@ const redacted = {
 const tempDir = () => mkdtempSync(path.join(os.tmpdir(), 'agent-runs-secrets-'));
 
 describe('core/secrets', () => {
-  test('MCP servers round trip; each value is enc:v1: with a fresh IV; names, keys and the rest are kept', () => {
-    const encrypted = encryptMcpServers(servers(), KEY);
-    expect(decryptMcpServers(encrypted, KEY)).toEqual(servers());
+  test('MCP servers round trip; each value is enc:v2:<key id>: with a fresh IV; names, keys and the rest are kept', () => {
+    const encrypted = encryptMcpServers(servers(), RING);
+    expect(decryptMcpServers(encrypted, RING)).toEqual(servers());
     expect(Object.keys(encrypted)).toEqual(['tracker', 'db']);
     expect(encrypted.db).toMatchObject({ command: 'npx', args: ['-y', 'db-mcp'] });
     expect(encrypted.tracker!.url).toBe('https://mcp.example.com/mcp');
     const values = [...Object.values(encrypted.tracker!.headers!), ...Object.values(encrypted.db!.env!)];
     expect(Object.keys(encrypted.db!.env!)).toEqual(['DB_PASSWORD', 'LOG_LEVEL']);
-    for (const value of values) expect(value).toMatch(/^enc:v1:[A-Za-z0-9_-]+$/);
+    for (const value of values) expect(value).toMatch(/^enc:v2:fp-[0-9a-f]{12}:[A-Za-z0-9_-]+$/);
     expect(JSON.stringify(encrypted)).not.toContain(TOKEN);
     expect(JSON.stringify(encrypted)).not.toContain(DB_PASSWORD);
-    expect(encryptSecret(TOKEN, KEY)).not.toBe(encryptSecret(TOKEN, KEY));
-    expect(encryptMcpServers(undefined, KEY)).toBeUndefined();
-    expect(decryptSecret(encryptSecret('', KEY), KEY)).toBe('');
+    expect(encryptSecret(TOKEN, RING)).not.toBe(encryptSecret(TOKEN, RING));
+    expect(encryptMcpServers(undefined, RING)).toBeUndefined();
+    expect(decryptSecret(encryptSecret('', RING), RING)).toBe('');
   });
 
   test('a value stored before encryption passes through decrypt unchanged', () => {
-    expect(decryptSecret('plain-old-value', KEY)).toBe('plain-old-value');
-    expect(decryptMcpServers(servers(), KEY)).toEqual(servers());
+    expect(decryptSecret('plain-old-value', RING)).toBe('plain-old-value');
+    expect(decryptMcpServers(servers(), RING)).toEqual(servers());
   });
 
   test('a tampered ciphertext, a truncated one and the wrong key all throw', () => {
-    const sealed = encryptSecret(TOKEN, KEY);
-    const raw = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    const sealed = encryptSecret(TOKEN, RING);
+    const prefix = `enc:v2:${RING.keys[0].id}:`;
+    const raw = Buffer.from(sealed.slice(prefix.length), 'base64url');
     raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
-    expect(() => decryptSecret(`enc:v1:${raw.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
-    const tag = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    expect(() => decryptSecret(`${prefix}${raw.toString('base64url')}`, RING)).toThrow(/Cannot decrypt/);
+    const tag = Buffer.from(sealed.slice(prefix.length), 'base64url');
     tag[12] = tag[12]! ^ 1;
-    expect(() => decryptSecret(`enc:v1:${tag.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
-    expect(() => decryptSecret('enc:v1:AAAA', KEY)).toThrow(/Cannot decrypt/);
-    expect(() => decryptSecret(sealed, randomBytes(32))).toThrow(/another SECRETS_ENCRYPTION_KEY/);
-    expect(() => decryptMcpServers(encryptMcpServers(servers(), KEY), randomBytes(32))).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret(`${prefix}${tag.toString('base64url')}`, RING)).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret(`${prefix}AAAA`, RING)).toThrow(/Cannot decrypt/);
+    const other = keyringOf(randomBytes(32));
+    expect(() => decryptSecret(sealed, other)).toThrow(/not among the configured keys/);
+    expect(() => decryptMcpServers(encryptMcpServers(servers(), RING), other)).toThrow(/Cannot decrypt/);
   });
 
   test('parseSecretsKey takes 32 bytes as base64 or hex and rejects anything else without echoing it', () => {
@@ -111,30 +114,33 @@ describe('infra/secrets-key', () => {
   test('create: true writes a 0600 key file in a new data dir; later calls reuse it', () => {
     const dataDir = path.join(tempDir(), 'data');
     const config = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir });
-    expect(() => resolveSecretsKey(config)).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+    expect(() => resolveSecretsKeyring(config)).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
     expect(existsSync(dataDir)).toBe(false);
 
-    const key = resolveSecretsKey(config, { create: true });
+    const ring = resolveSecretsKeyring(config, { create: true });
     const file = path.join(dataDir, 'secrets.key');
-    expect(key).toHaveLength(32);
+    expect(ring.keys).toHaveLength(1);
+    expect(ring.keys[0].key).toHaveLength(32);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(parseSecretsKey(readFileSync(file, 'utf8'))).toEqual(key);
-    expect(resolveSecretsKey(config)).toEqual(key);
-    expect(resolveSecretsKey(config, { create: true })).toEqual(key);
+    expect(keyringOf(parseSecretsKey(readFileSync(file, 'utf8')))).toEqual(ring);
+    expect(resolveSecretsKeyring(config)).toEqual(ring);
+    expect(resolveSecretsKeyring(config, { create: true })).toEqual(ring);
   });
 
-  test('SECRETS_ENCRYPTION_KEY wins over the file; a bad one or a bad file is an error naming what to fix', () => {
+  test('SECRETS_ENCRYPTION_KEY(S) win over the file; a bad one or a bad file is an error naming what to fix', () => {
     const dataDir = tempDir();
-    resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir }), { create: true });
-    expect(resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: KEY_TEXT }))).toEqual(
-      KEY,
-    );
-    const badConfig = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: 'not-a-key' });
-    expect(() => resolveSecretsKey(badConfig, { create: true })).toThrow(KEY_RULE);
+    resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir }), { create: true });
+    expect(
+      resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: KEY_TEXT })),
+    ).toEqual(RING);
+    const ring = { AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEYS: `k1=${KEY_TEXT}` };
+    expect(resolveSecretsKeyring(loadConfig(ring))).toEqual({ keys: [{ id: 'k1', key: KEY }] });
+    // Checked at the start, by the configuration: the process stops before it opens anything.
+    expect(() => loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: 'not-a-key' })).toThrow(KEY_RULE);
 
     const brokenDir = tempDir();
     writeFileSync(path.join(brokenDir, 'secrets.key'), 'garbage\n');
-    expect(() => resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: brokenDir }), { create: true })).toThrow(
+    expect(() => resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: brokenDir }), { create: true })).toThrow(
       /secrets\.key does not hold a valid key/,
     );
     expect(readFileSync(path.join(brokenDir, 'secrets.key'), 'utf8')).toBe('garbage\n');
@@ -198,14 +204,14 @@ describe('the API', () => {
     const stored = await storedConfig(runId);
     const storedText = JSON.stringify(stored);
     expectNoSecret(storedText);
-    expect(storedText).toContain('enc:v1:');
+    expect(storedText).toContain(`enc:v2:${RING.keys[0].id}:`);
     // The worker's view: decrypting the stored row gives back exactly what was sent.
-    expect(decryptMcpServers(stored.mcp_servers, KEY)).toEqual(servers());
+    expect(decryptMcpServers(stored.mcp_servers, RING)).toEqual(servers());
 
     const run = await getRun(ctx, key, runId);
     expect(run.agent_config).toMatchObject({ name: 'mcp-bot', mcp_servers: redacted });
     expectNoSecret(JSON.stringify(run));
-    expect(JSON.stringify(run)).not.toContain('enc:v1:');
+    expect(JSON.stringify(run)).not.toContain('enc:');
 
     const list = await ctx.api.get('/api/v1/agent/runs').set(auth(key));
     expect(list.status).toBe(200);

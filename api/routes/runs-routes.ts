@@ -21,11 +21,12 @@ import { runStatesOfTaskState, toTaskItem } from '../../services/views/task-item
 import type { createRunService } from '../../services/runs/run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 export interface RunsRoutesDeps {
   dataSource: DataSource;
   runService: ReturnType<typeof createRunService>;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   downloads: UrlSigner;
   /** Signs each run's `session_link` as it is read. */
   sessionLinks: UrlSigner;
@@ -52,7 +53,7 @@ export function answerCreated(ctx: Answerable, run: RunAccepted): void {
 export function createRunsRouter({
   dataSource,
   runService,
-  secretsKey,
+  secretsKeyring,
   downloads,
   sessionLinks,
 }: RunsRoutesDeps): Router {
@@ -97,7 +98,7 @@ export function createRunsRouter({
       runs.map((r) => r.runId),
     );
     return {
-      runs: runs.map((run) => toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId))),
+      runs: runs.map((run) => toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId))),
       page_info: {
         has_next_page: hasMore,
         ...(hasMore && last ? { next_cursor: encodeCursor(query, { value: sortValue(last), runId: last.runId }) } : {}),
@@ -124,14 +125,14 @@ export function createRunsRouter({
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.taskId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toTaskItem(toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId)));
+    ctx.body = toTaskItem(toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId)));
   });
 
   router.get('/agent/runs/:runId', async (ctx) => {
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.runId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId));
+    ctx.body = toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId));
   });
 
   // What a CLI harness reported it used (its own counters), for the official clients' `get_harness_usage`.
