@@ -44,8 +44,10 @@ function parseCommand(argv: string[]): Command {
   return { name, batchSize: Number(batch) };
 }
 
+/** `id n, id n` of the counts above zero. */
 const counts = (byId: Record<string, number>) =>
   Object.entries(byId)
+    .filter(([, n]) => n > 0)
     .map(([id, n]) => `${id} ${n}`)
     .join(', ');
 
@@ -80,7 +82,7 @@ function usageText(ring: SecretsKeyring, total: KeyUsage, byColumn: { column: st
         usage.plaintext ? `plain text ${usage.plaintext}` : '',
         counts(usage.missing),
       ];
-      return `  ${column}: ${parts.filter(Boolean).join(', ')}\n`;
+      return `  ${column}: ${parts.filter(Boolean).join(', ') || 'none'}\n`;
     }),
   ].join('');
 }
