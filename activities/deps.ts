@@ -8,6 +8,7 @@ import type { RunCheckpoints } from './checkpoints/run-checkpoints';
 import type { ImageStore } from './images/image-store';
 import type { Sandbox } from './sandbox/sandbox';
 import type { McpSessionCache } from './tools/mcp-sessions';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 /** What activities are built from; wired in worker/. */
 export interface ActivityDeps {
@@ -22,7 +23,7 @@ export interface ActivityDeps {
   /** A client on the worker's connection: a schedule's firing starts its run's workflow with it. */
   temporal: Client;
   /** Key of the MCP credentials stored with runs and schedules. */
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   /** Where artifacts and handoff files are stored. */
   blobs: BlobStore;
   /** The object store under `blobs` and checkpoints: a fork's manifest goes there. */

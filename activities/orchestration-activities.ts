@@ -36,11 +36,11 @@ export function createOrchestrationActivities({
   config,
   logger,
   temporal,
-  secretsKey,
+  secretsKeyring,
   blobs,
   objectStore,
 }: ActivityDeps) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
+  const runService = createRunService({ config, dataSource, temporal, secretsKeyring, blobs, objectStore, logger });
 
   /** How the workflow starts a dispatched child, and whom it was dispatched to. */
   async function dispatched(childRunId: string): Promise<PreparedChild> {

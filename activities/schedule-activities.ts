@@ -27,11 +27,11 @@ export function createScheduleActivities({
   config,
   logger,
   temporal,
-  secretsKey,
+  secretsKeyring,
   blobs,
   objectStore,
-}: Pick<ActivityDeps, 'dataSource' | 'config' | 'logger' | 'temporal' | 'secretsKey' | 'blobs' | 'objectStore'>) {
-  const runService = createRunService({ config, dataSource, temporal, secretsKey, blobs, objectStore, logger });
+}: Pick<ActivityDeps, 'dataSource' | 'config' | 'logger' | 'temporal' | 'secretsKeyring' | 'blobs' | 'objectStore'>) {
+  const runService = createRunService({ config, dataSource, temporal, secretsKeyring, blobs, objectStore, logger });
   const audit = createAuditLog({ dataSource, logger });
 
   return {
@@ -62,7 +62,7 @@ export function createScheduleActivities({
       try {
         const created = await runService.createRun(
           schedulePrincipal(schedule),
-          scheduledRunRequest(schedule, secretsKey),
+          scheduledRunRequest(schedule, secretsKeyring),
           `schedule-firing:${firingId}`,
           { source: 'SCHEDULED_AGENT', schedule: runScheduleRef(schedule) },
         );

@@ -6,7 +6,7 @@ import type { Logger } from '../core/logger';
 import { observeWebhookAttempt, observeWebhookGivenUp, type WebhookAttemptOutcome } from '../core/metrics';
 import type { OutboundAddressRules } from '../core/outbound-addresses';
 import { decryptSecret } from '../core/secrets';
-import { urlSigningKey } from '../core/signed-urls';
+import { urlSigningKeys } from '../core/signed-urls';
 import { sessionLinkSigner } from '../services/views/run-item';
 import {
   loadDeliveryToSend,
@@ -19,6 +19,7 @@ import { WebhookFailureType, type WebhookDeliveryResult, type WebhookSweepResult
 import { guardedFetch, OutboundRefusedError } from './tools/guarded-fetch';
 import { startUnstartedDeliveries } from './webhooks/start-deliveries';
 import { webhookBody, webhookHeaders } from './webhooks/webhook-request';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 export interface WebhookActivityDeps {
   dataSource: DataSource;
@@ -27,7 +28,7 @@ export interface WebhookActivityDeps {
   /** Starts delivery workflows (the sweep). */
   temporal: Client;
   /** Decrypts the signing secrets, and masks MCP credentials in the run as every endpoint does. */
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   /** The rules of MCP URLs: public addresses, plus what the operator allows, never the platform's own. */
   outboundRules: OutboundAddressRules;
 }
@@ -40,8 +41,8 @@ const PRUNE_BATCH = 1000;
 
 /** The activities of webhook deliveries; they run on the webhooks queue (workflows/webhook-contract.ts). */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
-  const { dataSource, config, secretsKey } = deps;
-  const sessionLinks = sessionLinkSigner(config, urlSigningKey(secretsKey));
+  const { dataSource, config, secretsKeyring } = deps;
+  const sessionLinks = sessionLinkSigner(config, urlSigningKeys(secretsKeyring));
   // Every connection, to the URL's host or anywhere else, is checked when it is made.
   const fetchChecked = guardedFetch(deps.outboundRules);
 
@@ -95,12 +96,12 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (delivery.status === 'succeeded' || delivery.status === 'given_up') return delivery.status;
       let outcome: AttemptOutcome;
       try {
-        const body = webhookBody(delivery, sessionLinks, secretsKey);
-        const secret = decryptSecret(delivery.encryptedSecret, secretsKey);
+        const body = webhookBody(delivery, sessionLinks, secretsKeyring);
+        const secret = decryptSecret(delivery.encryptedSecret, secretsKeyring);
         const at = new Date();
         outcome = await post(delivery.url, webhookHeaders(delivery.id, secret, at, body), body, input.timeoutSeconds);
       } catch (err) {
-        // The request could not be made (a secret stored under another SECRETS_ENCRYPTION_KEY).
+        // The request could not be made (a secret stored under a key no longer configured: the message names it).
         observeWebhookAttempt('unsendable');
         outcome = { at: new Date(), durationMs: 0, ok: false, error: (err as Error).message.slice(0, ERROR_CHARS) };
       }

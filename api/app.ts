@@ -3,12 +3,13 @@ import Router from '@koa/router';
 import type { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../core/config';
-import { urlSigningKey } from '../core/signed-urls';
+import type { SecretsKeyring } from '../core/secrets-keyring';
+import { urlSigningKeys } from '../core/signed-urls';
 import type { Logger } from '../core/logger';
 import { createObjectStore } from '../infra/object-store/create-object-store';
 import { objectBlobStore } from '../infra/object-store/object-blob-store';
 import type { ObjectStore } from '../infra/object-store/object-store';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { authenticate, requireOwnTeam } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
 import { auditRequests } from './middleware/audit-requests';
@@ -83,8 +84,8 @@ export interface AppDeps {
   workerHarnesses?: () => Record<string, string>;
   /** More Prometheus text for `GET /metrics`: the worker's and the Temporal SDK's, where this process runs a worker. */
   extraMetrics?: (() => Promise<string>)[];
-  /** Key of the MCP credentials stored with runs; default: resolveSecretsKey(config). */
-  secretsKey?: Buffer;
+  /** Keys of the stored credentials and signed URLs; default: resolveSecretsKeyring(config). */
+  secretsKeyring?: SecretsKeyring;
   /** Where runs' files' bytes are; default: createObjectStore(config) (entry points pass it checked: openObjectStore). */
   objectStore?: ObjectStore;
 }
@@ -93,7 +94,7 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): Koa {
   const { config, dataSource, logger } = deps;
   announceRestoreMode(config.restoreMode, logger);
-  const secretsKey = deps.secretsKey ?? resolveSecretsKey(config);
+  const secretsKeyring = deps.secretsKeyring ?? resolveSecretsKeyring(config);
   const app = new Koa();
   // The client's address (rate limits, logs) from X-Forwarded-For only through trusted proxies:
   // a client that sends the header itself must not choose its own address.
@@ -104,14 +105,14 @@ export function createApp(deps: AppDeps): Koa {
 
   const objectStore = deps.objectStore ?? createObjectStore(config.objectStore);
   const blobs = objectBlobStore(objectStore);
-  const signingKey = urlSigningKey(secretsKey);
-  const downloads = { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
-  const sessionLinks = sessionLinkSigner(config, signingKey);
+  const signingKeys = urlSigningKeys(secretsKeyring);
+  const downloads = { keys: signingKeys, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds };
+  const sessionLinks = sessionLinkSigner(config, signingKeys);
   const runService = createRunService({
     config,
     dataSource,
     temporal: deps.temporalClient,
-    secretsKey,
+    secretsKeyring,
     blobs,
     objectStore,
     logger,
@@ -120,7 +121,7 @@ export function createApp(deps: AppDeps): Koa {
     config,
     dataSource,
     temporal: deps.temporalClient,
-    secretsKey,
+    secretsKeyring,
     runService,
   });
   // One LISTEN connection per app, opened by the first stream; closed with the app's server.
@@ -149,13 +150,13 @@ export function createApp(deps: AppDeps): Koa {
       attachmentPaths: ['/api/v1/agent/runs', '/api/v1/agent/run', '/api/v1/agent/factories/:uid/runs'],
     }),
   );
-  const runs = createRunsRouter({ dataSource, runService, secretsKey, downloads, sessionLinks });
+  const runs = createRunsRouter({ dataSource, runService, secretsKeyring, downloads, sessionLinks });
   for (const router of [
     createEnvironmentsRouter({ dataSource, environments: createEnvironmentService({ config, dataSource }) }),
-    createAgentRouter({ dataSource, secretsKey, sessionLinks }),
+    createAgentRouter({ dataSource, secretsKeyring, sessionLinks }),
     createAgentIdentitiesRouter({
       dataSource,
-      identities: createAgentIdentityService({ config, dataSource, secretsKey }),
+      identities: createAgentIdentityService({ config, dataSource, secretsKeyring }),
     }),
     createFactoriesRouter({ config, dataSource, factories: createFactoryService({ dataSource }) }),
     createSchedulesRouter({ scheduleService }),
@@ -172,9 +173,9 @@ export function createApp(deps: AppDeps): Koa {
         cancelRun: (principal, runId) => runService.cancelRun(principal, runId),
       }),
     }),
-    createRunEventsRouter({ dataSource, secretsKey, streams }),
-    createWebhooksRouter({ dataSource, webhooks: createWebhookService({ config, dataSource, secretsKey }) }),
-    createSecretsRouter({ dataSource, secrets: createManagedSecretService({ config, dataSource, secretsKey }) }),
+    createRunEventsRouter({ dataSource, secretsKeyring, streams }),
+    createWebhooksRouter({ dataSource, webhooks: createWebhookService({ config, dataSource, secretsKeyring }) }),
+    createSecretsRouter({ dataSource, secrets: createManagedSecretService({ config, dataSource, secretsKeyring }) }),
     createAuditRouter({ dataSource }),
   ]) {
     api.use(router.routes(), router.allowedMethods());
@@ -191,9 +192,9 @@ export function createApp(deps: AppDeps): Koa {
       workerHarnesses: deps.workerHarnesses,
       restoreMode: config.restoreMode,
     }),
-    createSessionRouter({ dataSource, secretsKey, streams, sessionLinks }),
+    createSessionRouter({ dataSource, secretsKeyring, streams, sessionLinks }),
     createRedirectRouter({ dataSource }),
-    createDownloadRouter({ dataSource, blobs, objectStore, signingKey, secretsKey }),
+    createDownloadRouter({ dataSource, blobs, objectStore, signingKeys, secretsKeyring }),
     createErrorReferenceRouter(),
     createLandingRouter({ temporalUiUrl: config.temporal.uiUrl }),
     createConsoleRouter(),

@@ -4,6 +4,7 @@ import { loadPendingFollowupsPage, type PendingFollowup } from '../db/followup-r
 import { loadConversationEvents, type StoredRunEvent } from '../db/run-event-reads';
 import type { ActionPosition } from './conversation-query';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 type Action = Record<string, unknown>;
 
@@ -55,7 +56,7 @@ function pendingAction(runId: string, followup: PendingFollowup): Action {
 export async function loadConversationActions(
   manager: EntityManager,
   runs: readonly Run[],
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   page: { after?: ActionPosition; limit: number },
 ): Promise<{ actions: Action[]; next?: ActionPosition }> {
   const wanted = page.limit + 1;
@@ -64,7 +65,7 @@ export async function loadConversationActions(
   for (let index = Math.max(first, 0); index < runs.length && found.length < wanted; index++) {
     const run = runs[index]!;
     const from = index === first ? page.after : undefined;
-    const secrets = runSecretValues(run.config, secretsKey);
+    const secrets = runSecretValues(run.config, secretsKeyring);
     let afterSeq = from && 'afterSeq' in from ? from.afterSeq : undefined;
     if (afterSeq === undefined) {
       const limit = wanted - found.length;

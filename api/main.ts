@@ -6,7 +6,7 @@ import { createLogger, loggerOptions } from '../core/logger';
 import { connectTemporalClient, openDataSource } from '../infra/connections';
 import { openObjectStore } from '../infra/object-store/create-object-store';
 import { resolveEndpoints, temporalTarget } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { startTracing } from '../infra/tracing';
 import { installTemporalRuntime } from '../infra/temporal-runtime';
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'api', loggerOptions(config));
   installTemporalRuntime({ logger });
   // Before any connection: without the key, runs with MCP credentials could not be stored.
-  const secretsKey = resolveSecretsKey(config);
+  const secretsKeyring = resolveSecretsKeyring(config);
   const endpoints = resolveEndpoints(config);
   // Refuses to start when it cannot write, read and delete there: downloads would fail later.
   const objectStore = await openObjectStore(config.objectStore);
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     temporalClient: client,
     temporalConnection: connection,
     logger,
-    secretsKey,
+    secretsKeyring,
     objectStore,
   });
   const server = await listen(app, config.port, config.host);

@@ -3,6 +3,7 @@ import type { Run } from '../db/rows/run';
 import type { StoredRunEvent } from '../db/run-event-reads';
 import { eventData, lastEventIdOf, parseStreamStart, type RunEventStreams } from './run-event-stream';
 import { maskSecrets, runSecretValues } from '../core/run-secrets';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 /** What a reader of the stream adds to each event's `data`, given the batch it is in. */
 export type EventDecoration = (run: Run, batch: StoredRunEvent[]) => Promise<(event: StoredRunEvent) => object>;
@@ -16,11 +17,11 @@ export type EventDecoration = (run: Run, batch: StoredRunEvent[]) => Promise<(ev
 export async function serveRunTranscript(
   ctx: Context,
   streams: RunEventStreams,
-  options: { loadRun: () => Promise<Run>; secretsKey: Buffer; decorate?: EventDecoration; endsAt?: Date },
+  options: { loadRun: () => Promise<Run>; secretsKeyring: SecretsKeyring; decorate?: EventDecoration; endsAt?: Date },
 ): Promise<void> {
   const afterId = parseStreamStart(ctx.query, lastEventIdOf(ctx.headers));
   const run = await options.loadRun();
-  const secrets = runSecretValues(run.config, options.secretsKey);
+  const secrets = runSecretValues(run.config, options.secretsKeyring);
   await streams.serve(ctx, {
     runId: run.runId,
     afterId,

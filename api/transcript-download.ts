@@ -4,6 +4,7 @@ import { maskSecrets, runSecretValues } from '../core/run-secrets';
 import type { Run } from '../db/rows/run';
 import { loadRunEventsPage } from '../db/run-event-reads';
 import { eventData } from './run-event-stream';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 const PAGE = 500;
 
@@ -12,10 +13,10 @@ const PAGE = 500;
  * (`id`, `run_id`, `kind`, `turn`, `created_at`, `payload`), one JSON object per line, the runs'
  * secrets masked. Read a page at a time, so a long transcript is never held whole.
  */
-export function transcriptJsonLines(manager: EntityManager, runs: Run[], secretsKey: Buffer): Readable {
+export function transcriptJsonLines(manager: EntityManager, runs: Run[], secretsKeyring: SecretsKeyring): Readable {
   async function* lines() {
     for (const run of runs) {
-      const secrets = runSecretValues(run.config, secretsKey);
+      const secrets = runSecretValues(run.config, secretsKeyring);
       let afterId = '0';
       for (;;) {
         const { events, hasMore } = await loadRunEventsPage(manager, run.runId, { afterId, limit: PAGE });

@@ -13,7 +13,8 @@ import { createApiKeyService } from '../services/keys/api-key-service';
 import { runMigrations } from '../db/data-source';
 import { openDataSource } from '../infra/connections';
 import { startDependencies } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 import { freePort } from '../test/helpers/free-port';
 import { benchLimits } from './bench-limits';
 
@@ -46,7 +47,7 @@ export async function timedConcurrently(
 
 export interface BenchStack {
   config: Config;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   databaseUrl: string;
   temporalAddress: string;
   /** Migrated. */
@@ -77,13 +78,13 @@ export async function startBenchStack(
     LOG_LEVEL: 'error',
     ...options.env,
   });
-  const secretsKey = resolveSecretsKey(config, { create: true });
+  const secretsKeyring = resolveSecretsKeyring(config, { create: true });
   const deps = await startDependencies(config, () => undefined, { temporalUi: false });
   const dataSource = await openDataSource(deps.databaseUrl, { poolSize: options.poolSize ?? 20 });
   await runMigrations(dataSource);
   return {
     config,
-    secretsKey,
+    secretsKeyring,
     databaseUrl: deps.databaseUrl,
     temporalAddress: deps.temporalAddress,
     dataSource,
@@ -109,14 +110,14 @@ export async function serveBenchApi(
   temporal: { client: Client; connection: Connection },
   logger: Logger,
 ): Promise<BenchApi> {
-  const { config, dataSource, secretsKey } = stack;
+  const { config, dataSource, secretsKeyring } = stack;
   const app = createApp({
     config,
     dataSource,
     temporalClient: temporal.client,
     temporalConnection: temporal.connection,
     logger,
-    secretsKey,
+    secretsKeyring,
   });
   const server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
       AGENT_IDLE_TIMEOUT_MINUTES: '5',
     },
   });
-  const { config, secretsKey, dataSource } = stack;
+  const { config, secretsKeyring, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
   const { connection, client } = await connectTemporalClient({
     address: stack.temporalAddress,
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     connection: workerConnection,
     logger,
     platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
-    secretsKey,
+    secretsKeyring,
   });
   const workerRun = worker.run();
   const { server, base, headers } = await serveBenchApi(stack, { client, connection }, logger);

@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 1_000_000);
   const requests = Number(process.argv[3] ?? 200);
   const stack = await startBenchStack({ name: 'list', poolSize: 10 });
-  const { config, secretsKey, dataSource } = stack;
+  const { config, secretsKeyring, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
   const { connection, client } = await connectTemporalClient({
     address: stack.temporalAddress,
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     temporalClient: client,
     temporalConnection: connection,
     logger: createLogger('error', 'bench'),
-    secretsKey,
+    secretsKeyring,
   });
   const server = await listen(app, 0, '127.0.0.1');
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1`;

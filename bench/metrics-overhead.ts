@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const total = Number(process.argv[2] ?? 400);
   const concurrency = Number(process.argv[3] ?? 1);
   const stack = await startBenchStack({ name: 'metrics', env: { OPENAI_API_KEY: 'bench' } });
-  const { config, secretsKey, dataSource } = stack;
+  const { config, secretsKeyring, dataSource } = stack;
   const log = (m: string) => process.stdout.write(`${m}\n`);
   const { connection, client } = await connectTemporalClient({
     address: stack.temporalAddress,
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   });
   const logger = createLogger('error', 'bench');
   const build = () =>
-    createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger, secretsKey });
+    createApp({ config, dataSource, temporalClient: client, temporalConnection: connection, logger, secretsKeyring });
   const withMetrics = build();
   const without = build();
   without.middleware = without.middleware.filter((m) => m.name !== 'httpMetricsMiddleware');

@@ -58,7 +58,7 @@ async function main(): Promise<void> {
       ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))),
     } as Record<string, string>,
   });
-  const { config, secretsKey, dataSource } = stack;
+  const { config, secretsKeyring, dataSource } = stack;
   const tracing = startTracing(config, 'agent-runs-bench');
   const log = (m: string) => process.stdout.write(`${m}\n`);
   const { connection, client } = await connectTemporalClient(
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     connection: workerConnection,
     logger,
     platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
-    secretsKey,
+    secretsKeyring,
     tracing,
   });
   const workerRun = worker.run();

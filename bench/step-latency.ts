@@ -67,7 +67,7 @@ async function main(): Promise<void> {
       AGENT_IDLE_TIMEOUT_MINUTES: '0',
     },
   });
-  const { config, secretsKey, dataSource } = stack;
+  const { config, secretsKeyring, dataSource } = stack;
   const logger = createLogger('error', 'bench');
   const { connection, client } = await connectTemporalClient({
     address: stack.temporalAddress,
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     connection: workerConnection,
     logger,
     platformEndpoints: [stack.databaseUrl, stack.temporalAddress],
-    secretsKey,
+    secretsKeyring,
   });
   const workerRun = worker.run();
 

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const { server: sink, counts } = createOtlpSink();
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   const stack = await startBenchStack({ name: 'tracing', env: { OPENAI_API_KEY: 'bench' } });
-  const { config: off, secretsKey, dataSource } = stack;
+  const { config: off, secretsKeyring, dataSource } = stack;
   const on: Config = {
     ...off,
     tracing: { tracesUrl: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`, headers: {} },
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
         temporalClient: client,
         temporalConnection: connection,
         logger,
-        secretsKey,
+        secretsKeyring,
       });
       const server = await listen(app, 0, '127.0.0.1');
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/agent/runs`;

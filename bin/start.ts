@@ -27,7 +27,7 @@ import { ObjectStoreUnusableError, openObjectStore } from '../infra/object-store
 import { stopLeftovers } from '../infra/leftovers';
 import { assertPortsFree, plannedPorts, PortUnavailableError } from '../infra/port-check';
 import { startDependencies, temporalTarget } from '../infra/runtime';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { ensureSearchAttributes } from '../infra/search-attributes';
 import { elapsedTicker } from '../infra/temporal-cli';
 import { freeLoopbackAddress, installTemporalRuntime, temporalMetricsSource } from '../infra/temporal-runtime';
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
       : cachedWorkflowBundle();
   workflowBundle.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
   // A laptop needs no setup: without SECRETS_ENCRYPTION_KEY, a key file in the data dir (made once).
-  const secretsKey = resolveSecretsKey(config, { create: true });
+  const secretsKeyring = resolveSecretsKeyring(config, { create: true });
   // Runs' files (artifacts, attachments, ...): `<data dir>/objects` unless OBJECT_STORE says otherwise.
   const objectStore = await openObjectStore(config.objectStore);
   const deps = await startDependencies(config, say);
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     connection: workerConnection,
     logger: workerLogger,
     platformEndpoints: [deps.databaseUrl, deps.temporalAddress],
-    secretsKey,
+    secretsKeyring,
     tracing,
     objectStore,
   });
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     isWorkerRunning: () => worker.getState() === 'RUNNING',
     workerRunLimits: () => worker.runLimits,
     workerHarnesses: () => worker.harnesses.offered,
-    secretsKey,
+    secretsKeyring,
     extraMetrics: [worker.metrics, temporalMetricsSource(temporalMetrics)],
     objectStore,
   });

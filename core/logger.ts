@@ -62,7 +62,7 @@ const SECRET_FIELDS = [
   'signingKey',
   'signing_key',
   'secretsKey',
-  'secretsEncryptionKey',
+  'secretsKeyring',
   'privateKey',
   'private_key',
   'connectionString',
@@ -73,6 +73,7 @@ const SECRET_FIELDS = [
   'GEMINI_API_KEY',
   'GIT_TOKEN',
   'SECRETS_ENCRYPTION_KEY',
+  'SECRETS_ENCRYPTION_KEYS',
   'DATABASE_URL',
 ];
 const SECRET_FIELD_SET = new Set(SECRET_FIELDS);
@@ -84,7 +85,7 @@ const SECRET_PATHS = [
   'config.models.anthropic.apiKey',
   'config.models.gemini.apiKey',
   'config.workspace.gitToken',
-  'config.secretsEncryptionKey',
+  'config.secretsKeyring',
   'config.temporal.connection.apiKey',
   'config.temporal.connection.tls',
   'config.temporal.connection.metadata',
@@ -121,7 +122,12 @@ export function secretsOfConfig(config: Config): string[] {
     config.models.anthropic.apiKey,
     config.models.gemini.apiKey,
     config.workspace.gitToken,
-    config.secretsEncryptionKey,
+    // Each key as the variables may spell it.
+    ...(config.secretsKeyring?.keys ?? []).flatMap(({ key }) => [
+      key.toString('base64'),
+      key.toString('hex'),
+      key.toString('hex').toUpperCase(),
+    ]),
     config.temporal.connection.apiKey,
   ];
   if (config.database.url) {

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { McpServerConfig, ResolvedAgentConfig } from './run-types';
-import { decryptSecret, REDACTED, redactMcpServers } from './secrets';
+import { decryptSecret, REDACTED, redactMcpServers, SecretDecryptionError } from './secrets';
+import type { SecretsKeyring } from './secrets-keyring';
 import type { CreateRunRequest } from './schemas/run-schemas';
 
 /**
@@ -26,15 +27,17 @@ export function redactRunConfig(config: ResolvedAgentConfig): ResolvedAgentConfi
  * (an MCP server that echoes its token in an error, a tool result). Also the token alone of
  * an `Authorization: Bearer <token>`-style value, since that is what usually gets echoed.
  */
-export function runSecretValues(config: ResolvedAgentConfig, key: Buffer): string[] {
+export function runSecretValues(config: ResolvedAgentConfig, ring: SecretsKeyring): string[] {
   const values = new Set<string>();
   for (const stored of eachSecretValue(config.mcp_servers)) {
     let value: string;
     try {
-      value = decryptSecret(stored, key);
-    } catch {
-      // Undecryptable under this key: no worker could have used it either, so nothing shows it.
-      continue;
+      value = decryptSecret(stored, ring);
+    } catch (err) {
+      // A value altered since it was stored: no worker could have used it either, so nothing shows it.
+      // One under a key since removed may have been used: masking nothing then would show it.
+      if (err instanceof SecretDecryptionError && err.failure === 'altered') continue;
+      throw err;
     }
     values.add(value);
     const token = /^[A-Za-z]+ +(\S+)$/.exec(value)?.[1];
@@ -57,6 +60,14 @@ export function maskSecrets<T>(value: T, secrets: readonly string[]): T {
     return v;
   };
   return walk(value) as T;
+}
+
+/**
+ * The create body as its idempotency hash sees it, under each key of the ring, newest first
+ * (a retry that straddles a rotation still matches the hash its first request recorded).
+ */
+export function idempotencyViews(body: CreateRunRequest, ring: SecretsKeyring): CreateRunRequest[] {
+  return ring.keys.map(({ key }) => idempotencyView(body, key));
 }
 
 /**

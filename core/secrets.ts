@@ -1,54 +1,124 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { McpServerConfig } from './run-types';
+import { findSecretsKey, keyringIds, type SecretsKey, type SecretsKeyring } from './secrets-keyring';
 
 /** What every request-supplied credential (MCP `env` and `headers` values) is shown as. */
 export const REDACTED = '***';
 
-const PREFIX = 'enc:v1:';
+const V1 = 'enc:v1:';
+const V2 = 'enc:v2:';
 const ALGORITHM = 'aes-256-gcm';
-const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+const V2_VALUE = /^enc:v2:([A-Za-z0-9_-]{1,32}):([A-Za-z0-9_-]*)$/;
 
-const KEY_RULE =
-  'SECRETS_ENCRYPTION_KEY must be 32 random bytes written as base64 (44 characters) or hex (64 characters); ' +
-  'generate one with `openssl rand -base64 32`.';
+/** Why a stored secret cannot be read: its key is not in the ring, or the value is damaged. */
+export type DecryptionFailure = 'missing_key' | 'altered';
 
-/** The 32-byte key of SECRETS_ENCRYPTION_KEY, from base64 (44 characters) or hex (64 characters). */
-export function parseSecretsKey(text: string): Buffer {
-  const value = text.trim();
-  let key: Buffer | undefined;
-  if (/^[0-9a-fA-F]{64}$/.test(value)) key = Buffer.from(value, 'hex');
-  else if (/^[A-Za-z0-9+/]{43}=$/.test(value)) key = Buffer.from(value, 'base64');
-  // The message never repeats the value: it is a secret even when malformed.
-  if (key?.length !== KEY_BYTES) throw new Error(KEY_RULE);
-  return key;
-}
-
-/** AES-256-GCM with a random IV: `enc:v1:<base64url(iv | tag | ciphertext)>`. */
-export function encryptSecret(value: string, key: Buffer): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv(ALGORITHM, key, iv);
-  const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-  return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
+/** A stored secret that cannot be decrypted; the message names the key id, never a value. */
+export class SecretDecryptionError extends Error {
+  constructor(
+    message: string,
+    readonly failure: DecryptionFailure,
+  ) {
+    super(`Cannot decrypt a stored secret: ${message}`);
+  }
 }
 
 /**
- * Inverse of encryptSecret. A value without the `enc:v1:` prefix (stored before encryption
- * existed) is returned as it is; a value altered since, or encrypted under another key, throws.
+ * AES-256-GCM under the ring's newest key, with a random IV:
+ * `enc:v2:<key id>:<base64url(iv | tag | ciphertext)>`. The prefix with the id is authenticated
+ * too (GCM's additional data), so a value relabelled with another id never decrypts.
  */
-export function decryptSecret(value: string, key: Buffer): string {
-  if (!value.startsWith(PREFIX)) return value;
-  const raw = Buffer.from(value.slice(PREFIX.length), 'base64url');
-  if (raw.length < IV_BYTES + TAG_BYTES) throw new Error('Cannot decrypt a stored secret: the value is truncated.');
+export function encryptSecret(value: string, ring: SecretsKeyring): string {
+  const { id, key } = ring.keys[0];
+  const prefix = `${V2}${id}:`;
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv(ALGORITHM, key, iv).setAAD(Buffer.from(prefix));
+  const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
+  return prefix + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
+}
+
+/**
+ * Inverse of encryptSecret. An enc:v2 value is opened by the key its id names; an enc:v1 value
+ * (written before keys had ids, under the one key there was) by whichever key of the ring opens
+ * it. A value without a prefix (stored before encryption existed) is returned as it is. A key
+ * not in the ring, or a value altered since, throws a SecretDecryptionError.
+ */
+export function decryptSecret(value: string, ring: SecretsKeyring): string {
+  if (value.startsWith(V1)) return decryptV1(value.slice(V1.length), ring);
+  if (!value.startsWith(V2)) return value;
+  const match = V2_VALUE.exec(value);
+  if (!match) throw new SecretDecryptionError('the value is malformed.', 'altered');
+  const [, keyId, body] = match as unknown as [string, string, string];
+  const key = findSecretsKey(ring, keyId);
+  if (!key) {
+    throw new SecretDecryptionError(
+      `it is encrypted under the key "${keyId}", which is not among the configured keys (${keyringIds(ring)}); ` +
+        'add that key back to SECRETS_ENCRYPTION_KEYS, then re-encrypt (`npm run secrets -- reencrypt`) before removing it.',
+      'missing_key',
+    );
+  }
+  const opened = open(body, key.key, Buffer.from(`${V2}${keyId}:`));
+  if (opened !== undefined) return opened;
+  throw new SecretDecryptionError(`it was altered since it was stored under the key "${keyId}".`, 'altered');
+}
+
+/** Which key a stored value needs: none (plain text), a key of the ring, or one the ring lacks (`keyId`: the id it names, if any). */
+export type KeyUse = { kind: 'plaintext' } | { kind: 'ring'; key: SecretsKey } | { kind: 'missing'; keyId?: string };
+
+export function keyUse(value: string, ring: SecretsKeyring): KeyUse {
+  if (value.startsWith(V1)) {
+    const key = ring.keys.find((k) => opens(value.slice(V1.length), k.key));
+    return key ? { kind: 'ring', key } : { kind: 'missing' };
+  }
+  if (!value.startsWith(V2)) return { kind: 'plaintext' };
+  const keyId = V2_VALUE.exec(value)?.[1];
+  const key = keyId === undefined ? undefined : findSecretsKey(ring, keyId);
+  return key ? { kind: 'ring', key } : { kind: 'missing', keyId };
+}
+
+/**
+ * `value` as encryptSecret stores a value now, under the ring's newest key: the same string when
+ * it already is; plain text is encrypted. Throws as decryptSecret does.
+ */
+export function reencryptSecret(value: string, ring: SecretsKeyring): string {
+  const keyId = V2_VALUE.exec(value)?.[1];
+  if (keyId !== undefined && findSecretsKey(ring, keyId) === ring.keys[0]) return value;
+  return encryptSecret(decryptSecret(value, ring), ring);
+}
+
+function decryptV1(body: string, ring: SecretsKeyring): string {
+  for (const { key } of ring.keys) {
+    const opened = open(body, key);
+    if (opened !== undefined) return opened;
+  }
+  throw new SecretDecryptionError(
+    `no configured key (${keyringIds(ring)}) opens this enc:v1 value, which names no key: it was encrypted ` +
+      'with a key since removed, or altered since.',
+    'missing_key',
+  );
+}
+
+const opens = (body: string, key: Buffer): boolean => {
+  try {
+    return open(body, key) !== undefined;
+  } catch {
+    return false;
+  }
+};
+
+/** The plaintext of `iv | tag | ciphertext` (base64url) under `key`, or undefined when it does not authenticate. */
+function open(body: string, key: Buffer, aad?: Buffer): string | undefined {
+  const raw = Buffer.from(body, 'base64url');
+  if (raw.length < IV_BYTES + TAG_BYTES) throw new SecretDecryptionError('the value is truncated.', 'altered');
   const decipher = createDecipheriv(ALGORITHM, key, raw.subarray(0, IV_BYTES));
   decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+  if (aad) decipher.setAAD(aad);
   try {
     return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
   } catch {
-    throw new Error(
-      'Cannot decrypt a stored secret: it was encrypted with another SECRETS_ENCRYPTION_KEY, or altered since.',
-    );
+    return undefined;
   }
 }
 
@@ -58,7 +128,7 @@ const mapValues = (values: Record<string, string>, fn: (value: string) => string
   Object.fromEntries(Object.entries(values).map(([name, value]) => [name, fn(value)]));
 
 /** The same servers with every `env` and `headers` value passed through `fn`; names and keys kept. */
-function mapSecretValues<T extends McpServers>(servers: T, fn: (value: string) => string): T {
+export function mapSecretValues<T extends McpServers>(servers: T, fn: (value: string) => string): T {
   if (servers === undefined) return servers;
   return Object.fromEntries(
     Object.entries(servers).map(([name, server]) => {
@@ -71,13 +141,13 @@ function mapSecretValues<T extends McpServers>(servers: T, fn: (value: string) =
 }
 
 /** MCP servers as they are stored: `env` and `headers` values encrypted. */
-export function encryptMcpServers<T extends McpServers>(servers: T, key: Buffer): T {
-  return mapSecretValues(servers, (value) => encryptSecret(value, key));
+export function encryptMcpServers<T extends McpServers>(servers: T, ring: SecretsKeyring): T {
+  return mapSecretValues(servers, (value) => encryptSecret(value, ring));
 }
 
 /** MCP servers as a worker uses them: `env` and `headers` values decrypted (plaintext rows pass through). */
-export function decryptMcpServers<T extends McpServers>(servers: T, key: Buffer): T {
-  return mapSecretValues(servers, (value) => decryptSecret(value, key));
+export function decryptMcpServers<T extends McpServers>(servers: T, ring: SecretsKeyring): T {
+  return mapSecretValues(servers, (value) => decryptSecret(value, ring));
 }
 
 /** MCP servers as every response shows them: each `env` and `headers` value is `"***"`. */
@@ -93,7 +163,7 @@ export function redactMcpServers<T extends McpServers>(servers: T): T {
 export function encryptMcpServersKeepingRedacted(
   servers: Record<string, McpServerConfig>,
   stored: Record<string, McpServerConfig>,
-  key: Buffer,
+  ring: SecretsKeyring,
 ): { servers: Record<string, McpServerConfig> } | { unknownMask: string } {
   let unknownMask: string | undefined;
   const result = Object.fromEntries(
@@ -104,7 +174,7 @@ export function encryptMcpServersKeepingRedacted(
         if (!values) continue;
         mapped[field] = Object.fromEntries(
           Object.entries(values).map(([k, value]) => {
-            if (value !== REDACTED) return [k, encryptSecret(value, key)];
+            if (value !== REDACTED) return [k, encryptSecret(value, ring)];
             const kept = stored[name]?.[field]?.[k];
             if (kept === undefined) unknownMask ??= `${name}.${field}.${k}`;
             return [k, kept ?? ''];

@@ -8,7 +8,7 @@ export interface ManagedSecret {
   name: string;
   kind: string;
   description: string | null;
-  /** enc:v1:… under the secrets key (core/secrets.ts). */
+  /** enc:v2:<key id>:… (or enc:v1:… from before key ids) under the secrets keyring (core/secrets.ts). */
   encryptedValue: string;
   createdAt: Date;
   updatedAt: Date;

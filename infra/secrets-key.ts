@@ -2,34 +2,29 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type Config } from '../core/config';
-import { parseSecretsKey } from '../core/secrets';
+import { keyringOf, parseSecretsKey, type SecretsKeyring } from '../core/secrets-keyring';
 
 /** Name of the key file `npm start` keeps in the data directory. */
 export const SECRETS_KEY_FILE = 'secrets.key';
 
 /**
- * The key that encrypts request-supplied credentials at rest: SECRETS_ENCRYPTION_KEY, else
- * `<data dir>/secrets.key`. With `create`, a missing key file is generated (mode 0600), so
- * `npm start` needs no setup; without it, no key is an error that says how to make one.
+ * The keys that encrypt request-supplied credentials at rest and sign URLs: SECRETS_ENCRYPTION_KEYS
+ * or SECRETS_ENCRYPTION_KEY (checked by loadConfig), else `<data dir>/secrets.key`. With `create`,
+ * a missing key file is generated (mode 0600), so `npm start` needs no setup; without it, no key
+ * is an error that says how to make one.
  */
-export function resolveSecretsKey(config: Config, options: { create?: boolean } = {}): Buffer {
-  if (config.secretsEncryptionKey !== undefined) {
-    try {
-      return parseSecretsKey(config.secretsEncryptionKey);
-    } catch (err) {
-      throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
-    }
-  }
+export function resolveSecretsKeyring(config: Config, options: { create?: boolean } = {}): SecretsKeyring {
+  if (config.secretsKeyring !== undefined) return config.secretsKeyring;
   const file = path.join(config.dataDir, SECRETS_KEY_FILE);
-  if (existsSync(file)) return readKeyFile(file);
+  if (existsSync(file)) return keyringOf(readKeyFile(file));
   if (!options.create) {
     throw new ConfigError(
-      `Invalid configuration:\n  SECRETS_ENCRYPTION_KEY is not set and there is no key file ${file}. ` +
+      `Invalid configuration:\n  SECRETS_ENCRYPTION_KEY is not set (nor SECRETS_ENCRYPTION_KEYS) and there is no key file ${file}. ` +
         'Set SECRETS_ENCRYPTION_KEY to 32 random bytes (generate them with `openssl rand -base64 32`), ' +
         'the same value for the API and every worker.',
     );
   }
-  return createKeyFile(file);
+  return keyringOf(createKeyFile(file));
 }
 
 function readKeyFile(file: string): Buffer {

@@ -1,7 +1,7 @@
 import { createApiKeyService } from '../services/keys/api-key-service';
 import type { McpServerConfig } from '../core/run-types';
 import { decryptMcpServers } from '../core/secrets';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { PLAN_MODE_NOTE } from '../activities/agent-step-activities';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
@@ -229,7 +229,7 @@ test('an update changes only the fields sent: null keeps, an empty value clears,
     ])) as { mcp_servers: Record<string, McpServerConfig> | null }[];
     return (
       row!.mcp_servers &&
-      decryptMcpServers(row!.mcp_servers, resolveSecretsKey(ctx.config)).docs?.headers?.Authorization
+      decryptMcpServers(row!.mcp_servers, resolveSecretsKeyring(ctx.config)).docs?.headers?.Authorization
     );
   };
 

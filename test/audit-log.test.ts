@@ -8,7 +8,7 @@ import { createAuditLog } from '../services/audit/audit-log';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { maintenanceScheduleId } from '../workflows/maintenance-contract';
 import { temporalScheduleId } from '../workflows/schedule-contract';
-import { keysCli, lastLine } from './helpers/keys-cli';
+import { keysCli, lastLine } from './helpers/operator-commands';
 import { auth } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 

@@ -5,7 +5,7 @@ import { revokeApiKey } from '../db/api-keys';
 import { gate } from './helpers/scripted-model';
 import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
-import { keysCli as keysCliOf, lastLine, type CliResult } from './helpers/keys-cli';
+import { keysCli as keysCliOf, lastLine, type CliResult } from './helpers/operator-commands';
 
 let ctx: TestContext;
 beforeAll(async () => {

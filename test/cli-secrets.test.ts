@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { decryptSecret, parseSecretsKey } from '../core/secrets';
+import { decryptSecret } from '../core/secrets';
 import { auth } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 /**
  * `agent-runs secrets set|list|delete`, spawned as a process (bin/agent-runs.mjs, from source)
@@ -13,10 +14,10 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
 const CLI = path.join(__dirname, '..', 'bin', 'agent-runs.mjs');
 
 let ctx: TestContext;
-let secretsKey: Buffer;
+let secretsKeyring: SecretsKeyring;
 beforeAll(async () => {
   ctx = await createTestContext({ worker: false });
-  secretsKey = parseSecretsKey(ctx.config.secretsEncryptionKey!);
+  secretsKeyring = ctx.config.secretsKeyring!;
 });
 afterAll(async () => {
   await ctx?.close();
@@ -103,7 +104,7 @@ async function storedValue(teamId: string, name: string): Promise<string | undef
     `SELECT encrypted_value FROM managed_secrets WHERE team_id = $1 AND name = $2`,
     [teamId, name],
   )) as { encrypted_value: string }[];
-  return row && decryptSecret(row.encrypted_value, secretsKey);
+  return row && decryptSecret(row.encrypted_value, secretsKeyring);
 }
 
 const anthropicKey = () => `sk-ant-api03-${randomBytes(24).toString('hex')}`;

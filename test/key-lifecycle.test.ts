@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { recordKeysLastUsed, revokeApiKey } from '../db/api-keys';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { auth, createRun, waitForState } from './helpers/runs';
-import { keysCli as keysCliOf, lastLine } from './helpers/keys-cli';
+import { keysCli as keysCliOf, lastLine } from './helpers/operator-commands';
 import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
 import { gate } from './helpers/scripted-model';
 import { openStream } from './helpers/sse-client';

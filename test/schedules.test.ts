@@ -3,7 +3,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createScheduleActivities } from '../activities/schedule-activities';
 import { createLogger } from '../core/logger';
 import { objectBlobStore } from '../infra/object-store/object-blob-store';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { runWorkflowId, searchAttributes } from '../workflows/run-contract';
 import { SCHEDULED_RUN_WORKFLOW_TYPE, temporalScheduleId } from '../workflows/schedule-contract';
 import { createEnvironment } from './helpers/environments';
@@ -442,7 +442,7 @@ test("in restore mode a firing of a schedule the database lacks creates nothing 
     config: { ...ctx.config, restoreMode: true },
     logger: createLogger('error', 'test'),
     temporal: ctx.client,
-    secretsKey: resolveSecretsKey(ctx.config),
+    secretsKeyring: resolveSecretsKeyring(ctx.config),
     blobs: objectBlobStore(ctx.objectStore),
     objectStore: ctx.objectStore,
   });

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Response } from 'supertest';
 import { MAX_SECRET_VALUE_CHARS } from '../core/schemas/managed-secret-schemas';
-import { decryptSecret, parseSecretsKey } from '../core/secrets';
+import { decryptSecret } from '../core/secrets';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, getRun } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 
 /**
  * `/agent/secrets`: a team's managed secrets, written by admin keys, never shown; and the checks
@@ -13,13 +14,13 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
  */
 const CAP = 5;
 let ctx: TestContext;
-let secretsKey: Buffer;
+let secretsKeyring: SecretsKeyring;
 /** Runs the positive cases create, terminated at the end (no worker takes them). */
 const createdRuns: string[] = [];
 
 beforeAll(async () => {
   ctx = await createTestContext({ worker: false, env: { TEAM_MAX_SECRETS: String(CAP) } });
-  secretsKey = parseSecretsKey(ctx.config.secretsEncryptionKey!);
+  secretsKeyring = ctx.config.secretsKeyring!;
 });
 afterAll(async () => {
   if (!ctx) return;
@@ -114,9 +115,9 @@ test('an admin key creates a secret (201, Location) and replaces it (200: update
 
   const [row] = await secretRows(team.teamId);
   expect(row).toMatchObject({ name: 'claude-main', kind: 'anthropic_api_key', description: 'The team key' });
-  expect(row!.encrypted_value).toMatch(/^enc:v1:[A-Za-z0-9_-]+$/);
+  expect(row!.encrypted_value).toMatch(/^enc:v2:fp-[0-9a-f]{12}:[A-Za-z0-9_-]+$/);
   expect(row!.row_text).not.toContain(first);
-  expect(decryptSecret(row!.encrypted_value, secretsKey)).toBe(first);
+  expect(decryptSecret(row!.encrypted_value, secretsKeyring)).toBe(first);
 
   // The same name again replaces it: value, kind and description.
   const second = openaiKey();
@@ -140,7 +141,7 @@ test('an admin key creates a secret (201, Location) and replaces it (200: update
   const rows = await secretRows(team.teamId);
   expect(rows).toHaveLength(1);
   expect(rows[0]!.row_text).not.toContain(second);
-  expect(decryptSecret(rows[0]!.encrypted_value, secretsKey)).toBe(second);
+  expect(decryptSecret(rows[0]!.encrypted_value, secretsKeyring)).toBe(second);
 });
 
 test("the kind is read from the value's prefix (sk-ant-, sk-ant-oat, sk-, AIza) unless given; a value without one needs `kind`", async () => {
@@ -272,7 +273,10 @@ test("another team's secret is not found (GET and DELETE 404), is not listed, an
   const res = await store(stranger.admin, { name: 'private', value: theirs });
   expect([res.status, res.body.kind]).toEqual([201, 'openai_api_key']);
   const [ownerRow] = await secretRows(owner.teamId);
-  expect([ownerRow!.kind, decryptSecret(ownerRow!.encrypted_value, secretsKey)]).toEqual(['anthropic_api_key', value]);
+  expect([ownerRow!.kind, decryptSecret(ownerRow!.encrypted_value, secretsKeyring)]).toEqual([
+    'anthropic_api_key',
+    value,
+  ]);
 });
 
 test('DELETE is 204 and the secret is gone: GET 404, a second DELETE 404, not listed', async () => {

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { createApp } from '../api/app';
 import { requestHash } from '../services/runs/idempotency';
 import { loadConfig } from '../core/config';
@@ -13,20 +14,27 @@ import {
   decryptSecret,
   encryptMcpServers,
   encryptSecret,
-  parseSecretsKey,
   REDACTED,
   redactMcpServers,
 } from '../core/secrets';
+import { keyringOf, parseSecretsKey } from '../core/secrets-keyring';
 import { appendRunEvent } from '../db/run-events';
-import { resolveSecretsKey } from '../infra/secrets-key';
-import { auth, createRun, getRun, type RunBody } from './helpers/runs';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
+import { startMcpHttpServer } from './helpers/mcp-http-server';
+import { secretsCli } from './helpers/operator-commands';
+import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 import { sessionLinkQuery } from './helpers/session-links';
+import { WebhookReceiver, type ReceivedRequest } from './helpers/webhook-receiver';
 
-/** MCP `env` and `headers` values are write-only: encrypted at rest, `"***"` in every response. */
+/**
+ * MCP `env` and `headers` values are write-only: encrypted at rest, `"***"` in every response; and
+ * the key they (and the other stored secrets) are encrypted under can be rotated.
+ */
 const ROOT = path.resolve(__dirname, '..');
 const KEY_TEXT = randomBytes(32).toString('base64');
 const KEY = Buffer.from(KEY_TEXT, 'base64');
+const RING = keyringOf(KEY);
 const KEY_RULE = /SECRETS_ENCRYPTION_KEY must be 32 random bytes.*openssl rand -base64 32/;
 
 const TOKEN = `tok-${randomBytes(12).toString('hex')}`;
@@ -40,41 +48,51 @@ const redacted = {
   db: { command: 'npx', args: ['-y', 'db-mcp'], env: { DB_PASSWORD: REDACTED, LOG_LEVEL: REDACTED } },
 };
 
+/** What encryptSecret wrote before values named their key: `enc:v1:<base64url(iv | tag | ciphertext)>`. */
+function legacyV1(value: string, key: Buffer): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
+  return `enc:v1:${Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url')}`;
+}
+
 const tempDir = () => mkdtempSync(path.join(os.tmpdir(), 'agent-runs-secrets-'));
 
 describe('core/secrets', () => {
-  test('MCP servers round trip; each value is enc:v1: with a fresh IV; names, keys and the rest are kept', () => {
-    const encrypted = encryptMcpServers(servers(), KEY);
-    expect(decryptMcpServers(encrypted, KEY)).toEqual(servers());
+  test('MCP servers round trip; each value is enc:v2:<key id>: with a fresh IV; names, keys and the rest are kept', () => {
+    const encrypted = encryptMcpServers(servers(), RING);
+    expect(decryptMcpServers(encrypted, RING)).toEqual(servers());
     expect(Object.keys(encrypted)).toEqual(['tracker', 'db']);
     expect(encrypted.db).toMatchObject({ command: 'npx', args: ['-y', 'db-mcp'] });
     expect(encrypted.tracker!.url).toBe('https://mcp.example.com/mcp');
     const values = [...Object.values(encrypted.tracker!.headers!), ...Object.values(encrypted.db!.env!)];
     expect(Object.keys(encrypted.db!.env!)).toEqual(['DB_PASSWORD', 'LOG_LEVEL']);
-    for (const value of values) expect(value).toMatch(/^enc:v1:[A-Za-z0-9_-]+$/);
+    for (const value of values) expect(value).toMatch(/^enc:v2:fp-[0-9a-f]{12}:[A-Za-z0-9_-]+$/);
     expect(JSON.stringify(encrypted)).not.toContain(TOKEN);
     expect(JSON.stringify(encrypted)).not.toContain(DB_PASSWORD);
-    expect(encryptSecret(TOKEN, KEY)).not.toBe(encryptSecret(TOKEN, KEY));
-    expect(encryptMcpServers(undefined, KEY)).toBeUndefined();
-    expect(decryptSecret(encryptSecret('', KEY), KEY)).toBe('');
+    expect(encryptSecret(TOKEN, RING)).not.toBe(encryptSecret(TOKEN, RING));
+    expect(encryptMcpServers(undefined, RING)).toBeUndefined();
+    expect(decryptSecret(encryptSecret('', RING), RING)).toBe('');
   });
 
   test('a value stored before encryption passes through decrypt unchanged', () => {
-    expect(decryptSecret('plain-old-value', KEY)).toBe('plain-old-value');
-    expect(decryptMcpServers(servers(), KEY)).toEqual(servers());
+    expect(decryptSecret('plain-old-value', RING)).toBe('plain-old-value');
+    expect(decryptMcpServers(servers(), RING)).toEqual(servers());
   });
 
   test('a tampered ciphertext, a truncated one and the wrong key all throw', () => {
-    const sealed = encryptSecret(TOKEN, KEY);
-    const raw = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    const sealed = encryptSecret(TOKEN, RING);
+    const prefix = `enc:v2:${RING.keys[0].id}:`;
+    const raw = Buffer.from(sealed.slice(prefix.length), 'base64url');
     raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
-    expect(() => decryptSecret(`enc:v1:${raw.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
-    const tag = Buffer.from(sealed.slice('enc:v1:'.length), 'base64url');
+    expect(() => decryptSecret(`${prefix}${raw.toString('base64url')}`, RING)).toThrow(/Cannot decrypt/);
+    const tag = Buffer.from(sealed.slice(prefix.length), 'base64url');
     tag[12] = tag[12]! ^ 1;
-    expect(() => decryptSecret(`enc:v1:${tag.toString('base64url')}`, KEY)).toThrow(/Cannot decrypt/);
-    expect(() => decryptSecret('enc:v1:AAAA', KEY)).toThrow(/Cannot decrypt/);
-    expect(() => decryptSecret(sealed, randomBytes(32))).toThrow(/another SECRETS_ENCRYPTION_KEY/);
-    expect(() => decryptMcpServers(encryptMcpServers(servers(), KEY), randomBytes(32))).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret(`${prefix}${tag.toString('base64url')}`, RING)).toThrow(/Cannot decrypt/);
+    expect(() => decryptSecret(`${prefix}AAAA`, RING)).toThrow(/Cannot decrypt/);
+    const other = keyringOf(randomBytes(32));
+    expect(() => decryptSecret(sealed, other)).toThrow(/not among the configured keys/);
+    expect(() => decryptMcpServers(encryptMcpServers(servers(), RING), other)).toThrow(/Cannot decrypt/);
   });
 
   test('parseSecretsKey takes 32 bytes as base64 or hex and rejects anything else without echoing it', () => {
@@ -111,30 +129,33 @@ describe('infra/secrets-key', () => {
   test('create: true writes a 0600 key file in a new data dir; later calls reuse it', () => {
     const dataDir = path.join(tempDir(), 'data');
     const config = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir });
-    expect(() => resolveSecretsKey(config)).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+    expect(() => resolveSecretsKeyring(config)).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
     expect(existsSync(dataDir)).toBe(false);
 
-    const key = resolveSecretsKey(config, { create: true });
+    const ring = resolveSecretsKeyring(config, { create: true });
     const file = path.join(dataDir, 'secrets.key');
-    expect(key).toHaveLength(32);
+    expect(ring.keys).toHaveLength(1);
+    expect(ring.keys[0].key).toHaveLength(32);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(parseSecretsKey(readFileSync(file, 'utf8'))).toEqual(key);
-    expect(resolveSecretsKey(config)).toEqual(key);
-    expect(resolveSecretsKey(config, { create: true })).toEqual(key);
+    expect(keyringOf(parseSecretsKey(readFileSync(file, 'utf8')))).toEqual(ring);
+    expect(resolveSecretsKeyring(config)).toEqual(ring);
+    expect(resolveSecretsKeyring(config, { create: true })).toEqual(ring);
   });
 
-  test('SECRETS_ENCRYPTION_KEY wins over the file; a bad one or a bad file is an error naming what to fix', () => {
+  test('SECRETS_ENCRYPTION_KEY(S) win over the file; a bad one or a bad file is an error naming what to fix', () => {
     const dataDir = tempDir();
-    resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir }), { create: true });
-    expect(resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: KEY_TEXT }))).toEqual(
-      KEY,
-    );
-    const badConfig = loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: 'not-a-key' });
-    expect(() => resolveSecretsKey(badConfig, { create: true })).toThrow(KEY_RULE);
+    resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir }), { create: true });
+    expect(
+      resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: KEY_TEXT })),
+    ).toEqual(RING);
+    const ring = { AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEYS: `k1=${KEY_TEXT}` };
+    expect(resolveSecretsKeyring(loadConfig(ring))).toEqual({ keys: [{ id: 'k1', key: KEY }] });
+    // Checked at the start, by the configuration: the process stops before it opens anything.
+    expect(() => loadConfig({ AGENT_RUNS_DATA_DIR: dataDir, SECRETS_ENCRYPTION_KEY: 'not-a-key' })).toThrow(KEY_RULE);
 
     const brokenDir = tempDir();
     writeFileSync(path.join(brokenDir, 'secrets.key'), 'garbage\n');
-    expect(() => resolveSecretsKey(loadConfig({ AGENT_RUNS_DATA_DIR: brokenDir }), { create: true })).toThrow(
+    expect(() => resolveSecretsKeyring(loadConfig({ AGENT_RUNS_DATA_DIR: brokenDir }), { create: true })).toThrow(
       /secrets\.key does not hold a valid key/,
     );
     expect(readFileSync(path.join(brokenDir, 'secrets.key'), 'utf8')).toBe('garbage\n');
@@ -198,14 +219,14 @@ describe('the API', () => {
     const stored = await storedConfig(runId);
     const storedText = JSON.stringify(stored);
     expectNoSecret(storedText);
-    expect(storedText).toContain('enc:v1:');
+    expect(storedText).toContain(`enc:v2:${RING.keys[0].id}:`);
     // The worker's view: decrypting the stored row gives back exactly what was sent.
-    expect(decryptMcpServers(stored.mcp_servers, KEY)).toEqual(servers());
+    expect(decryptMcpServers(stored.mcp_servers, RING)).toEqual(servers());
 
     const run = await getRun(ctx, key, runId);
     expect(run.agent_config).toMatchObject({ name: 'mcp-bot', mcp_servers: redacted });
     expectNoSecret(JSON.stringify(run));
-    expect(JSON.stringify(run)).not.toContain('enc:v1:');
+    expect(JSON.stringify(run)).not.toContain('enc:');
 
     const list = await ctx.api.get('/api/v1/agent/runs').set(auth(key));
     expect(list.status).toBe(200);
@@ -320,5 +341,147 @@ describe('the API', () => {
         logger: createLogger('error', 'test'),
       }),
     ).toThrow(/SECRETS_ENCRYPTION_KEY is not set.*openssl rand -base64 32/s);
+  });
+});
+
+describe('rotating the key', () => {
+  /** A: the key the service ran with alone (SECRETS_ENCRYPTION_KEY); B: the one it rotates to. */
+  const A = randomBytes(32);
+  const B = randomBytes(32);
+  const ring = (...entries: [string, Buffer][]) => ({
+    SECRETS_ENCRYPTION_KEYS: entries.map(([id, k]) => `${id}=${k.toString('base64')}`).join(','),
+  });
+  const LOOPBACK = { OUTBOUND_ALLOWED_PRIVATE_HOSTS: '127.0.0.1', WEBHOOK_RETRY_INITIAL_INTERVAL_MS: '100' };
+  const MCP_TOKEN = `mcp-${randomBytes(12).toString('hex')}`;
+  const marker = uniqueName('rotated');
+  let before: TestContext | undefined;
+  let after: TestContext | undefined;
+  let mcp: Awaited<ReturnType<typeof startMcpHttpServer>> | undefined;
+  const receiver = new WebhookReceiver();
+  /** What the first phase stored under A, for the later ones. */
+  const stored = { key: '', queue: '', runId: '', webhookId: '', webhookSecret: '', identityUid: '', secretName: '' };
+
+  beforeAll(async () => {
+    mcp = await startMcpHttpServer(MCP_TOKEN, { colour: 'teal' });
+    before = await createTestContext({
+      env: { ...LOOPBACK, SECRETS_ENCRYPTION_KEY: A.toString('base64') },
+      worker: false,
+    });
+  });
+  afterAll(async () => {
+    await before?.close();
+    await after?.close();
+    await mcp?.stop();
+    await receiver.stop();
+  });
+
+  /** The key id (`v2:<id>`, or `v1`) of every value the first phase stored, in the database now. */
+  async function storedUnder(c: TestContext): Promise<string[]> {
+    const values = async (sql: string, id: string) =>
+      ((await c.dataSource.query(sql, [id])) as { v: unknown }[]).map((r) => JSON.stringify(r.v));
+    const all = [
+      ...(await values(`SELECT secret AS v FROM webhooks WHERE id = $1`, stored.webhookId)),
+      ...(await values(`SELECT encrypted_value AS v FROM managed_secrets WHERE name = $1`, stored.secretName)),
+      ...(await values(`SELECT mcp_servers AS v FROM agent_identities WHERE uid = $1`, stored.identityUid)),
+      ...(await values(`SELECT config->'mcp_servers' AS v FROM runs WHERE run_id = $1`, stored.runId)),
+      ...(await values(`SELECT run->'config'->'mcp_servers' AS v FROM webhook_events WHERE run_id = $1`, stored.runId)),
+    ];
+    return all.flatMap((v) => [...v.matchAll(/enc:(v1|v2:[^:]+):/g)].map((m) => m[1]!));
+  }
+
+  test('under A alone: a webhook, a managed secret (one from before key ids), an identity and a run with MCP credentials', async () => {
+    const c = before!;
+    const { key } = await c.newTeamKey('personal', undefined, 'admin');
+    stored.key = key;
+    stored.queue = c.config.temporal.taskQueue;
+    const hook = await c.api
+      .post('/api/v1/agent/webhooks')
+      .set(auth(key))
+      .send({ url: await receiver.start() });
+    expect(hook.status).toBe(201);
+    [stored.webhookId, stored.webhookSecret] = [hook.body.id as string, hook.body.secret as string];
+    stored.secretName = uniqueName('claude');
+    const value = `sk-ant-api03-${randomBytes(24).toString('hex')}`;
+    const secret = await c.api.post('/api/v1/agent/secrets').set(auth(key)).send({ name: stored.secretName, value });
+    expect(secret.status).toBe(201);
+    // As encryptSecret wrote it before values named their key: enc:v1, no id.
+    await c.dataSource.query(`UPDATE managed_secrets SET encrypted_value = $2 WHERE name = $1`, [
+      stored.secretName,
+      legacyV1(value, A),
+    ]);
+    const kb = { kb: { url: mcp!.url, headers: { authorization: `Bearer ${MCP_TOKEN}` } } };
+    const identity = await c.api
+      .post('/api/v1/agent/identities')
+      .set(auth(key))
+      .send({ name: uniqueName('agent'), mcp_servers: kb });
+    expect(identity.status).toBe(201);
+    stored.identityUid = identity.body.uid as string;
+    stored.runId = await createRun(c, key, { prompt: `Look the colour up ${marker}`, config: { mcp_servers: kb } });
+
+    const a = `v2:${keyringOf(A).keys[0].id}`;
+    expect(await storedUnder(c)).toEqual([a, 'v1', a, a, a]);
+  });
+
+  test('key-usage names what needs A; reencrypt puts it under B while the service runs; then nothing needs A', async () => {
+    const c = before!;
+    // A left out too early: what needs it is named by A's id (its fingerprint), as not configured.
+    const early = await secretsCli(c, ring(['b', B]), 'key-usage');
+    expect({ code: early.code, stderr: early.stderr }).toMatchObject({ code: 0 });
+    expect(early.stdout).toMatch(new RegExp(`^ {2}${keyringOf(A).keys[0].id} +[1-9]\\d* +NOT CONFIGURED`, 'm'));
+    expect(early.stdout).toMatch(/^ {2}enc:v1 +[1-9]\d* +NOT CONFIGURED/m);
+    expect(early.stdout).not.toContain(A.toString('base64'));
+
+    // A, named `a` in the ring, opens what was stored under its fingerprint and the enc:v1 value.
+    const usage = await secretsCli(c, ring(['b', B], ['a', A]), 'key-usage');
+    expect(usage.stdout).toMatch(/^ {2}a +([5-9]|\d\d+) +run reencrypt before removing it$/m);
+
+    const reencrypt = await secretsCli(c, ring(['b', B], ['a', A]), 'reencrypt', '--batch-size', '50');
+    expect({ code: reencrypt.code, stderr: reencrypt.stderr }).toMatchObject({ code: 0 });
+    expect(reencrypt.stdout).toMatch(/^webhooks\.secret: [1-9]\d* re-encrypted under b, /m);
+    expect(reencrypt.stdout).toMatch(/^webhook_events\.run\.config\.mcp_servers: [1-9]\d* re-encrypted under b, /m);
+    expect(await storedUnder(c)).toEqual(['v2:b', 'v2:b', 'v2:b', 'v2:b', 'v2:b']);
+
+    const done = await secretsCli(c, ring(['b', B], ['a', A]), 'key-usage');
+    expect(done.stdout).toMatch(/^ {2}a +0 +no stored value needs it: it can be removed$/m);
+    expect(done.stdout).toMatch(/^ {2}b +[1-9]\d* +newest: encrypts$/m);
+  });
+
+  test('with A removed everywhere: the worker calls the MCP server and signs the webhook, the API masks the credential', async () => {
+    await before!.close();
+    before = undefined;
+    after = await createTestContext({
+      env: { ...LOOPBACK, ...ring(['b', B]), TEMPORAL_TASK_QUEUE: stored.queue },
+      worker: false,
+    });
+    const c = after;
+    c.model.script(marker, (_req, call) =>
+      call === 1
+        ? { text: '', toolCalls: [{ name: 'mcp__kb__lookup', arguments: { key: 'colour' } }] }
+        : { text: 'teal' },
+    );
+    await c.startWorker();
+    await waitForState(c, stored.key, stored.runId, ['SUCCEEDED'], undefined, 120_000);
+    // The MCP server answers 401 to any other Authorization: the worker decrypted it under B.
+    expect(mcp!.calls).toContain('colour');
+    // A delivery a worker with B alone signed with the secret the webhook's creation showed.
+    const signedSucceeded = (r: ReceivedRequest) => {
+      try {
+        return (
+          (new Webhook(stored.webhookSecret).verify(r.body, r.headers) as { data: RunBody }).data.state === 'SUCCEEDED'
+        );
+      } catch {
+        return false;
+      }
+    };
+    await receiver.until((requests) => requests.some(signedSucceeded), 'a signed delivery of SUCCEEDED', 60_000);
+    // The API decrypts under B too, to mask the credential wherever a worker may have let it through.
+    await c.dataSource.query(`UPDATE runs SET status_message = $2::jsonb WHERE run_id = $1`, [
+      stored.runId,
+      JSON.stringify({ message: `MCP server kb said: bad token ${MCP_TOKEN}`, error_code: 'invalid_request' }),
+    ]);
+    expect((await getRun(c, stored.key, stored.runId)).status_message).toEqual({
+      message: 'MCP server kb said: bad token ***',
+      error_code: 'invalid_request',
+    });
   });
 });

@@ -6,14 +6,14 @@ import type { ActivityDeps } from '../activities/deps';
 import { createLogger } from '../core/logger';
 import { objectBlobStore } from '../infra/object-store/object-blob-store';
 import { findRun } from '../db/run-reads';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { createRunService } from '../services/runs/run-service';
 import { createFactory, dispatch, listRuns } from './helpers/factories';
 import { runWorkflowId } from '../workflows/run-contract';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import { gate } from './helpers/scripted-model';
-import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { createTestContext, secretsKeyringEnv, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 jest.setTimeout(120_000);
 
@@ -102,7 +102,7 @@ test('TEAM_MAX_CONCURRENT_RUNS=2: a third run waits QUEUED and starts the moment
     env: {
       ...QUOTAS,
       TEMPORAL_TASK_QUEUE: ctx.config.temporal.taskQueue,
-      SECRETS_ENCRYPTION_KEY: ctx.config.secretsEncryptionKey!,
+      ...secretsKeyringEnv(ctx),
     },
   });
   let d: string;
@@ -281,7 +281,7 @@ test("a factory agent's dispatch counts against TEAM_MAX_RUNS_PER_HOUR: past it 
     config: ctx.config,
     logger: createLogger('error', 'test'),
     temporal: ctx.client,
-    secretsKey: resolveSecretsKey(ctx.config),
+    secretsKeyring: resolveSecretsKeyring(ctx.config),
     blobs: objectBlobStore(ctx.objectStore),
     objectStore: ctx.objectStore,
   };

@@ -171,7 +171,7 @@ test('a webhook is created with a Standard Webhooks secret shown once, kept encr
   const [stored] = (await ctx.dataSource.query(`SELECT secret FROM webhooks WHERE id = $1`, [id])) as [
     { secret: string },
   ];
-  expect(stored.secret).toMatch(/^enc:v1:/);
+  expect(stored.secret).toMatch(/^enc:v2:fp-[0-9a-f]{12}:/);
   expect(stored.secret).not.toContain(created.secret.slice(6));
 
   // Explicit event types: the one there is, given twice, is kept once.

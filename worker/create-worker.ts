@@ -22,9 +22,10 @@ import { waitOutDatabaseOutages } from './database-outage-interceptor';
 import { OutboundAddressRules } from '../core/outbound-addresses';
 import { platformEndpoints } from '../core/platform-endpoints';
 import { decryptMcpServers } from '../core/secrets';
+import type { SecretsKeyring } from '../core/secrets-keyring';
 import { appendNoticeToCurrentTurn } from '../db/run-events';
 import { releaseWorkerLease, renewWorkerLease } from '../db/worker-leases';
-import { resolveSecretsKey } from '../infra/secrets-key';
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { markCancelledActivityLogs } from '../infra/temporal-runtime';
 import { workflowTracingSinks, type Tracing } from '../infra/tracing';
 import { provisioningQueue, workspaceQueueFor } from '../workflows/run-contract';
@@ -55,7 +56,7 @@ export interface CreateWorkerOptions {
    */
   platformEndpoints: string[];
   /** Key of request-supplied credentials; resolved from the configuration when absent. */
-  secretsKey?: Buffer;
+  secretsKeyring?: SecretsKeyring;
   /** The process's tracing (infra/tracing.ts), when on. */
   tracing?: Tracing;
   /** Where runs' files' bytes are; default: openObjectStore(config), checked before the worker starts. */
@@ -106,7 +107,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     ? { workflowBundle: { codePath: bundlePath } }
     : { workflowsPath: workflowSources().workflowsPath };
   const workspaceQueue = workspaceQueueName(config);
-  const secretsKey = options.secretsKey ?? resolveSecretsKey(config);
+  const secretsKeyring = options.secretsKeyring ?? resolveSecretsKeyring(config);
   const platform = platformEndpoints(config, options.platformEndpoints);
   const sandboxRules = new OutboundAddressRules(config.network.sandboxAllowedPrivateHosts);
   await sandboxRules.addPlatformEndpoints(platform);
@@ -130,7 +131,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
         }).catch((err: unknown) => logger.warn('could not record a refused connection', { run_id: runId, error: err }));
       },
     },
-    (servers) => decryptMcpServers(servers, secretsKey),
+    (servers) => decryptMcpServers(servers, secretsKeyring),
   );
   const capacity = new WorkspaceCapacity(config.worker.maxConcurrentRuns);
   const { tracing } = options;
@@ -148,7 +149,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
     mcpSessions,
     sandbox,
     temporal,
-    secretsKey,
+    secretsKeyring,
     blobs: objectBlobStore(objectStore),
     objectStore,
     images,
@@ -238,7 +239,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<RunWor
   const webhooks = await Worker.create({
     ...common,
     taskQueue: webhookQueue(config.temporal.taskQueue),
-    activities: createWebhookActivities({ dataSource, config, logger, temporal, secretsKey, outboundRules }),
+    activities: createWebhookActivities({ dataSource, config, logger, temporal, secretsKeyring, outboundRules }),
   });
   await ensureServiceSchedules(temporal, config);
   const workers = [shared, workspace, provisioner, webhooks];

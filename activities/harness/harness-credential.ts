@@ -6,6 +6,7 @@ import { findManagedSecret } from '../../db/managed-secret-reads';
 import { HARNESS_SECRET_KINDS } from '../../core/managed-secrets';
 import type { EntityManager } from 'typeorm';
 import type { ProviderCredential } from './gateway-routes';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** What the gateway forwards a harness's calls with, and whose it is (the team's secret or the platform's key). */
 export interface HarnessCredential {
@@ -30,7 +31,7 @@ const PLATFORM_KEYS = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY'
 export async function harnessCredential(
   manager: EntityManager,
   config: Config,
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   run: { team_id: string; config: ResolvedAgentConfig },
   type: CliHarnessType,
 ): Promise<HarnessCredential> {
@@ -50,7 +51,7 @@ export async function harnessCredential(
         `The secret ${JSON.stringify(name)} that config.harness_auth_secrets.${spec.secretField} names is now of kind ${secret.kind}; ${spec.title} takes ${HARNESS_SECRET_KINDS[type].join(' or ')}.`,
       );
     }
-    const value = decryptSecret(secret.encryptedValue, secretsKey);
+    const value = decryptSecret(secret.encryptedValue, secretsKeyring);
     return {
       credential: { kind: secret.kind === 'claude_oauth_token' ? 'oauth_token' : 'api_key', value },
       baseUrl: provider.baseUrl,

@@ -53,7 +53,7 @@ export interface ResumedSession {
  * `attemptKey` names the invocation in what it records.
  */
 export function createInvoke(
-  { config, sandbox, secretsKey }: Pick<ActivityDeps, 'config' | 'sandbox' | 'secretsKey'>,
+  { config, sandbox, secretsKeyring }: Pick<ActivityDeps, 'config' | 'sandbox' | 'secretsKeyring'>,
   scope: HarnessInvocationScope,
 ) {
   const { runId, turn, step, run, type, install, recording, processes, channel, signal } = scope;
@@ -71,7 +71,7 @@ export function createInvoke(
       maxTurns: Math.min(run.config.max_steps ?? config.agent.maxSteps, config.agent.maxSteps),
       gatewayUrl: await sandbox.gatewayUrl(channel.gateway),
       token: channel.token,
-      mcpServers: decryptMcpServers(run.config.mcp_servers, secretsKey) ?? {},
+      mcpServers: decryptMcpServers(run.config.mcp_servers, secretsKeyring) ?? {},
       skills: scope.skills,
       home: sandbox.homePath(runId),
       workspace: processes.workspacePath,

@@ -49,7 +49,7 @@ type InvokeClaim = Extract<Awaited<ReturnType<typeof claimHarnessStep>>, { kind:
  * usage. A retried invocation (a worker that died mid-turn) resumes the same session.
  */
 export function createHarnessStep(deps: ActivityDeps) {
-  const { dataSource, config, sandbox, blobs, secretsKey } = deps;
+  const { dataSource, config, sandbox, blobs, secretsKeyring } = deps;
   const recordHandoff = createRecordHandoff(deps);
   const recordChangedFiles = createRecordChangedFiles(deps);
 
@@ -128,7 +128,7 @@ export function createHarnessStep(deps: ActivityDeps) {
 
   async function credentialOf(run: StepRun, type: CliHarnessType): Promise<HarnessCredential> {
     try {
-      return await harnessCredential(dataSource.manager, config, secretsKey, run, type);
+      return await harnessCredential(dataSource.manager, config, secretsKeyring, run, type);
     } catch (err) {
       if (err instanceof HarnessCredentialError) throw userFailure(err.message, 'feature_not_available');
       throw err;

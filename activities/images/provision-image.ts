@@ -12,6 +12,7 @@ import type { RunImageRoot } from '../sandbox/sandbox';
 import { userFailure } from '../user-failure';
 import { ImagePullError } from './image-pull-error';
 import type { ImageUse } from './image-store';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** Variables an image may not set for a run's commands: the sandbox's network rules. */
 const PROXY_VARIABLES = /^(?:https?_proxy|all_proxy|no_proxy)$/i;
@@ -31,7 +32,7 @@ export async function provisionRunImage(
     say(message: string): Promise<void>;
   },
 ): Promise<string> {
-  const { dataSource, config, sandbox, images, secretsKey } = deps;
+  const { dataSource, config, sandbox, images, secretsKeyring } = deps;
   const { runId, run, environment, say } = input;
   const fail = async (code: string, message: string) => {
     await markEnvironmentSetupFailed(dataSource.manager, environment.uid, true);
@@ -60,7 +61,7 @@ export async function provisionRunImage(
     );
   }
   const pinned = await findRunImage(dataSource.manager, runId);
-  const credential = await registryCredential(dataSource.manager, secretsKey, run.team_id, image.registry);
+  const credential = await registryCredential(dataSource.manager, secretsKeyring, run.team_id, image.registry);
   let use: ImageUse;
   const progress: Promise<void>[] = [];
   try {
@@ -117,12 +118,12 @@ function imageRoot(use: ImageUse): RunImageRoot {
 /** The team's credential for a registry (a managed secret of kind registry_credentials), if it has one. */
 async function registryCredential(
   manager: EntityManager,
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   teamId: string,
   registry: string,
 ): Promise<{ name: string; value: RegistryCredential } | undefined> {
   for (const secret of await listManagedSecretsOfKind(manager, teamId, 'registry_credentials')) {
-    const value = parseRegistryCredential(decryptSecret(secret.encryptedValue, secretsKey));
+    const value = parseRegistryCredential(decryptSecret(secret.encryptedValue, secretsKeyring));
     if (value && isRegistryAllowed(registry, [value.registry]))
       return { name: secret.name, value: { ...value, registry } };
   }

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import type { UrlSigner } from '../../core/signed-urls';
 import { toRunItem } from '../../services/views/run-item';
 import type { DeliveryToSend } from '../../db/webhook-deliveries';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /**
  * The body of a delivery: the event type, when the change happened, and the run as
@@ -9,11 +10,11 @@ import type { DeliveryToSend } from '../../db/webhook-deliveries';
  * recorded, with `run_time` as of that moment, its `session_link` signed as of then). The same
  * bytes on every attempt.
  */
-export function webhookBody(delivery: DeliveryToSend, sessionLinks: UrlSigner, secretsKey: Buffer): string {
+export function webhookBody(delivery: DeliveryToSend, sessionLinks: UrlSigner, secretsKeyring: SecretsKeyring): string {
   return JSON.stringify({
     type: delivery.eventType,
     timestamp: delivery.occurredAt.toISOString(),
-    data: toRunItem(delivery.run, sessionLinks, secretsKey, delivery.artifacts, delivery.occurredAt),
+    data: toRunItem(delivery.run, sessionLinks, secretsKeyring, delivery.artifacts, delivery.occurredAt),
   });
 }
 

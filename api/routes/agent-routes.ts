@@ -16,6 +16,7 @@ import { toRunItem } from '../../services/views/run-item';
 import { toSkillList } from '../../services/views/skill-list';
 import { agentListQuerySchema } from '../../core/schemas/agent-schemas';
 import { rejectQueryParameters, validate } from '../validate';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /**
  * `GET /agent`: skills found in the caller's environments, shaped as the client libraries expect
@@ -25,11 +26,11 @@ import { rejectQueryParameters, validate } from '../validate';
  */
 export function createAgentRouter({
   dataSource,
-  secretsKey,
+  secretsKeyring,
   sessionLinks,
 }: {
   dataSource: DataSource;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   /** Signs each run's `session_link` as it is read. */
   sessionLinks: UrlSigner;
 }): Router {
@@ -54,17 +55,17 @@ export function createAgentRouter({
     if (query.after && !runs.some((r) => r.runId === query.after!.runId)) throw cursorNotIssued();
     const advertised = new Map<string, unknown>();
     for (const skill of conversation.flatMap((c) => c.advertisedSkills)) advertised.set(skill.name, skill);
-    const { actions, next } = await loadConversationActions(dataSource.manager, runs, secretsKey, query);
+    const { actions, next } = await loadConversationActions(dataSource.manager, runs, secretsKeyring, query);
     const artifacts = await artifactsOfRuns(
       dataSource.manager,
       runs.map((r) => r.runId),
     );
     // The newest client's shape, on the first page (each page would repeat it whole).
-    const steps = query.after ? undefined : await loadConversationSteps(dataSource.manager, runs, secretsKey);
+    const steps = query.after ? undefined : await loadConversationSteps(dataSource.manager, runs, secretsKeyring);
     ctx.body = {
       conversation_id: conversationId,
       ...(steps ? { steps } : {}),
-      runs: runs.map((r) => toRunItem(r, sessionLinks, secretsKey, artifacts.get(r.runId))),
+      runs: runs.map((r) => toRunItem(r, sessionLinks, secretsKeyring, artifacts.get(r.runId))),
       advertised_skills: [...advertised.values()],
       actions,
       page_info: {
@@ -81,7 +82,7 @@ export function createAgentRouter({
     const runs = await teamConversationRunsOr404(dataSource.manager, run.conversationId, teamId);
     ctx.body = {
       conversation_id: run.conversationId,
-      steps: await loadConversationSteps(dataSource.manager, runs, secretsKey),
+      steps: await loadConversationSteps(dataSource.manager, runs, secretsKeyring),
     };
   });
 

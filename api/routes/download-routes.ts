@@ -1,6 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type { DataSource } from 'typeorm';
-import { checkUrlSignature, type DownloadKind } from '../../core/signed-urls';
+import { checkUrlSignature, type DownloadKind, type UrlSigningKeys } from '../../core/signed-urls';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifact-reads';
 import { findHandoffAttachment } from '../../db/attachment-reads';
@@ -13,6 +13,7 @@ import { rejectQueryParameters } from '../validate';
 import { findCheckpointUnscoped } from '../../db/checkpoint-reads';
 import type { ObjectStore } from '../../infra/object-store/object-store';
 import { checkpointArchive } from '../../services/checkpoints/checkpoint-download';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 const SAFE_MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
 
@@ -31,21 +32,21 @@ export function createDownloadRouter({
   dataSource,
   blobs,
   objectStore,
-  signingKey,
-  secretsKey,
+  signingKeys,
+  secretsKeyring,
 }: {
   dataSource: DataSource;
   blobs: BlobReader;
   /** Where checkpoints' manifests and files are. */
   objectStore: ObjectStore;
-  signingKey: Buffer;
-  secretsKey: Buffer;
+  signingKeys: UrlSigningKeys;
+  secretsKeyring: SecretsKeyring;
 }): Router {
   const router = new Router();
 
   function assertSigned(ctx: RouterContext, kind: DownloadKind, id: string, fetchAgain: string): void {
     rejectQueryParameters(ctx.query, ['expires', 'signature']);
-    const check = checkUrlSignature(signingKey, kind, id, ctx.query.expires, ctx.query.signature);
+    const check = checkUrlSignature(signingKeys, kind, id, ctx.query.expires, ctx.query.signature);
     if (check.ok) return;
     if (check.reason === 'expired') {
       throw new ApiError(
@@ -67,7 +68,7 @@ export function createDownloadRouter({
     ctx.set('Cache-Control', 'private, no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.type = 'application/x-ndjson';
-    ctx.body = transcriptJsonLines(dataSource.manager, runs, secretsKey);
+    ctx.body = transcriptJsonLines(dataSource.manager, runs, secretsKeyring);
   }
 
   async function send(

@@ -5,6 +5,7 @@ import { principalOf } from '../middleware/auth';
 import { teamRunOr404 } from '../team-runs';
 import type { RunEventStreams } from '../run-event-stream';
 import { serveRunTranscript } from '../run-transcript-stream';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /**
  * `GET /agent/runs/{runId}/events`: the run's transcript as Server-Sent Events, resumable with
@@ -13,11 +14,11 @@ import { serveRunTranscript } from '../run-transcript-stream';
  */
 export function createRunEventsRouter({
   dataSource,
-  secretsKey,
+  secretsKeyring,
   streams,
 }: {
   dataSource: DataSource;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   streams: RunEventStreams;
 }): Router {
   const router = new Router();
@@ -26,7 +27,7 @@ export function createRunEventsRouter({
     const runId = ctx.params.runId!;
     const principal = principalOf(ctx.state);
     await serveRunTranscript(ctx, streams, {
-      secretsKey,
+      secretsKeyring,
       loadRun: () => teamRunOr404(dataSource.manager, runId, principal.teamId),
       endsAt: principal.expiresAt ?? undefined,
     });

@@ -23,11 +23,12 @@ import type { createRunService } from '../../services/runs/run-service';
 import { createRunSchema, factoryDispatchSchema, followupSchema } from '../../core/schemas/run-schemas';
 import { approvalDecisionSchema } from '../../core/schemas/approval-schemas';
 import { rejectQueryParameters, storablePathId, validate } from '../validate';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 export interface RunsRoutesDeps {
   dataSource: DataSource;
   runService: ReturnType<typeof createRunService>;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   downloads: UrlSigner;
   /** Signs each run's `session_link` as it is read. */
   sessionLinks: UrlSigner;
@@ -58,7 +59,7 @@ export function answerCreated(ctx: Answerable, run: RunAccepted): void {
 export function createRunsRouter({
   dataSource,
   runService,
-  secretsKey,
+  secretsKeyring,
   downloads,
   sessionLinks,
 }: RunsRoutesDeps): Router {
@@ -71,7 +72,7 @@ export function createRunsRouter({
   const runItemOf = async (run: Awaited<ReturnType<typeof findTeamRun>>) => {
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
     const blocked = await pendingApprovalsOf(dataSource.manager, blockedRunIds([run]));
-    return toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId), undefined, blocked.get(run.runId));
+    return toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId), undefined, blocked.get(run.runId));
   };
 
   const create: RouterMiddleware = async (ctx) => {
@@ -112,7 +113,7 @@ export function createRunsRouter({
     const blocked = await pendingApprovalsOf(dataSource.manager, blockedRunIds(runs));
     return {
       runs: runs.map((run) =>
-        toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId), undefined, blocked.get(run.runId)),
+        toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId), undefined, blocked.get(run.runId)),
       ),
       page_info: {
         has_next_page: hasMore,
@@ -140,7 +141,7 @@ export function createRunsRouter({
     rejectQueryParameters(ctx.query);
     const run = await findTeamRun(ctx.params.taskId!, principalOf(ctx.state).teamId);
     const artifacts = await artifactsOfRuns(dataSource.manager, [run.runId]);
-    ctx.body = toTaskItem(toRunItem(run, sessionLinks, secretsKey, artifacts.get(run.runId)));
+    ctx.body = toTaskItem(toRunItem(run, sessionLinks, secretsKeyring, artifacts.get(run.runId)));
   });
 
   router.get('/agent/runs/:runId', async (ctx) => {

@@ -15,6 +15,7 @@ import { SESSION_LIVE_SCRIPT } from '../session-live-script';
 import { renderSessionPage, renderTranscriptEvent, type RunFamily } from '../session-page';
 import { renderSessionLinkRefused, sessionLinkRefusal } from '../session-link-refusal';
 import { parseSessionPageQuery } from '../session-page-query';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** Events per transcript page: a long run's page stays quick to read from the database and to render. */
 export const SESSION_PAGE_EVENTS = 500;
@@ -33,12 +34,12 @@ const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'sel
  */
 export function createSessionRouter({
   dataSource,
-  secretsKey,
+  secretsKeyring,
   streams,
   sessionLinks,
 }: {
   dataSource: DataSource;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   streams: RunEventStreams;
   sessionLinks: UrlSigner;
 }): Router {
@@ -50,9 +51,9 @@ export function createSessionRouter({
     return run;
   };
   const checkLink = (sessionId: string, query: Record<string, unknown>) =>
-    checkUrlSignature(sessionLinks.key, 'sessions', sessionId, query.expires, query.signature);
+    checkUrlSignature(sessionLinks.keys, 'sessions', sessionId, query.expires, query.signature);
   /** Links between transcript pages open until the moment the link they are reached from does. */
-  const access = (sessionId: string, expires: number) => signedQuery(sessionLinks.key, 'sessions', sessionId, expires);
+  const access = (sessionId: string, expires: number) => signedQuery(sessionLinks.keys, 'sessions', sessionId, expires);
 
   // Before `/sessions/:sessionId`, which would otherwise answer it; a session id has no dot.
   router.get('/sessions/live.js', (ctx) => {
@@ -84,7 +85,7 @@ export function createSessionRouter({
       ? []
       : await loadPendingFollowupsPage(manager, run.runId, { afterSeq: 0, limit: SESSION_PAGE_EVENTS });
     // The page shows no config, but a worker may have recorded a credential echoed by an MCP server.
-    const secrets = runSecretValues(run.config, secretsKey);
+    const secrets = runSecretValues(run.config, secretsKeyring);
     ctx.set('Content-Security-Policy', PAGE_CSP);
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = renderSessionPage(
@@ -107,7 +108,7 @@ export function createSessionRouter({
     const link = checkLink(ctx.params.sessionId!, ctx.query);
     if (!link.ok) throw new ApiError('not_authorized', sessionLinkRefusal(link, sessionLinks.ttlSeconds));
     await serveRunTranscript(ctx, streams, {
-      secretsKey,
+      secretsKeyring,
       loadRun: () => findSession(ctx.params.sessionId!),
       decorate: async (run, batch) => {
         // Only a dispatching tool call shows its child's state.

@@ -20,8 +20,9 @@ command-line client has its own two, \`AGENT_RUNS_URL\` and \`AGENT_RUNS_API_KEY
 Give the API and the workers the same configuration. After each meaning, in parentheses: the
 values allowed, where there is a range, and which processes read the variable: the API, the
 workers, or \`npm start\` for what it does itself (it starts the embedded PostgreSQL and Temporal
-dev server; it also runs an API and a worker, so it reads everything they do). \`npm run migrate\`
-and \`npm run keys\` read the database settings.
+dev server; it also runs an API and a worker, so it reads everything they do). \`npm run migrate\`,
+\`npm run keys\` and \`npm run secrets\` read the database settings, and \`npm run secrets\` the
+secrets keys too.
 
 The settings a run's workflow is started with (\`AGENT_DEFAULT_MODEL\`, \`AGENT_IDLE_TIMEOUT_MINUTES\`,
 \`MODEL_RETRY_*\`, \`ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS\`, \`WORKSPACE_SCHEDULE_TO_START_SECONDS\` and

@@ -13,6 +13,7 @@ import {
   parseEgressCidrs,
   parseRegistries,
 } from './parsers';
+import { secretsKeyringFrom, type SecretsKeyring } from '../secrets-keyring';
 import { temporalConnectionFrom, type TemporalConnectionSettings } from './temporal-profile';
 import { envSchema, type Env } from './variables';
 
@@ -57,6 +58,15 @@ function distinctUid(toolsUid: number, sandboxUid: number): number {
     );
   }
   return toolsUid;
+}
+
+/** The keyring of SECRETS_ENCRYPTION_KEY(S), checked: a bad key or an inconsistent pair stops the start. */
+function secretsKeyringOf(e: Env): SecretsKeyring | undefined {
+  try {
+    return secretsKeyringFrom(e.SECRETS_ENCRYPTION_KEY, e.SECRETS_ENCRYPTION_KEYS);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
+  }
 }
 
 /** Where each variable goes in the configuration, and the values computed from several. */
@@ -209,8 +219,11 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
       /** The networks runs' traffic leaves from, canonical and deduplicated; empty when not known. */
       egressCidrs: parseEgressCidrs(e.EGRESS_CIDRS),
     },
-    /** 32-byte key for request-supplied credentials at rest; `npm start` provides one from the data dir. */
-    secretsEncryptionKey: e.SECRETS_ENCRYPTION_KEY,
+    /**
+     * The keys of stored credentials and signed URLs (SECRETS_ENCRYPTION_KEYS, else
+     * SECRETS_ENCRYPTION_KEY); unset: the key file of the data dir (infra/secrets-key.ts).
+     */
+    secretsKeyring: secretsKeyringOf(e),
     /** How often the API looks for runs whose workflow closed without finishing them. */
     reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     /**

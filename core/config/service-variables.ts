@@ -51,9 +51,16 @@ export const service = group('Service', {
   SECRETS_ENCRYPTION_KEY: {
     schema: optionalString,
     description:
-      '32 random bytes, base64 or hex (`openssl rand -base64 32`), that encrypt MCP `env` and `headers` values at rest; the same for the API and every worker',
+      "32 random bytes, base64 or hex (`openssl rand -base64 32`), that encrypt stored credentials (MCP `env` and `headers` values, webhook and managed secrets) and sign download and session links; the same for the API and every worker. Its key id is `fp-` and 12 hex digits derived from it; beside SECRETS_ENCRYPTION_KEYS it must be one of that ring's keys",
     readBy: ['API', 'workers', 'npm start'],
-    unset: 'unset: `{AGENT_RUNS_DATA_DIR}/secrets.key`, which `npm start` creates',
+    unset: 'unset: SECRETS_ENCRYPTION_KEYS, else `{AGENT_RUNS_DATA_DIR}/secrets.key`, which `npm start` creates',
+  },
+  SECRETS_ENCRYPTION_KEYS: {
+    schema: optionalString,
+    description:
+      'the keys of a rotation, in place of SECRETS_ENCRYPTION_KEY: `<id>=<key>` entries, newest first, comma-separated (`2026-12=<key>,2026-06=<key>`; ids of 1-32 letters, digits, `_` or `-`); the newest encrypts and signs, every one decrypts and verifies; the same for the API and every worker; how to rotate: docs/operations.md, \"The secrets key\"',
+    readBy: ['API', 'workers', 'npm start'],
+    unset: 'unset: SECRETS_ENCRYPTION_KEY alone',
   },
   RECONCILE_INTERVAL_SECONDS: {
     schema: intFrom(20, 1, 3600),

@@ -31,7 +31,7 @@ import { checkIdentityHarness, foremanHarnessCheck } from './identity-harness';
  * rules of each (names unique in the team, TEAM_MAX_AGENTS, a factory's membership, the harness,
  * who may let an agent act on behalf of members). The API's routes and `npm run keys` use it.
  */
-export function createAgentIdentityService({ config, dataSource, secretsKey }: ServiceDeps) {
+export function createAgentIdentityService({ config, dataSource, secretsKeyring }: ServiceDeps) {
   const manager = dataSource.manager;
 
   /** Refuses what this service cannot honour and checks the fields given against the team. */
@@ -81,7 +81,7 @@ export function createAgentIdentityService({ config, dataSource, secretsKey }: S
         assertAdmin(principal, 'let an agent act on behalf of members (`on_behalf_of_enabled`)');
       }
       await checkFields(body, teamId);
-      const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKey);
+      const fields = applyIdentityUpdate(defaultIdentityFields(body.name), body, secretsKeyring);
       await checkIdentityHarness(manager, teamId, body, fields);
       return dataSource.transaction(async (tx) => {
         await assertTeamHasRoom(tx, 'agent_identities', teamId, config.quotas.teamMaxAgents);
@@ -121,7 +121,7 @@ export function createAgentIdentityService({ config, dataSource, secretsKey }: S
         assertAdmin(principal, 'change whether an agent acts on behalf of members (`on_behalf_of_enabled`)');
       }
       await checkFields(body, teamId, uid);
-      const fields = applyIdentityUpdate(existing, body, secretsKey);
+      const fields = applyIdentityUpdate(existing, body, secretsKeyring);
       await checkIdentityHarness(manager, teamId, body, fields);
       const identity = await dataSource.transaction(async (tx) => {
         await assertFactoryMembership(tx, {

@@ -5,6 +5,7 @@ import { invalid } from '../../core/api-error';
 import type { AgentIdentityUpdate } from '../../core/schemas/agent-identity-schemas';
 import { namedSecrets, normalHarness } from '../runs/run-request-fields';
 import { mergeApprovalPolicies } from '../../core/approval-policy';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** A field as an update gives it: absent or null keeps the value, an empty string clears it. */
 function text(given: string | null | undefined, current: string | null): string | null {
@@ -33,7 +34,7 @@ function harnessAfter(update: AgentIdentityUpdate, current: AgentIdentityFields[
 export function applyIdentityUpdate(
   current: AgentIdentityFields,
   update: AgentIdentityUpdate,
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
 ): AgentIdentityFields {
   let mcpServers = current.mcpServers;
   if (update.mcp_servers !== undefined && update.mcp_servers !== null) {
@@ -41,7 +42,7 @@ export function applyIdentityUpdate(
     if (Object.keys(given).length === 0) mcpServers = null;
     else {
       const stored = (current.mcpServers ?? {}) as Record<string, McpServerConfig>;
-      const result = encryptMcpServersKeepingRedacted(given, stored, secretsKey);
+      const result = encryptMcpServersKeepingRedacted(given, stored, secretsKeyring);
       if ('unknownMask' in result) {
         throw invalid(
           `\`mcp_servers.${result.unknownMask}\` is "***", the mask responses show, but no value is stored there to keep; send the real value.`,

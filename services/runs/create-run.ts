@@ -3,7 +3,7 @@ import { ATTACHMENTS_DIR } from '../../core/attachments';
 import { invalid, notFound } from '../../core/api-error';
 import { newUuidV7 } from '../../core/ids';
 import { observeRunCreated, type RunCreatedOrigin } from '../../core/metrics';
-import { idempotencyView } from '../../core/run-secrets';
+import { idempotencyViews } from '../../core/run-secrets';
 import type { CreateRunRequest, FactoryDispatchRequest } from '../../core/schemas/run-schemas';
 import { listFactoryAgents } from '../../db/agent-identity-reads';
 import { recordRunAttachments } from '../../db/attachments';
@@ -56,7 +56,7 @@ interface Made {
  * started beside it, or given back.
  */
 export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
-  const { config, temporal, secretsKey, dataSource, blobs, objectStore } = deps;
+  const { config, temporal, secretsKeyring, dataSource, blobs, objectStore } = deps;
   const { runsPerHour, countTeamRun, withIdempotency, storedResponseOf, claimFor, recordThenCall } = writes;
 
   async function create(creation: Creation): Promise<StoredResponse> {
@@ -177,8 +177,8 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
     origin: RunOrigin = { source: 'API' },
     ticket?: TicketRequest,
   ): Promise<StoredResponse> {
-    const view = idempotencyView(body, secretsKey);
-    const claim = claimFor(principal, 'create-run', idempotencyKey, ticket ? { ...view, ticket } : view);
+    const [view, ...former] = idempotencyViews(body, secretsKeyring).map((v) => (ticket ? { ...v, ticket } : v));
+    const claim = claimFor(principal, 'create-run', idempotencyKey, view, former);
     return create({ principal, body, claim, origin, ticket, startedBy: 'service' });
   }
 
@@ -195,12 +195,12 @@ export function createRunCreation(deps: RunServiceDeps, writes: RunWrites) {
   ): Promise<StoredResponse> {
     const fork = await planFork(dataSource.manager, objectStore, principal, sourceRunId, request.checkpoint_id);
     const body = forkRequest(fork.source, request);
-    const view = {
+    const [view, ...former] = idempotencyViews(body, secretsKeyring).map((v) => ({
       source: fork.source.runId,
       checkpoint: fork.checkpoint.checkpointId,
-      ...idempotencyView(body, secretsKey),
-    };
-    const claim = claimFor(principal, 'fork-run', idempotencyKey, view);
+      ...v,
+    }));
+    const claim = claimFor(principal, 'fork-run', idempotencyKey, view, former);
     return create({ principal, body, claim, origin: { source: 'API' }, startedBy: 'service', fork });
   }
 

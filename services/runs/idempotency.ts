@@ -10,7 +10,13 @@ export interface IdempotencyClaim {
   scope: string;
   key: string;
   hash: string;
+  /** The hashes of the same request under the secrets keyring's older keys: a retry across a rotation still matches. */
+  formerHashes?: string[];
 }
+
+/** Whether the hash a key's first request recorded is this claim's request. */
+export const claimMatches = (claim: IdempotencyClaim, recordedHash: string): boolean =>
+  recordedHash === claim.hash || (claim.formerHashes ?? []).includes(recordedHash);
 
 export interface StoredResponse {
   status: number;
@@ -52,7 +58,7 @@ export async function claimIdempotencyKey(tx: EntityManager, claim: IdempotencyC
   if (!existing?.response) {
     throw new ApiError('conflict', 'A request with this Idempotency-Key is still in flight; retry shortly.');
   }
-  if (existing.requestHash !== claim.hash) {
+  if (!claimMatches(claim, existing.requestHash)) {
     throw new ApiError(
       'conflict',
       'This Idempotency-Key was already used with a different request body; use a new key.',

@@ -17,6 +17,7 @@ import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-execut
 import { honouredConfig } from './run-request-fields';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 import { forkConfig, type ForkPlan } from './fork-run';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** A ticket dispatch's ticket (an adhoc one when `ref` is absent) and its URL. */
 export interface TicketRequest {
@@ -39,7 +40,7 @@ export interface ComposedRun {
  */
 export async function composeRun(
   tx: EntityManager,
-  { config, secretsKey }: Pick<RunServiceDeps, 'config' | 'secretsKey'>,
+  { config, secretsKeyring }: Pick<RunServiceDeps, 'config' | 'secretsKeyring'>,
   { assertWorkerLive }: Pick<RunWrites, 'assertWorkerLive'>,
   creation: {
     principal: RunPrincipal;
@@ -58,8 +59,8 @@ export async function composeRun(
   const requested = honouredConfig(body.config);
   const factory = executor?.factoryUid ? await findFactory(tx, executor.factoryUid, principal.teamId) : null;
   const configured = creation.fork
-    ? forkConfig(creation.fork.source.config, givenConfig(secretsKey, requested))
-    : resolvedConfig(config, secretsKey, { requested, skill, executor, factory });
+    ? forkConfig(creation.fork.source.config, givenConfig(secretsKeyring, requested))
+    : resolvedConfig(config, secretsKeyring, { requested, skill, executor, factory });
   const environment = configured.environment_id
     ? await findEnvironment(tx, configured.environment_id, principal.teamId)
     : null;
@@ -92,20 +93,20 @@ export async function composeRun(
 
 /** The fields a request's config gives, as a run holds them (MCP credentials encrypted). */
 function givenConfig(
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   requested: ReturnType<typeof honouredConfig>,
 ): Partial<ResolvedAgentConfig> | undefined {
   if (!requested) return undefined;
   return {
     ...(requested as Partial<ResolvedAgentConfig>),
-    ...(requested.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) } : {}),
+    ...(requested.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKeyring) } : {}),
   };
 }
 
 /** The run's own config wins; its agent identity fills what it leaves out, then its factory. */
 function resolvedConfig(
   config: Config,
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   from: {
     requested: ReturnType<typeof honouredConfig>;
     skill: string | undefined;
@@ -120,7 +121,7 @@ function resolvedConfig(
     idle_timeout_minutes: requested?.idle_timeout_minutes ?? config.idleTimeoutMinutes,
     ...(skill ? { skill_spec: skill } : {}),
     // Write-only: stored encrypted, shown as "***" (run-item.ts), decrypted only by the worker.
-    ...(requested?.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKey) } : {}),
+    ...(requested?.mcp_servers ? { mcp_servers: encryptMcpServers(requested.mcp_servers, secretsKeyring) } : {}),
   };
   return withFactoryDefaults(withIdentityDefaults(own, executor), factory);
 }

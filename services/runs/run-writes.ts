@@ -15,17 +15,25 @@ import { lockRun } from '../../db/run-store';
 import { liveWorkerIds } from '../../db/worker-leases';
 import { RUN_WORKFLOW_TYPE, workspaceQueueFor, type AgentRunWorkflow } from '../../workflows/run-contract';
 import { teamRunsPerHourLimit } from '../rate-limits';
-import { asReplay, claimIdempotencyKey, requestHash, type IdempotencyClaim, type StoredResponse } from './idempotency';
+import {
+  asReplay,
+  claimIdempotencyKey,
+  claimMatches,
+  requestHash,
+  type IdempotencyClaim,
+  type StoredResponse,
+} from './idempotency';
 import type { RunPrincipal } from './run-executor';
 import { runWorkflowOptions } from './run-workflow-options';
 import { createRunTransitions } from './run-transitions';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 export interface RunServiceDeps {
   config: Config;
   dataSource: DataSource;
   temporal: Client;
   /** Encrypts the MCP credentials a run is created with (`core/secrets.ts`). */
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   /** Where the bytes of a run's attachments go: the object store (`objectBlobStore`). */
   blobs: BlobStore;
   /** The object store of runs' files: a fork's manifest is written there. */
@@ -89,10 +97,25 @@ export function createRunWrites({ config, dataSource, temporal, logger }: RunSer
   /** The response a finished request with this key and body gave, if there is one. */
   const storedResponseOf = async (claim: IdempotencyClaim): Promise<StoredResponse | undefined> => {
     const record = await findIdempotencyRecord(dataSource.manager, claim);
-    return record?.response && record.requestHash === claim.hash ? asReplay(record.response) : undefined;
+    return record?.response && claimMatches(claim, record.requestHash) ? asReplay(record.response) : undefined;
   };
-  const claimFor = (principal: RunPrincipal, scope: string, key: string | undefined, body: unknown) =>
-    key ? { principalUid: principal.uid, scope, key, hash: requestHash(body) } : undefined;
+  /** The claim of `key` for `body`; `formerBodies`: the same request as hashed under older secrets keys. */
+  const claimFor = (
+    principal: RunPrincipal,
+    scope: string,
+    key: string | undefined,
+    body: unknown,
+    formerBodies: unknown[] = [],
+  ): IdempotencyClaim | undefined =>
+    key
+      ? {
+          principalUid: principal.uid,
+          scope,
+          key,
+          hash: requestHash(body),
+          formerHashes: formerBodies.map(requestHash),
+        }
+      : undefined;
 
   /**
    * Runs the Temporal call that `recordAndCall` fires (once its transaction holds the locks the

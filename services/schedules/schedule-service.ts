@@ -44,6 +44,7 @@ import type { ResourcePageRequest } from '../../db/keyset-reads';
 import type { createRunService } from '../runs/run-service';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from '../../core/schemas/schedule-schemas';
 import { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 export { toScheduleItem, type ScheduledAgentItem } from './schedule-item';
 export { runScheduleRef, schedulePrincipal, scheduledRunEvent, scheduledRunRequest } from './scheduled-run';
@@ -52,7 +53,7 @@ export interface ScheduleServiceDeps {
   config: Config;
   dataSource: DataSource;
   temporal: Client;
-  secretsKey: Buffer;
+  secretsKeyring: SecretsKeyring;
   runService: ReturnType<typeof createRunService>;
 }
 
@@ -74,7 +75,13 @@ const SCHEDULE_DESCRIBES_AT_ONCE = 8;
  * Schedules: a row in PostgreSQL (what to run) and one Temporal Schedule (when, and whether
  * paused). Each Temporal call has a deadline and runs outside any transaction.
  */
-export function createScheduleService({ config, dataSource, temporal, secretsKey, runService }: ScheduleServiceDeps) {
+export function createScheduleService({
+  config,
+  dataSource,
+  temporal,
+  secretsKeyring,
+  runService,
+}: ScheduleServiceDeps) {
   const withinDeadline = <T>(call: () => Promise<T>): Promise<T> =>
     temporal.withDeadline(Date.now() + config.temporal.rpcTimeoutMs, call);
   const handleOf = (scheduleId: string) => temporal.schedule.getHandle(temporalScheduleId(scheduleId));
@@ -156,7 +163,7 @@ export function createScheduleService({ config, dataSource, temporal, secretsKey
       cronSchedule: body.cron_schedule.trim().split(/\s+/).join(' '),
       prompt: body.prompt ?? '',
       agentConfig: config.mcp_servers
-        ? { ...config, mcp_servers: encryptMcpServers(config.mcp_servers, secretsKey) }
+        ? { ...config, mcp_servers: encryptMcpServers(config.mcp_servers, secretsKeyring) }
         : config,
       metadata: body.metadata ?? null,
       agentUid: body.agent_uid ?? null,

@@ -4,14 +4,15 @@ import type { RunScheduleRef } from '../../db/rows/run';
 import type { Schedule } from '../../db/schedule-reads';
 import type { RunPrincipal } from '../runs/run-service';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** What a firing of a schedule creates: its run's request, its record of the schedule, its principal. */
 
 /** The run a firing of `schedule` asks for: what `POST /agent/runs` would be sent. */
-export function scheduledRunRequest(schedule: Schedule, secretsKey: Buffer): CreateRunRequest {
+export function scheduledRunRequest(schedule: Schedule, secretsKeyring: SecretsKeyring): CreateRunRequest {
   const { mcp_servers: mcpServers, ...config } = schedule.agentConfig;
   const request: CreateRunRequest = {
-    config: { ...config, ...(mcpServers ? { mcp_servers: decryptMcpServers(mcpServers, secretsKey) } : {}) },
+    config: { ...config, ...(mcpServers ? { mcp_servers: decryptMcpServers(mcpServers, secretsKeyring) } : {}) },
   };
   if (schedule.prompt) request.prompt = schedule.prompt;
   if (schedule.metadata) request.metadata = schedule.metadata;

@@ -19,7 +19,7 @@ import { assertTeamHasRoom } from '../team-caps';
  * A team's managed secrets: credentials runs use by name, stored encrypted, never shown again;
  * their kinds, and TEAM_MAX_SECRETS.
  */
-export function createManagedSecretService({ config, dataSource, secretsKey }: ServiceDeps) {
+export function createManagedSecretService({ config, dataSource, secretsKeyring }: ServiceDeps) {
   return {
     /** Stores a team's secret (encrypted), or replaces the value of the one of that name. */
     async store(
@@ -38,7 +38,7 @@ export function createManagedSecretService({ config, dataSource, secretsKey }: S
           name: body.name,
           kind,
           description: body.description ?? null,
-          encryptedValue: encryptSecret(body.value, secretsKey),
+          encryptedValue: encryptSecret(body.value, secretsKeyring),
         });
       });
     },

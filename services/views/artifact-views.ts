@@ -4,7 +4,7 @@ import type { HandoffAttachment } from '../../db/attachment-reads';
 
 /** A signed URL that downloads `id` (of `kind`) without a key until the signer's TTL passes. */
 export function signedUrl(signer: UrlSigner, kind: DownloadKind, id: string): string {
-  return signedDownloadUrl(signer.publicUrl, signer.key, kind, id, signer.ttlSeconds).url;
+  return signedDownloadUrl(signer.publicUrl, signer.keys, kind, id, signer.ttlSeconds).url;
 }
 
 /** An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients): a `FILE` or an `EXTERNAL_REFERENCE`. */
@@ -35,7 +35,7 @@ export function toArtifactItem(a: RunArtifact) {
 export function toArtifactResponse(a: FileArtifact, signer: UrlSigner) {
   const { url, expiresAt } = signedDownloadUrl(
     signer.publicUrl,
-    signer.key,
+    signer.keys,
     'artifacts',
     a.artifactUid,
     signer.ttlSeconds,
@@ -63,6 +63,6 @@ export function toHandoffItem(h: HandoffAttachment, signer: UrlSigner) {
     attachment_id: h.attachmentId,
     filename: h.filename,
     mime_type: h.mimeType,
-    download_url: signedDownloadUrl(signer.publicUrl, signer.key, 'handoff', h.attachmentId, signer.ttlSeconds).url,
+    download_url: signedDownloadUrl(signer.publicUrl, signer.keys, 'handoff', h.attachmentId, signer.ttlSeconds).url,
   };
 }

@@ -18,7 +18,7 @@ export function toCheckpointSummary(c: CheckpointRow) {
 export function toCheckpointItem(c: CheckpointRow, signer: UrlSigner) {
   const { url, expiresAt } = signedDownloadUrl(
     signer.publicUrl,
-    signer.key,
+    signer.keys,
     'checkpoints',
     c.checkpointId,
     signer.ttlSeconds,

@@ -1,11 +1,12 @@
 import type { Config } from '../../core/config';
 import { isTerminal } from '../../core/run-state';
-import { expiresIn, signedQuery, type UrlSigner } from '../../core/signed-urls';
+import { expiresIn, signedQuery, type UrlSigner, type UrlSigningKeys } from '../../core/signed-urls';
 import type { RunArtifact } from '../../db/artifact-reads';
 import type { Run } from '../../db/rows/run';
 import type { RunApproval } from '../../db/run-approvals';
 import { toArtifactItem } from './artifact-views';
 import { maskSecrets, redactRunConfig, runSecretValues } from '../../core/run-secrets';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
 
 /** `RunItem` as the wire contract and the official clients define it. */
 export interface RunItem {
@@ -80,12 +81,12 @@ export function isoDuration(ms: number): string {
   return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
 }
 
-/** What signs the `session_link`s of runs; `signingKey`: urlSigningKey(the secrets key). */
+/** What signs the `session_link`s of runs; `signingKeys`: urlSigningKeys(the secrets keyring). */
 export function sessionLinkSigner(
   config: Pick<Config, 'publicUrl' | 'sessionLinkTtlSeconds'>,
-  signingKey: Buffer,
+  signingKeys: UrlSigningKeys,
 ): UrlSigner {
-  return { key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.sessionLinkTtlSeconds };
+  return { keys: signingKeys, publicUrl: config.publicUrl, ttlSeconds: config.sessionLinkTtlSeconds };
 }
 
 /**
@@ -95,7 +96,7 @@ export function sessionLinkSigner(
  */
 export function sessionLink(signer: UrlSigner, sessionId: string, now: Date): string {
   const expires = expiresIn(signer.ttlSeconds, now.getTime());
-  return `${signer.publicUrl}/sessions/${sessionId}?${signedQuery(signer.key, 'sessions', sessionId, expires)}`;
+  return `${signer.publicUrl}/sessions/${sessionId}?${signedQuery(signer.keys, 'sessions', sessionId, expires)}`;
 }
 
 /**
@@ -106,7 +107,7 @@ export function sessionLink(signer: UrlSigner, sessionId: string, now: Date): st
 export function toRunItem(
   run: Run,
   sessionLinks: UrlSigner,
-  secretsKey: Buffer,
+  secretsKeyring: SecretsKeyring,
   artifacts: RunArtifact[] = [],
   now: Date = new Date(),
   pendingApproval?: RunApproval,
@@ -144,7 +145,8 @@ export function toRunItem(
     item.session_link = sessionLink(sessionLinks, run.sessionId, now);
   }
   if (run.agentSkill) item.agent_skill = run.agentSkill;
-  if (run.statusMessage) item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKey));
+  if (run.statusMessage)
+    item.status_message = maskSecrets(run.statusMessage, runSecretValues(run.config, secretsKeyring));
   if (run.inferenceCostUsd !== null) item.request_usage.inference_cost_usd = Number(run.inferenceCostUsd);
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   if (run.factoryUid) item.factory_uid = run.factoryUid;
@@ -157,7 +159,7 @@ export function toRunItem(
   }
   if (run.forkedFrom) item.forked_from = { run_id: run.forkedFrom.runId, checkpoint_id: run.forkedFrom.checkpointId };
   if (run.state === 'BLOCKED' && pendingApproval) {
-    item.pending_approval = toPendingApprovalItem(pendingApproval, runSecretValues(run.config, secretsKey));
+    item.pending_approval = toPendingApprovalItem(pendingApproval, runSecretValues(run.config, secretsKeyring));
   }
   return item;
 }

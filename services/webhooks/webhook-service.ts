@@ -16,7 +16,7 @@ import { checkWebhookUrl } from './webhook-url';
  * A team's webhook subscriptions: a URL that outbound connections may reach, a signing secret
  * shown once, TEAM_MAX_WEBHOOKS. Deliveries are made by the workers (activities/webhook-activities.ts).
  */
-export function createWebhookService({ config, dataSource, secretsKey }: ServiceDeps) {
+export function createWebhookService({ config, dataSource, secretsKeyring }: ServiceDeps) {
   let rules: Promise<OutboundAddressRules> | undefined;
   const addressRules = () =>
     (rules ??= (async () => {
@@ -41,7 +41,7 @@ export function createWebhookService({ config, dataSource, secretsKey }: Service
           teamId,
           url,
           eventTypes: [...new Set(body.event_types ?? DEFAULT_WEBHOOK_EVENT_TYPES)],
-          encryptedSecret: encryptSecret(secret, secretsKey),
+          encryptedSecret: encryptSecret(secret, secretsKeyring),
           taskQueue: config.temporal.taskQueue,
         });
       });

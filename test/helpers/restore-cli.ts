@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import type { CliResult } from './keys-cli';
+import type { CliResult } from './operator-commands';
 import type { TestContext } from './test-context';
 
 const ROOT = path.resolve(__dirname, '..', '..');

@@ -1,5 +1,5 @@
-import { expiresIn, signedQuery, urlSigningKey } from '../../core/signed-urls';
-import { resolveSecretsKey } from '../../infra/secrets-key';
+import { expiresIn, signedQuery, urlSigningKeys } from '../../core/signed-urls';
+import { resolveSecretsKeyring } from '../../infra/secrets-key';
 import type { TestContext } from './test-context';
 
 /**
@@ -12,7 +12,7 @@ export function sessionLinkQuery(
   sessionId: string,
   expires: number = expiresIn(ctx.config.sessionLinkTtlSeconds),
 ): string {
-  return signedQuery(urlSigningKey(resolveSecretsKey(ctx.config)), 'sessions', sessionId, expires);
+  return signedQuery(urlSigningKeys(resolveSecretsKeyring(ctx.config)), 'sessions', sessionId, expires);
 }
 
 /** A `session_link` as a path and query, for `ctx.api` (supertest) requests. */

@@ -160,7 +160,8 @@ export async function createTestContext(
     IMAGE_CACHE_DIR: mkdtempSync(path.join(os.tmpdir(), 'agent-runs-images-')),
     WORKSPACE_SCHEDULE_TO_START_SECONDS: '5',
     WORKER_LEASE_SECONDS: '5',
-    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    // A key of its own, unless the test brings a keyring (the two must agree: core/secrets-keyring.ts).
+    ...(options.env?.SECRETS_ENCRYPTION_KEYS ? {} : { SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64') }),
     // Tests poll every 50 ms with one key; test/rate-limits.test.ts sets its own limit.
     RATE_LIMIT_REQUESTS_PER_MINUTE: '0',
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
@@ -276,4 +277,21 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * The variables that give another process (a worker, an API, a command) the context's keys:
+ * SECRETS_ENCRYPTION_KEYS with each key under its id, and no SECRETS_ENCRYPTION_KEY of this
+ * process's environment beside it.
+ */
+export function secretsKeyringEnv(c: Pick<TestContext, 'config'>): {
+  SECRETS_ENCRYPTION_KEY: string;
+  SECRETS_ENCRYPTION_KEYS: string;
+} {
+  const ring = c.config.secretsKeyring;
+  if (!ring) throw new Error('the context has no secrets keyring');
+  return {
+    SECRETS_ENCRYPTION_KEY: '',
+    SECRETS_ENCRYPTION_KEYS: ring.keys.map(({ id, key }) => `${id}=${key.toString('base64')}`).join(','),
+  };
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { waitFor, type TestContext } from './test-context';
+import { secretsKeyringEnv, waitFor, type TestContext } from './test-context';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -24,7 +24,7 @@ export function stackProcessEnv(c: TestContext): NodeJS.ProcessEnv {
     DATABASE_URL: c.stack.databaseUrl,
     TEMPORAL_ADDRESS: c.stack.temporalAddress,
     TEMPORAL_TASK_QUEUE: c.config.temporal.taskQueue,
-    SECRETS_ENCRYPTION_KEY: c.config.secretsEncryptionKey!,
+    ...secretsKeyringEnv(c),
     AGENT_DEFAULT_MODEL: 'openai/test-model',
     ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: '3',
     LOG_LEVEL: 'warn',

@@ -191,7 +191,7 @@ describe('loadConfig', () => {
       sessionLinkTtlSeconds: 86400,
       sseHeartbeatSeconds: 15,
       sseCaps: { total: 1000, perClient: 20, perRun: 100 },
-      secretsEncryptionKey: undefined,
+      secretsKeyring: undefined,
       webhooks: {
         timeoutSeconds: 10,
         retry: { initialIntervalMs: 1000, maxIntervalMs: 3_600_000, windowSeconds: 86_400 },

@@ -218,6 +218,7 @@ describe.each(VALUE_SETS)('%s', (set) => {
     const secretNames = [
       'DATABASE_URL',
       'SECRETS_ENCRYPTION_KEY',
+      'SECRETS_ENCRYPTION_KEYS',
       'METRICS_BEARER_TOKEN',
       'TEMPORAL_API_KEY',
       'OPENAI_API_KEY',
@@ -230,6 +231,13 @@ describe.each(VALUE_SETS)('%s', (set) => {
       }
     }
     expect(r().byKind('Secret')).toEqual([]);
+    // The keyring of a rotation reaches the API and the workers when the Secret has it.
+    for (const [o, name] of readers) {
+      expect(envOf(container(o, name)).get('SECRETS_ENCRYPTION_KEYS')?.valueFrom?.secretKeyRef).toMatchObject({
+        key: 'SECRETS_ENCRYPTION_KEYS',
+        optional: true,
+      });
+    }
   });
 });
 

@@ -1,7 +1,11 @@
 import { checkUrlSignature, urlSigningKey } from '../../core/signed-urls';
 import { sessionLink } from '../../services/views/run-item';
 
-const signer = { key: urlSigningKey(Buffer.alloc(32, 1)), publicUrl: 'https://runs.example', ttlSeconds: 3600 };
+const signer = {
+  keys: [urlSigningKey(Buffer.alloc(32, 1))] as const,
+  publicUrl: 'https://runs.example',
+  ttlSeconds: 3600,
+};
 const session = 'S'.repeat(32);
 
 test('a session_link opens its own session until SESSION_LINK_TTL_SECONDS after the read that signed it', () => {
@@ -10,7 +14,7 @@ test('a session_link opens its own session until SESSION_LINK_TTL_SECONDS after 
   expect(`${link.origin}${link.pathname}`).toBe(`https://runs.example/sessions/${session}`);
   const check = (sessionId: string, at: number) =>
     checkUrlSignature(
-      signer.key,
+      signer.keys,
       'sessions',
       sessionId,
       link.searchParams.get('expires'),

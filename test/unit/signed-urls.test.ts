@@ -1,6 +1,15 @@
-import { checkUrlSignature, expiresIn, signedDownloadUrl, signedQuery, urlSigningKey } from '../../core/signed-urls';
+import { hkdfSync } from 'node:crypto';
+import type { SecretsKeyring } from '../../core/secrets-keyring';
+import {
+  checkUrlSignature,
+  expiresIn,
+  signedDownloadUrl,
+  signedQuery,
+  urlSigningKey,
+  urlSigningKeys,
+} from '../../core/signed-urls';
 
-const key = urlSigningKey(Buffer.alloc(32, 7));
+const key = [urlSigningKey(Buffer.alloc(32, 7))] as const;
 const now = Date.UTC(2026, 0, 1);
 
 function signed(): { expires: string; signature: string } {
@@ -60,8 +69,52 @@ test('a signed query opens its own id and kind until it expires, and names its e
     reason: 'malformed',
   });
   // Another service's key (another SECRETS_ENCRYPTION_KEY) signs other links.
-  const other = urlSigningKey(Buffer.alloc(32, 8));
+  const other = [urlSigningKey(Buffer.alloc(32, 8))] as const;
   expect(checkUrlSignature(other, 'sessions', 's1', query.get('expires'), query.get('signature'), now)).toMatchObject({
     ok: false,
+  });
+});
+
+describe('across a rotation of the secrets key', () => {
+  const keyA = Buffer.alloc(32, 7);
+  const keyB = Buffer.alloc(32, 9);
+  const before: SecretsKeyring = { keys: [{ id: 'a', key: keyA }] };
+  const during: SecretsKeyring = {
+    keys: [
+      { id: 'b', key: keyB },
+      { id: 'a', key: keyA },
+    ],
+  };
+  const after: SecretsKeyring = { keys: [{ id: 'b', key: keyB }] };
+
+  test('the signing key of a key is what it was before keyrings: URLs signed then still open', () => {
+    expect(urlSigningKeys(before)).toEqual(key);
+    // The label of the HKDF is fixed: a changed label would void every URL out there.
+    expect(urlSigningKey(keyA).toString('hex')).toBe(
+      Buffer.from(hkdfSync('sha256', keyA, Buffer.alloc(0), 'agent-runs download urls v1', 32)).toString('hex'),
+    );
+  });
+
+  test('a URL signed under the old key opens after the rotation until it expires; new ones are signed under the new key', () => {
+    const { url } = signedDownloadUrl('http://api', urlSigningKeys(before), 'artifacts', 'a1', 60, now);
+    const query = new URL(url).searchParams;
+    const check = (ring: SecretsKeyring, at: number) =>
+      checkUrlSignature(urlSigningKeys(ring), 'artifacts', 'a1', query.get('expires'), query.get('signature'), at);
+    expect(check(during, now)).toEqual({ ok: true, expires: Number(query.get('expires')) });
+    expect(check(during, now + 61_000)).toMatchObject({ ok: false, reason: 'expired' });
+    // Once the old key leaves the ring, its URLs no longer open, expired or not.
+    expect(check(after, now)).toEqual({ ok: false, reason: 'bad_signature' });
+
+    const fresh = new URL(signedDownloadUrl('http://api', urlSigningKeys(during), 'artifacts', 'a1', 60, now).url);
+    const signature = fresh.searchParams.get('signature');
+    expect(signature).not.toBe(query.get('signature'));
+    const expires = fresh.searchParams.get('expires');
+    expect(checkUrlSignature(urlSigningKeys(after), 'artifacts', 'a1', expires, signature, now)).toMatchObject({
+      ok: true,
+    });
+    expect(checkUrlSignature(urlSigningKeys(before), 'artifacts', 'a1', expires, signature, now)).toMatchObject({
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 });

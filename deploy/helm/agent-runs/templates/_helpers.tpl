@@ -96,6 +96,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "agent-runs.serviceEnv" -}}
 {{- $s3 := .Values.objectStore.s3 -}}
 {{ include "agent-runs.secretEnv" (dict "root" . "key" "SECRETS_ENCRYPTION_KEY") }}
+{{ include "agent-runs.secretEnv" (dict "root" . "key" "SECRETS_ENCRYPTION_KEYS" "optional" true) }}
 {{ include "agent-runs.secretEnv" (dict "root" . "key" "METRICS_BEARER_TOKEN") }}
 - name: HOST
   value: 0.0.0.0
