@@ -407,3 +407,38 @@ test("the team's schedules and agents, read-only; every page served with its pol
     await phone.page.context().close();
   }
 });
+
+test('a pending approval shows on the run page; Approve with a comment lets the command run', async () => {
+  const team = uniqueName('console-approvals');
+  const { key } = await ctx.newTeamKey('personal', team, 'admin');
+  const marker = uniqueName('console-approve');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? { text: '', toolCalls: [{ name: 'run_command', arguments: { command: `echo shipped-${marker}` } }] }
+      : { text: `done ${marker}` },
+  );
+  const runId = await createRun(ctx, key, {
+    prompt: `Ship ${marker}`,
+    config: { approval: { commands: ['echo shipped-*'] } },
+  });
+  await waitForState(ctx, key, runId, ['BLOCKED']);
+
+  const tab = await openTab();
+  const { page } = tab;
+  try {
+    await signIn(tab, key, `runs/${runId}`);
+    await page.locator('#run-state', { hasText: 'BLOCKED' }).waitFor();
+    await page.getByText(`echo shipped-${marker}`).first().waitFor();
+    await page.getByLabel('Comment').fill('looks safe');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('#run-state', { hasText: 'SUCCEEDED' }).waitFor();
+    await page.getByText(`done ${marker}`).waitFor();
+    const decided = (await ctx.dataSource.query(`SELECT state, comment FROM run_approvals WHERE run_id = $1`, [
+      runId,
+    ])) as { state: string; comment: string }[];
+    expect(decided).toEqual([{ state: 'approved', comment: 'looks safe' }]);
+    expect(tab.problems).toEqual([]);
+  } finally {
+    await page.context().close();
+  }
+});
