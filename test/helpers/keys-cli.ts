@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { TestContext } from './test-context';
 
@@ -12,16 +12,41 @@ export interface CliResult {
 
 /** `npm run keys -- <args>` against the context's database, as its own process. */
 export function keysCli(ctx: TestContext, ...args: string[]): Promise<CliResult> {
+  return operatorCommand(ctx, 'bin/keys.ts', args);
+}
+
+/** `npm run teams -- <args>` against the context's database and Temporal, as its own process. */
+export function teamsCli(ctx: TestContext, ...args: string[]): Promise<CliResult> {
+  return operatorCommand(ctx, 'bin/teams.ts', args);
+}
+
+/** One of the operators' commands, as its own process; `started` gets the process as it starts. */
+export function operatorCommand(
+  ctx: TestContext,
+  script: string,
+  args: string[],
+  started?: (child: ChildProcess) => void,
+): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'bin/keys.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: ctx.stack.databaseUrl }, timeout: 60_000 },
+      ['--import', 'tsx', script, ...args],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.stack.databaseUrl,
+          TEMPORAL_ADDRESS: ctx.stack.temporalAddress,
+          TEMPORAL_NAMESPACE: ctx.config.temporal.namespace,
+        },
+        timeout: 120_000,
+      },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
+    started?.(child);
   });
 }
 
