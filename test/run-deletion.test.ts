@@ -12,6 +12,8 @@ import { WebhookReceiver } from './helpers/webhook-receiver';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { SHARED_TABLES, TEAM_TABLES } from '../db/team-data-tables';
 import { countTeamRows } from '../db/team-deletion';
+import { largestTeamsStoredBytes, teamStoredBytes } from '../db/team-storage-reads';
+import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
 import { createApiKeyService } from '../services/keys/api-key-service';
 import { temporalScheduleId } from '../workflows/schedule-contract';
 
@@ -306,6 +308,19 @@ test('npm run teams -- delete: a dry run changes nothing, live runs refuse it, -
       .filter(([, n]) => n === 0)
       .map(([t]) => t),
   ).not.toContain('webhook_deliveries');
+
+  // Its stored bytes as the storage metric reads them, and the metric served.
+  const stored = await largestTeamsStoredBytes(ctx.dataSource.manager, 10_000);
+  expect(stored.largest.find((t) => t.teamId === a.id)).toEqual({
+    teamId: a.id,
+    team: a.name,
+    bytes: await teamStoredBytes(ctx.dataSource.manager, a.id),
+  });
+  expect(stored.largest.find((t) => t.teamId === a.id)!.bytes).toBeGreaterThan(0);
+  expect(stored.othersBytes).toBe(0);
+  const scrape = async () => parsePrometheusText((await ctx.api.get('/metrics')).text);
+  const served = await waitFor(scrape, (m) => m.types.has('agent_runs_team_storage_bytes'), 'the storage metric');
+  expect(sampleValue(served, 'agent_runs_runs_ended_oldest_seconds')).toBeGreaterThan(0);
 
   // A dry run, by name: counts, the live run, and nothing changed.
   const dry = await teamsCli(ctx, 'delete', a.name);
