@@ -44,8 +44,10 @@ import { createFactoriesRouter } from './routes/factories-routes';
 import { createErrorReferenceRouter } from './routes/error-reference-routes';
 import { createHealthRouter } from './routes/health-routes';
 import { checkTemporal } from './dependency-checks';
-import { serviceStateMetrics } from '../core/metrics';
+import { dataLifecycleMetrics, serviceStateMetrics } from '../core/metrics';
 import { readRunQueue } from '../db/run-queue-reads';
+import { oldestEndedRunSeconds } from '../db/run-retention-reads';
+import { largestTeamsStoredBytes } from '../db/team-storage-reads';
 import { countKeysExpiringWithin } from '../db/api-key-reads';
 import { createLandingRouter } from './routes/landing-routes';
 import { createConsoleRouter } from './routes/console-routes';
@@ -210,6 +212,10 @@ export function createApp(deps: AppDeps): Koa {
           keysExpiringWithin: (seconds) => countKeysExpiringWithin(dataSource.manager, seconds),
           temporalReachable: async () =>
             (await checkTemporal(deps.temporalConnection, config.temporal.namespace)) === 'ok',
+        }),
+        dataLifecycleMetrics({
+          teamStorage: (limit) => largestTeamsStoredBytes(dataSource.manager, limit),
+          oldestEndedRunSeconds: () => oldestEndedRunSeconds(dataSource.manager),
         }),
         ...(deps.extraMetrics ?? []),
       ],

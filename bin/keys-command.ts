@@ -3,6 +3,7 @@ import { DurationError, parseDuration } from '../core/durations';
 import type { ApiKeyRequest } from '../services/keys/api-key-service';
 import type { RotationOptions } from '../services/keys/key-rotation';
 import { KEY_ROLES, type KeyRole } from '../db/rows/api-key';
+import { UsageError } from './usage-error';
 
 /** The command line of `npm run keys` (bin/keys.ts), parsed and checked before anything is opened. */
 
@@ -22,9 +23,6 @@ A DURATION is a whole number and a unit, s, m, h or d: 90d, 12h, 30m, 2s. A key 
 --expires-in is refused from then on. rotate prints a new key of the same holder, team, kind and
 role; the old key keeps working for --grace (default 24h; 0 revokes it at once), and the new one
 lasts as long as the old was made to (or --expires-in).`;
-
-/** A command line the keys command refuses (exit 2); its message says what to write. */
-export class UsageError extends Error {}
 
 const COMMANDS = ['create', 'list', 'set-role', 'rotate', 'revoke'] as const;
 type CommandName = (typeof COMMANDS)[number];

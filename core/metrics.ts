@@ -2,7 +2,8 @@
  * Every metric of the service, on one prom-client registry that the API (`GET /metrics`), the
  * worker (`WORKER_METRICS_PORT`) and `npm start` serve. Names start with `agent_runs_`; labels
  * take only values from short fixed sets (route templates, states, error codes, tool names,
- * configured models): never a team, a run id or anything else a caller can multiply.
+ * configured models): never a run id or anything else a caller can multiply, and a team only
+ * where the series are bounded (agent_runs_team_storage_bytes: the 20 teams that store most).
  * Never imported by workflow code.
  *
  * The metrics are defined by area in core/metrics/ and re-exported here; importing this module
@@ -85,6 +86,14 @@ export {
   restoreModePasses,
   type PausedInRestoreMode,
 } from './metrics/restore-mode';
+export {
+  dataLifecycleMetrics,
+  refreshedInBackground,
+  TEAM_STORAGE_MAX_AGE_MS,
+  TEAM_STORAGE_TEAMS,
+  type DataLifecycleSources,
+  type TeamStorage,
+} from './metrics/data-lifecycle';
 
 /** The Prometheus text of the registry, followed by other sources' (the Temporal SDK's exporter). */
 export async function renderMetrics(

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Config } from '../core/config';
 import type { TemporalTarget } from './connections';
 import { embeddedPostgresUrl, isPostgresReachable, startEmbeddedPostgres } from './embedded-postgres';
+import { setNamespaceRetention } from './namespace-retention';
 import { locateTemporalCli } from './temporal-cli';
 import { startTemporalDevServer } from './temporal-dev-server';
 
@@ -111,6 +112,11 @@ export async function startDependencies(
       stops.push(server.stop);
       temporalAddress = server.address;
       temporalUiUrl = server.uiUrl;
+      // The dev server's namespace is the service's own: its histories go when their runs do.
+      if (config.runRetentionDays !== undefined) {
+        await setNamespaceRetention(server.address, config.temporal.namespace, config.runRetentionDays);
+        say(`Temporal keeps closed workflows' histories ${config.runRetentionDays} days (RUN_RETENTION_DAYS).`);
+      }
     }
     return {
       databaseUrl,

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { countTeamRowsForInsert, type CappedTable } from '../db/team-caps';
-import { teamStoredBytes } from '../db/team-storage';
+import { teamStoredBytes } from '../db/team-storage-reads';
 import { ApiError } from '../core/api-error';
 
 const NAMES: Record<CappedTable, { plural: string; variable: string }> = {

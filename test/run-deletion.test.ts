@@ -5,18 +5,34 @@ import { createRunDeletion } from '../services/runs/run-deletion';
 import { runWorkflowId } from '../workflows/run-contract';
 import { auth, createRun, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
+import { createEnvironment } from './helpers/environments';
+import { createFactory } from './helpers/factories';
+import { teamsCli, operatorCommand } from './helpers/operator-commands';
+import { WebhookReceiver } from './helpers/webhook-receiver';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { KEPT_TABLES, SHARED_TABLES, TEAM_TABLES } from '../db/team-data-tables';
+import { countTeamRows } from '../db/team-deletion';
+import { largestTeamsStoredBytes, teamStoredBytes } from '../db/team-storage-reads';
+import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
+import { createApiKeyService } from '../services/keys/api-key-service';
+import { temporalScheduleId } from '../workflows/schedule-contract';
 
 /**
  * `DELETE /agent/runs/{runId}` and retention (RUN_RETENTION_DAYS): a run goes with its
  * descendants and everything they left, its rows, its download URLs and its workflow histories;
- * a live one is 409 and nothing goes.
+ * a live one is 409 and nothing goes. `npm run teams -- delete`: a team with everything it has.
  */
 
 let ctx: TestContext;
+const receiver = new WebhookReceiver();
+let receiverUrl: string;
 beforeAll(async () => {
-  ctx = await createTestContext();
+  // Loopback webhook receivers are private addresses: only the operator's allow-list opens them.
+  ctx = await createTestContext({ env: { OUTBOUND_ALLOWED_PRIVATE_HOSTS: '127.0.0.1' } });
+  receiverUrl = await receiver.start();
 });
 afterAll(async () => {
+  await receiver.stop();
   await ctx?.close();
 });
 
@@ -54,7 +70,7 @@ async function workflowExecutions(runId: string): Promise<number> {
 }
 
 /** Temporal deletes an execution as its close is processed, and its visibility follows. */
-async function historiesGone(runId: string): Promise<void> {
+async function historiesGone(runId: string, timeoutMs = 30_000): Promise<void> {
   const described = () =>
     ctx.client.workflow
       .getHandle(runWorkflowId(runId))
@@ -63,12 +79,12 @@ async function historiesGone(runId: string): Promise<void> {
         (d) => d.status.name,
         (e: Error) => e.constructor.name,
       );
-  await waitFor(described, (d) => d === 'WorkflowNotFoundError', `the history of ${runId} to be deleted`, 30_000);
+  await waitFor(described, (d) => d === 'WorkflowNotFoundError', `the history of ${runId} to be deleted`, timeoutMs);
   await waitFor(
     () => workflowExecutions(runId),
     (n) => n === 0,
     `no execution of ${runId} to be listed`,
-    30_000,
+    timeoutMs,
   );
 }
 
@@ -206,4 +222,201 @@ test('retention deletes the runs that ended before it, in batches, and keeps a t
   expect((await rowsOf([older])).runs).toBe(0);
   expect((await rowsOf([kept, recentChild])).runs).toBe(2);
   await historiesGone(older);
+});
+
+/** A team with something in every kind of thing a team has: keys (one rotated), a webhook, an environment, a secret, a factory with an agent and a task, a schedule, and an ended run. */
+async function teamWithEverything(label: string) {
+  const name = uniqueName(label);
+  const admin = await ctx.newTeamKey('personal', name, 'admin');
+  const member = await ctx.newTeamKey('personal', name, 'member');
+  // A rotated key: the old one names the new (api_keys.replaced_by).
+  await createApiKeyService({ config: ctx.config, dataSource: ctx.dataSource }).rotate(member.id, {});
+  const post = async (path: string, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+    const res = await ctx.api.post(`/api/v1${path}`).set(auth(admin.key)).set(headers).send(body);
+    if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body as Record<string, string>;
+  };
+  await post('/agent/webhooks', { url: receiverUrl, event_types: ['run.state_changed'] });
+  await createEnvironment(ctx, admin.key, { name: 'env' });
+  await post('/agent/secrets', { name: 'openai', value: `sk-proj-${'x'.repeat(40)}` });
+  const factory = await createFactory(ctx, admin.key, [{ type: 'IMPLEMENT' }]);
+  const schedule = await post('/agent/schedules', { name: 'nightly', cron_schedule: '0 9 * * *', prompt: 'Nightly' });
+  const marker = uniqueName(`${label}-run`);
+  scriptWrite(marker);
+  const run = await post('/agent/runs', { prompt: `Work ${marker}` }, { 'Idempotency-Key': uniqueName('once') });
+  await waitForState(ctx, admin.key, run.run_id!, ['SUCCEEDED']);
+  const conversation = (await ctx.api.get(`/api/v1/agent/runs/${run.run_id}`).set(auth(admin.key))).body as {
+    conversation_id: string;
+  };
+  await post(`/factory/${factory.uid}/tasks`, { conversation_id: conversation.conversation_id, title: 'Fix it' });
+  const [team] = (await ctx.dataSource.query(`SELECT id FROM teams WHERE name = $1`, [name])) as { id: string }[];
+  return { id: team!.id, name, admin: admin.key, scheduleId: schedule.id!, runId: run.run_id! };
+}
+
+/** The team's rows but those its live run still adds to (its transcript, checkpoints, workspace). */
+const settled = (rows: Record<string, number>) =>
+  Object.fromEntries(
+    TEAM_TABLES.filter((t) => t.deletedBy === 'team' || t.table === 'runs').map((t) => [t.table, rows[t.table]]),
+  );
+const settledRows = async (teamId: string) => settled(await countTeamRows(ctx.dataSource.manager, teamId));
+
+const scheduleExists = (scheduleId: string) =>
+  ctx.client.schedule
+    .getHandle(temporalScheduleId(scheduleId))
+    .describe()
+    .then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof ScheduleNotFoundError) return false;
+        throw err;
+      },
+    );
+
+test('npm run teams -- delete: a dry run changes nothing, live runs refuse it, --cancel-live deletes everything of the team and nothing of another, and a rerun goes on where a cut-off one stopped', async () => {
+  const a = await teamWithEverything('doomed');
+  const b = await teamWithEverything('kept');
+  const marker = uniqueName('live');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1
+      ? { text: '', toolCalls: [{ name: 'run_command', arguments: { command: 'sleep 600' } }] }
+      : { text: `done ${marker}` },
+  );
+  const liveRun = await createRun(ctx, a.admin, { prompt: `Wait ${marker}` });
+  await waitForState(ctx, a.admin, liveRun, ['INPROGRESS']);
+  const aBefore = await countTeamRows(ctx.dataSource.manager, a.id);
+  const bBefore = await countTeamRows(ctx.dataSource.manager, b.id);
+  for (const table of [
+    'runs',
+    'run_events',
+    'checkpoints',
+    'webhook_deliveries',
+    'webhooks',
+    'schedules',
+    'factory_tasks',
+    'agent_identities',
+    'factories',
+    'environments',
+    'managed_secrets',
+    'idempotency_records',
+    'api_keys',
+    'principals',
+    'teams',
+  ])
+    expect([table, aBefore[table]]).toEqual([table, expect.any(Number)]);
+  expect(
+    Object.entries(aBefore)
+      .filter(([, n]) => n === 0)
+      .map(([t]) => t),
+  ).not.toContain('webhook_deliveries');
+
+  // Its stored bytes as the storage metric reads them, and the metric served.
+  const stored = await largestTeamsStoredBytes(ctx.dataSource.manager, 10_000);
+  expect(stored.largest.find((t) => t.teamId === a.id)).toEqual({
+    teamId: a.id,
+    team: a.name,
+    bytes: await teamStoredBytes(ctx.dataSource.manager, a.id),
+  });
+  expect(stored.largest.find((t) => t.teamId === a.id)!.bytes).toBeGreaterThan(0);
+  expect(stored.othersBytes).toBe(0);
+  const scrape = async () => parsePrometheusText((await ctx.api.get('/metrics')).text);
+  const served = await waitFor(scrape, (m) => m.types.has('agent_runs_team_storage_bytes'), 'the storage metric');
+  expect(sampleValue(served, 'agent_runs_runs_ended_oldest_seconds')).toBeGreaterThan(0);
+
+  // A dry run, by name: counts, the live run, and nothing changed.
+  const dry = await teamsCli(ctx, 'delete', a.name);
+  expect(dry.code).toBe(0);
+  expect(dry.stdout).toContain(`Team "${a.name}" (${a.id})`);
+  expect(dry.stdout).toMatch(new RegExp(`^  runs +${aBefore.runs}$`, 'm'));
+  expect(dry.stdout).toContain(liveRun);
+  expect(dry.stdout).toContain('Nothing was changed');
+  // --yes with a live run: refused, naming it, nothing changed.
+  const refused = await teamsCli(ctx, 'delete', a.id, '--yes');
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain(liveRun);
+  expect(refused.stderr).toContain('--cancel-live');
+  expect(await settledRows(a.id)).toEqual(settled(aBefore));
+  expect(await scheduleExists(a.scheduleId)).toBe(true);
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(a.admin))).status).toBe(200);
+
+  // Cut off once it has begun cancelling: its keys are revoked and its schedules gone already.
+  await operatorCommand(ctx, 'bin/teams.ts', ['delete', a.id, '--yes', '--cancel-live'], {
+    started: (child) =>
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('Cancelling')) child.kill('SIGKILL');
+      }),
+  });
+  expect((await ctx.api.get('/api/v1/agent/runs').set(auth(a.admin))).status).toBe(401);
+  const rerun = await teamsCli(ctx, 'delete', a.id, '--yes', '--cancel-live');
+  expect([rerun.code, rerun.stderr]).toEqual([0, '']);
+  expect(rerun.stdout).toContain(`Deleted team "${a.name}"`);
+  // Its audit log outlives it, and records who deleted it.
+  const recorded = (await ctx.dataSource.query(
+    `SELECT actor_type, details->>'team' AS team FROM audit_events WHERE team_id = $1 AND action = 'team.delete'`,
+    [a.id],
+  )) as { actor_type: string; team: string }[];
+  expect(recorded).toEqual([{ actor_type: 'operator', team: a.name }]);
+
+  expect(Object.values(await countTeamRows(ctx.dataSource.manager, a.id)).every((n) => n === 0)).toBe(true);
+  expect(await rowsWithTeamId(a.id)).toEqual({});
+  expect(await scheduleExists(a.scheduleId)).toBe(false);
+  await historiesGone(a.runId);
+  // The cancelled run's workflow closed just before it was deleted: Temporal deletes a closed
+  // execution once its close is recorded in visibility, which can take it a minute or two.
+  await historiesGone(liveRun, 180_000);
+  // The other team: all there, its key and schedule working.
+  expect(await countTeamRows(ctx.dataSource.manager, b.id)).toEqual(bBefore);
+  expect(await scheduleExists(b.scheduleId)).toBe(true);
+  expect((await ctx.api.get(`/api/v1/agent/runs/${b.runId}`).set(auth(b.admin))).status).toBe(200);
+
+  // Once more: nothing left to delete.
+  const again = await teamsCli(ctx, 'delete', a.id, '--yes');
+  expect([again.code, again.stdout]).toEqual([0, `No team ${a.id}: nothing to delete.\n`]);
+}, 400_000);
+
+/** Rows that name the team in any table with a team_id column, by table (none: {}). */
+async function rowsWithTeamId(teamId: string): Promise<Record<string, number>> {
+  const found: Record<string, number> = {};
+  for (const table of await tablesWithColumn('team_id')) {
+    if (table in KEPT_TABLES) continue;
+    const [row] = (await ctx.dataSource.query(`SELECT count(*)::int AS n FROM ${table} WHERE team_id = $1`, [
+      teamId,
+    ])) as { n: number }[];
+    if (row!.n) found[table] = row!.n;
+  }
+  return found;
+}
+
+async function tablesWithColumn(column: string): Promise<string[]> {
+  const rows = (await ctx.dataSource.query(
+    `SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = $1`,
+    [column],
+  )) as { table_name: string }[];
+  return rows.map((r) => r.table_name);
+}
+
+test("every table is a team's data that the team deletion deletes, or named as shared: a new table fails this until it is one or the other", async () => {
+  const tables = (
+    (await ctx.dataSource.query(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
+    )) as { table_name: string }[]
+  ).map((r) => r.table_name);
+  const teamTables = TEAM_TABLES.map((t) => t.table);
+  expect(new Set(teamTables).size).toBe(teamTables.length);
+  expect(teamTables.filter((t) => t in SHARED_TABLES)).toEqual([]);
+  expect([...teamTables, ...Object.keys(SHARED_TABLES), ...Object.keys(KEPT_TABLES)].sort()).toEqual(
+    [...tables].sort(),
+  );
+  // What names a team, a run or a principal, or refers to a table that does, is a team's data.
+  const named = new Set(
+    (await Promise.all(['team_id', 'run_id', 'principal_uid'].map(tablesWithColumn))).flat().concat('teams'),
+  );
+  const references = (await ctx.dataSource.query(
+    `SELECT conrelid::regclass::text AS child, confrelid::regclass::text AS parent FROM pg_constraint WHERE contype = 'f'`,
+  )) as { child: string; parent: string }[];
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const { child, parent } of references)
+      if (named.has(parent) && !named.has(child)) grew = Boolean(named.add(child));
+  }
+  expect([...named].filter((t) => !teamTables.includes(t) && !(t in KEPT_TABLES))).toEqual([]);
 });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { portProblem } from '../infra/port-check';
 import { freePort } from './helpers/free-port';
@@ -66,8 +67,8 @@ async function ports(): Promise<Record<string, string>> {
   };
 }
 
-test('npm start: ready from an empty directory, a second instance refused at once, Ctrl-C quiet', async () => {
-  const env = await ports();
+test('npm start: ready from an empty directory, its namespace keeping histories RUN_RETENTION_DAYS, a second instance refused at once, Ctrl-C quiet', async () => {
+  const env: Record<string, string> = { ...(await ports()), RUN_RETENTION_DAYS: '9' };
   const first = await start(env);
   try {
     await until(first, /Ready in/, 'ready line');
@@ -82,6 +83,10 @@ test('npm start: ready from an empty directory, a second instance refused at onc
     expect(first.output()).toMatch(
       new RegExp(`^Temporal: +TEMPORAL_ADDRESS=127\\.0\\.0\\.1:${env.TEMPORAL_DEV_PORT}$`, 'm'),
     );
+    const temporal = await Connection.connect({ address: `127.0.0.1:${env.TEMPORAL_DEV_PORT}` });
+    const { config } = await temporal.workflowService.describeNamespace({ namespace: 'default' });
+    await temporal.close();
+    expect(Number(config!.workflowExecutionRetentionTtl!.seconds)).toBe(9 * 86_400);
     const landing = await fetch(`http://127.0.0.1:${env.PORT}/`);
     expect(landing.status).toBe(200);
     expect(await landing.text()).toContain(`href="http://localhost:${env.TEMPORAL_UI_PORT}"`);

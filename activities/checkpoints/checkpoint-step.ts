@@ -1,6 +1,6 @@
 import { checkpointBytesAdded, checkpointDuration, checkpointsTaken } from '../../core/metrics';
 import { appendNoticeToCurrentTurn } from '../../db/run-events';
-import { runTeamStoredBytes } from '../../db/team-storage';
+import { runTeamStoredBytes } from '../../db/team-storage-reads';
 import type { ActivityDeps } from '../deps';
 
 /**

@@ -181,8 +181,8 @@ export const quotas = group('Rate limits and quotas', {
   RUN_RETENTION_DAYS: {
     schema: optionalDays,
     description:
-      "ended runs (with their descendants) that ended more than this many days ago are deleted with everything they left, in batches, by the hourly maintenance; keep the Temporal namespace's retention no longer (docs/operations.md, Data lifecycle)",
-    readBy: ['workers'],
+      "ended runs (with their descendants) that ended more than this many days ago are deleted with everything they left, in batches, by the hourly maintenance; `npm start`'s Temporal dev server keeps closed workflows' histories as long, and any other namespace's retention should be no longer (docs/operations.md, Data lifecycle)",
+    readBy: ['workers', 'npm start'],
     unset: 'unset: runs are kept until deleted (`DELETE /agent/runs/{runId}`)',
   },
   AUDIT_RETENTION_DAYS: {

@@ -7,7 +7,10 @@ import { runWorkflowId } from '../../workflows/run-contract';
 import type { RunServiceDeps, RunWrites } from './run-writes';
 
 /** `POST /agent/runs/{id}/cancel`. */
-export function createCancellation({ dataSource, temporal }: RunServiceDeps, writes: RunWrites) {
+export function createCancellation(
+  { dataSource, temporal }: Pick<RunServiceDeps, 'dataSource' | 'temporal'>,
+  writes: RunWrites,
+) {
   const { withinDeadline, lockTeamRun, transitions } = writes;
   return {
     /**

@@ -8,6 +8,7 @@ import { isTerminal } from '../../core/run-state';
 import type { AuthenticatedPrincipal } from '../../db/api-key-reads';
 import { deleteRunRows, expiredRunIds, lockRunsWithDescendants } from '../../db/run-deletion';
 import { findRun } from '../../db/run-reads';
+import { endedTeamRunIds } from '../../db/team-deletion';
 import { runWorkflowId } from '../../workflows/run-contract';
 import { assertAdmin } from '../team-roles';
 
@@ -126,6 +127,23 @@ export function createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs }
       // One tree per transaction: short locks, however many runs expire at once.
       for (const runId of ids) deleted += (await deleteTrees([runId])).deleted.length;
       return { deleted, more: ids.length === batch };
+    },
+
+    /**
+     * Deleting a team (services/teams/team-deletion.ts): up to `batch` of the team's ended runs,
+     * each with its descendants in a transaction of its own, as retention does; `live`, the live
+     * runs that kept a tree (and nothing of it) from going.
+     */
+    async deleteTeamRuns(teamId: string, batch: number): Promise<{ deleted: number; live: string[]; more: boolean }> {
+      const ids = await endedTeamRunIds(dataSource.manager, teamId, batch);
+      let deleted = 0;
+      const live: string[] = [];
+      for (const runId of ids) {
+        const outcome = await deleteTrees([runId]);
+        deleted += outcome.deleted.length;
+        live.push(...outcome.live);
+      }
+      return { deleted, live, more: ids.length === batch };
     },
   };
 }

@@ -46,7 +46,12 @@ export interface RunServiceDeps {
  * record-then-call-Temporal step, the checks that lock a run or a worker, and the run's state
  * transitions.
  */
-export function createRunWrites({ config, dataSource, temporal, logger }: RunServiceDeps) {
+export function createRunWrites({
+  config,
+  dataSource,
+  temporal,
+  logger,
+}: Pick<RunServiceDeps, 'config' | 'dataSource' | 'temporal' | 'logger'>) {
   const runsPerHour = teamRunsPerHourLimit(config, dataSource, logger);
   const transitions = createRunTransitions({ dataSource, logger });
 

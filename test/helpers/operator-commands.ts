@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { TestContext } from './test-context';
 
@@ -12,30 +12,50 @@ export interface CliResult {
 
 /** `npm run keys -- <args>` against the context's database, as its own process. */
 export function keysCli(ctx: TestContext, ...args: string[]): Promise<CliResult> {
-  return operatorCommand('bin/keys.ts', ctx, {}, args);
+  return operatorCommand(ctx, 'bin/keys.ts', args);
 }
 
 /** `npm run secrets -- <args>` against the context's database, with the keys of `env` (SECRETS_ENCRYPTION_KEYS). */
 export function secretsCli(ctx: TestContext, env: Record<string, string>, ...args: string[]): Promise<CliResult> {
-  return operatorCommand('bin/secrets.ts', ctx, { SECRETS_ENCRYPTION_KEY: '', ...env }, args);
+  return operatorCommand(ctx, 'bin/secrets.ts', args, { env: { SECRETS_ENCRYPTION_KEY: '', ...env } });
 }
 
-function operatorCommand(
-  script: string,
+/** `npm run teams -- <args>` against the context's database and Temporal, as its own process. */
+export function teamsCli(ctx: TestContext, ...args: string[]): Promise<CliResult> {
+  return operatorCommand(ctx, 'bin/teams.ts', args);
+}
+
+/**
+ * One of the operators' commands, as its own process, against the context's database and
+ * Temporal, with `env` added; `started` gets the process as it starts.
+ */
+export function operatorCommand(
   ctx: TestContext,
-  env: Record<string, string>,
+  script: string,
   args: string[],
+  options: { env?: Record<string, string>; started?: (child: ChildProcess) => void } = {},
 ): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ['--import', 'tsx', script, ...args],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: ctx.stack.databaseUrl, ...env }, timeout: 60_000 },
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.stack.databaseUrl,
+          TEMPORAL_ADDRESS: ctx.stack.temporalAddress,
+          TEMPORAL_NAMESPACE: ctx.config.temporal.namespace,
+          ...options.env,
+        },
+        timeout: 120_000,
+      },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
+    options.started?.(child);
   });
 }
 

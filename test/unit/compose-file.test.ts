@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 
@@ -12,6 +14,7 @@ const ROOT = path.join(__dirname, '..', '..');
 
 interface ComposeService {
   command?: string[];
+  entrypoint?: string[];
   user?: string;
   privileged?: boolean;
   cap_add?: string[];
@@ -86,4 +89,29 @@ test('the image runs as a non-root uid by number, under tini, with no setuid pro
   // After every install: no setuid or setgid program is left for a process to gain privileges by.
   expect(runtime.indexOf('-perm /6000 -exec chmod a-s')).toBeGreaterThan(runtime.lastIndexOf('apt-get install'));
   expect(runtime.indexOf('-perm /6000 -exec chmod a-s')).toBeGreaterThan(runtime.lastIndexOf('npm ci'));
+});
+
+test("the namespace job gives Temporal's namespace RUN_RETENTION_DAYS as its retention, and leaves it alone without", () => {
+  const job = compose.services['temporal-search-attributes']!;
+  expect(job.environment).toEqual({ RUN_RETENTION_DAYS: '${RUN_RETENTION_DAYS:-}' });
+  // The script as compose hands it to the shell ($$ is a $), with a `temporal` that notes its arguments.
+  const script = job.command![0]!.replaceAll('$$', '$');
+  const bin = mkdtempSync(path.join(os.tmpdir(), 'compose-temporal-'));
+  const calls = path.join(bin, 'calls');
+  writeFileSync(path.join(bin, 'temporal'), `#!/bin/sh\necho "$*" >> ${calls}\n`);
+  chmodSync(path.join(bin, 'temporal'), 0o755);
+  const updates = (days: string) => {
+    writeFileSync(calls, '');
+    execFileSync(job.entrypoint![0]!, [...job.entrypoint!.slice(1), script], {
+      env: { PATH: `${bin}:${process.env.PATH}`, RUN_RETENTION_DAYS: days },
+    });
+    return readFileSync(calls, 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('operator namespace update'));
+  };
+  expect(updates('7')).toEqual([
+    'operator namespace update --address temporal:7233 --namespace default --retention 168h',
+  ]);
+  expect(updates('')).toEqual([]);
+  rmSync(bin, { recursive: true });
 });

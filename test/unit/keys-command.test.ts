@@ -1,4 +1,5 @@
-import { parseCommand, UsageError } from '../../bin/keys-command';
+import { parseCommand } from '../../bin/keys-command';
+import { UsageError } from '../../bin/usage-error';
 
 /** `npm run keys` command lines, parsed as bin/keys.ts does before it opens the database. */
 
