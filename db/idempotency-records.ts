@@ -95,12 +95,13 @@ export async function deleteIdempotencyRecord(manager: EntityManager, ref: Idemp
  * returns how many. The maintenance workflow calls it until it returns less than `batch`.
  */
 export async function pruneExpiredIdempotencyRecords(manager: EntityManager, batch: number): Promise<number> {
-  const rows = (await manager.query(
+  // A DELETE answers TypeORM's query() as [rows, count].
+  const [, count] = (await manager.query(
     `DELETE FROM idempotency_records WHERE ctid = ANY(ARRAY(
        SELECT ctid FROM idempotency_records WHERE created_at < now() - make_interval(hours => $1)
         ORDER BY created_at LIMIT $2))
      RETURNING 1`,
     [IDEMPOTENCY_TTL_HOURS, batch],
-  )) as unknown[];
-  return rows.length;
+  )) as [unknown[], number];
+  return count;
 }

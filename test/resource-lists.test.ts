@@ -336,6 +336,7 @@ test('the maintenance Schedule prunes idempotency records past 24 hours and keep
     );
   await insert('expired-1', '25 hours');
   await insert('expired-2', '30 days');
+  await insert('expired-3', '2 days');
   await insert('fresh', '23 hours');
 
   const schedule = ctx.client.schedule.getHandle(maintenanceScheduleId(ctx.config.temporal.taskQueue));
@@ -351,7 +352,8 @@ test('the maintenance Schedule prunes idempotency records past 24 hours and keep
     idempotencyRecordsPruned: number;
   };
   await recordWorkflowReplayFixture(ctx, firing.workflow.workflowId, 'maintenance-prunes');
-  expect(result.idempotencyRecordsPruned).toBeGreaterThanOrEqual(2);
+  // At least these three (other files' expired records may go in the same firing).
+  expect(result.idempotencyRecordsPruned).toBeGreaterThanOrEqual(3);
   const left = (await ctx.dataSource.query(`SELECT key FROM idempotency_records WHERE principal_uid = $1`, [uid])) as {
     key: string;
   }[];
