@@ -199,9 +199,9 @@ export function createTeamDeletion(deps: TeamDeletionDeps) {
 /** Who the runs' cancellation names: the operator who deleted their team. */
 function operatorPrincipal(teamId: string): AuthenticatedPrincipal {
   return {
-    uid: 'operator',
+    uid: 'npm run teams -- delete',
     type: 'user',
-    displayName: 'an operator deleting the team',
+    displayName: 'an operator',
     teamId,
     keyId: 'none',
     role: 'admin',
