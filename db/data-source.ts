@@ -37,6 +37,7 @@ import { UnreferencedObjects1763974000000 } from './migrations/1763974000000-unr
 import { CheckpointHarnessSessions1763975000000 } from './migrations/1763975000000-checkpoint-harness-sessions';
 import { KeyLifecycle1763976300000 } from './migrations/1763976300000-key-lifecycle';
 import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-retention-index';
+import { DeletionIndexes1763978300000 } from './migrations/1763978300000-deletion-indexes';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -74,6 +75,7 @@ export const MIGRATIONS = [
   CheckpointHarnessSessions1763975000000,
   KeyLifecycle1763976300000,
   RunRetentionIndex1763977000000,
+  DeletionIndexes1763978300000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */
