@@ -11,6 +11,8 @@ import type { ActivityDeps } from './deps';
 const PRUNE_BATCH = 5000;
 /** Expired runs one call deletes at most (each with its descendants, one transaction each). */
 const RETENTION_BATCH = 50;
+/** How long one call goes on deleting: half its start-to-close timeout, however slow the database is. */
+const RETENTION_BUDGET_MS = 60_000;
 /** How long one firing's collection goes on: the firing's workflow has five minutes in all. */
 const COLLECTION_BUDGET_MS = 3 * 60_000;
 
@@ -39,7 +41,7 @@ export function createMaintenanceActivities({
     async deleteExpiredRuns(): Promise<{ deleted: number; more: boolean }> {
       if (config.runRetentionDays === undefined) return { deleted: 0, more: false };
       if (pausedForRestore(config.restoreMode, logger, 'run_retention')) return { deleted: 0, more: false };
-      const result = await deletion.deleteExpiredRuns(config.runRetentionDays, RETENTION_BATCH);
+      const result = await deletion.deleteExpiredRuns(config.runRetentionDays, RETENTION_BATCH, RETENTION_BUDGET_MS);
       runsDeleted.inc({ reason: 'retention' }, result.deleted);
       return result;
     },

@@ -39,6 +39,7 @@ import { KeyLifecycle1763976300000 } from './migrations/1763976300000-key-lifecy
 import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-retention-index';
 import { AuditEvents1763978000000 } from './migrations/1763978000000-audit-events';
 import { RunApprovals1763978500000 } from './migrations/1763978500000-run-approvals';
+import { DeletionIndexes1763978600000 } from './migrations/1763978600000-deletion-indexes';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -78,6 +79,7 @@ export const MIGRATIONS = [
   RunRetentionIndex1763977000000,
   AuditEvents1763978000000,
   RunApprovals1763978500000,
+  DeletionIndexes1763978600000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -10,15 +10,16 @@ import { TERMINAL_STATES } from '../core/run-state';
 export async function lockRunsWithDescendants(
   tx: EntityManager,
   runIds: string[],
-): Promise<{ runId: string; state: RunState }[]> {
+): Promise<{ runId: string; teamId: string; state: RunState }[]> {
+  // One set of ids, then the runs by their key: an OR of the two made PostgreSQL read every run.
   return (await tx.query(
-    `SELECT run_id AS "runId", state FROM runs
-      WHERE run_id = ANY($1::uuid[])
-         OR run_id IN (SELECT run_id FROM run_lineage WHERE ancestor_run_id = ANY($1::uuid[]))
+    `SELECT run_id AS "runId", team_id AS "teamId", state FROM runs
+      WHERE run_id IN (
+        SELECT unnest($1::uuid[]) UNION SELECT run_id FROM run_lineage WHERE ancestor_run_id = ANY($1::uuid[]))
       ORDER BY run_id
       FOR UPDATE`,
     [runIds],
-  )) as { runId: string; state: RunState }[];
+  )) as { runId: string; teamId: string; state: RunState }[];
 }
 
 /**

@@ -222,6 +222,16 @@ test('retention deletes the runs that ended before it, in batches, and keeps a t
   expect((await rowsOf([older])).runs).toBe(0);
   expect((await rowsOf([kept, recentChild])).runs).toBe(2);
   await historiesGone(older);
+  // Each run retention deleted is on record, by the service, in its team's audit log.
+  const events = (await ctx.dataSource.query(
+    `SELECT resource_id, actor_type, actor_uid, details->>'reason' AS reason FROM audit_events
+      WHERE action = 'run.delete' AND resource_id = ANY($1::text[]) ORDER BY seq`,
+    [[oldest, older, kept, recentChild]],
+  )) as { resource_id: string; actor_type: string; actor_uid: string; reason: string }[];
+  expect(events).toEqual([
+    { resource_id: oldest, actor_type: 'service', actor_uid: 'retention', reason: 'retention' },
+    { resource_id: older, actor_type: 'service', actor_uid: 'retention', reason: 'retention' },
+  ]);
 });
 
 /** A team with something in every kind of thing a team has: keys (one rotated), a webhook, an environment, a secret, a factory with an agent and a task, a schedule, and an ended run. */

@@ -211,9 +211,9 @@ export function createTeamDeletion(deps: TeamDeletionDeps) {
 /** Who the runs' cancellation names: the operator who deleted their team. */
 function operatorPrincipal(teamId: string): AuthenticatedPrincipal {
   return {
-    uid: 'operator',
+    uid: 'npm run teams -- delete',
     type: 'user',
-    displayName: 'an operator deleting the team',
+    displayName: 'an operator',
     teamId,
     keyId: 'none',
     keyPrefix: 'none',
