@@ -4,6 +4,7 @@ import { spawnApi, type ApiChild } from './helpers/api-processes';
 import { auth, createRun, getRun, transcript, waitForState, type RunBody } from './helpers/runs';
 import type { ChatRequest } from './helpers/scripted-model';
 import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 import { warpClientCalls } from './helpers/warp-client';
 import { killWorker, spawnWorker, type WorkerChild } from './helpers/worker-processes';
@@ -114,6 +115,7 @@ test('a command glob blocks the run; it holds no slot; only a person of the team
   expect([again.status, again.body.detail]).toEqual([409, expect.stringContaining('approved')]);
 
   await waitForState(ctx, admin.key, runId, ['SUCCEEDED']);
+  await recordReplayFixture(ctx, runId, 'blocked-approved');
   expect(await toolResultShown(marker)).toContain(`shipped-${marker}`);
   const entries = await transcript(ctx, runId);
   expect(entries.filter((e) => e.kind === 'approval').map((e) => e.payload)).toEqual([

@@ -54,6 +54,10 @@ const SCENARIOS = [
   // during a command, then a follow-up's turn.
   'interrupt-during-model-call',
   'interrupt-during-command',
+  // Approvals (test/approvals.test.ts): a command blocked, approved, run; and the same recorded
+  // before the blocked-release-concurrent patch (the decision waited for the workspace's removal).
+  'blocked-approved',
+  'pre-release-blocked-approved',
 ];
 
 function histories() {

@@ -14,3 +14,9 @@ export const CANCEL_DESCENDANTS_PATCH = 'cancel-descendants';
 export const TEAM_ADMISSION_PATCH = 'team-admission';
 /** Executions that took this patch give up a run's workspace as soon as a turn fails for the run's disk limit. */
 export const DISK_LIMIT_RELEASE_PATCH = 'disk-limit-release';
+/**
+ * Executions that took this patch wait for a blocked call's decision while its workspace is being
+ * removed, not after: a worker killed during that removal no longer holds the decision up for the
+ * removal's 5-minute timeout.
+ */
+export const BLOCKED_RELEASE_PATCH = 'blocked-release-concurrent';

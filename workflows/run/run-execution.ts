@@ -26,7 +26,12 @@ import {
 } from '../run-contract';
 import { runActivityProxies, type RunActivityProxies } from './activity-proxies';
 import { classifyFailure } from './failures';
-import { DISK_LIMIT_RELEASE_PATCH, TEAM_ADMISSION_PATCH, WORKSPACE_LEASE_PATCH } from './patches';
+import {
+  BLOCKED_RELEASE_PATCH,
+  DISK_LIMIT_RELEASE_PATCH,
+  TEAM_ADMISSION_PATCH,
+  WORKSPACE_LEASE_PATCH,
+} from './patches';
 import { RunWorkspace } from './workspace';
 import { showRunState, showWaitingForFollowups } from './run-details';
 
@@ -171,7 +176,10 @@ export class RunExecution {
     const { runId } = this.input;
     this.setState('BLOCKED');
     await this.slotFreed();
-    await this.workspace.remove();
+    // The removal forgets the workspace's queue at once (the next provisioning starts afresh) and
+    // goes on through a cancel or an interrupt meanwhile.
+    if (patched(BLOCKED_RELEASE_PATCH)) void CancellationScope.nonCancellable(() => this.workspace.remove());
+    else await this.workspace.remove();
     for (;;) {
       // Reset before the look: a decision signalled during it wakes the wait at once.
       this.approvalMayBeDecided = false;
