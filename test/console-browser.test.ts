@@ -263,6 +263,10 @@ async function runPageFollowsTheRun(
   await page.getByText(`First answer ${run.marker}`).waitFor();
   await page.locator('#run-state', { hasText: 'SUCCEEDED' }).waitFor();
   expect(await page.getByRole('button', { name: 'Interrupt' }).isDisabled()).toBe(true);
+  // The run time as people read it, the API's ISO 8601 duration kept in the element.
+  const runTime = page.locator('#facts time[datetime^="PT"]');
+  await runTime.waitFor();
+  expect(await runTime.innerText()).toMatch(/^(\d+ h )?(\d+ min )?\d+(\.\d+)? s$/);
 
   // A follow-up from the page, answered in the page.
   await page.getByLabel('Follow-up').fill('One more thing, please.');

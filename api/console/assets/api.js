@@ -157,6 +157,20 @@ export function age(iso) {
   return h('time', { datetime: iso, title: iso }, `${value} ${unit} ago`);
 }
 
+/**
+ * An ISO 8601 duration as the API gives run times (`PT1H2M3.5S`) read as people do: "1 h 2 min 3.5 s",
+ * in a <time> element that keeps the exact value. @param {string} iso
+ */
+export function duration(iso) {
+  const parts = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?$/.exec(iso);
+  if (!parts) return h('span', {}, iso);
+  const [, hours, minutes, seconds] = parts;
+  const text = [hours && `${hours} h`, minutes && `${minutes} min`, seconds && `${seconds} s`]
+    .filter(Boolean)
+    .join(' ');
+  return h('time', { datetime: iso, title: iso }, text || '0 s');
+}
+
 /** A state as a badge (its colour from the style sheet). @param {string} state */
 export function stateBadge(state) {
   return h('span', { class: `badge state-${state.toLowerCase()}` }, state);

@@ -5,7 +5,21 @@
  * a decision on a pending approval, a fork from a checkpoint. Every control is a call of the
  * public API with the signed-in key; what the run then does arrives through the stream.
  */
-import { age, api, byId, every, h, messageOf, runHref, safeHref, say, signedIn, stateBadge, TERMINAL } from './api.js';
+import {
+  age,
+  api,
+  byId,
+  duration,
+  every,
+  h,
+  messageOf,
+  runHref,
+  safeHref,
+  say,
+  signedIn,
+  stateBadge,
+  TERMINAL,
+} from './api.js';
 import { followRun } from './event-stream.js';
 import { renderEvent } from './transcript.js';
 
@@ -42,7 +56,7 @@ function renderFacts() {
     ...fact('Creator', run.creator?.display_name || run.creator?.uid || ''),
     ...fact('Created', age(run.created_at)),
     ...fact('Tokens', String(run.request_usage?.total_tokens ?? 0)),
-    ...(run.run_time ? fact('Run time', run.run_time) : []),
+    ...(run.run_time ? fact('Run time', duration(run.run_time)) : []),
     ...(run.forked_from
       ? fact('Forked from', h('a', { href: runHref(run.forked_from.run_id) }, run.forked_from.run_id))
       : []),
