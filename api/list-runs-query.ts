@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isUuid } from '../core/ids';
-import { RUN_SOURCES, RUN_STATES } from '../core/run-state';
+import { RUN_SOURCES, RUN_STATES, TASK_STATUSES } from '../core/run-state';
 import { ARTIFACT_TYPES, type ArtifactType } from '../db/artifact-reads';
 import type { RunFilters, RunSortField, SortOrder } from '../db/run-reads';
 import { invalid } from '../core/api-error';
@@ -33,7 +33,10 @@ export interface ListRunsQuery {
 }
 
 /** Parameters given at most once: all of the documented query but the repeatable `state` and the `metadata[KEY]` pairs. */
-const SINGLE_PARAMS = Object.keys(listRunsQuerySchema.shape).filter((name) => name !== 'state' && name !== 'metadata');
+const REPEATABLE_PARAMS = ['state', 'task_status'];
+const SINGLE_PARAMS = Object.keys(listRunsQuerySchema.shape).filter(
+  (name) => !REPEATABLE_PARAMS.includes(name) && name !== 'metadata',
+);
 const SORT_FIELDS: readonly RunSortField[] = RUN_SORT_FIELDS;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 const METADATA_PARAM = /^metadata\[([a-zA-Z0-9._-]{1,64})\]$/;
@@ -58,6 +61,18 @@ function timestamp(query: Query, name: string): Date | undefined {
   return date;
 }
 
+/** A repeatable parameter's values (`state=A&state=B`), each one of `allowed`; undefined when absent. */
+function repeated<T extends string>(query: Query, name: string, allowed: readonly T[]): T[] | undefined {
+  const raw = query[name];
+  const values = raw === undefined ? undefined : Array.isArray(raw) ? raw : [raw];
+  for (const value of values ?? []) {
+    if (!(allowed as readonly string[]).includes(value)) {
+      throw invalid(`Query parameter \`${name}\` must be one of ${allowed.join(', ')} (got "${value}").`);
+    }
+  }
+  return values as T[] | undefined;
+}
+
 /** Validates the list query (unknown parameters are rejected) and decodes the cursor. */
 export function parseListRunsQuery(query: Query): ListRunsQuery {
   const metadataPairs: [string, string][] = [];
@@ -71,11 +86,11 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
       metadataPairs.push([m[1]!, single(query, key) ?? '']);
       continue;
     }
-    if (key !== 'state' && !SINGLE_PARAMS.includes(key)) {
+    if (!REPEATABLE_PARAMS.includes(key) && !SINGLE_PARAMS.includes(key)) {
       throw invalid(
         key.startsWith('metadata')
           ? `Query parameter \`${key}\` must look like metadata[KEY]=VALUE with KEY matching [a-zA-Z0-9._-]{1,64}.`
-          : unknownQueryParameter(key, ['state', ...SINGLE_PARAMS]).detail,
+          : unknownQueryParameter(key, [...REPEATABLE_PARAMS, ...SINGLE_PARAMS]).detail,
       );
     }
   }
@@ -90,15 +105,8 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
 
   const limit = parseLimit(query, LIST_RUNS_DEFAULT_LIMIT, LIST_RUNS_MAX_LIMIT);
 
-  const stateRaw = query.state;
-  const states = stateRaw === undefined ? undefined : Array.isArray(stateRaw) ? stateRaw : [stateRaw];
-  for (const s of states ?? []) {
-    if (!(RUN_STATES as readonly string[]).includes(s) && !(CLIENT_ONLY_STATES as readonly string[]).includes(s)) {
-      throw invalid(
-        `Query parameter \`state\` must be one of ${[...RUN_STATES, ...CLIENT_ONLY_STATES].join(', ')} (got "${s}").`,
-      );
-    }
-  }
+  const states = repeated(query, 'state', [...RUN_STATES, ...CLIENT_ONLY_STATES]);
+  const taskStatuses = repeated(query, 'task_status', TASK_STATUSES);
 
   const source = single(query, 'source');
   if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source)) {
@@ -130,6 +138,7 @@ export function parseListRunsQuery(query: Query): ListRunsQuery {
 
   const filters: RunFilters = {
     states,
+    taskStatuses,
     name: single(query, 'name'),
     modelId: single(query, 'model_id'),
     creator: single(query, 'creator'),
@@ -161,6 +170,7 @@ function filterFingerprint(filters: RunFilters, sortBy: string, sortOrder: strin
   const canonical = JSON.stringify({
     ...filters,
     states: filters.states ? [...filters.states].sort() : undefined,
+    taskStatuses: filters.taskStatuses ? [...new Set(filters.taskStatuses)].sort() : undefined,
     sortBy,
     sortOrder,
   });

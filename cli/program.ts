@@ -99,6 +99,11 @@ export function createProgram(result: { exitCode: number }): Command {
     .command('list')
     .description('list runs, newest activity first (a table; same filters as GET /agent/runs)')
     .option('--state <state>', 'QUEUED, INPROGRESS, BLOCKED, SUCCEEDED, FAILED, ERROR, CANCELLED (repeatable)', collect)
+    .option(
+      '--task-status <status>',
+      'running (itself or a descendant), failed, blocked, cancelled, complete (repeatable)',
+      collect,
+    )
     .option('--name <name>', 'agent name (config.name)')
     .option('--model <model_id>', 'model id')
     .option('--creator <uid>', 'creator uid')

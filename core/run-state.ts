@@ -34,6 +34,22 @@ export function stateRank(state: RunState): number {
   return 2;
 }
 
+/**
+ * The official clients' `task_status` list filter: a run's state as a task board reads it.
+ * `running` matches a run that is, or has a descendant that is, still queued or working; the
+ * others match the run's own state only.
+ */
+export const TASK_STATUSES = ['running', 'failed', 'blocked', 'cancelled', 'complete'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const TASK_STATUS_STATES: Record<TaskStatus, readonly RunState[]> = {
+  running: ['QUEUED', 'INPROGRESS'],
+  failed: ['FAILED', 'ERROR'],
+  blocked: ['BLOCKED'],
+  cancelled: ['CANCELLED'],
+  complete: ['SUCCEEDED'],
+};
+
 /** The ways a run's state changes, each with who makes it. */
 export type RunMove =
   /** Within a turn, only forward (the workflow's activities, the reconciler). */

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { RunSource, RunState } from '../core/run-state';
+import { TASK_STATUS_STATES, type RunSource, type RunState, type TaskStatus } from '../core/run-state';
 import type { Run } from './rows/run';
 
 export type RunSortField = 'updated_at' | 'created_at' | 'title';
@@ -7,6 +7,8 @@ export type SortOrder = 'asc' | 'desc';
 
 export interface RunFilters {
   states?: string[];
+  /** `task_status`: any of them (core/run-state.ts, TASK_STATUS_STATES). */
+  taskStatuses?: TaskStatus[];
   name?: string;
   modelId?: string;
   creator?: string;
@@ -92,6 +94,19 @@ const SORT_SQL: Record<RunSortField, string> = {
 };
 
 /** One page of a team's runs, in keyset order; fetches one extra row to tell whether more follow. */
+/** The `task_status` filter: its own states, and for `running` a live descendant too. */
+function taskStatusFilter(statuses: TaskStatus[], add: (sql: (p: string) => string, value: unknown) => void): void {
+  const own = [...new Set(statuses.flatMap((s) => TASK_STATUS_STATES[s]))];
+  if (!statuses.includes('running')) return add((p) => `r.state = ANY(${p}::text[])`, own);
+  const live = TASK_STATUS_STATES.running.map((state) => `'${state}'`).join(', ');
+  add(
+    (p) =>
+      `(r.state = ANY(${p}::text[]) OR EXISTS (SELECT 1 FROM run_lineage l JOIN runs d ON d.run_id = l.run_id
+         WHERE l.ancestor_run_id = r.run_id AND d.state IN (${live})))`,
+    own,
+  );
+}
+
 export async function listRuns(
   manager: EntityManager,
   page: RunPageRequest,
@@ -106,6 +121,7 @@ export async function listRuns(
   const f = page.filters;
   if (f.matchesNothing) where.push('false');
   if (f.states?.length) add((p) => `r.state = ANY(${p}::text[])`, f.states);
+  if (f.taskStatuses?.length) taskStatusFilter(f.taskStatuses, add);
   if (f.name !== undefined) add((p) => `r.name = ${p}`, f.name);
   if (f.modelId !== undefined) add((p) => `r.model_id = ${p}`, f.modelId);
   if (f.creator !== undefined) add((p) => `r.creator_uid = ${p}`, f.creator);

@@ -164,14 +164,20 @@ test('a tool glob blocks; denied, the model is told who denied it and why, and t
   expect(started).toEqual([]);
 });
 
-test('ask_user waits for an answer; a follow-up answers it; the newest official client reads the BLOCKED run', async () => {
+test('ask_user waits for an answer; a follow-up answers it; the newest official client reads the BLOCKED run and finds it by task_status', async () => {
   const marker = uniqueName('ask');
   scriptCall(marker, { name: 'ask_user', arguments: { question: `Which colour for ${marker}?` } });
   const runId = await createRun(ctx, admin.key, { prompt: `Paint ${marker}` });
   const pending = await blocked(admin.key, runId);
   expect(pending).toMatchObject({ kind: 'question', question: `Which colour for ${marker}?` });
-  const [read] = await warpClientCalls(ctx.baseUrl, admin.key, [{ call: 'agent.runs.retrieve', args: [runId] }]);
+  const [read, listed] = await warpClientCalls(ctx.baseUrl, admin.key, [
+    { call: 'agent.runs.retrieve', args: [runId] },
+    { call: 'agent.runs.list', kwargs: { task_status: ['blocked'] } },
+  ]);
   expect(read).toMatchObject({ ok: { state: 'BLOCKED' } });
+  const found = (listed as { ok: { run_id: string; state: string }[] }).ok;
+  expect(found.find((r) => r.run_id === runId)?.state).toBe('BLOCKED');
+  expect(found.every((r) => r.state === 'BLOCKED')).toBe(true);
 
   const followup = await ctx.api
     .post(`/api/v1/agent/runs/${runId}/followups`)

@@ -264,6 +264,46 @@ test('state filter: single, repeated, client-only states, and it follows the liv
   expect(await listIds(key, [['state', 'INPROGRESS']])).toEqual([]);
 });
 
+test("task_status filter: a task board's statuses, any of them; running counts a live descendant", async () => {
+  const { key } = await ctx.newTeamKey();
+  const holdChild = uniqueName('list-child');
+  const held = gate<{ text: string }>();
+  ctx.model.script(holdChild, () => ({ hold: held.promise }));
+  const parent = await createRun(ctx, key, { prompt: 'Quick success' });
+  const failed = await createRun(ctx, key, { prompt: 'No provider', config: { model_id: 'anthropic/x' } });
+  await waitForState(ctx, key, parent, ['SUCCEEDED']);
+  await waitForState(ctx, key, failed, ['FAILED']);
+  const child = await createRun(ctx, key, { prompt: `Child ${holdChild}`, parent_run_id: parent });
+  await waitForState(ctx, key, child, ['INPROGRESS']);
+
+  const byStatus = async (...statuses: string[]) =>
+    sorted(
+      await listIds(
+        key,
+        statuses.map((s): [string, string] => ['task_status', s]),
+      ),
+    );
+  expect(await byStatus('running')).toEqual(sorted([parent, child]));
+  expect(await byStatus('complete')).toEqual([parent]);
+  expect(await byStatus('failed')).toEqual([failed]);
+  expect(await byStatus('blocked')).toEqual([]);
+  expect(await byStatus('cancelled')).toEqual([]);
+  expect(await byStatus('running', 'failed')).toEqual(sorted([parent, child, failed]));
+  // With the other filters, AND.
+  expect(
+    await listIds(key, [
+      ['task_status', 'running'],
+      ['state', 'SUCCEEDED'],
+    ]),
+  ).toEqual([parent]);
+  await expectInvalid(key, [['task_status', 'done']], 'task_status');
+
+  held.release({ text: 'child done' });
+  await waitForState(ctx, key, child, ['SUCCEEDED']);
+  expect(await byStatus('running')).toEqual([]);
+  expect(await byStatus('complete')).toEqual(sorted([parent, child]));
+});
+
 test('name, model_id and source filters match exactly and combine with AND', async () => {
   const { key } = await ctx.newTeamKey();
   const alpha = await createRun(idle, key, { prompt: 'a', config: { name: 'alpha', model_id: 'openai/m-one' } });

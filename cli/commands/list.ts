@@ -8,6 +8,7 @@ import type { ListRunsResponse, RunItem } from '../wire';
 /** The filters of `GET /agent/runs`, as the command's options name them. */
 export interface ListOptions {
   state?: string[];
+  taskStatus?: string[];
   name?: string;
   model?: string;
   creator?: string;
@@ -34,6 +35,7 @@ export interface ListOptions {
 export function listQuery(options: ListOptions): Query {
   const query: Query = {
     state: options.state,
+    task_status: options.taskStatus,
     name: options.name,
     model_id: options.model,
     creator: options.creator,

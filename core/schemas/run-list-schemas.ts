@@ -1,5 +1,5 @@
 import { jsonSchema, z } from './zod';
-import { RUN_SOURCES, RUN_STATES } from '../run-state';
+import { RUN_SOURCES, RUN_STATES, TASK_STATUSES } from '../run-state';
 import { ARTIFACT_TYPES } from '../artifact-types';
 import { METADATA_KEY_RE, skillSpecSchema } from './run-fields';
 
@@ -20,6 +20,10 @@ export const listRunsQuerySchema = z.strictObject({
     .array(z.enum([...RUN_STATES, ...CLIENT_ONLY_STATES]))
     .optional()
     .openapi({ description: 'Repeatable: `state=QUEUED&state=INPROGRESS`.' }),
+  task_status: z.array(z.enum(TASK_STATUSES)).optional().openapi({
+    description:
+      'Repeatable, any of them: `running` (the run or a descendant is QUEUED or INPROGRESS), `failed` (FAILED or ERROR), `blocked`, `cancelled`, `complete` (SUCCEEDED).',
+  }),
   name: z.string().optional().openapi({ description: 'Exact match on `agent_config.name`.' }),
   model_id: z.string().optional().openapi({ description: 'Exact match on `agent_config.model_id`.' }),
   creator: z.string().optional().openapi({ description: "The creator's uid." }),
