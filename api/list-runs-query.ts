@@ -211,6 +211,7 @@ function decodeCursor(cursor: string, fingerprint: string, sortBy: RunSortField)
     );
   }
   // The value is compared in SQL as a timestamptz (time sorts) or text: a forged one must not reach it.
-  if (sortBy === 'title' ? payload.v.includes('\u0000') : !isIssuedTimestamp(payload.v)) throw cursorNotIssued();
+  const textSort = sortBy === 'title' || sortBy === 'agent';
+  if (textSort ? payload.v.includes('\u0000') : !isIssuedTimestamp(payload.v)) throw cursorNotIssued();
   return { value: payload.v, runId: payload.id };
 }

@@ -119,7 +119,7 @@ export function createProgram(result: { exitCode: number }): Command {
     .option('--updated-after <time>', 'RFC 3339 time')
     .option('--q <text>', 'text in the title, prompt or skill spec')
     .option('--metadata <key=value>', 'metadata that must match (repeatable)', collectPairs)
-    .addOption(new Option('--sort-by <field>', 'sort field').choices(['updated_at', 'created_at', 'title']))
+    .addOption(new Option('--sort-by <field>', 'sort field').choices(['updated_at', 'created_at', 'title', 'agent']))
     .addOption(new Option('--sort-order <order>', 'sort order').choices(['asc', 'desc']))
     .option('--limit <n>', 'runs per page (1-100, default 20)', nonNegativeInteger)
     .option('--cursor <cursor>', 'the next page, as the previous one said')

@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { TASK_STATUS_STATES, type RunSource, type RunState, type TaskStatus } from '../core/run-state';
 import type { Run } from './rows/run';
 
-export type RunSortField = 'updated_at' | 'created_at' | 'title';
+export type RunSortField = 'updated_at' | 'created_at' | 'title' | 'agent';
 export type SortOrder = 'asc' | 'desc';
 
 export interface RunFilters {
@@ -91,9 +91,9 @@ const SORT_SQL: Record<RunSortField, string> = {
   updated_at: 'r.updated_at',
   created_at: 'r.created_at',
   title: 'r.title COLLATE "C"',
+  agent: 'r.skill_spec COLLATE "C"',
 };
 
-/** One page of a team's runs, in keyset order; fetches one extra row to tell whether more follow. */
 /** The `task_status` filter: its own states, and for `running` a live descendant too. */
 function taskStatusFilter(statuses: TaskStatus[], add: (sql: (p: string) => string, value: unknown) => void): void {
   const own = [...new Set(statuses.flatMap((s) => TASK_STATUS_STATES[s]))];
@@ -107,6 +107,24 @@ function taskStatusFilter(statuses: TaskStatus[], add: (sql: (p: string) => stri
   );
 }
 
+/**
+ * The keyset condition of the rows after the cursor's. By `agent` (the skill), runs without one
+ * come last in either order: the cursor's empty value stands for theirs (a skill spec is never empty).
+ */
+function afterCursor(page: RunPageRequest, params: unknown[]): string {
+  const { value, runId } = page.after!;
+  const cmp = page.sortOrder === 'asc' ? '>' : '<';
+  const sortExpr = SORT_SQL[page.sortBy];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  if (page.sortBy === 'agent' && value === '')
+    return `(r.skill_spec IS NULL AND r.run_id ${cmp} ${param(runId)}::uuid)`;
+  const cast = page.sortBy === 'title' || page.sortBy === 'agent' ? '::text COLLATE "C"' : '::timestamptz';
+  const after = `(${sortExpr}, r.run_id) ${cmp} (${param(value)}${cast}, ${param(runId)}::uuid)`;
+  // A row without a skill compares as null: those rows, all after this one, are added explicitly.
+  return page.sortBy === 'agent' ? `(${after} OR r.skill_spec IS NULL)` : after;
+}
+
+/** One page of a team's runs, in keyset order; fetches one extra row to tell whether more follow. */
 export async function listRuns(
   manager: EntityManager,
   page: RunPageRequest,
@@ -157,17 +175,12 @@ export async function listRuns(
 
   const sortExpr = SORT_SQL[page.sortBy];
   const dir = page.sortOrder === 'asc' ? 'ASC' : 'DESC';
-  if (page.after) {
-    const cmp = page.sortOrder === 'asc' ? '>' : '<';
-    const cast = page.sortBy === 'title' ? '::text COLLATE "C"' : '::timestamptz';
-    params.push(page.after.value, page.after.runId);
-    where.push(`(${sortExpr}, r.run_id) ${cmp} ($${params.length - 1}${cast}, $${params.length}::uuid)`);
-  }
+  if (page.after) where.push(afterCursor(page, params));
   params.push(page.limit + 1);
   // The page's ids first, then its rows: when every column the filters and the sort read is in
   // one index (a time range under the other time sort), the first part is an index-only scan
   // that skips non-matching entries without reading their rows.
-  const order = `${sortExpr} ${dir}, r.run_id ${dir}`;
+  const order = `${sortExpr} ${dir}${page.sortBy === 'agent' ? ' NULLS LAST' : ''}, r.run_id ${dir}`;
   const sql = `WITH page AS (SELECT r.run_id FROM runs r WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${params.length})
     SELECT ${RUN_ITEM_COLUMNS} FROM page JOIN runs r USING (run_id) ORDER BY ${order}`;
   const raw = (await manager.query(sql, params)) as Record<string, unknown>[];

@@ -646,6 +646,37 @@ test('sort_by and sort_order give the exact order, ties broken by run id, and pa
   await expectInvalid(key, [['sort_order', 'ascending']], 'sort_order');
 });
 
+test('sort_by=agent: by the skill in byte order, runs without one last in either order, pages follow it', async () => {
+  const { key } = await ctx.newTeamKey();
+  const [a, z, upper, a2] = [
+    await createRun(idle, key, { skill: 'acme/tools:deploy' }),
+    await createRun(idle, key, { skill: 'zeta/tools:lint' }),
+    await createRun(idle, key, { skill: 'Acme/tools:deploy' }),
+    await createRun(idle, key, { skill: 'acme/tools:deploy' }),
+  ];
+  const [none1, none2] = [
+    await createRun(idle, key, { prompt: 'no skill' }),
+    await createRun(idle, key, { prompt: 'none' }),
+  ];
+  const orders: [Params, string[]][] = [
+    [
+      [
+        ['sort_by', 'agent'],
+        ['sort_order', 'asc'],
+      ],
+      [upper!, ...sorted([a!, a2!]), z!, ...sorted([none1!, none2!])],
+    ],
+    [[['sort_by', 'agent']], [z!, ...sorted([a!, a2!]).reverse(), upper!, ...sorted([none1!, none2!]).reverse()]],
+  ];
+  for (const [params, expected] of orders) {
+    expect({ params, order: await listIds(key, params) }).toEqual({ params, order: expected });
+    for (const limit of ['1', '2', '4']) {
+      const walked = await walk(key, [...params, ['limit', limit]]);
+      expect({ params, limit, order: walked.ids }).toEqual({ params, limit, order: expected });
+    }
+  }
+});
+
 test('limit: default 20, bounds 1..100, has_next_page exact at the boundary', async () => {
   const { key } = await ctx.newTeamKey();
   const all = await Promise.all(Array.from({ length: 21 }, (_, i) => createRun(idle, key, { prompt: `run ${i}` })));

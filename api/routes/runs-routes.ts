@@ -105,7 +105,9 @@ export function createRunsRouter({
     const sortValue = (run: NonNullable<typeof last>) =>
       query.sortBy === 'title'
         ? run.title
-        : (query.sortBy === 'created_at' ? run.createdAt : run.updatedAt).toISOString();
+        : query.sortBy === 'agent'
+          ? (run.skillSpec ?? '')
+          : (query.sortBy === 'created_at' ? run.createdAt : run.updatedAt).toISOString();
     const artifacts = await artifactsOfRuns(
       dataSource.manager,
       runs.map((r) => r.runId),

@@ -5,7 +5,7 @@ import { METADATA_KEY_RE, skillSpecSchema } from './run-fields';
 
 /** States the official clients know; valid in a filter even where this service never uses them. */
 export const CLIENT_ONLY_STATES = ['PENDING', 'CLAIMED'] as const;
-export const RUN_SORT_FIELDS = ['updated_at', 'created_at', 'title'] as const;
+export const RUN_SORT_FIELDS = ['updated_at', 'created_at', 'title', 'agent'] as const;
 export const LIST_RUNS_DEFAULT_LIMIT = 20;
 export const LIST_RUNS_MAX_LIMIT = 100;
 export const MAX_METADATA_FILTERS = 5;
@@ -63,7 +63,10 @@ export const listRunsQuerySchema = z.strictObject({
     .enum(ARTIFACT_TYPES)
     .optional()
     .openapi({ description: 'Runs with at least one artifact of that type.' }),
-  sort_by: z.enum(RUN_SORT_FIELDS).optional().openapi({ default: 'updated_at' }),
+  sort_by: z.enum(RUN_SORT_FIELDS).optional().openapi({
+    default: 'updated_at',
+    description: '`agent` sorts by the skill (`skill_spec`), runs without one last in either order.',
+  }),
   sort_order: z.enum(['asc', 'desc']).optional().openapi({ default: 'desc' }),
   limit: z.number().int().min(1).max(LIST_RUNS_MAX_LIMIT).optional().openapi({ default: LIST_RUNS_DEFAULT_LIMIT }),
   cursor: z.string().optional().openapi({ description: '`page_info.next_cursor` of the previous page.' }),
