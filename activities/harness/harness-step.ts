@@ -1,4 +1,5 @@
 import type { Context } from '@temporalio/activity';
+import { gatesAnything } from '../../core/approval-policy';
 import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import type { Logger } from '../../core/logger';
 import { observeHarnessInvocation } from '../../core/metrics';
@@ -20,6 +21,8 @@ import type { CliInstall } from './cli-harness';
 import { installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError, type HarnessCredential } from './harness-credential';
 import { claimHarnessStep } from './harness-claim';
+import { createHarnessApprovals, decisionMessage } from './harness-approvals';
+import type { GatedToolCall } from './model-gateway';
 import { budgetSpent, openHarnessGateway, type HarnessGateway } from './harness-gateway';
 import { createInvoke, type HarnessInvocationScope, type Invoke, type InvocationRun } from './harness-invocation';
 import { invocationFailure, type InvocationFailure } from './invocation-failure';
@@ -58,18 +61,32 @@ export function createHarnessStep(deps: ActivityDeps) {
     const { install, recording } = await startRecording(input);
     const ready = assertInstalled(install, type);
     const maxTokens = assertTokensLeft(run);
+    const gated = isGated(input);
+    // A call of this step waits (its step run again, by a retry): it goes on waiting; decided,
+    // the resumed session is told the decision.
+    const decision = gated ? await decisionMessage(deps, input) : undefined;
+    if (decision && 'waiting' in decision) return { done: false, approval: decision.waiting };
     const claim = await claimHarnessStep(dataSource, {
       runId,
       turn,
       stepKey: stepKeyOf(input),
       harness: type,
       title: CLI_HARNESSES[type].title,
+      ...(decision ? { decided: decision.message } : {}),
     });
     if (claim.kind === 'turn-ended') return { done: true, turnEnded: true };
     if (claim.kind === 'nothing-new') return { done: true };
     const credential = await credentialOf(run, type);
     const sandboxed = await prepareSandbox(input);
-    const channel = await openHarnessGateway(deps, { runId, type, run, maxTokens, credential });
+    const approvals = gated ? createHarnessApprovals(deps, input) : undefined;
+    const channel = await openHarnessGateway(deps, {
+      runId,
+      type,
+      run,
+      maxTokens,
+      credential,
+      ...(approvals ? { onToolCall: (call: GatedToolCall) => approvals.decide(call) } : {}),
+    });
     const closeGateway = () => void channel.gateway.close();
     input.ctx.cancellationSignal.addEventListener('abort', closeGateway, { once: true });
     try {
@@ -80,8 +97,22 @@ export function createHarnessStep(deps: ActivityDeps) {
         recording,
         channel,
         signal: input.ctx.cancellationSignal,
+        ...(approvals ? { approvalStop: approvals.stop } : {}),
       };
       const invoked = await invokeResumingSession(scope, createInvoke(deps, scope), claim);
+      if (approvals?.waiting && !input.ctx.cancellationSignal.aborted) {
+        // What the CLI did before the call that waits is kept in the run's checkpoint: the run
+        // gives its workspace up while it is blocked.
+        await recordChangedFiles(
+          runId,
+          turn,
+          input.step,
+          input.workspace,
+          sandboxed.processes,
+          input.ctx.cancellationSignal,
+        );
+        return { done: false, approval: approvals.waiting };
+      }
       return await settleInvocation(input, { ...invoked, ...sandboxed, channel, credential });
     } finally {
       input.ctx.cancellationSignal.removeEventListener('abort', closeGateway);
@@ -245,6 +276,10 @@ export function createHarnessStep(deps: ActivityDeps) {
 }
 
 const stepKeyOf = ({ turn, step }: { turn: number; step: number }) => `t${turn}-s${step}`;
+
+/** Whether `config.approval` gates this run's CLI calls (only for a CLI that can be gated). */
+const isGated = ({ run, type }: Pick<HarnessStepInput, 'run' | 'type'>) =>
+  !!CLI_HARNESSES[type].approvals && gatesAnything(run.config.approval);
 
 async function checkDisk(disk: RunDiskQuota): Promise<void> {
   const failure = await diskFailure(disk);
