@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parsePrometheusText, sampleValue } from './helpers/prometheus-text';
 import { auth, createRun, getRun, transcript, waitForState } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
@@ -13,7 +14,9 @@ import { createTestContext, uniqueName, waitFor, type TestContext } from './help
 let ctx: TestContext;
 let admin: { key: string };
 beforeAll(async () => {
-  ctx = await createTestContext({ env: { ANTHROPIC_API_KEY: 'sk-ant-platform-key-for-tests' } });
+  ctx = await createTestContext({
+    env: { ANTHROPIC_API_KEY: 'sk-ant-platform-key-for-tests', WORKER_MAX_CONCURRENT_RUNS: '1' },
+  });
   admin = await ctx.newTeamKey('personal', undefined, 'admin');
 });
 afterAll(async () => {
@@ -69,6 +72,13 @@ test('a Bash call a command glob matches blocks the run; approved, the resumed s
   const status = (await getRun(ctx, admin.key, runId)).status_message as { message: string };
   expect(status.message).toContain('git push*');
   expect(ctx.model.calls(marker)).toHaveLength(1);
+  // The CLI was ended: the blocked run holds no slot of the one-slot worker.
+  await waitFor(
+    async () => parsePrometheusText(await ctx.workerMetrics()),
+    (m) => sampleValue(m, 'agent_runs_worker_run_slots', { state: 'free' }) === 1,
+    "the blocked run to give up its worker's slot",
+    60_000,
+  );
 
   expect((await decide(runId, pending.approval_id, { decision: 'approve', comment: 'go' })).status).toBe(200);
   const run = await waitForState(ctx, admin.key, runId, ['SUCCEEDED'], undefined, 120_000);
@@ -76,8 +86,10 @@ test('a Bash call a command glob matches blocks the run; approved, the resumed s
   // The resumed session was told, and the call it issued again ran (once: no second approval).
   expect(text(marker, 2)).toContain('was approved');
   expect(readFileSync(path.join(ctx.config.workspace.dir, runId, 'pushed.txt'), 'utf8')).toBe(`pushed-${marker}\n`);
-  const approvals = (await transcript(ctx, runId)).filter((e) => e.kind === 'approval').map((e) => e.payload.state);
-  expect(approvals).toEqual(['pending', 'approved']);
+  const events = await transcript(ctx, runId);
+  expect(events.filter((e) => e.kind === 'approval').map((e) => e.payload.state)).toEqual(['pending', 'approved']);
+  const changed = events.filter((e) => e.kind === 'files_changed');
+  expect(changed.flatMap((e) => (e.payload.files as { path: string }[]).map((f) => f.path))).toContain('pushed.txt');
 });
 
 test('the agent cannot switch the hook off: its settings file is read-only, a user setting does not disable it; denied, the model is told by whom and why', async () => {
@@ -92,13 +104,13 @@ test('the agent cannot switch the hook off: its settings file is read-only, a us
     'rm -f "$P" 2>/dev/null && [ ! -e "$P" ] && echo REMOVED-HOOK || echo KEPT-HOOK',
     `mkdir -p ~/.claude && echo '{"disableAllHooks":true,"hooks":{}}' > ~/.claude/settings.json && echo USER-SETTINGS-WRITTEN`,
   ].join('\n');
-  ctx.model.script(marker, (_req, n) =>
-    n === 1
-      ? { text: 'Looking around.', toolCalls: [bash(attack)] }
-      : n <= 3
-        ? { text: 'Pushing.', toolCalls: [bash(push)] }
-        : { text: `gave up ${marker}` },
-  );
+  const steps = [
+    { text: 'Looking around.', toolCalls: [bash(attack)] },
+    { text: 'Pushing.', toolCalls: [bash(push)] },
+    { text: 'Keeping a note.', toolCalls: [bash(`echo kept-${marker} > kept.txt`)] },
+    { text: 'Pushing again.', toolCalls: [bash(push)] },
+  ];
+  ctx.model.script(marker, (_req, n) => steps[n - 1] ?? { text: `gave up ${marker}` });
   const runId = await createRun(ctx, admin.key, { prompt: `Push anyway ${marker}`, config: gated });
   const first = await blocked(runId);
   expect(first.arguments).toEqual({ command: push });
@@ -124,5 +136,10 @@ test('the agent cannot switch the hook off: its settings file is read-only, a us
   expect((await decide(runId, second.approval_id, { decision: 'deny' })).status).toBe(200);
   const run = await waitForState(ctx, admin.key, runId, ['SUCCEEDED'], undefined, 120_000);
   expect(run.status_message).toEqual({ message: `gave up ${marker}` });
-  expect(existsSync(path.join(ctx.config.workspace.dir, runId, 'pushed.txt'))).toBe(false);
+  const workspace = path.join(ctx.config.workspace.dir, runId);
+  expect(existsSync(path.join(workspace, 'pushed.txt'))).toBe(false);
+  // What the session did between its two blocks survived the second (its workspace given up and restored).
+  expect(readFileSync(path.join(workspace, 'kept.txt'), 'utf8')).toBe(`kept-${marker}\n`);
+  const changed = (await transcript(ctx, runId)).filter((e) => e.kind === 'files_changed');
+  expect(changed.flatMap((e) => (e.payload.files as { path: string }[]).map((f) => f.path))).toContain('kept.txt');
 });

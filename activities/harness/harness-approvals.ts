@@ -19,7 +19,7 @@ export interface HarnessApprovals {
   decide(call: GatedToolCall): Promise<ToolCallDecision>;
   /** Aborted once a call waits: the CLI's invocation is ended, and the step returns `waiting`. */
   readonly stop: AbortSignal;
-  readonly waiting: WaitingApproval | undefined;
+  readonly waiting: (WaitingApproval & { callIndex: number }) | undefined;
 }
 
 /**
@@ -36,7 +36,7 @@ export function createHarnessApprovals(
   const requests = createApprovalRequests(deps);
   const commandTool = CLI_HARNESSES[at.type].approvals?.commandTool;
   const stop = new AbortController();
-  let waiting: WaitingApproval | undefined;
+  let waiting: HarnessApprovals['waiting'];
   let approvedUsed = false;
   const deny = (reason: string): ToolCallDecision => ({ decision: 'deny', reason });
 
@@ -67,7 +67,7 @@ export function createHarnessApprovals(
         glob,
       });
       if (asked.state !== 'pending') return deny(decidedCallResult(asked).output);
-      waiting = { approvalId: asked.approvalId, expiresAt: asked.expiresAt.toISOString() };
+      waiting = { approvalId: asked.approvalId, expiresAt: asked.expiresAt.toISOString(), callIndex: asked.callIndex };
       // After this answer is on its way: the CLI is ended, the run already BLOCKED.
       setImmediate(() => stop.abort());
       return deny(WAITING_FOR_APPROVAL);

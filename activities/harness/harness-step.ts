@@ -10,6 +10,7 @@ import type { StepRun } from '../../db/run-step-reads';
 import type { AgentStepOutcome } from '../../workflows/run-contract';
 import { loadAdvertisedSkills } from '../agent-step/advertised-skills';
 import { createRecordChangedFiles } from '../agent-step/changed-files';
+import { createCheckpointStep } from '../checkpoints/checkpoint-step';
 import { createRecordHandoff } from '../agent-step/handoff-patch';
 import type { ActivityDeps } from '../deps';
 import { RunDiskLimitError, runDiskQuota, type RunDiskQuota } from '../sandbox/run-disk';
@@ -55,6 +56,7 @@ export function createHarnessStep(deps: ActivityDeps) {
   const { dataSource, config, sandbox, blobs, secretsKeyring } = deps;
   const recordHandoff = createRecordHandoff(deps);
   const recordChangedFiles = createRecordChangedFiles(deps);
+  const checkpointStep = createCheckpointStep(deps);
 
   return async function runHarnessStep(input: HarnessStepInput): Promise<AgentStepOutcome> {
     const { runId, turn, run, type } = input;
@@ -100,18 +102,13 @@ export function createHarnessStep(deps: ActivityDeps) {
         ...(approvals ? { approvalStop: approvals.stop } : {}),
       };
       const invoked = await invokeResumingSession(scope, createInvoke(deps, scope), claim);
-      if (approvals?.waiting && !input.ctx.cancellationSignal.aborted) {
-        // What the CLI did before the call that waits is kept in the run's checkpoint: the run
-        // gives its workspace up while it is blocked.
-        await recordChangedFiles(
-          runId,
-          turn,
-          input.step,
-          input.workspace,
-          sandboxed.processes,
-          input.ctx.cancellationSignal,
-        );
-        return { done: false, approval: approvals.waiting };
+      const waiting = approvals?.waiting;
+      if (waiting && !input.ctx.cancellationSignal.aborted) {
+        // What the CLI did before the call that waits (its session too) is kept in a checkpoint
+        // of its own: the run gives its workspace up while it is blocked. Not at `step + 1`, the
+        // step's own once it ends (a step keeps its first); files_changed waits for that end.
+        await checkpointStep(runId, turn, input.step + 2 + waiting.callIndex);
+        return { done: false, approval: { approvalId: waiting.approvalId, expiresAt: waiting.expiresAt } };
       }
       return await settleInvocation(input, { ...invoked, ...sandboxed, channel, credential });
     } finally {
