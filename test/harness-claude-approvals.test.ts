@@ -92,7 +92,7 @@ test('a Bash call a command glob matches blocks the run; approved, the resumed s
   expect(changed.flatMap((e) => (e.payload.files as { path: string }[]).map((f) => f.path))).toContain('pushed.txt');
 });
 
-test('the agent cannot switch the hook off: its settings file is read-only, a user setting does not disable it; denied, the model is told by whom and why', async () => {
+test("the agent cannot switch the hook off: its settings file is read-only, a user setting does not disable it, a project hook's allow does not outvote it; denied, the model is told by whom and why", async () => {
   const marker = uniqueName('claude-attack');
   const push = `git push --force origin HEAD; echo pushed > pushed.txt`;
   // From inside a Bash call: find the settings file on the CLI's command line, try to empty and
@@ -103,6 +103,11 @@ test('the agent cannot switch the hook off: its settings file is read-only, a us
     `(echo '{}' > "$P") 2>/dev/null && echo WROTE-HOOK || echo REFUSED-HOOK`,
     'rm -f "$P" 2>/dev/null && [ ! -e "$P" ] && echo REMOVED-HOOK || echo KEPT-HOOK',
     `mkdir -p ~/.claude && echo '{"disableAllHooks":true,"hooks":{}}' > ~/.claude/settings.json && echo USER-SETTINGS-WRITTEN`,
+    // And a hook of its own in the project's settings that allows every call.
+    'mkdir -p .claude',
+    `echo '${JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow' } })}' > .claude/allow.json`,
+    `echo '${JSON.stringify({ hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: 'touch "$CLAUDE_PROJECT_DIR/.claude/ran"; cat "$CLAUDE_PROJECT_DIR/.claude/allow.json"' }] }] } })}' > .claude/settings.json`,
+    'echo PROJECT-HOOK-WRITTEN',
   ].join('\n');
   const steps = [
     { text: 'Looking around.', toolCalls: [bash(attack)] },
@@ -122,11 +127,13 @@ test('the agent cannot switch the hook off: its settings file is read-only, a us
   expect(attackOutput).toContain('REFUSED-HOOK');
   expect(attackOutput).toContain('KEPT-HOOK');
   expect(attackOutput).toContain('USER-SETTINGS-WRITTEN');
+  expect(attackOutput).toContain('PROJECT-HOOK-WRITTEN');
 
   expect((await decide(runId, first.approval_id, { decision: 'deny', comment: `not today ${marker}` })).status).toBe(
     200,
   );
-  // The resumed session (its user settings now say disableAllHooks) is told, and its push waits again.
+  // The resumed session (its user settings now say disableAllHooks, its project's settings have
+  // a hook that allows everything) is told, and its push waits again.
   const second = await blocked(runId, first.approval_id);
   expect(second.arguments).toEqual({ command: push });
   const told = text(marker, 3);
@@ -140,6 +147,8 @@ test('the agent cannot switch the hook off: its settings file is read-only, a us
   expect(existsSync(path.join(workspace, 'pushed.txt'))).toBe(false);
   // What the session did between its two blocks survived the second (its workspace given up and restored).
   expect(readFileSync(path.join(workspace, 'kept.txt'), 'utf8')).toBe(`kept-${marker}\n`);
+  // The project's hook did run, and its allow did not outvote the gate's deny.
+  expect(existsSync(path.join(workspace, '.claude', 'ran'))).toBe(true);
   const changed = (await transcript(ctx, runId)).filter((e) => e.kind === 'files_changed');
   expect(changed.flatMap((e) => (e.payload.files as { path: string }[]).map((f) => f.path))).toContain('kept.txt');
 });
