@@ -47,17 +47,19 @@ export function gatesAnything(policy: ApprovalPolicy | null | undefined): boolea
 
 /**
  * The glob of `policy` that makes this call wait, or undefined when it may run: its tool name
- * against `tools`, and for `run_command` its whole command line against `commands`.
+ * against `tools`, and for the agent's command tool (`run_command`; Claude Code's `Bash`) its
+ * whole command line against `commands`.
  */
 export function gateOf(
   policy: ApprovalPolicy | null | undefined,
   call: { name: string; arguments: Record<string, unknown> },
+  commandTool: string = COMMAND_TOOL,
 ): string | undefined {
   if (!policy) return undefined;
   const tool = policy.tools?.find((glob) => picomatch.isMatch(call.name, glob, GLOB_OPTIONS));
   if (tool) return tool;
   const command = call.arguments.command;
-  if (call.name !== COMMAND_TOOL || typeof command !== 'string') return undefined;
+  if (call.name !== commandTool || typeof command !== 'string') return undefined;
   return policy.commands?.find((glob) => picomatch.isMatch(command, glob, GLOB_OPTIONS));
 }
 

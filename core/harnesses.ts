@@ -26,6 +26,12 @@ export interface CliHarnessSpec {
   reasoningLevels?: readonly string[];
   /** Models the deployment lists for it (a run may name any model its provider serves). */
   models: readonly { id: string; displayName: string }[];
+  /**
+   * Where `config.approval` can gate the CLI's own tool calls (through its hooks, decided at the
+   * model gateway): the name of its shell tool, whose `command` the `commands` globs match.
+   * Undefined: the CLI cannot be gated, and a run with a policy is refused.
+   */
+  approvals?: { commandTool: string };
 }
 
 export const CLI_HARNESSES: Record<CliHarnessType, CliHarnessSpec> = {
@@ -34,6 +40,7 @@ export const CLI_HARNESSES: Record<CliHarnessType, CliHarnessSpec> = {
     provider: 'anthropic',
     secretField: 'claude_auth_secret_name',
     usageEnvelope: 'CLAUDE_CODE',
+    approvals: { commandTool: 'Bash' },
     models: [
       { id: 'claude-sonnet-4-5', displayName: 'Claude Sonnet 4.5' },
       { id: 'claude-opus-4-1', displayName: 'Claude Opus 4.1' },

@@ -231,12 +231,17 @@ test('a blocked run is cancelled: its approval is cancelled with it', async () =
   expect(ctx.model.calls(marker)).toHaveLength(1);
 });
 
-test('a policy on another harness than oz is refused, naming it', async () => {
-  const res = await ctx.api
-    .post('/api/v1/agent/runs')
-    .set(auth(admin.key))
-    .send({ prompt: 'x', config: { harness: { type: 'claude' }, approval: { commands: ['git push*'] } } });
-  expect([res.status, res.body.detail]).toEqual([400, expect.stringContaining('claude harness')]);
+test('a policy on a harness whose CLI cannot be gated (Gemini CLI, Codex CLI) is refused, naming it', async () => {
+  for (const [type, title] of [
+    ['gemini', 'Gemini CLI'],
+    ['codex', 'Codex CLI'],
+  ]) {
+    const res = await ctx.api
+      .post('/api/v1/agent/runs')
+      .set(auth(admin.key))
+      .send({ prompt: 'x', config: { harness: { type }, approval: { commands: ['git push*'] } } });
+    expect([res.status, res.body.detail]).toEqual([400, expect.stringContaining(`${type} harness (${title})`)]);
+  }
 });
 
 describe('the whole service killed while a run is blocked', () => {

@@ -5,10 +5,12 @@ import {
   asText,
   QUIET_ENVIRONMENT,
   type CliHarness,
+  type CliTurn,
   type EventTranslator,
   type HarnessEntry,
 } from './cli-harness';
 import { locatePackage } from './cli-install';
+import { TOOL_CALL_ROUTE } from './model-gateway';
 
 /**
  * Claude Code (`@anthropic-ai/claude-code`): `claude -p` with `--output-format stream-json`,
@@ -50,6 +52,8 @@ export const claudeCode: CliHarness = {
       argv.push('--mcp-config', path.posix.join(turn.home, '.agent-runs/claude-mcp.json'), '--strict-mcp-config');
     }
     for (const skill of turn.skills) homeFiles[`.claude/skills/${skill.name}/SKILL.md`] = skill.content;
+    const readonlyFiles = turn.approvalHook ? approvalHookFiles(turn, turn.approvalHook) : undefined;
+    if (turn.approvalHook) argv.push('--settings', path.posix.join(turn.approvalHook.dir, 'settings.json'));
     return {
       argv: argv as [string, ...string[]],
       env: {
@@ -64,6 +68,7 @@ export const claudeCode: CliHarness = {
         IS_SANDBOX: '1',
       },
       homeFiles,
+      ...(readonlyFiles ? { readonlyFiles } : {}),
     };
   },
 
@@ -137,6 +142,73 @@ export const claudeCode: CliHarness = {
     };
   },
 };
+
+/**
+ * The run's approval gate as Claude Code's own: a `PreToolUse` hook on every tool in settings
+ * given with `--settings` (read-only to the run; `disableAllHooks: false` outranks a user
+ * settings file the agent could write), which asks the model gateway about each call and fails
+ * closed (exit 2 blocks the call) when it cannot get an answer.
+ */
+function approvalHookFiles(turn: CliTurn, hook: { dir: string; nodePath: string }): Record<string, string> {
+  const script = path.posix.join(hook.dir, 'pre-tool-use.cjs');
+  const command = [hook.nodePath, '--jitless', script].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const settings = {
+    disableAllHooks: false,
+    hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command, timeout: 120 }] }] },
+  };
+  const gate = { url: `${turn.gatewayUrl.replace(/\/+$/, '')}${TOOL_CALL_ROUTE}`, token: turn.token };
+  return {
+    'settings.json': JSON.stringify(settings),
+    'pre-tool-use.cjs': `const GATE = ${JSON.stringify(gate)};\n${PRE_TOOL_USE_HOOK}`,
+  };
+}
+
+/** The hook: the call (from standard input) to the gateway, its decision back in Claude Code's terms. */
+const PRE_TOOL_USE_HOOK = `
+const http = require('node:http');
+const refuse = (why) => {
+  process.stderr.write('agent-runs: ' + why + '; the call did not run.');
+  process.exit(2);
+};
+let input = '';
+process.stdin.on('data', (c) => (input += c));
+process.stdin.on('end', () => {
+  let event;
+  try {
+    event = JSON.parse(input);
+  } catch {
+    return refuse('the approval hook could not read the call');
+  }
+  const body = JSON.stringify({ tool: String(event.tool_name), input: event.tool_input || {} });
+  const req = http.request(GATE.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': GATE.token },
+  });
+  req.on('error', (e) => refuse('the approval gate could not be reached (' + e.message + ')'));
+  req.on('response', (res) => {
+    let out = '';
+    res.on('data', (c) => (out += c));
+    res.on('end', () => {
+      let d;
+      try {
+        d = JSON.parse(out);
+      } catch {
+        d = undefined;
+      }
+      if (res.statusCode !== 200 || !d) return refuse('the approval gate answered HTTP ' + res.statusCode);
+      if (d.decision === 'allow') process.exit(0);
+      const reason = String(d.reason || 'denied by agent-runs');
+      process.stdout.write(
+        JSON.stringify({
+          hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason },
+        }),
+      );
+      process.exit(0);
+    });
+  });
+  req.end(body);
+});
+`;
 
 /** The run's MCP servers as Claude Code's `--mcp-config` names them. */
 function mcpServersFor(servers: Record<string, McpServerConfig>) {

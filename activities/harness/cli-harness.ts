@@ -31,6 +31,12 @@ export interface CliTurn {
   workspace: string;
   /** The run's memory limit (AGENT_SANDBOX_MEMORY_MB), for a runtime that can be told to keep within it. */
   memoryMb: number;
+  /**
+   * Set when `config.approval` gates the run's tool calls: a directory the worker writes (the
+   * invocation's `readonlyFiles`) and binds read-only at the same path, and the node binary the
+   * sandbox can run, for the CLI's hook that asks the gateway about each call.
+   */
+  approvalHook?: { dir: string; nodePath: string };
 }
 
 /** How to start the CLI: its command line, environment and the files it reads (under the run's home). */
@@ -39,6 +45,8 @@ export interface CliInvocation {
   env: Record<string, string>;
   /** Written before the CLI starts, relative to the run's home (settings, MCP configuration, skills). */
   homeFiles: Record<string, string>;
+  /** Written by the worker into `CliTurn.approvalHook.dir`, read-only to the run (its approval hook). */
+  readonlyFiles?: Record<string, string>;
 }
 
 /** One thing the CLI reported, in the transcript's terms. */

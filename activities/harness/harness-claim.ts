@@ -24,7 +24,15 @@ export type HarnessClaim =
  */
 export async function claimHarnessStep(
   dataSource: DataSource,
-  at: { runId: string; turn: number; stepKey: string; harness: string; title: string },
+  at: {
+    runId: string;
+    turn: number;
+    stepKey: string;
+    harness: string;
+    title: string;
+    /** What a step that waited for a person's decision on a call of its CLI is resumed with. */
+    decided?: string;
+  },
 ): Promise<HarnessClaim> {
   const { runId, turn, stepKey } = at;
   const claimed = await dataSource.transaction(async (tx) => {
@@ -41,9 +49,12 @@ export async function claimHarnessStep(
     const prompt = conversationFromEvents(pending.map((p) => ({ kind: p.kind, payload: p.payload })))
       .map((m) => m.content)
       .join('\n\n');
-    return { kind: 'invoke', prompt, state, pending, attempt };
+    const told = at.decided !== undefined ? `${at.decided}\n\n${prompt}` : prompt;
+    return { kind: 'invoke', prompt: told, state, pending, attempt };
   }
   if (state.startedStep !== stepKey || state.finishedStep === stepKey) return { kind: 'nothing-new' };
+  // The invocation was ended for a call that waited; the decision is its successor's message.
+  if (at.decided !== undefined) return { kind: 'invoke', prompt: at.decided, state, pending, attempt };
   await appendRunEvent(dataSource.manager, {
     runId,
     eventKey: `h-resume-${stepKey}-i${attempt}`,

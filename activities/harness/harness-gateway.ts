@@ -10,7 +10,12 @@ import { modelCostUsd } from '../model/model-cost';
 import { socketPath } from '../sandbox/socket-path';
 import { gatewaySocketDir } from '../workspace/workspace-paths';
 import type { HarnessCredential } from './harness-credential';
-import { openGatewayChannel, type GatewayAdmission, type GatewayChannel } from './model-gateway';
+import {
+  openGatewayChannel,
+  type GatewayAdmission,
+  type GatewayChannel,
+  type GatewayChannelOptions,
+} from './model-gateway';
 
 /** An invocation's model gateway: its channel, the token the CLI is given, and the signal of a refused key. */
 export interface HarnessGateway {
@@ -27,9 +32,16 @@ export interface HarnessGateway {
  */
 export async function openHarnessGateway(
   { dataSource, config }: Pick<ActivityDeps, 'dataSource' | 'config'>,
-  invocation: { runId: string; type: CliHarnessType; run: StepRun; maxTokens: number; credential: HarnessCredential },
+  invocation: {
+    runId: string;
+    type: CliHarnessType;
+    run: StepRun;
+    maxTokens: number;
+    credential: HarnessCredential;
+    onToolCall?: GatewayChannelOptions['onToolCall'];
+  },
 ): Promise<HarnessGateway> {
-  const { runId, type, run, maxTokens, credential } = invocation;
+  const { runId, type, run, maxTokens, credential, onToolCall } = invocation;
   const spec = CLI_HARNESSES[type];
   const socketDir = gatewaySocketDir(config.workspace.dir);
   await mkdir(socketDir, { recursive: true });
@@ -54,6 +66,7 @@ export async function openHarnessGateway(
     credential: credential.credential,
     idleTimeoutMs: config.models.requestTimeoutSeconds * 1000,
     onCredentialRefused: () => keyRefused.abort(),
+    ...(onToolCall ? { onToolCall } : {}),
     admit,
     onUsage: async (usage) => {
       const model = `${spec.provider}/${usage.model ?? run.config.harness?.model_id ?? 'default'}`;

@@ -11,6 +11,7 @@ import type { CliInstall, CliInvocation } from './cli-harness';
 import { CLI_HARNESS_ADAPTERS } from './cli-harnesses';
 import type { HarnessGateway } from './harness-gateway';
 import type { InvocationReport } from './harness-transcript';
+import { createApprovalHookDir } from './approval-hook-dir';
 import { writeHomeFiles } from './home-files';
 import { createInvocationOutput, releaseInvocationOutput } from './invocation-output';
 import type { invocationRecording } from './invocation-recording';
@@ -33,6 +34,8 @@ export interface HarnessInvocationScope {
   networkPolicy: NetworkPolicy;
   channel: HarnessGateway;
   signal: AbortSignal;
+  /** Set when `config.approval` gates the CLI's tool calls: ended once a call waits for a person. */
+  approvalStop?: AbortSignal;
 }
 
 /** One invocation of the CLI: its exit and what its events reported. */
@@ -59,7 +62,11 @@ export function createInvoke(
   const { runId, turn, step, run, type, install, recording, processes, channel, signal } = scope;
 
   /** The CLI's command line, environment and home files for this invocation. */
-  async function cliInvocation(text: string, session: ResumedSession | undefined): Promise<CliInvocation> {
+  async function cliInvocation(
+    text: string,
+    session: ResumedSession | undefined,
+    hookDir: string | undefined,
+  ): Promise<CliInvocation> {
     const invocation = CLI_HARNESS_ADAPTERS[type].invocation(install, {
       prompt: text,
       instructions: run.config.base_prompt?.trim() || undefined,
@@ -76,6 +83,7 @@ export function createInvoke(
       home: sandbox.homePath(runId),
       workspace: processes.workspacePath,
       memoryMb: config.sandbox.limits.memoryMb,
+      ...(hookDir ? { approvalHook: { dir: hookDir, nodePath: process.execPath } } : {}),
     });
     // The CLIs take the message as an argument, and Linux caps one argument (MAX_ARG_STRLEN).
     const longest = Math.max(...invocation.argv.map((a) => Buffer.byteLength(a)));
@@ -93,7 +101,21 @@ export function createInvoke(
     session: ResumedSession | undefined,
     attemptKey: string,
   ): Promise<InvocationRun> {
-    const invocation = await cliInvocation(text, session);
+    const hooks = scope.approvalStop ? await createApprovalHookDir(config.workspace.dir) : undefined;
+    try {
+      const invocation = await cliInvocation(text, session, hooks?.dir);
+      if (hooks) await hooks.write(invocation.readonlyFiles ?? {});
+      return await runCli(invocation, attemptKey, hooks?.dir);
+    } finally {
+      await hooks?.remove();
+    }
+  };
+
+  async function runCli(
+    invocation: CliInvocation,
+    attemptKey: string,
+    hookDir: string | undefined,
+  ): Promise<InvocationRun> {
     await writeHomeFiles(processes, sandbox.homePath(runId), invocation.homeFiles, signal);
     const at = { turn, step, attempt: attemptKey };
     const { transcript, raw, lines } = recording.recorder(at);
@@ -103,12 +125,16 @@ export function createInvoke(
       const result = await processes.runProgram({
         argv: invocation.argv,
         env: invocation.env,
-        readonlyBinds: install.readonlyPaths,
+        readonlyBinds: [...install.readonlyPaths, ...(hookDir ? [hookDir] : [])],
         gatewaySocket: channel.gateway.socketPath,
         policy: scope.networkPolicy,
         timeoutMs: config.agent.harnessTurnTimeoutSeconds * 1000,
         keepBytes: 16 * 1024,
-        signal: AbortSignal.any([signal, channel.keyRefused.signal]),
+        signal: AbortSignal.any([
+          signal,
+          channel.keyRefused.signal,
+          ...(scope.approvalStop ? [scope.approvalStop] : []),
+        ]),
         disk: scope.disk,
         stdoutFile: output.path,
         onStdout: (chunk) => lines.write(chunk),
@@ -122,7 +148,7 @@ export function createInvoke(
     } finally {
       await releaseInvocationOutput(output, recorded);
     }
-  };
+  }
 }
 
 export type Invoke = ReturnType<typeof createInvoke>;

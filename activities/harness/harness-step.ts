@@ -1,4 +1,5 @@
 import type { Context } from '@temporalio/activity';
+import { gatesAnything } from '../../core/approval-policy';
 import { CLI_HARNESSES, type CliHarnessType } from '../../core/harnesses';
 import type { Logger } from '../../core/logger';
 import { observeHarnessInvocation } from '../../core/metrics';
@@ -9,6 +10,7 @@ import type { StepRun } from '../../db/run-step-reads';
 import type { AgentStepOutcome } from '../../workflows/run-contract';
 import { loadAdvertisedSkills } from '../agent-step/advertised-skills';
 import { createRecordChangedFiles } from '../agent-step/changed-files';
+import { createCheckpointStep } from '../checkpoints/checkpoint-step';
 import { createRecordHandoff } from '../agent-step/handoff-patch';
 import type { ActivityDeps } from '../deps';
 import { RunDiskLimitError, runDiskQuota, type RunDiskQuota } from '../sandbox/run-disk';
@@ -20,6 +22,8 @@ import type { CliInstall } from './cli-harness';
 import { installedHarness } from './cli-harnesses';
 import { harnessCredential, HarnessCredentialError, type HarnessCredential } from './harness-credential';
 import { claimHarnessStep } from './harness-claim';
+import { createHarnessApprovals, decisionMessage } from './harness-approvals';
+import type { GatedToolCall } from './model-gateway';
 import { budgetSpent, openHarnessGateway, type HarnessGateway } from './harness-gateway';
 import { createInvoke, type HarnessInvocationScope, type Invoke, type InvocationRun } from './harness-invocation';
 import { invocationFailure, type InvocationFailure } from './invocation-failure';
@@ -52,24 +56,39 @@ export function createHarnessStep(deps: ActivityDeps) {
   const { dataSource, config, sandbox, blobs, secretsKeyring } = deps;
   const recordHandoff = createRecordHandoff(deps);
   const recordChangedFiles = createRecordChangedFiles(deps);
+  const checkpointStep = createCheckpointStep(deps);
 
   return async function runHarnessStep(input: HarnessStepInput): Promise<AgentStepOutcome> {
     const { runId, turn, run, type } = input;
     const { install, recording } = await startRecording(input);
     const ready = assertInstalled(install, type);
     const maxTokens = assertTokensLeft(run);
+    const gated = isGated(input);
+    // A call of this step waits (its step run again, by a retry): it goes on waiting; decided,
+    // the resumed session is told the decision.
+    const decision = gated ? await decisionMessage(deps, input) : undefined;
+    if (decision && 'waiting' in decision) return { done: false, approval: decision.waiting };
     const claim = await claimHarnessStep(dataSource, {
       runId,
       turn,
       stepKey: stepKeyOf(input),
       harness: type,
       title: CLI_HARNESSES[type].title,
+      ...(decision ? { decided: decision.message } : {}),
     });
     if (claim.kind === 'turn-ended') return { done: true, turnEnded: true };
     if (claim.kind === 'nothing-new') return { done: true };
     const credential = await credentialOf(run, type);
     const sandboxed = await prepareSandbox(input);
-    const channel = await openHarnessGateway(deps, { runId, type, run, maxTokens, credential });
+    const approvals = gated ? createHarnessApprovals(deps, input) : undefined;
+    const channel = await openHarnessGateway(deps, {
+      runId,
+      type,
+      run,
+      maxTokens,
+      credential,
+      ...(approvals ? { onToolCall: (call: GatedToolCall) => approvals.decide(call) } : {}),
+    });
     const closeGateway = () => void channel.gateway.close();
     input.ctx.cancellationSignal.addEventListener('abort', closeGateway, { once: true });
     try {
@@ -80,8 +99,17 @@ export function createHarnessStep(deps: ActivityDeps) {
         recording,
         channel,
         signal: input.ctx.cancellationSignal,
+        ...(approvals ? { approvalStop: approvals.stop } : {}),
       };
       const invoked = await invokeResumingSession(scope, createInvoke(deps, scope), claim);
+      const waiting = approvals?.waiting;
+      if (waiting && !input.ctx.cancellationSignal.aborted) {
+        // What the CLI did before the call that waits (its session too) is kept in a checkpoint
+        // of its own: the run gives its workspace up while it is blocked. Not at `step + 1`, the
+        // step's own once it ends (a step keeps its first); files_changed waits for that end.
+        await checkpointStep(runId, turn, input.step + 2 + waiting.callIndex);
+        return { done: false, approval: { approvalId: waiting.approvalId, expiresAt: waiting.expiresAt } };
+      }
       return await settleInvocation(input, { ...invoked, ...sandboxed, channel, credential });
     } finally {
       input.ctx.cancellationSignal.removeEventListener('abort', closeGateway);
@@ -245,6 +273,10 @@ export function createHarnessStep(deps: ActivityDeps) {
 }
 
 const stepKeyOf = ({ turn, step }: { turn: number; step: number }) => `t${turn}-s${step}`;
+
+/** Whether `config.approval` gates this run's CLI calls (only for a CLI that can be gated). */
+const isGated = ({ run, type }: Pick<HarnessStepInput, 'run' | 'type'>) =>
+  !!CLI_HARNESSES[type].approvals && gatesAnything(run.config.approval);
 
 async function checkDisk(disk: RunDiskQuota): Promise<void> {
   const failure = await diskFailure(disk);

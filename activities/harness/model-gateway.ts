@@ -40,7 +40,25 @@ export interface GatewayChannelOptions {
    * and some retry for minutes (Claude Code: ten times, with backoff).
    */
   onCredentialRefused?(status: number): void;
+  /**
+   * Decides a tool call the CLI's hook asks about (`POST /agent-runs/tool-call`, with the run's
+   * token); absent: the route is 404, as any other call that is not the provider's.
+   */
+  onToolCall?(call: GatedToolCall): Promise<ToolCallDecision>;
 }
+
+/** A tool call as a CLI's hook reports it, before the CLI runs it. */
+export interface GatedToolCall {
+  tool: string;
+  input: Record<string, unknown>;
+}
+
+/** Whether the call may run; a denial's reason is what the CLI tells its model. */
+export type ToolCallDecision = { decision: 'allow' } | { decision: 'deny'; reason: string };
+
+/** The gateway's own route, answered here and never forwarded: a CLI hook's question about a tool call. */
+export const TOOL_CALL_ROUTE = '/agent-runs/tool-call';
+const TOOL_CALL_MAX_BYTES = 1024 * 1024;
 
 export interface GatewayChannel {
   readonly socketPath: string;
@@ -95,6 +113,9 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
     if (!sameToken(presentedToken(provider, req.headers, url.search), options.token)) {
       req.resume();
       return answer(res, 401, 'agent-runs model gateway: this key is not valid for this run.');
+    }
+    if (options.onToolCall && req.method === 'POST' && url.pathname === TOOL_CALL_ROUTE) {
+      return answerToolCall(req, res, options.onToolCall);
     }
     if (!isAllowedCall(provider, req.method ?? '', url.pathname)) {
       req.resume();
@@ -237,6 +258,37 @@ export function openGatewayChannel(options: GatewayChannelOptions): Promise<Gate
       },
     };
   })();
+}
+
+/** Reads a hook's `{tool, input}` and answers the decision as JSON; a malformed question is denied. */
+async function answerToolCall(
+  req: IncomingMessage,
+  res: ServerResponse,
+  decide: (call: GatedToolCall) => Promise<ToolCallDecision>,
+): Promise<void> {
+  let body = '';
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    body += chunk.toString('utf8');
+    if (body.length > TOOL_CALL_MAX_BYTES) break;
+  }
+  let call: GatedToolCall | undefined;
+  try {
+    const parsed = JSON.parse(body) as { tool?: unknown; input?: unknown };
+    if (typeof parsed.tool === 'string' && parsed.input && typeof parsed.input === 'object') {
+      call = { tool: parsed.tool, input: parsed.input as Record<string, unknown> };
+    }
+  } catch {
+    // not JSON: denied below
+  }
+  // Fails closed: a call the service could not read or decide on does not run.
+  const decision: ToolCallDecision = call
+    ? await decide(call).catch(() => ({
+        decision: 'deny' as const,
+        reason: 'agent-runs: the service could not decide on this call just now, so it did not run; try it again.',
+      }))
+    : { decision: 'deny', reason: 'agent-runs: the tool call could not be read, so it does not run.' };
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(decision));
 }
 
 /** A call the provider bills tokens for (not a model listing or a token count). */

@@ -24,6 +24,11 @@ export function workspaceIdFile(root: string, runId: string): string {
   return path.join(root, '.workspace-ids', runId);
 }
 
+/** Where the approval hooks of CLI invocations are written (each bound read-only into its own sandbox only). */
+export function harnessHooksDir(root: string): string {
+  return path.join(root, '.harness-hooks');
+}
+
 /** Where the model gateway's per-invocation sockets are made (each bound into its own sandbox only). */
 export function gatewaySocketDir(root: string): string {
   return path.join(root, '.gateway');

@@ -4,6 +4,7 @@ import { gatesAnything, mergeApprovalPolicies, type ApprovalPolicy } from '../..
 import type { Config } from '../../core/config';
 import { adhocTicket, ticketMetadata, type TicketRef } from '../../core/factory-tickets';
 import type { ResolvedAgentConfig } from '../../core/run-types';
+import { CLI_HARNESSES } from '../../core/harnesses';
 import { encryptMcpServers } from '../../core/secrets';
 import type { CreateRunRequest } from '../../core/schemas/run-schemas';
 import type { AgentIdentity } from '../../db/agent-identity-reads';
@@ -128,8 +129,9 @@ function resolvedConfig(
 
 /**
  * The run's `approval` policy: its own merged with its fork source's, its agent identity's and
- * its environment's, the stricter winning (every glob, the shortest timeout). Only the `oz` agent
- * is gated: another harness with a policy is refused, naming it.
+ * its environment's, the stricter winning (every glob, the shortest timeout). The `oz` agent and
+ * the CLIs whose own tool calls the service can gate (Claude Code) take one; another harness
+ * with a policy is refused, naming it.
  */
 function withApprovalPolicy(
   resolved: ResolvedAgentConfig,
@@ -138,9 +140,9 @@ function withApprovalPolicy(
   const { approval: own, ...rest } = resolved;
   const approval = mergeApprovalPolicies(own, ...others);
   const harness = resolved.harness?.type ?? 'oz';
-  if (approval && gatesAnything(approval) && harness !== 'oz') {
+  if (approval && gatesAnything(approval) && harness !== 'oz' && !CLI_HARNESSES[harness].approvals) {
     throw invalid(
-      `\`config.approval\`: the ${harness} harness cannot be gated by this service (its CLI decides its own calls inside the sandbox); approvals hold for the \`oz\` harness only. Drop \`approval\` (from the run, its agent identity or its environment) or use \`oz\`.`,
+      `\`config.approval\`: the ${harness} harness (${CLI_HARNESSES[harness].title}) cannot be gated by this service (its CLI decides its own calls inside the sandbox); approvals hold for the \`oz\` and \`claude\` harnesses only. Drop \`approval\` (from the run, its agent identity or its environment) or use \`oz\` or \`claude\`.`,
     );
   }
   return approval ? { ...rest, approval } : rest;

@@ -36,3 +36,11 @@ test('policies merge stricter-wins: every glob, the shortest timeout', () => {
   expect(approvalTimeoutMinutes(undefined)).toBe(1440);
   expect(approvalTimeoutMinutes({ timeout_minutes: 5 })).toBe(5);
 });
+
+test("a CLI's shell tool is matched by its command line under its own name (Claude Code's Bash), and only it", () => {
+  const policy = { commands: ['git push*'] };
+  const bash = { name: 'Bash', arguments: { command: 'git push origin main' } };
+  expect(gateOf(policy, bash, 'Bash')).toBe('git push*');
+  expect(gateOf(policy, bash)).toBeUndefined();
+  expect(gateOf(policy, { name: 'run_command', arguments: { command: 'git push' } }, 'Bash')).toBeUndefined();
+});

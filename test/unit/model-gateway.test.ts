@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openGatewayChannel, type GatewayChannel } from '../../activities/harness/model-gateway';
+import { openGatewayChannel, TOOL_CALL_ROUTE, type GatewayChannel } from '../../activities/harness/model-gateway';
 import type { ResponseUsage } from '../../activities/harness/gateway-usage';
 
 /**
@@ -212,4 +212,48 @@ test('Chat Completions (which streams without usage unless asked) and other path
   expect(seen).toEqual([]);
   expect(gateway.forwarded).toBe(0);
   await gateway.close();
+});
+
+test("a CLI hook's question about a tool call is answered by the gateway itself, with the run's token only, and fails closed", async () => {
+  seen = [];
+  const asked: unknown[] = [];
+  const gateway = await openGatewayChannel({
+    socketPath: path.join(dir, `hook-${Math.random().toString(36).slice(2)}.sock`),
+    token: TOKEN,
+    provider: 'anthropic',
+    baseUrl: upstreamUrl,
+    credential: { kind: 'api_key', value: 'sk-real' },
+    idleTimeoutMs: 5000,
+    admit: async () => ({ admitted: true }),
+    onUsage: async () => undefined,
+    onToolCall: async (c) => {
+      asked.push(c);
+      if (c.tool === 'Broken') throw new Error('database down');
+      return c.tool === 'Bash' ? { decision: 'deny', reason: 'waits' } : { decision: 'allow' };
+    },
+  });
+  try {
+    const route = TOOL_CALL_ROUTE;
+    const body = (tool: string) => JSON.stringify({ tool, input: { command: 'git push' } });
+    expect(await call(gateway, { path: route, body: body('Bash') })).toEqual({
+      status: 200,
+      body: JSON.stringify({ decision: 'deny', reason: 'waits' }),
+    });
+    expect(JSON.parse((await call(gateway, { path: route, body: body('Read') })).body)).toEqual({ decision: 'allow' });
+    // Unreadable, or undecidable: denied, never allowed.
+    expect(JSON.parse((await call(gateway, { path: route, body: 'not json' })).body).decision).toBe('deny');
+    expect(JSON.parse((await call(gateway, { path: route, body: body('Broken') })).body).decision).toBe('deny');
+    // Another key is refused before anything is decided.
+    const stranger = await call(gateway, {
+      path: route,
+      body: body('Read'),
+      headers: { 'x-api-key': 'arg_other', authorization: 'Bearer arg_other' },
+    });
+    expect(stranger.status).toBe(401);
+    expect(asked).toHaveLength(3);
+    // Never forwarded to the provider.
+    expect(seen).toEqual([]);
+  } finally {
+    await gateway.close();
+  }
 });
