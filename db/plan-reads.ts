@@ -28,7 +28,8 @@ export function toPlan(row: Record<string, unknown>): PlanArtifact {
     documentUid: row.document_uid as string,
     version: Number(row.version),
     title: row.title as string,
-    markdown: row.markdown as string,
+    // A webhook's snapshot leaves the markdown out.
+    markdown: (row.markdown as string | null) ?? '',
     createdAt: row.created_at as Date,
   };
 }

@@ -3,6 +3,7 @@ import { auth, createRun, getRun, transcript, waitForState, type RunBody } from 
 import type { ChatRequest } from './helpers/scripted-model';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 import { warpClientCalls } from './helpers/warp-client';
+import { WebhookReceiver } from './helpers/webhook-receiver';
 
 /**
  * Plan mode: a turn in `mode: "plan"` may read but not change anything, ends with a `PLAN`
@@ -12,11 +13,18 @@ import { warpClientCalls } from './helpers/warp-client';
 
 let ctx: TestContext;
 let key: string;
+const receiver = new WebhookReceiver();
 beforeAll(async () => {
-  ctx = await createTestContext();
-  ({ key } = await ctx.newTeamKey());
+  ctx = await createTestContext({ env: { OUTBOUND_ALLOWED_PRIVATE_HOSTS: '127.0.0.1' } });
+  ({ key } = await ctx.newTeamKey('personal', undefined, 'admin'));
+  const hook = await ctx.api
+    .post('/api/v1/agent/webhooks')
+    .set(auth(key))
+    .send({ url: await receiver.start() });
+  expect(hook.status).toBe(201);
 });
 afterAll(async () => {
+  await receiver.stop();
   await ctx?.close();
 });
 
@@ -118,6 +126,13 @@ test('plan mode refuses a write, submit_plan ends the turn with a PLAN artifact;
   expect((listed2.body.runs as RunBody[]).map((r) => r.run_id)).toContain(runId);
   const files = await ctx.api.get('/api/v1/agent/runs').query({ artifact_type: 'FILE' }).set(auth(key));
   expect((files.body.runs as RunBody[]).map((r) => r.run_id)).not.toContain(runId);
+  // The webhook of the state change carries the plan among the run's artifacts.
+  const planOf = (body: string) => {
+    const { data } = JSON.parse(body) as { data: RunBody };
+    return data.run_id === runId && data.state === 'SUCCEEDED' ? plans(data) : [];
+  };
+  await receiver.until((got) => got.some((r) => planOf(r.body).length > 0), 'the webhook of the plan');
+  expect(receiver.requests.flatMap((r) => planOf(r.body))).toEqual([plan]);
   // The submit_plan call's transcript entry names the artifact, as an upload's does.
   const submitted = (await transcript(ctx, runId)).find(
     (e) => e.kind === 'tool_call' && e.payload.name === 'submit_plan',
