@@ -1,7 +1,7 @@
 import { MAX_PLAN_CHARS, SUBMIT_PLAN_TOOL } from '../tools/submit-plan-tool';
 
 export const PLAN_MODE_NOTE =
-  '[Plan mode: work out a plan for this request and submit it with submit_plan (a title and the plan in markdown); that ends your turn. Read whatever you need, but do not change files or run commands: in plan mode only the tools that read are available. The user will approve the plan or ask for changes.]';
+  '[Plan mode: work out a plan for this request and submit it with the submit_plan tool (a title and the plan in markdown; without that tool, answer with the plan); that ends your turn. Read whatever you need, but do not change files or run commands that change anything. The user will approve the plan or ask for changes.]';
 
 /** What the first message after a plan, in normal mode, tells the model. */
 export const PLAN_APPROVED_NOTE =
