@@ -4,12 +4,15 @@ import type { Logger } from '../core/logger';
 import type { RunEventPayloads } from '../core/run-events';
 import { turnIsOver } from '../core/run-state';
 import { hasRunEvent, recordedEventKeys } from '../db/run-event-reads';
+import { latestMessageMode } from '../db/followup-reads';
+import { recordPlan } from '../db/plans';
 import { deliverFollowups, lockRunForStep } from '../db/run-store';
 import { loadStepRun, type StepRun } from '../db/run-step-reads';
 import { RunFailureType, type AgentStepOutcome } from '../workflows/run-contract';
 import { createCallModel } from './agent-step/call-model';
 import { createRecordHandoff } from './agent-step/handoff-patch';
 import { createRunToolCalls } from './agent-step/run-tool-calls';
+import { messageMode, planFromAnswer, type MessageMode } from './agent-step/plan-mode';
 import { assistantEventKey } from './agent-step/tool-call-keys';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -21,7 +24,7 @@ import { userFailure } from './user-failure';
 import { workspaceDir } from './workspace/workspace-paths';
 
 export { conversationFromEvents } from './agent-step/conversation-from-events';
-export { PLAN_MODE_NOTE } from './agent-step/plan-mode';
+export { PLAN_APPROVED_NOTE, PLAN_MODE_NOTE } from './agent-step/plan-mode';
 export { INTERRUPTED_TOOL_CALL } from './agent-step/run-tool-calls';
 export { systemPrompt, type FactoryColleague } from './agent-step/system-prompt';
 export { toolCallKeys } from './agent-step/tool-call-keys';
@@ -56,17 +59,20 @@ export function createAgentStepActivities(deps: ActivityDeps) {
     const { runId, turn, step, run, workspace, ctx, log } = at;
     const assistantKey = assistantEventKey(turn, step);
     if (!(await openTurn(at, assistantKey))) return { done: true, turnEnded: true };
+    // After the delivery: a follow-up just delivered sets the mode.
+    const mode = messageMode(await latestMessageMode(dataSource.manager, runId));
     // A summary is written before its step's reply and never takes in the last exchange: this
     // step's reply, what followed it and the latest entry are always among those loaded.
     const conversation = await loadStepConversation(dataSource.manager, runId);
-    const reply = await stepReply(at, conversation, assistantKey);
+    const reply = await stepReply(at, conversation, assistantKey, mode);
     const calls = reply?.assistant.tool_calls ?? [];
     if (!reply || calls.length === 0) {
+      if (reply && mode === 'plan') await answerAsPlan(at, assistantKey, reply.assistant.text);
       await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
       return { done: true };
     }
     const { events } = conversation;
-    return runToolCalls({
+    const outcome = await runToolCalls({
       runId,
       turn,
       step,
@@ -77,7 +83,17 @@ export function createAgentStepActivities(deps: ActivityDeps) {
       calls,
       workspace,
       ctx,
+      mode,
     });
+    // A plan submitted ends the turn.
+    if (outcome.done) await recordHandoff(log, runId, turn, workspace, ctx.cancellationSignal);
+    return outcome;
+  }
+
+  /** A turn in plan mode that ends without submit_plan: its final answer is the plan's next version. */
+  async function answerAsPlan({ runId, turn }: StepAt, assistantKey: string, text: string | undefined) {
+    const plan = planFromAnswer(text ?? '');
+    if (plan) await recordPlan(dataSource.manager, { runId, turn, sourceKey: assistantKey, ...plan });
   }
 
   /** Whether the step's turn is still open, its follow-ups delivered to the conversation. */
@@ -102,6 +118,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
     at: StepAt,
     conversation: StepConversation,
     assistantKey: string,
+    mode: MessageMode,
   ): Promise<{ assistant: RunEventPayloads['assistant']; isNew: boolean } | undefined> {
     const { events } = conversation;
     const recorded = events.find((e) => e.eventKey === assistantKey)?.payload as
@@ -111,7 +128,7 @@ export function createAgentStepActivities(deps: ActivityDeps) {
     if (last?.kind === 'assistant' && !(last.payload.tool_calls as unknown[] | undefined)?.length) return undefined;
     await assertWithinTurnLimits(at, conversation);
     const { runId, turn, step, run, ctx, log } = at;
-    const made = await callModel(log, runId, turn, step, run, conversation, ctx);
+    const made = await callModel(log, runId, turn, step, run, conversation, ctx, mode);
     log.debug('model replied', {
       model_id: made.reply.model_id,
       total_tokens: made.reply.total_tokens,

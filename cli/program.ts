@@ -9,6 +9,7 @@ import { followupCommand } from './commands/followup';
 import { getCommand } from './commands/get';
 import { listCommand, type ListOptions } from './commands/list';
 import { logsCommand } from './commands/logs';
+import { planCommand } from './commands/plan';
 import { runCommand, type RunOptions } from './commands/run';
 import { secretsDeleteCommand, secretsListCommand, secretsSetCommand, type SecretSetOptions } from './commands/secrets';
 import { MANAGED_SECRET_KINDS } from '../core/managed-secrets';
@@ -85,11 +86,12 @@ export function createProgram(result: { exitCode: number }): Command {
     .option('--metadata <key=value>', 'metadata (repeatable)', collectPairs)
     .option('--idle-timeout <minutes>', 'how long the run waits for follow-ups after a turn', nonNegativeInteger)
     .addOption(
-      new Option('--mode <mode>', 'plan: the agent answers with a plan and changes nothing').choices([
+      new Option('--mode <mode>', 'plan: the agent only reads and ends with a plan to approve').choices([
         'normal',
         'plan',
       ]),
     )
+    .option('--plan', 'the same as --mode plan')
     .addOption(waitOption())
     .addOption(followOption())
     .addOption(idempotencyOption())
@@ -113,7 +115,7 @@ export function createProgram(result: { exitCode: number }): Command {
     .option('--schedule <schedule_id>', 'runs a schedule created')
     .option('--ancestor <run_id>', 'every run below this run')
     .option('--factory <uid>', 'runs of this factory')
-    .option('--artifact-type <type>', 'runs with an artifact of this type (FILE)')
+    .option('--artifact-type <type>', 'runs with an artifact of this type (FILE, PLAN, EXTERNAL_REFERENCE)')
     .option('--created-after <time>', 'RFC 3339 time, e.g. 2026-11-01T00:00:00Z')
     .option('--created-before <time>', 'RFC 3339 time')
     .option('--updated-after <time>', 'RFC 3339 time')
@@ -144,7 +146,9 @@ export function createProgram(result: { exitCode: number }): Command {
     .description('send a follow-up message to a run (continues an ended run)')
     .argument('<run_id>')
     .argument('<message>', 'the message ("-" reads it from stdin)')
-    .addOption(new Option('--mode <mode>', 'plan: the agent answers with a plan').choices(['normal', 'plan']))
+    .addOption(
+      new Option('--mode <mode>', 'plan: revise the plan; normal (default): carry it out').choices(['normal', 'plan']),
+    )
     .addOption(waitOption())
     .addOption(followOption())
     .addOption(idempotencyOption())
@@ -186,6 +190,13 @@ export function createProgram(result: { exitCode: number }): Command {
     .argument('<run_id>')
     .option('--download <dir>', 'download them into this directory')
     .action(action((ctx, runId: string, options: { download?: string }) => artifactsCommand(ctx, runId, options)));
+
+  program
+    .command('plan')
+    .description("print a run's plan (the markdown of its newest PLAN artifact, or of --plan-version n)")
+    .argument('<run_id>')
+    .option('--plan-version <n>', 'that version of the plan (1 is the first)', nonNegativeInteger)
+    .action(action((ctx, runId: string, options: { planVersion?: number }) => planCommand(ctx, runId, options)));
 
   program
     .command('checkpoints')

@@ -9,7 +9,16 @@ export interface StatusMessage {
 export interface ArtifactItem {
   artifact_type: string;
   created_at: string;
-  data: { artifact_uid: string; filename: string; filepath?: string; mime_type?: string; size_bytes?: number };
+  /** A `FILE`'s; a `PLAN` has `artifact_uid`, `title`, `version`. */
+  data: {
+    artifact_uid: string;
+    filename: string;
+    filepath?: string;
+    mime_type?: string;
+    size_bytes?: number;
+    title?: string;
+    version?: number;
+  };
 }
 
 export interface RunItem {
@@ -70,6 +79,14 @@ export interface ArtifactResponse {
     description?: string;
     title?: string;
   };
+}
+
+/** `GET /agent/artifacts/{uid}` of a plan version. */
+export interface PlanResponse {
+  artifact_type: 'PLAN';
+  artifact_uid: string;
+  created_at: string;
+  data: { content: string; content_type: string; document_uid: string; title: string; version: number };
 }
 
 /** One transcript entry as `GET /agent/runs/{id}/events` sends it in an event's `data`. */

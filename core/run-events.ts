@@ -27,7 +27,8 @@ export type RunEventPayloads = {
   state: { state: RunState; status_message?: RunStatusMessage; resumed?: boolean };
   /** `attachments`: files the request brought, written into the workspace before the agent starts. */
   prompt: { text: string; base_prompt?: string; mode?: string; attachments?: PromptAttachment[] };
-  followup: { followup_id: string; seq: number; message: string; mode: string };
+  /** `after_plan`: the first message in normal mode after one in plan mode (the model is told it may carry the plan out). */
+  followup: { followup_id: string; seq: number; message: string; mode: string; after_plan?: boolean };
   assistant: {
     text: string;
     model_id: string;

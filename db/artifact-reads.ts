@@ -1,7 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import { externalReferencesOfRuns, type ExternalReference } from './external-reference-reads';
+import { plansOfRuns, type PlanArtifact } from './plan-reads';
 
-/** Artifact types the official clients know; this service makes `FILE` artifacts. */
+/** Artifact types the official clients know; this service makes `FILE`, `PLAN` and `EXTERNAL_REFERENCE` artifacts. */
 
 export { ARTIFACT_TYPES, type ArtifactType } from '../core/artifact-types';
 
@@ -53,10 +54,10 @@ export async function findArtifact(
   return rows[0] ? toArtifact(rows[0]) : null;
 }
 
-/** What a run leaves behind that its `artifacts` list: files it uploaded, and what it reported making elsewhere. */
-export type RunArtifact = FileArtifact | ExternalReference;
+/** What a run leaves behind that its `artifacts` list: files it uploaded, its plans, and what it reported making elsewhere. */
+export type RunArtifact = FileArtifact | PlanArtifact | ExternalReference;
 
-/** The artifacts of each of `runIds` (files and external references), oldest first. */
+/** The artifacts of each of `runIds` (files, plan versions and external references), oldest first. */
 export async function artifactsOfRuns(manager: EntityManager, runIds: string[]): Promise<Map<string, RunArtifact[]>> {
   const byRun = new Map<string, RunArtifact[]>();
   if (runIds.length === 0) return byRun;
@@ -64,8 +65,12 @@ export async function artifactsOfRuns(manager: EntityManager, runIds: string[]):
     `SELECT ${COLUMNS} FROM artifacts WHERE run_id = ANY($1::uuid[]) ORDER BY created_at, artifact_uid`,
     [runIds],
   )) as Record<string, unknown>[];
-  const all: RunArtifact[] = [...rows.map(toArtifact), ...(await externalReferencesOfRuns(manager, runIds))];
-  // A stable sort: files keep their order among themselves, and so do references.
+  const all: RunArtifact[] = [
+    ...rows.map(toArtifact),
+    ...(await plansOfRuns(manager, runIds)),
+    ...(await externalReferencesOfRuns(manager, runIds)),
+  ];
+  // A stable sort: files keep their order among themselves, and so do plans and references.
   all.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   for (const artifact of all) {
     const list = byRun.get(artifact.runId) ?? [];

@@ -40,6 +40,7 @@ import { RunRetentionIndex1763977000000 } from './migrations/1763977000000-run-r
 import { AuditEvents1763978000000 } from './migrations/1763978000000-audit-events';
 import { RunApprovals1763978500000 } from './migrations/1763978500000-run-approvals';
 import { DeletionIndexes1763978600000 } from './migrations/1763978600000-deletion-indexes';
+import { RunPlans1763978750000 } from './migrations/1763978750000-run-plans';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -80,6 +81,7 @@ export const MIGRATIONS = [
   AuditEvents1763978000000,
   RunApprovals1763978500000,
   DeletionIndexes1763978600000,
+  RunPlans1763978750000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

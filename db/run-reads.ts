@@ -166,6 +166,8 @@ export async function listRuns(
   if (f.metadata && Object.keys(f.metadata).length) add((p) => `r.metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
   if (f.artifactType === 'EXTERNAL_REFERENCE') {
     where.push(`EXISTS (SELECT 1 FROM run_external_references x WHERE x.run_id = r.run_id)`);
+  } else if (f.artifactType === 'PLAN') {
+    where.push(`EXISTS (SELECT 1 FROM run_plans p WHERE p.run_id = r.run_id)`);
   } else if (f.artifactType !== undefined) {
     add(
       (p) => `EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id = r.run_id AND a.artifact_type = ${p})`,

@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { storableJson } from './storable';
 import { isAllowedMove, RUN_STATES, stateRank, turnIsOver, type RunState } from '../core/run-state';
 import type { RunStatusMessage } from '../core/run-types';
+import { latestMessageMode } from './followup-reads';
 import { appendRunEvent } from './run-events';
 
 /** SQL rank of a state within a turn, built from `stateRank` (core/run-state.ts): the order is written once. */
@@ -181,20 +182,33 @@ export async function applyCancellation(manager: EntityManager, runId: string, t
   return true;
 }
 
-/** Appends every recorded, undelivered follow-up to the conversation, in order. Caller holds the row lock. */
+/**
+ * Appends every recorded, undelivered follow-up to the conversation, in order. Caller holds the
+ * row lock. The first one in normal mode after a message in plan mode says so (`after_plan`):
+ * the model is told that the plan may now be carried out.
+ */
 export async function deliverFollowups(manager: EntityManager, runId: string, turn: number): Promise<number> {
   const followups = (await manager.query(
     `SELECT id, seq, message, mode FROM followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY seq`,
     [runId],
   )) as { id: string; seq: number; message: string; mode: string }[];
+  let previousMode = followups.length ? await latestMessageMode(manager, runId) : 'normal';
   for (const f of followups) {
+    const afterPlan = previousMode === 'plan' && f.mode !== 'plan';
     await appendRunEvent(manager, {
       runId,
       eventKey: `followup-${f.id}`,
       kind: 'followup',
       turn,
-      payload: { followup_id: f.id, seq: f.seq, message: f.message, mode: f.mode },
+      payload: {
+        followup_id: f.id,
+        seq: f.seq,
+        message: f.message,
+        mode: f.mode,
+        ...(afterPlan ? { after_plan: true } : {}),
+      },
     });
+    previousMode = f.mode;
   }
   if (followups.length > 0) {
     await manager.query(`UPDATE followups SET delivered_at = clock_timestamp() WHERE id = ANY($1::uuid[])`, [

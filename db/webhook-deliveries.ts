@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { WebhookDeliveryStatus } from '../core/webhooks';
-import { toArtifact, type FileArtifact } from './artifact-reads';
+import { toArtifact, type RunArtifact } from './artifact-reads';
+import { toPlan } from './plan-reads';
 import type { Run } from './rows/run';
 import { rowToRun } from './run-reads';
 
@@ -64,8 +65,8 @@ export interface DeliveryToSend {
   occurredAt: Date;
   /** The run's row at the state change. */
   run: Run;
-  /** The run's artifacts at the state change. */
-  artifacts: FileArtifact[];
+  /** The run's artifacts at the state change (its plans without their markdown). */
+  artifacts: RunArtifact[];
 }
 
 /** The delivery with its webhook and event, or null when it is gone (its webhook was deleted). */
@@ -88,6 +89,14 @@ export async function loadDeliveryToSend(manager: EntityManager, deliveryId: str
       WHERE e.id = $1 ORDER BY a.created_at, a.artifact_uid`,
     [eventId],
   )) as Record<string, unknown>[];
+  const planRows = (await manager.query(
+    `SELECT p.* FROM webhook_events e CROSS JOIN LATERAL jsonb_populate_recordset(NULL::run_plans, e.plans) p
+      WHERE e.id = $1 ORDER BY p.version`,
+    [eventId],
+  )) as Record<string, unknown>[];
+  const artifacts: RunArtifact[] = [...artifactRows.map(toArtifact), ...planRows.map(toPlan)];
+  // A stable sort: files keep their order among themselves, and so do plans.
+  artifacts.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   return {
     id: row.id as string,
     status: row.status as WebhookDeliveryStatus,
@@ -97,7 +106,7 @@ export async function loadDeliveryToSend(manager: EntityManager, deliveryId: str
     eventType: row.event_type as string,
     occurredAt: row.occurred_at as Date,
     run: rowToRun(runRow!),
-    artifacts: artifactRows.map(toArtifact),
+    artifacts,
   };
 }
 

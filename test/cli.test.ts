@@ -111,7 +111,7 @@ test('a missing API key exits 2 and says what to set', async () => {
 });
 
 test('--help on every command, also through `npx agent-runs` (the package.json bin)', async () => {
-  for (const command of ['run', 'list', 'get', 'logs', 'followup', 'cancel', 'artifacts']) {
+  for (const command of ['run', 'list', 'get', 'logs', 'followup', 'cancel', 'artifacts', 'plan']) {
     const result = await cli([command, '--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^Usage: agent-runs ${command} `));
@@ -142,6 +142,32 @@ test('run --wait exits 0 when the run succeeds, printing its id and the answer',
   expect(runId).toMatch(UUID);
   expect(result.stderr).toContain(`Run ${runId} SUCCEEDED: The answer is 42.`);
   expect((await getRun(ctx, key, runId)).state).toBe('SUCCEEDED');
+});
+
+test('run --plan --wait prints the plan it ended with; plan prints the markdown of a version', async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('cli-plan');
+  ctx.model.script(marker, (_req, call) =>
+    call === 1 ? { text: '# Tidy up\n\n1. Delete the build directory.' } : { text: '# Tidy up\n\n1. Keep it.' },
+  );
+  const result = await cli(['run', `Plan a tidy-up ${marker}`, '--plan', '--wait'], as(key));
+  expect(result.code).toBe(0);
+  const runId = result.stdout.trim();
+  expect(runId).toMatch(UUID);
+  expectOnceInOrder(result.stderr, [
+    `Run ${runId} SUCCEEDED: Plan "Tidy up" (version 1) awaits approval`,
+    'Plan "Tidy up", version 1:',
+    '1. Delete the build directory.',
+  ]);
+  const revised = await cli(['followup', runId, 'Keep it.', '--mode', 'plan', '--wait'], as(key));
+  expect(revised.code).toBe(0);
+  expect((await cli(['plan', runId], as(key))).stdout).toBe('# Tidy up\n\n1. Keep it.\n');
+  expect((await cli(['plan', runId, '--plan-version', '1'], as(key))).stdout).toBe(
+    '# Tidy up\n\n1. Delete the build directory.\n',
+  );
+  const missing = await cli(['plan', runId, '--plan-version', '3'], as(key));
+  expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining('has no version 3 of a plan')]);
+  expect((await cli(['run', 'x', '--plan', '--mode', 'normal'], as(key))).code).toBe(2);
 });
 
 test('run --wait exits 3 with the status message when the run fails', async () => {

@@ -19,7 +19,10 @@ import { ORCHESTRATION_TOOL_SPECS } from '../tools/orchestration-tools';
 import { userFailure } from '../user-failure';
 import { writeThroughOutage } from '../write-through-outage';
 import { conversationFromEvents } from './conversation-from-events';
+import { PLAN_MODE_TOOLS, type MessageMode } from './plan-mode';
 import { systemPrompt } from './system-prompt';
+import { SUBMIT_PLAN_SPEC } from '../tools/submit-plan-tool';
+import type { ToolSpec } from '../model/types';
 import { assistantEventKey } from './tool-call-keys';
 
 export function createCallModel({ dataSource, config, mcpSessions }: ActivityDeps) {
@@ -33,6 +36,7 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
     run: StepRun,
     { events, summary }: StepConversation,
     ctx: Context,
+    mode: MessageMode,
   ): Promise<{ reply: RunEventPayloads['assistant']; recorded: boolean }> {
     const modelId = run.config.model_id;
     const signal = ctx.cancellationSignal;
@@ -59,12 +63,12 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
         )
       : [];
     const system = systemPrompt(run.config.base_prompt, run.advertised_skills ?? [], colleagues);
-    const tools = [
+    const tools = offeredTools(mode, [
       ...BUILTIN_TOOLS,
       ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
       ...(mcp?.tools.map((t) => t.spec) ?? []),
       ...(offeredFactoryFileTool(run) ? [VALIDATE_FACTORY_FILE_SPEC] : []),
-    ];
+    ]);
     const messages = await fitConversation(
       { dataSource, config, logger: log },
       {
@@ -130,4 +134,9 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
       },
     );
   }
+}
+
+/** In plan mode, the tools that read, and `submit_plan`; otherwise all of them. */
+function offeredTools(mode: MessageMode, tools: ToolSpec[]): ToolSpec[] {
+  return mode === 'plan' ? [...tools.filter((t) => PLAN_MODE_TOOLS.has(t.name)), SUBMIT_PLAN_SPEC] : tools;
 }

@@ -44,8 +44,9 @@ export function conversationFromEvents(events: Pick<StoredRunEvent, 'kind' | 'pa
         role: 'user',
         content: inMode(p.mode, attachments.length ? `${text}\n\n${attachmentsNote(attachments)}` : text),
       });
-    } else if (e.kind === 'followup') messages.push({ role: 'user', content: inMode(p.mode, String(p.message)) });
-    else if (e.kind === 'assistant') {
+    } else if (e.kind === 'followup') {
+      messages.push({ role: 'user', content: inMode(p.mode, String(p.message), p.after_plan === true) });
+    } else if (e.kind === 'assistant') {
       const toolCalls = (p.tool_calls as ToolCall[] | undefined) ?? [];
       messages.push({ role: 'assistant', content: String(p.text ?? ''), ...(toolCalls.length ? { toolCalls } : {}) });
       unanswered = [...toolCalls];

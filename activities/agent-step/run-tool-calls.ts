@@ -27,17 +27,22 @@ import { loadAdvertisedSkills } from './advertised-skills';
 import { createRecordChangedFiles } from './changed-files';
 import { toolCallKeys } from './tool-call-keys';
 import { createApprovalGate, type StepDecisions } from './approval-gate';
+import { planModeRefusal, type MessageMode } from './plan-mode';
+import { recordPlan } from '../../db/plans';
+import { anyPlanRecorded } from '../../db/plan-reads';
+import { SUBMIT_PLAN_TOOL } from '../tools/submit-plan-tool';
 
 /**
  * Built-in tools a retried step runs again rather than calling them interrupted: those that only
- * read, `upload_artifact`, whose artifact is recorded once per tool-call key however often it runs,
- * and `report_external_reference`, recorded once per URL.
+ * read, `upload_artifact` and `submit_plan`, whose artifact is recorded once per tool-call key
+ * however often it runs, and `report_external_reference`, recorded once per URL.
  */
 const REPEATABLE_TOOLS = new Set([
   'read_file',
   'list_directory',
   'read_skill',
   'upload_artifact',
+  SUBMIT_PLAN_TOOL,
   'report_external_reference',
   VALIDATE_FACTORY_FILE_TOOL,
 ]);
@@ -62,6 +67,8 @@ interface ToolCallsInput {
   calls: ToolCallRecord[];
   workspace: string;
   ctx: Context;
+  /** The mode of the newest user message: in plan mode only the tools that read run. */
+  mode: MessageMode;
 }
 
 /** What a step's tool calls run with: the run's processes and files, its disk, network, skills and MCP servers. */
@@ -96,9 +103,11 @@ export function createRunToolCalls(deps: ActivityDeps) {
   /**
    * The tool calls of the step's reply, each recorded with its result; orchestration calls are
    * handed back to the workflow. Then what the calls changed: the run's disk, the files' diffs.
+   * A step in plan mode refuses the calls that could change things, and ends the turn once it
+   * has recorded a plan.
    */
   async function runToolCalls(input: ToolCallsInput): Promise<AgentStepOutcome> {
-    const { turn, step, run, calls, ctx } = input;
+    const { turn, step, run, calls, ctx, mode } = input;
     const tools = await prepareTools(input);
     const earlier = await earlierAttempts(input);
     const decisions = await decide(input, tools, earlier);
@@ -110,6 +119,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
       // Keyed by where the call stands, not by the provider's id (providers may reuse ids).
       const keys = toolCallKeys(turn, step, index);
       if (earlier.resultRecorded(keys, call)) continue;
+      const refusal = planModeRefusal(mode, call.name);
+      if (refusal) {
+        observeToolCallNotRun(BUILTIN_TOOL_NAMES.has(call.name) ? call.name : 'mcp', 'error');
+        await recordResult(input, keys, call, { output: refusal, isError: true });
+        continue;
+      }
       const decided = decisions.decided.get(index);
       const notRun = decided && gate.resultOf(decided);
       if (notRun) {
@@ -129,8 +144,18 @@ export function createRunToolCalls(deps: ActivityDeps) {
     }
     if (limitReached) throw diskLimitFailure(limitReached.message);
     if (orchestration.length) return { done: false, orchestration };
+    // In plan mode nothing that writes ran: there is nothing to look for.
+    if (mode === 'plan') return { done: await submittedPlan(input) };
     await checkWhatCallsChanged(input, tools);
     return { done: false };
+  }
+
+  /** Whether one of the step's `submit_plan` calls recorded a plan (in this attempt or an earlier one). */
+  async function submittedPlan({ runId, turn, step, calls }: ToolCallsInput): Promise<boolean> {
+    const keys = calls.flatMap((call, index) =>
+      call.name === SUBMIT_PLAN_TOOL ? [toolCallKeys(turn, step, index).result] : [],
+    );
+    return keys.length > 0 && anyPlanRecorded(dataSource.manager, runId, keys);
   }
 
   /**
@@ -139,9 +164,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
    * since the run gives its workspace up while it waits.
    */
   async function decide(input: ToolCallsInput, tools: StepTools, earlier: EarlierAttempts): Promise<StepDecisions> {
-    const { turn, step, calls } = input;
+    const { turn, step, calls, mode } = input;
+    // A call plan mode refuses never runs, so it waits for no one.
     const open = calls.flatMap((call, index) =>
-      earlier.resultRecorded(toolCallKeys(turn, step, index), call) ? [] : [{ index, call }],
+      earlier.resultRecorded(toolCallKeys(turn, step, index), call) || planModeRefusal(mode, call.name)
+        ? []
+        : [{ index, call }],
     );
     const decisions = await gate.decisions(input, open);
     if (decisions.waiting && open.length < calls.length) await checkWhatCallsChanged(input, tools);
@@ -240,7 +268,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
 
   /** A built-in tool; one that writes is recorded as started first, and a run's disk limit it reaches is its result. */
   async function runBuiltin(
-    { runId, turn, step, ctx }: ToolCallsInput,
+    { runId, turn, step, ctx, mode }: ToolCallsInput,
     tools: StepTools,
     index: number,
     call: ToolCallRecord,
@@ -259,6 +287,12 @@ export function createRunToolCalls(deps: ActivityDeps) {
         recordArtifact: (artifact) =>
           recordFileArtifact(dataSource, blobs, { runId, toolCallKey: keys.result, ...artifact }),
         recordExternalReference: (ref) => recordExternalReference(dataSource.manager, { runId, ...ref }),
+        ...(mode === 'plan'
+          ? {
+              recordPlan: (plan: { title: string; markdown: string }) =>
+                recordPlan(dataSource.manager, { runId, turn, sourceKey: keys.result, ...plan }),
+            }
+          : {}),
         disk: tools.disk,
         memoryLimitMb: config.sandbox.limits.memoryMb,
       });

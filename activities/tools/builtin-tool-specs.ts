@@ -1,5 +1,6 @@
 import type { ToolSpec } from '../model/types';
 import { MAX_ARTIFACT_BYTES } from './upload-artifact-tool';
+import { SUBMIT_PLAN_SPEC } from './submit-plan-tool';
 
 const str = (description: string) => ({ type: 'string', description });
 const int = (description: string) => ({ type: 'integer', description });
@@ -121,4 +122,5 @@ export const BUILTIN_TOOLS: ToolSpec[] = [
   },
 ];
 
-export const BUILTIN_TOOL_NAMES = new Set(BUILTIN_TOOLS.map((t) => t.name));
+/** Every built-in tool's name, `submit_plan` (offered only in plan mode) included. */
+export const BUILTIN_TOOL_NAMES = new Set([...BUILTIN_TOOLS, SUBMIT_PLAN_SPEC].map((t) => t.name));

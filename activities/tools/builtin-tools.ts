@@ -7,6 +7,7 @@ import type { ToolContext, ToolOutcome } from './tool-types';
 import { traceToolCall } from './traced-tool-call';
 import { uploadArtifact } from './upload-artifact-tool';
 import { reportExternalReference } from './external-reference-tool';
+import { submitPlan } from './submit-plan-tool';
 
 export type { AdvertisedSkill, ArtifactUpload, ToolContext, ToolOutcome } from './tool-types';
 export { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS } from './builtin-tool-specs';
@@ -60,6 +61,8 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
         return await uploadArtifact(args, ctx);
       case 'report_external_reference':
         return await reportExternalReference(args, ctx);
+      case 'submit_plan':
+        return await submitPlan(args, ctx);
       case 'read_skill': {
         const wanted = stringArg(args, 'name');
         const skill = ctx.skills.find(

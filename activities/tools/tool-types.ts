@@ -39,6 +39,8 @@ export interface ToolContext {
   skills: AdvertisedSkill[];
   /** Records a `FILE` artifact of this tool call (once, however often the call is retried). */
   recordArtifact?: (artifact: ArtifactUpload) => Promise<{ artifactUid: string }>;
+  /** Records the next version of the run's plan (once per tool call); only in plan mode. */
+  recordPlan?: (plan: { title: string; markdown: string }) => Promise<{ artifactUid: string; version: number }>;
   /** Records an external reference of the run (its canonical URL; once per URL). */
   recordExternalReference?: (ref: { url: string; referenceType: string; title: string | null }) => Promise<void>;
   /** The run's disk limit: watched while a command runs, checked after a tool writes. */

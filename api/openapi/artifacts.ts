@@ -2,11 +2,11 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../../core/schemas/zod';
 import { registerOperation, SIGNED_LOCATION_HEADER, signatureParameters, timestamp } from './common';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
-import type { toArtifactResponse } from '../../services/views/artifact-views';
+import type { toArtifactResponse, toPlanResponse } from '../../services/views/artifact-views';
 import type { Fits } from './fits';
 
-/** `GET /agent/artifacts/{uid}` (api/artifact-views.ts `toArtifactResponse`). */
-const artifactSchema = z
+/** `GET /agent/artifacts/{uid}` of a file (services/views/artifact-views.ts `toArtifactResponse`). */
+const fileArtifactSchema = z
   .object({
     artifact_type: z.literal('FILE'),
     artifact_uid: z.uuid(),
@@ -22,7 +22,26 @@ const artifactSchema = z
       title: z.string().optional(),
     }),
   })
-  .openapi('Artifact');
+  .openapi('FileArtifact');
+
+/** `GET /agent/artifacts/{uid}` of a plan version (`toPlanResponse`). */
+const planArtifactSchema = z
+  .object({
+    artifact_type: z.literal('PLAN'),
+    artifact_uid: z.uuid(),
+    created_at: timestamp(),
+    data: z.object({
+      content: z.string().openapi({ description: "This version's markdown." }),
+      content_type: z.literal('text/markdown'),
+      document_uid: z.uuid().openapi({ description: "The run's plan document: the same for every version." }),
+      notebook_uid: z.uuid().openapi({ description: 'The same as `document_uid` (no notebooks here).' }),
+      title: z.string(),
+      version: z.number().int().openapi({ description: '1 for the first plan of the run, then 2, 3…' }),
+    }),
+  })
+  .openapi('PlanArtifact');
+
+const artifactSchema = z.union([fileArtifactSchema, planArtifactSchema]).openapi('Artifact');
 
 const downloadHeaders = {
   'Content-Disposition': {
@@ -39,7 +58,7 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/api/v1/agent/artifacts/{artifactUid}',
     operationId: 'getArtifact',
-    summary: 'Get an artifact, with a signed download URL',
+    summary: 'Get an artifact: a file with a signed download URL, or a plan with its markdown',
     tags: ['Artifacts'],
     params: z.object({ artifactUid: z.uuid().openapi({ param: { description: 'The artifact uid.' } }) }),
     responses: [{ status: 200, description: 'The artifact.', schema: artifactSchema }],
@@ -164,5 +183,6 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
   }
 }
 
-/** What api/artifact-views.ts builds is what the document says an artifact is. */
-export type ArtifactFits = Fits<typeof artifactSchema, ReturnType<typeof toArtifactResponse>>;
+/** What services/views/artifact-views.ts builds is what the document says an artifact is. */
+export type ArtifactFits = Fits<typeof fileArtifactSchema, ReturnType<typeof toArtifactResponse>>;
+export type PlanArtifactFits = Fits<typeof planArtifactSchema, ReturnType<typeof toPlanResponse>>;

@@ -77,6 +77,17 @@ export const artifactItemSchema = z
       }),
     }),
     z.object({
+      artifact_type: z.literal('PLAN'),
+      created_at: timestamp(),
+      data: z.object({
+        document_uid: z.string().openapi({ description: "The run's plan document: the same for every version." }),
+        artifact_uid: z.string().openapi({ description: 'This version, for `GET /agent/artifacts/{uid}`.' }),
+        notebook_uid: z.string(),
+        title: z.string(),
+        version: z.number().int(),
+      }),
+    }),
+    z.object({
       artifact_type: z.literal('EXTERNAL_REFERENCE'),
       created_at: timestamp(),
       data: z.object({
@@ -89,7 +100,8 @@ export const artifactItemSchema = z
     }),
   ])
   .openapi('ArtifactItem', {
-    description: 'A file the run uploaded (`FILE`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
+    description:
+      'A file the run uploaded (`FILE`), a version of its plan (`PLAN`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
   });
 
 /** `pending_approval` of a BLOCKED run. */

@@ -2,18 +2,20 @@ import Router from '@koa/router';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifact-reads';
+import { findPlan } from '../../db/plan-reads';
 import { findRun } from '../../db/run-reads';
 import { invalid, notFound } from '../../core/api-error';
 import { canonicalReferenceUrl } from '../../core/external-references';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
 import { findRunByExternalReference } from '../../db/external-reference-reads';
-import { signedUrl, toArtifactResponse } from '../../services/views/artifact-views';
+import { signedUrl, toArtifactResponse, toPlanResponse } from '../../services/views/artifact-views';
 import type { UrlSigner } from '../../core/signed-urls';
 import { principalOf } from '../middleware/auth';
 import { rejectQueryParameters, validate } from '../validate';
 
 /**
- * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, with a signed download URL;
+ * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, a file with a signed download URL
+ * or a plan version with its markdown;
  * `…/download`, and a conversation's screenshot (an image artifact of one of its runs), redirect
  * to that URL; `GET /agent/run-by-external-reference` finds the run that reported a URL.
  */
@@ -33,8 +35,11 @@ export function createArtifactsRouter({
 
   router.get('/agent/artifacts/:artifactUid', async (ctx) => {
     rejectQueryParameters(ctx.query);
-    const artifact = await teamArtifact(ctx.params.artifactUid!, principalOf(ctx.state).teamId);
-    ctx.body = toArtifactResponse(artifact, downloads);
+    const uid = ctx.params.artifactUid!;
+    const teamId = principalOf(ctx.state).teamId;
+    // A plan has no file to download: its markdown is in the answer.
+    const plan = isUuid(uid) ? await findPlan(dataSource.manager, uid, teamId) : null;
+    ctx.body = plan ? toPlanResponse(plan) : toArtifactResponse(await teamArtifact(uid, teamId), downloads);
   });
 
   router.get('/agent/artifacts/:artifactUid/download', async (ctx) => {

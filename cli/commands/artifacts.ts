@@ -68,7 +68,8 @@ export async function artifactsCommand(
 ): Promise<number> {
   const run = await getRun(ctx.client, runId);
   const artifacts: (ArtifactResponse & { saved_to?: string })[] = [];
-  for (const item of run.artifacts ?? []) {
+  // Files only: a plan has nothing to download (`agent-runs plan`), a reference is a URL already.
+  for (const item of (run.artifacts ?? []).filter((a) => a.artifact_type === 'FILE')) {
     artifacts.push(
       await ctx.client.get<ArtifactResponse>(`/agent/artifacts/${encodeURIComponent(item.data.artifact_uid)}`),
     );
@@ -88,7 +89,9 @@ export async function artifactsCommand(
     out.document({ run_id: run.run_id, artifacts });
     return EXIT_CODES.ok;
   }
-  if (artifacts.length === 0) out.note(`Run ${run.run_id} has no artifacts.`);
+  const plans = (run.artifacts ?? []).filter((a) => a.artifact_type === 'PLAN');
+  if (plans.length) out.note(`Run ${run.run_id} has a plan (version ${plans.length}): agent-runs plan ${run.run_id}`);
+  if (artifacts.length === 0) out.note(`Run ${run.run_id} has no file artifacts.`);
   for (const a of artifacts) {
     const where = a.data.filepath ? `  ${oneLine(a.data.filepath, 120)}` : '';
     out.text(

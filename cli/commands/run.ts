@@ -12,6 +12,8 @@ export interface RunOptions {
   metadata?: Record<string, string>;
   idleTimeout?: number;
   mode?: string;
+  /** `--plan`: the same as `--mode plan`. */
+  plan?: boolean;
   wait?: boolean;
   follow?: boolean;
   idempotencyKey?: string;
@@ -19,6 +21,10 @@ export interface RunOptions {
 
 /** The body of `POST /agent/runs` for the command's prompt and options. */
 export function createRunBody(prompt: string | undefined, options: RunOptions): Record<string, unknown> {
+  if (options.plan && options.mode !== undefined && options.mode !== 'plan') {
+    throw new UsageError(`--plan asks for --mode plan, not --mode ${options.mode}: give one of them.`);
+  }
+  const mode = options.plan ? 'plan' : options.mode;
   const config: Record<string, unknown> = {
     ...(options.name !== undefined ? { name: options.name } : {}),
     ...(options.model !== undefined ? { model_id: options.model } : {}),
@@ -30,7 +36,7 @@ export function createRunBody(prompt: string | undefined, options: RunOptions): 
     ...(options.title !== undefined ? { title: options.title } : {}),
     ...(options.skill !== undefined ? { skill: options.skill } : {}),
     ...(options.metadata ? { metadata: options.metadata } : {}),
-    ...(options.mode !== undefined ? { mode: options.mode } : {}),
+    ...(mode !== undefined ? { mode } : {}),
     ...(Object.keys(config).length ? { config } : {}),
   };
 }

@@ -4,6 +4,7 @@ import { followRun, getRun, waitForRun } from '../follow';
 import { renderEvent } from '../render-event';
 import { headingText, oneLine } from '../terminal-text';
 import type { RunEvent, RunItem } from '../wire';
+import { planOfTurn, printPlan } from './plan';
 
 /** The line that says how a run ended, with its status message (for SUCCEEDED, the agent's answer). */
 export function endLine(ctx: CommandContext, run: RunItem, withAnswer: boolean): string {
@@ -35,6 +36,8 @@ export async function waitAndReport(ctx: CommandContext, runId: string): Promise
   });
   if (ctx.out.json) ctx.out.document(run);
   ctx.out.note(endLine(ctx, run, true));
+  const plan = planOfTurn(run);
+  if (plan && !ctx.out.json) await printPlan(ctx, plan, true);
   return exitCode(run);
 }
 

@@ -63,6 +63,8 @@ export function createFactoryTasks(deps: {
           ).values(),
         ]
           .flat()
+          // The clients' outputs are what the work made: plans are steps towards it.
+          .filter((a) => a.kind !== 'PLAN')
           .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
           .map(toArtifactItem)
       : undefined;

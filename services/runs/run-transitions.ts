@@ -4,6 +4,7 @@ import { observeRunEnded, observeRunQueued } from '../../core/metrics';
 import { isTerminal, type RunState } from '../../core/run-state';
 import type { RunStatusMessage } from '../../core/run-types';
 import { lastAgentMessage } from '../../db/agent-answers';
+import { planOfTurn, type PlanArtifact } from '../../db/plan-reads';
 import { markWorkflowStarted, withdrawUnstartedRun } from '../../db/run-creation';
 import {
   applyCancellation,
@@ -24,6 +25,19 @@ export const STATUS_ANSWER_CHARS = 4000;
 
 function cutAnswer(text: string): string {
   return text.length > STATUS_ANSWER_CHARS ? `${text.slice(0, STATUS_ANSWER_CHARS - 1)}…` : text;
+}
+
+/** The status of a turn that ended with a plan: it waits for the user's word (docs/guide/plan-mode.md). */
+export function planAwaitsMessage(plan: Pick<PlanArtifact, 'title' | 'version' | 'artifactUid'>): string {
+  return `Plan "${plan.title}" (version ${plan.version}) awaits approval: send a follow-up to carry it out, or one in plan mode to revise it. The plan: GET /api/v1/agent/artifacts/${plan.artifactUid}.`;
+}
+
+/** A SUCCEEDED turn's status message: the plan it made waits, or else the agent's answer (cut). */
+async function succeededMessage(tx: EntityManager, runId: string, turn: number): Promise<RunStatusMessage | undefined> {
+  const plan = await planOfTurn(tx, runId, turn);
+  if (plan) return { message: planAwaitsMessage(plan) };
+  const answer = await lastAgentMessage(tx, runId, turn);
+  return answer ? { message: cutAnswer(answer) } : undefined;
 }
 
 /** How much of a FAILED or ERROR run's status message its state line carries. */
@@ -118,14 +132,14 @@ export function createRunTransitions({ dataSource, logger }: { dataSource: DataS
 
     /**
      * Moves the run forward within `turn`; a stale or repeated move changes nothing. A SUCCEEDED
-     * run's status message is the agent's answer (cut; whole in the conversation).
+     * run's status message says that its plan waits, or is the agent's answer (cut; whole in the
+     * conversation).
      */
     async recordTransition(change: Required<Pick<RunStateChange, 'turn'>> & RunStateChange): Promise<boolean> {
       const applied = await dataSource.transaction(async (tx) => {
         let statusMessage = change.statusMessage;
         if (change.state === 'SUCCEEDED' && !statusMessage) {
-          const answer = await lastAgentMessage(tx, change.runId, change.turn);
-          if (answer) statusMessage = { message: cutAnswer(answer) };
+          statusMessage = await succeededMessage(tx, change.runId, change.turn);
         }
         const moved = await applyTransition(tx, { ...change, statusMessage });
         // A turn that ends (an interrupt, a failure) leaves no call waiting for a person.

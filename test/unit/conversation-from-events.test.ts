@@ -1,5 +1,5 @@
 import { conversationFromEvents, UNFINISHED_TOOL_CALL } from '../../activities/agent-step/conversation-from-events';
-import { inMode, PLAN_MODE_NOTE } from '../../activities/agent-step/plan-mode';
+import { inMode, PLAN_APPROVED_NOTE, PLAN_MODE_NOTE } from '../../activities/agent-step/plan-mode';
 import type { StoredRunEvent } from '../../db/run-event-reads';
 
 type Entry = Pick<StoredRunEvent, 'kind' | 'payload'>;
@@ -47,17 +47,19 @@ test('a run started from a skill alone (no prompt, or a blank one) gets a placeh
   );
 });
 
-test('plan mode puts its note before the prompt and before a follow-up sent in plan mode, and only then', () => {
+test('plan mode puts its note before the prompt and before a follow-up sent in plan mode; the first after a plan says it may be carried out', () => {
   const messages = conversationFromEvents([
     entry('prompt', { text: 'Plan the migration.', mode: 'plan' }),
     entry('assistant', { text: 'The plan: …' }),
-    entry('followup', { message: 'Go ahead.', mode: 'normal' }),
+    entry('followup', { message: 'Go ahead.', mode: 'normal', after_plan: true }),
+    entry('followup', { message: 'And tidy up.', mode: 'normal' }),
     entry('followup', { message: 'Now plan the rollback.', mode: 'plan' }),
   ]);
   expect(messages.map((m) => m.content)).toEqual([
     `${PLAN_MODE_NOTE}\n\nPlan the migration.`,
     'The plan: …',
-    'Go ahead.',
+    `${PLAN_APPROVED_NOTE}\n\nGo ahead.`,
+    'And tidy up.',
     `${PLAN_MODE_NOTE}\n\nNow plan the rollback.`,
   ]);
   expect(PLAN_MODE_NOTE).toMatch(/^\[Plan mode: .*do not change files.*\]$/);
