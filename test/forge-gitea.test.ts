@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { parseRepositoryUrl } from '../core/git-forges';
 import { ForgeError, type ForgeFailure } from '../services/pull-requests/forges/forge-errors';
 import { forgeFor } from '../services/pull-requests/forges/forges';
+import { pushFailureOf } from '../services/pull-requests/forges/push-failures';
 import { freePort } from './helpers/free-port';
 import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/gitea';
 
@@ -152,4 +153,38 @@ test('failures are typed: a bad token, a missing repository, no token, a forge t
     failure: 'unavailable',
     retryable: true,
   });
+});
+
+/** git's stderr of a push the forge refused. */
+async function refusedPush(push: Promise<void>): Promise<string> {
+  const err = await push.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!err) throw new Error('the push was accepted');
+  return (err as { stderr?: string }).stderr ?? String(err);
+}
+
+test("a refused push is typed from git's words: a protected branch, someone else's commits on the branch, a bad token", async () => {
+  const gitea = await sharedGitea();
+  const repository = await createRepository(gitea, unique('pushes'));
+  await giteaApi(gitea, 'POST', `/repos/${repository.owner}/${repository.name}/branch_protections`, {
+    rule_name: 'main',
+    enable_push: false,
+  });
+  const toMain = await refusedPush(
+    pushBranch(gitea, repository, 'work', { name: 'a.txt', content: 'a\n' }, { to: 'main' }),
+  );
+  expect(pushFailureOf(toMain)).toBe('branch_protected');
+
+  await pushBranch(gitea, repository, 'agent-runs/run-2', { name: 'b.txt', content: 'theirs\n' });
+  const overTheirs = await refusedPush(
+    pushBranch(gitea, repository, 'agent-runs/run-2', { name: 'b.txt', content: 'ours\n' }),
+  );
+  expect(pushFailureOf(overTheirs)).toBe('conflict');
+
+  const badToken = await refusedPush(
+    pushBranch(gitea, repository, 'agent-runs/run-3', { name: 'c.txt', content: 'c\n' }, { token: '0'.repeat(40) }),
+  );
+  expect(pushFailureOf(badToken)).toBe('unauthorized');
 });

@@ -43,17 +43,19 @@ export async function createRepository(gitea: SharedGitea, name: string): Promis
 }
 
 /**
- * Pushes `branch` (from `main`, with one new file) to the repository with git over HTTP, the token
- * in a header through git's environment (never in a URL).
+ * Pushes `branch` (from `main`, with one new file) to the repository with git over HTTP (to
+ * `options.to` instead where given), the token in a header through git's environment (never in a
+ * URL). A refused push rejects with git's `stderr`.
  */
 export async function pushBranch(
   gitea: SharedGitea,
   repository: { owner: string; name: string },
   branch: string,
   file: { name: string; content: string },
+  options: { token?: string; to?: string } = {},
 ): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'gitea-push-'));
-  const basic = Buffer.from(`${gitea.username}:${gitea.token}`).toString('base64');
+  const basic = Buffer.from(`${gitea.username}:${options.token ?? gitea.token}`).toString('base64');
   const env = {
     ...process.env,
     GIT_CONFIG_NOSYSTEM: '1',
@@ -68,10 +70,11 @@ export async function pushBranch(
     GIT_COMMITTER_EMAIL: 'test@example.test',
   };
   const git = (...args: string[]) => run('git', args, { cwd: dir, env });
-  await git('clone', '--quiet', `${gitea.url}/${repository.owner}/${repository.name}.git`, '.');
+  // Cloned anonymously (the repositories are public): a bad token fails the push, not the clone.
+  await run('git', ['clone', '--quiet', `${gitea.url}/${repository.owner}/${repository.name}.git`, dir]);
   await git('checkout', '--quiet', '-B', branch, 'origin/main');
   await writeFile(path.join(dir, file.name), file.content);
   await git('add', file.name);
   await git('commit', '--quiet', '-m', `Add ${file.name}`);
-  await git('push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`);
+  await git('push', '--quiet', 'origin', `HEAD:refs/heads/${options.to ?? branch}`);
 }

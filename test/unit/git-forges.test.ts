@@ -2,6 +2,7 @@ import { BUILT_IN_FORGES, forgeApiBase, forgeKindOf, parseRepositoryUrl } from '
 import { ForgeError, failureOfStatus } from '../../services/pull-requests/forges/forge-errors';
 import { errorDetail } from '../../services/pull-requests/forges/forge-http';
 import { forgeFor, UnknownForgeError } from '../../services/pull-requests/forges/forges';
+import { pushFailureOf } from '../../services/pull-requests/forges/push-failures';
 import { replayServer } from '../helpers/recorded-exchanges';
 
 test('a repository URL: origin, host with port in lower case, owner (a GitLab group path), name without .git', () => {
@@ -97,4 +98,29 @@ test('a redirect to another origin is refused: the token goes to the configured 
   } finally {
     await Promise.all([forge.close(), elsewhere.close()]);
   }
+});
+
+test("a refused push's failure from git's words, as GitHub, GitLab and git print them (Gitea's: test/forge-gitea.test.ts)", () => {
+  const cases: [string, string][] = [
+    ['remote: error: GH006: Protected branch update failed for refs/heads/main.', 'branch_protected'],
+    ['remote: GitLab: You are not allowed to push code to protected branches on this project.', 'branch_protected'],
+    [' ! [rejected]        HEAD -> agent-runs/x (fetch first)\nerror: failed to push some refs', 'conflict'],
+    [' ! [rejected]        HEAD -> agent-runs/x (non-fast-forward)', 'conflict'],
+    [
+      "remote: HTTP Basic: Access denied\nfatal: Authentication failed for 'https://gitlab.com/g/r.git/'",
+      'unauthorized',
+    ],
+    [
+      "remote: Permission to octo-org/widgets.git denied to bot.\nfatal: unable to access '…': The requested URL returned error: 403",
+      'forbidden',
+    ],
+    ["remote: Repository not found.\nfatal: repository 'https://github.com/o/r.git/' not found", 'not_found'],
+    [
+      "fatal: unable to access 'https://git.example.com/o/r.git/': Could not resolve host: git.example.com",
+      'unavailable',
+    ],
+    ["fatal: unable to access '…': The requested URL returned error: 502", 'unavailable'],
+    ['error: something else entirely', 'invalid'],
+  ];
+  for (const [stderr, failure] of cases) expect([stderr, pushFailureOf(stderr)]).toEqual([stderr, failure]);
 });
