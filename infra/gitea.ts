@@ -87,7 +87,12 @@ export async function startGitea(options: { binary: string; dir: string; port: n
   if (user.uid !== undefined) await chownTree(dir, user.uid, user.gid!);
   const env = { PATH: process.env.PATH, HOME: dir, USER: user.name, GITEA_WORK_DIR: dir };
   const gitea = (args: string[]) =>
-    run(binary, [...args, '--config', config, '--work-path', dir], { env, uid: user.uid, gid: user.gid });
+    run(binary, [...args, '--config', config, '--work-path', dir], {
+      env,
+      uid: user.uid,
+      gid: user.gid,
+      timeout: 300_000,
+    });
   await gitea(['migrate']);
   const username = 'agent-runs';
   const created = await gitea([

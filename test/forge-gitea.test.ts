@@ -125,6 +125,46 @@ async function mergeWhenMergeable(
   }
 }
 
+test("a token that may read but not change another's pull request is forbidden", async () => {
+  const gitea = await sharedGitea();
+  const repository = await createRepository(gitea, unique('others'));
+  await pushBranch(gitea, repository, 'agent-runs/run-4', { name: 'd.txt', content: 'd\n' });
+  const opened = await (
+    await giteaFor(gitea.token)
+  ).open(repository, {
+    title: 'Theirs',
+    body: '',
+    base: 'main',
+    head: 'agent-runs/run-4',
+    draft: false,
+  });
+  const outsider = await giteaUserToken(gitea, unique('outsider'));
+  const failure = await failureOf((await giteaFor(outsider)).update(repository, opened, { title: 'Mine now' }));
+  expect(failure).toMatchObject({ failure: 'forbidden', retryable: false });
+  expect((await (await giteaFor(gitea.token)).read(repository, opened.number)).title).toBe('Theirs');
+});
+
+/** A new user's access token (scopes to write repositories, issues and pull requests: Gitea checks the repository's permissions). */
+async function giteaUserToken(gitea: Awaited<ReturnType<typeof sharedGitea>>, username: string): Promise<string> {
+  const password = randomBytes(12).toString('hex');
+  await giteaApi(gitea, 'POST', '/admin/users', {
+    username,
+    email: `${username}@example.test`,
+    password,
+    must_change_password: false,
+  });
+  const response = await fetch(`${gitea.url}/api/v1/users/${username}/tokens`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ name: 'forge-test', scopes: ['write:repository', 'write:issue'] }),
+  });
+  if (!response.ok) throw new Error(`token for ${username}: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { sha1: string }).sha1;
+}
+
 test('failures are typed: a bad token, a missing repository, no token, a forge that is down', async () => {
   const gitea = await sharedGitea();
   const repository = await createRepository(gitea, unique('failures'));
