@@ -11,6 +11,7 @@ import {
   parseNetworkPolicy,
   parseOtlpHeaders,
   parseEgressCidrs,
+  parseGitForges,
   parseRegistries,
 } from './parsers';
 import { secretsKeyringFrom, type SecretsKeyring } from '../secrets-keyring';
@@ -163,6 +164,8 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
       gitToken: e.GIT_TOKEN,
       /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
       gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
+      /** The forge kind of each repository host (`host[:port]`, lower case): GIT_FORGES over the built-ins. */
+      gitForges: parseGitForges(e.GIT_FORGES),
       /** Registries an environment's image may come from; empty allows every registry. */
       imageAllowedRegistries: parseRegistries(e.IMAGE_ALLOWED_REGISTRIES, 'IMAGE_ALLOWED_REGISTRIES'),
       setupCommandTimeoutSeconds: e.SETUP_COMMAND_TIMEOUT_SECONDS,

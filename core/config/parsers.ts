@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { BUILT_IN_FORGES, FORGE_KINDS, type ForgeKind } from '../git-forges';
 import { parseNetworkPolicyText, type NetworkPolicy } from '../network-policy';
 
 /** A configuration the service cannot start with; the message names each variable and its problem. */
@@ -115,4 +116,20 @@ export function parseRegistries(raw: string | undefined, variable: string): stri
     }
     return entry.toLowerCase();
   });
+}
+
+/** GIT_FORGES: `host=kind` pairs (host with its port where there is one) over the built-in hosts, hosts in lower case. */
+export function parseGitForges(raw: string | undefined): Record<string, ForgeKind> {
+  const forges: Record<string, ForgeKind> = { ...BUILT_IN_FORGES };
+  for (const pair of commaList(raw)) {
+    const [host = '', kind = '', ...rest] = pair.split('=').map((s) => s.trim());
+    const validHost = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$/.test(host) && !host.includes('..');
+    if (!validHost || rest.length > 0 || !(FORGE_KINDS as readonly string[]).includes(kind.toLowerCase())) {
+      throw new ConfigError(
+        `Invalid configuration:\n  GIT_FORGES: \`${pair}\` is not host=kind; write pairs like git.example.com=gitea,ghe.example.com=github, kind one of ${FORGE_KINDS.join(', ')} (Forgejo is gitea), separated by commas`,
+      );
+    }
+    forges[host.toLowerCase()] = kind.toLowerCase() as ForgeKind;
+  }
+  return forges;
 }

@@ -164,6 +164,13 @@ export const workspaces = group('Workspaces and git', {
     readBy: ['API', 'workers'],
     unset: 'unset: every owner',
   },
+  GIT_FORGES: {
+    schema: optionalString,
+    description:
+      'comma-separated `host=kind` pairs (host with its port where there is one; kind `github`, `gitlab` or `gitea`, which Forgejo speaks): the forge whose API opens pull requests for repositories on that host. A `github` host other than github.com is a GitHub Enterprise Server (API at `/api/v3`)',
+    readBy: ['workers'],
+    unset: '`github.com=github,gitlab.com=gitlab` (always known; pairs here add to or override them)',
+  },
   IMAGE_ALLOWED_REGISTRIES: {
     schema: optionalString,
     description:

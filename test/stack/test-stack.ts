@@ -2,7 +2,7 @@
  * Brings up the one PostgreSQL and the one Temporal dev server of a test run with the same
  * bootstrap code as `npm start`, and the run's S3 server (Versity Gateway, for the object store's
  * S3 backend), bundles the workflow once, prints one JSON line, and keeps running until stdin
- * closes. Run by the jest global setup as a child process.
+ * closes; the servers few test files use (Gitea) it starts when the first of them asks. Run by the jest global setup as a child process.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { startDependencies } from '../../infra/runtime';
 import { ensureVersityGateway, startVersityGateway, type VersityGateway } from '../../infra/versity-gateway';
 import { workflowSources } from '../../worker/workflow-sources';
 import { freePort } from '../helpers/free-port';
+import { serveOnDemand } from './on-demand-servers';
 import { CONTINUE_AS_NEW_SETTING, CONTINUE_AS_NEW_SUGGESTED_AT } from './server-settings';
 
 export interface TestStackInfo {
@@ -25,6 +26,8 @@ export interface TestStackInfo {
   dataDir: string;
   /** The run's S3 server and its bucket (test contexts with `objectStore: 's3'` use it). */
   s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
+  /** Where test files ask for the servers only some of them use (on-demand-servers.ts: the run's Gitea). */
+  onDemand: string;
 }
 
 const S3_BUCKET = 'agent-runs-test';
@@ -72,17 +75,19 @@ async function main(): Promise<void> {
   const workflowBundlePath = path.join(dataDir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, code);
   const s3 = await s3Started;
+  const onDemand = await serveOnDemand(dataDir);
   const info: TestStackInfo = {
     databaseUrl: deps.databaseUrl,
     temporalAddress: deps.temporalAddress,
     workflowBundlePath,
     dataDir,
     s3: { endpoint: s3.endpoint, bucket: S3_BUCKET, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    onDemand: onDemand.url,
   };
   process.stdout.write(`${JSON.stringify(info)}\n`);
 
   const stop = () => {
-    void Promise.all([deps.stop(), s3.stop()])
+    void Promise.all([deps.stop(), s3.stop(), onDemand.stop()])
       .then(() => rmSync(dataDir, { recursive: true, force: true }))
       .finally(() => process.exit(0));
   };

@@ -147,6 +147,7 @@ describe('loadConfig', () => {
         gitBaseUrl: 'https://github.com',
         gitToken: undefined,
         gitAllowedOwners: undefined,
+        gitForges: { 'github.com': 'github', 'gitlab.com': 'gitlab' },
         imageAllowedRegistries: [],
         setupCommandTimeoutSeconds: 900,
         scheduleToStartSeconds: 60,
@@ -340,6 +341,21 @@ describe('loadConfig', () => {
     expect(
       loadConfig({ IMAGE_ALLOWED_REGISTRIES: ' GHCR.io, registry.internal:5000 ' }).workspace.imageAllowedRegistries,
     ).toEqual(['ghcr.io', 'registry.internal:5000']);
+  });
+
+  test('GIT_FORGES: host=kind pairs over the built-in hosts, in lower case; anything else names the bad pair', () => {
+    expect(
+      loadConfig({ GIT_FORGES: ' Git.Example.com=gitea, ghe.example.com:8443=GitHub,gitlab.com=gitea' }).workspace
+        .gitForges,
+    ).toEqual({
+      'github.com': 'github',
+      'gitlab.com': 'gitea',
+      'git.example.com': 'gitea',
+      'ghe.example.com:8443': 'github',
+    });
+    for (const bad of ['git.example.com', 'git.example.com=bitbucket', 'https://git.example.com=gitea', 'a=gitea=b']) {
+      expect(() => loadConfig({ GIT_FORGES: bad })).toThrow(`GIT_FORGES: \`${bad}\` is not host=kind`);
+    }
   });
 
   test('EGRESS_CIDRS: networks in canonical form, without duplicates, in the order given', () => {
