@@ -41,6 +41,7 @@ import { AuditEvents1763978000000 } from './migrations/1763978000000-audit-event
 import { RunApprovals1763978500000 } from './migrations/1763978500000-run-approvals';
 import { DeletionIndexes1763978600000 } from './migrations/1763978600000-deletion-indexes';
 import { RunPlans1763978750000 } from './migrations/1763978750000-run-plans';
+import { RunPullRequests1763979000000 } from './migrations/1763979000000-run-pull-requests';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -82,6 +83,7 @@ export const MIGRATIONS = [
   RunApprovals1763978500000,
   DeletionIndexes1763978600000,
   RunPlans1763978750000,
+  RunPullRequests1763979000000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

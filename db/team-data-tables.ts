@@ -40,6 +40,7 @@ export const TEAM_TABLES: readonly TeamTable[] = [
   { table: 'run_harness_state', rows: TEAM_RUNS, deletedBy: 'runs' },
   { table: 'run_external_references', rows: `team_id = $1`, deletedBy: 'runs' },
   { table: 'run_plans', rows: `team_id = $1`, deletedBy: 'runs' },
+  { table: 'run_pull_requests', rows: `team_id = $1`, deletedBy: 'runs' },
   // The team's own, once its runs are gone, each before what it names.
   {
     table: 'webhook_deliveries',
