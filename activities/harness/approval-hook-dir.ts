@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { harnessHooksDir } from '../workspace/workspace-paths';
 
@@ -32,4 +32,25 @@ export async function createApprovalHookDir(workspaceRoot: string): Promise<Appr
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/** Longer than any invocation may run (a step's 24 hours): a directory older is a dead worker's. */
+export const STALE_HOOK_DIR_MS = 25 * 3600_000;
+
+/**
+ * Removes the hook directories a worker that died mid-invocation left behind (a live invocation
+ * removes its own), by age; answers how many. The workspace sweeper calls it on each pass.
+ */
+export async function removeStaleApprovalHookDirs(workspaceRoot: string, now = Date.now()): Promise<number> {
+  const parent = harnessHooksDir(workspaceRoot);
+  const names = await readdir(parent).catch(() => [] as string[]);
+  let removed = 0;
+  for (const name of names) {
+    const dir = path.join(parent, name);
+    const modified = (await stat(dir).catch(() => undefined))?.mtimeMs;
+    if (modified === undefined || now - modified < STALE_HOOK_DIR_MS) continue;
+    await rm(dir, { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
 }

@@ -11,6 +11,7 @@ import { runsForSweep, type SweptRun } from '../../db/run-workspaces';
 import { diskUsageBytes } from '../sandbox/run-disk';
 import type { Sandbox } from '../sandbox/sandbox';
 import type { McpSessionCache } from '../tools/mcp-sessions';
+import { removeStaleApprovalHookDirs } from '../harness/approval-hook-dir';
 import { removeRunWorkspace } from './remove-workspace';
 import { workspaceRootOf } from './workspace-root';
 
@@ -107,6 +108,8 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
     }
   }
   workspacesOnDisk.set({ worker_id: deps.workerId }, result.kept);
+  const hookDirs = await removeStaleApprovalHookDirs(deps.root);
+  if (hookDirs) deps.logger.info('removed approval hook directories of invocations a dead worker left', { hookDirs });
   if (deps.images) {
     const released = await releaseLeasesNothingUses(deps.images, deps.dataSource.manager, GRACE_SECONDS);
     if (released.length)
