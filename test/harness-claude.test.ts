@@ -147,6 +147,31 @@ test('a follow-up resumes the session: the second turn is sent the first', async
   expect(usage.body.usage).toMatchObject({ captureSequence: 2, executionId: 2 });
 });
 
+test("plan mode: Claude Code's final answer is the run's PLAN artifact, and the run says a plan awaits approval", async () => {
+  const { key } = await ctx.newTeamKey();
+  const marker = uniqueName('claude-plan');
+  ctx.model.script(marker, () => ({ text: '# Ship the report\n\n1. Read the data.\n2. Write report.md.' }));
+  const runId = await createRun(ctx, key, { prompt: `Plan the report ${marker}`, mode: 'plan', config: claude });
+  const run = await waitForState(ctx, key, runId, ['SUCCEEDED'], undefined, 120_000);
+  expect((run.status_message as { message: string }).message).toContain(
+    'Plan "Ship the report" (version 1) awaits approval',
+  );
+  const plans = (run.artifacts as { artifact_type: string; data: Record<string, unknown> }[]).filter(
+    (a) => a.artifact_type === 'PLAN',
+  );
+  expect(plans).toEqual([
+    expect.objectContaining({ data: expect.objectContaining({ title: 'Ship the report', version: 1 }) }),
+  ]);
+  const artifact = await ctx.api.get(`/api/v1/agent/artifacts/${String(plans[0]!.data.artifact_uid)}`).set(auth(key));
+  expect(artifact.body.data.content).toBe('# Ship the report\n\n1. Read the data.\n2. Write report.md.');
+  // The CLI was asked to plan, not to change anything.
+  const prompt = ctx.model
+    .calls(marker)[0]!
+    .messages.map((m) => m.content)
+    .join('\n');
+  expect(prompt).toContain('[Plan mode:');
+});
+
 test("a team's managed secret is the key the provider gets; one the provider refuses fails the run as authentication_required", async () => {
   const { key: admin } = await ctx.newTeamKey('personal', uniqueName('team'), 'admin');
   const teamKey = `sk-ant-team-${uniqueName('k')}`;

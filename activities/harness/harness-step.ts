@@ -24,6 +24,9 @@ import { harnessCredential, HarnessCredentialError, type HarnessCredential } fro
 import { claimHarnessStep } from './harness-claim';
 import { createHarnessApprovals, decisionMessage } from './harness-approvals';
 import type { GatedToolCall } from './model-gateway';
+import { latestMessageMode } from '../../db/followup-reads';
+import { recordPlan } from '../../db/plans';
+import { messageMode, planFromAnswer } from '../agent-step/plan-mode';
 import { budgetSpent, openHarnessGateway, type HarnessGateway } from './harness-gateway';
 import { createInvoke, type HarnessInvocationScope, type Invoke, type InvocationRun } from './harness-invocation';
 import { invocationFailure, type InvocationFailure } from './invocation-failure';
@@ -228,6 +231,19 @@ export function createHarnessStep(deps: ActivityDeps) {
    * What the invocation's end means for the step: cancelled, failed (retried, or the run's
    * failure, its handoff recorded first), or done, the files it changed and its handoff recorded.
    */
+  /**
+   * An invocation for a message sent in plan mode: the CLI's final answer is the plan's next
+   * version (a `PLAN` artifact), once per step whatever is retried. (A CLI has no submit_plan,
+   * and plan mode's refusals are the service's own agent's: its prompt asks it not to change
+   * anything.)
+   */
+  async function recordAnswerAsPlan(runId: string, turn: number, step: number, answer: string | undefined) {
+    if (messageMode(await latestMessageMode(dataSource.manager, runId)) !== 'plan') return;
+    const plan = planFromAnswer(answer ?? '');
+    if (plan)
+      await recordPlan(dataSource.manager, { runId, turn, sourceKey: `harness-${stepKeyOf({ turn, step })}`, ...plan });
+  }
+
   async function settleInvocation(
     { runId, turn, step, type, workspace, ctx, log }: HarnessStepInput,
     {
@@ -266,6 +282,7 @@ export function createHarnessStep(deps: ActivityDeps) {
       await recordHandoff(log, runId, turn, workspace, signal);
       throw failureOf(failure);
     }
+    await recordAnswerAsPlan(runId, turn, step, report.result?.text);
     await recordHarnessStepFinished(dataSource.manager, runId, stepKeyOf({ turn, step }));
     await recordHandoff(log, runId, turn, workspace, signal);
     return { done: true };
