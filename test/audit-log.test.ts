@@ -56,7 +56,8 @@ async function events(key: string, query: Record<string, string | number> = {}):
   return (res.body as { events: Event[] }).events;
 }
 
-const prefixOf = (key: string) => key.split('_').slice(0, 2).join('_');
+// Keys are `ark_<8-char public prefix>_<secret>`; the prefix's characters include `_` and `-`.
+const prefixOf = (key: string) => key.slice(0, 'ark_'.length + 8);
 
 function auditCli(...args: string[]): Promise<{ code: number; stdout: string }> {
   return new Promise((resolve) => {
