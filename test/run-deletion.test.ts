@@ -157,7 +157,9 @@ test('a live run, or a run with a live descendant, is 409 and nothing is deleted
     call === 1
       ? {
           text: '',
-          toolCalls: [{ name: 'run_command', arguments: { command: 'while [ ! -f go ]; do sleep 0.1; done' } }],
+          toolCalls: [
+            { name: 'run_command', arguments: { command: 'touch running; while [ ! -f go ]; do sleep 0.1; done' } },
+          ],
         }
       : { text: `done ${marker}` },
   );
@@ -177,7 +179,8 @@ test('a live run, or a run with a live descendant, is 409 and nothing is deleted
   expect((await rowsOf([parentId, childId])).runs).toBe(2);
 
   const workspace = path.join(ctx.config.workspace.dir, childId);
-  await waitFor(async () => existsSync(workspace), Boolean, 'the waiting run to have its workspace');
+  // The command itself says it runs: the workspace directory exists before its files are in place.
+  await waitFor(async () => existsSync(path.join(workspace, 'running')), Boolean, 'the waiting command to run', 60_000);
   writeFileSync(path.join(workspace, 'go'), '');
   await waitForState(ctx, key, childId, ['SUCCEEDED']);
   expect((await ctx.api.delete(`/api/v1/agent/runs/${parentId}`).set(auth(key))).status).toBe(204);
