@@ -14,6 +14,7 @@ import { registerPlatformOperations } from './platform';
 import { registerTimelineOperations } from './timeline';
 import { registerFactoryTaskOperations } from './factory-tasks';
 import { registerFactoryFileOperations } from './factory-files';
+import { registerForgeWebhookOperations } from './forge-webhooks';
 import { registerTaskViewOperations } from './task-view';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
@@ -34,6 +35,10 @@ const TAGS = [
   { name: 'Skills', description: "Skills found in the team's environments." },
   { name: 'Redirects', description: 'Session and conversation lookups the official clients make without a key.' },
   { name: 'Webhooks', description: 'Signed notifications of run state changes, delivered durably.' },
+  {
+    name: 'Forge webhooks',
+    description: "Forges' signed pull request events, which keep PULL_REQUEST artifacts current.",
+  },
   { name: 'Secrets', description: "A team's credentials for harnesses, stored encrypted and never shown." },
   { name: 'Audit', description: 'Who changed what, when and from where, in a hash chain per team.' },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
@@ -65,6 +70,7 @@ function registry(): OpenAPIRegistry {
   registerFactoryResourceOperations(registry);
   registerFactoryTaskOperations(registry);
   registerFactoryFileOperations(registry);
+  registerForgeWebhookOperations(registry);
   registerTaskViewOperations(registry);
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);
