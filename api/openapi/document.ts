@@ -3,7 +3,7 @@ import type { Config } from '../../core/config';
 import { registerAgentOperations } from './agent';
 import { registerArtifactOperations } from './artifacts';
 import { registerCheckpointOperations } from './checkpoints';
-import { BEARER_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
+import { BEARER_AUTH, FORGE_SIGNATURE_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
 import { registerEnvironmentOperations } from './environments';
 import { registerLiveOperations } from './live';
 import { registerFactoryOperations, registerFactoryResourceOperations } from './factories';
@@ -60,6 +60,13 @@ function registry(): OpenAPIRegistry {
     scheme: 'bearer',
     description:
       "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open without it only on a service bound to loopback.",
+  });
+  registry.registerComponent('securitySchemes', FORGE_SIGNATURE_AUTH, {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Hub-Signature-256',
+    description:
+      "A forge's signature of the raw body with the secret FORGE_WEBHOOK_SECRETS holds for the repository's host: GitHub's `X-Hub-Signature-256` (`sha256=<hex HMAC-SHA256>`), Gitea's and Forgejo's `X-Gitea-Signature` (hex HMAC-SHA256), GitLab's `X-Gitlab-Token` (the secret itself).",
   });
   registerRunOperations(registry);
   registerCheckpointOperations(registry);

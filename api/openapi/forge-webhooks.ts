@@ -24,7 +24,7 @@ export function registerForgeWebhookOperations(registry: OpenAPIRegistry): void 
     description:
       "For the forge, not for API clients: no API key, the forge signs the body with the secret FORGE_WEBHOOK_SECRETS holds for the repository's host (GitHub `X-Hub-Signature-256`, Gitea and Forgejo `X-Gitea-Signature`, GitLab `X-Gitlab-Token`). A pull request's (merge request's) event sets the status of every run's pull request that is this one and appends a `pull_request` event to those runs; other events, and pull requests no run delivered, change nothing (202). Counted per client address.",
     tags: ['Forge webhooks'],
-    auth: false,
+    auth: 'forge-signature',
     params: z.object({
       forge: z.enum(FORGE_KINDS).openapi({ param: { description: 'The kind of forge that sends it.' } }),
     }),
@@ -41,6 +41,6 @@ export function registerForgeWebhookOperations(registry: OpenAPIRegistry): void 
         schema: outcomeSchema,
       },
     ],
-    errors: [401, 404, 429],
+    errors: [404, 429],
   });
 }
