@@ -5,10 +5,13 @@ import { collectUnreferencedObjects, type CollectionResult } from '../services/o
 import { pausedForRestore } from '../services/restore/restore-mode';
 import { createRunDeletion } from '../services/runs/run-deletion';
 import { pruneExpiredAuditEvents } from '../services/audit/audit-retention';
+import { createPullRequestPoll, gitTokenCredential } from '../services/pull-requests/pull-request-poll';
 import type { ActivityDeps } from './deps';
 
 /** Records one call deletes at most: short transactions, however much has piled up. */
 const PRUNE_BATCH = 5000;
+/** Pull requests one call asks their forges about. */
+const POLL_BATCH = 20;
 /** Expired runs one call deletes at most (each with its descendants, one transaction each). */
 const RETENTION_BATCH = 50;
 /** How long one call goes on deleting: half its start-to-close timeout, however slow the database is. */
@@ -33,7 +36,24 @@ export function createMaintenanceActivities({
   logger,
 }: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config' | 'temporal' | 'logger'>) {
   const deletion = createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs: config.temporal.rpcTimeoutMs });
+  const poll = createPullRequestPoll({
+    dataSource,
+    forges: config.workspace.gitForges,
+    webhookHosts: Object.keys(config.forgeStatus.webhookSecrets),
+    staleSeconds: config.forgeStatus.pollStaleSeconds,
+    // The delivery's `git_credentials` lookup plugs in here once it exists.
+    credentialFor: gitTokenCredential(config.workspace.gitToken),
+    logger,
+  });
   return {
+    /**
+     * Asks the forges about a batch of pull requests on hosts without webhooks; in restore mode
+     * too: what the forge says now is true whatever the database restored.
+     */
+    async pollPullRequestStatuses(): Promise<{ checked: number; changed: number; more: boolean }> {
+      return poll.pollBatch(POLL_BATCH);
+    },
+
     /**
      * Deletes a batch of the runs that ended more than RUN_RETENTION_DAYS ago (none when it is
      * unset, or in restore mode: a run a restored database says ended long ago may be working).

@@ -18,6 +18,8 @@ import { httpMetrics } from './middleware/http-metrics';
 import { createClientAddressLimit, limitOpenRoutes } from './middleware/client-address-limit';
 import { jsonBody } from './middleware/json-body';
 import { createFactoryFilesRouter, FACTORY_FILES_PREFIX } from './routes/factory-files-routes';
+import { createForgeWebhooksRouter, FORGE_WEBHOOKS_PREFIX } from './routes/forge-webhooks-routes';
+import { createForgeWebhookService } from '../services/pull-requests/forge-webhook-service';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
 import { preferSpecificRoutes } from './middleware/specific-routes';
@@ -202,6 +204,9 @@ export function createApp(deps: AppDeps): Koa {
     createConsoleRouter(),
     createOpenApiRouter(openApiLimits(config)),
     createFactoryFilesRouter({ config }),
+    createForgeWebhooksRouter({
+      forgeWebhooks: createForgeWebhookService({ dataSource, secrets: config.forgeStatus.webhookSecrets }),
+    }),
     createMetricsRouter({
       host: config.host,
       bearerToken: config.metrics.bearerToken,
@@ -227,7 +232,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(requestLog(logger));
   app.use(errorHandler({ errorReferenceBaseUrl: config.errorReferenceBaseUrl, logger }));
-  app.use(limitOpenRoutes(anonymousLimit, '/api/v1', [FACTORY_FILES_PREFIX]));
+  app.use(limitOpenRoutes(anonymousLimit, '/api/v1', [FACTORY_FILES_PREFIX, FORGE_WEBHOOKS_PREFIX]));
   // Not in throw mode: then the routers set `Allow` on a 405 (RFC 9110 requires it); errorHandler writes the body.
   for (const router of open) app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods()).use(preferSpecificRoutes());

@@ -24,6 +24,7 @@ const KINDS: Record<RunEventKind, true> = {
   approval: true,
   skill_load: true,
   context_summary: true,
+  pull_request: true,
   config: true,
 };
 export const RUN_EVENT_KINDS = Object.keys(KINDS) as RunEventKind[];

@@ -142,6 +142,13 @@ export function renderEvent(event: RunEvent, s: Styled): string {
       ].filter(Boolean);
       return `${s('dim', `--- config: ${oneLine(parts.join(' · '), 300)}`)}\n`;
     }
+    case 'pull_request': {
+      const r = p as Partial<RunEventPayloads['pull_request']>;
+      const what = r.opened
+        ? 'opened'
+        : `${oneLine(String(r.previous_status ?? '?'), 16)} → ${oneLine(String(r.status ?? '?'), 16)}`;
+      return `${s('blue', `--- pull request ${what}:`)} ${oneLine(String(r.url ?? ''), 300)}\n`;
+    }
     case 'context_summary': {
       const c = p as Partial<RunEventPayloads['context_summary']>;
       return `${s('dim', `--- context summarised (messages ${c.from_message ?? '?'}–${(c.to_message ?? 1) - 1})`)}\n`;

@@ -1,4 +1,5 @@
 import type { RunState } from './run-state';
+import type { PullRequestStatus } from './pull-requests';
 import type { RunStatusMessage } from './run-types';
 
 /** A connection the sandbox's egress proxy refused. */
@@ -110,6 +111,19 @@ export type RunEventPayloads = {
    * the first user message) once they no longer fit its context: a summary it wrote of messages
    * `from_message` to `to_message` - 1 and of the summary before (`previous_key`), if any.
    */
+  /**
+   * A pull request the run delivered was opened (`opened`), or its status changed (`previous_status`):
+   * as the delivery, the forge's webhook or a poll of the forge said (`source`).
+   */
+  pull_request: {
+    repository: string;
+    url: string;
+    number: number;
+    status: PullRequestStatus;
+    previous_status?: PullRequestStatus;
+    opened?: boolean;
+    source: PullRequestStatusSource;
+  };
   context_summary: {
     text: string;
     from_message: number;
@@ -123,6 +137,9 @@ export type RunEventPayloads = {
     output_tokens: number;
   };
 };
+
+/** Who said a pull request's status: the worker that opened or updated it, the forge's webhook, or a poll of the forge. */
+export type PullRequestStatusSource = 'delivery' | 'forge_webhook' | 'poll';
 
 export type RunEventKind = keyof RunEventPayloads;
 export type RunEventPayload = RunEventPayloads[RunEventKind];

@@ -1,8 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import { externalReferencesOfRuns, type ExternalReference } from './external-reference-reads';
 import { plansOfRuns, type PlanArtifact } from './plan-reads';
+import { pullRequestsOfRuns, type PullRequestArtifact } from './pull-request-reads';
 
-/** Artifact types the official clients know; this service makes `FILE`, `PLAN` and `EXTERNAL_REFERENCE` artifacts. */
+/** Artifact types the official clients know; this service makes all but `SCREENSHOT` (an image `FILE` stands for one). */
 
 export { ARTIFACT_TYPES, type ArtifactType } from '../core/artifact-types';
 
@@ -54,10 +55,10 @@ export async function findArtifact(
   return rows[0] ? toArtifact(rows[0]) : null;
 }
 
-/** What a run leaves behind that its `artifacts` list: files it uploaded, its plans, and what it reported making elsewhere. */
-export type RunArtifact = FileArtifact | PlanArtifact | ExternalReference;
+/** What a run leaves behind that its `artifacts` list: files it uploaded, its plans, its pull requests, and what it reported making elsewhere. */
+export type RunArtifact = FileArtifact | PlanArtifact | PullRequestArtifact | ExternalReference;
 
-/** The artifacts of each of `runIds` (files, plan versions and external references), oldest first. */
+/** The artifacts of each of `runIds` (files, plan versions, pull requests and external references), oldest first. */
 export async function artifactsOfRuns(manager: EntityManager, runIds: string[]): Promise<Map<string, RunArtifact[]>> {
   const byRun = new Map<string, RunArtifact[]>();
   if (runIds.length === 0) return byRun;
@@ -68,9 +69,10 @@ export async function artifactsOfRuns(manager: EntityManager, runIds: string[]):
   const all: RunArtifact[] = [
     ...rows.map(toArtifact),
     ...(await plansOfRuns(manager, runIds)),
+    ...(await pullRequestsOfRuns(manager, runIds)),
     ...(await externalReferencesOfRuns(manager, runIds)),
   ];
-  // A stable sort: files keep their order among themselves, and so do plans and references.
+  // A stable sort: files keep their order among themselves, and so do plans, pull requests and references.
   all.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   for (const artifact of all) {
     const list = byRun.get(artifact.runId) ?? [];

@@ -42,6 +42,7 @@ import { RunApprovals1763978500000 } from './migrations/1763978500000-run-approv
 import { DeletionIndexes1763978600000 } from './migrations/1763978600000-deletion-indexes';
 import { RunPlans1763978750000 } from './migrations/1763978750000-run-plans';
 import { RunPullRequests1763979000000 } from './migrations/1763979000000-run-pull-requests';
+import { WebhookPullRequests1763979100000 } from './migrations/1763979100000-webhook-pull-requests';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -84,6 +85,7 @@ export const MIGRATIONS = [
   DeletionIndexes1763978600000,
   RunPlans1763978750000,
   RunPullRequests1763979000000,
+  WebhookPullRequests1763979100000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

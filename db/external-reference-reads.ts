@@ -31,15 +31,15 @@ export async function externalReferencesOfRuns(manager: EntityManager, runIds: s
   return rows.map(toReference);
 }
 
-/** The run of the team that reported `url` (canonical) most recently; null when none did. */
+/** The run of the team that reported `url` (canonical) most recently, and when; null when none did. */
 export async function findRunByExternalReference(
   manager: EntityManager,
   teamId: string,
   url: string,
-): Promise<string | null> {
+): Promise<{ runId: string; createdAt: Date } | null> {
   const [row] = (await manager.query(
-    `SELECT run_id FROM run_external_references WHERE team_id = $1 AND url = $2 ORDER BY created_at DESC LIMIT 1`,
+    `SELECT run_id, created_at FROM run_external_references WHERE team_id = $1 AND url = $2 ORDER BY created_at DESC LIMIT 1`,
     [teamId, url],
-  )) as { run_id: string }[];
-  return row?.run_id ?? null;
+  )) as { run_id: string; created_at: Date }[];
+  return row ? { runId: row.run_id, createdAt: row.created_at } : null;
 }

@@ -168,6 +168,8 @@ export async function listRuns(
     where.push(`EXISTS (SELECT 1 FROM run_external_references x WHERE x.run_id = r.run_id)`);
   } else if (f.artifactType === 'PLAN') {
     where.push(`EXISTS (SELECT 1 FROM run_plans p WHERE p.run_id = r.run_id)`);
+  } else if (f.artifactType === 'PULL_REQUEST') {
+    where.push(`EXISTS (SELECT 1 FROM run_pull_requests q WHERE q.run_id = r.run_id AND q.url IS NOT NULL)`);
   } else if (f.artifactType !== undefined) {
     add(
       (p) => `EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id = r.run_id AND a.artifact_type = ${p})`,

@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { WebhookDeliveryStatus } from '../core/webhooks';
 import { toArtifact, type RunArtifact } from './artifact-reads';
 import { toPlan } from './plan-reads';
+import { toPullRequest } from './pull-request-reads';
 import type { Run } from './rows/run';
 import { rowToRun } from './run-reads';
 
@@ -65,7 +66,7 @@ export interface DeliveryToSend {
   occurredAt: Date;
   /** The run's row at the state change. */
   run: Run;
-  /** The run's artifacts at the state change (its plans without their markdown). */
+  /** The run's artifacts at the state change (its plans without their markdown, its pull requests). */
   artifacts: RunArtifact[];
 }
 
@@ -94,8 +95,17 @@ export async function loadDeliveryToSend(manager: EntityManager, deliveryId: str
       WHERE e.id = $1 ORDER BY p.version`,
     [eventId],
   )) as Record<string, unknown>[];
-  const artifacts: RunArtifact[] = [...artifactRows.map(toArtifact), ...planRows.map(toPlan)];
-  // A stable sort: files keep their order among themselves, and so do plans.
+  const pullRequestRows = (await manager.query(
+    `SELECT q.* FROM webhook_events e CROSS JOIN LATERAL jsonb_populate_recordset(NULL::run_pull_requests, e.pull_requests) q
+      WHERE e.id = $1 ORDER BY q.created_at, q.repository`,
+    [eventId],
+  )) as Record<string, unknown>[];
+  const artifacts: RunArtifact[] = [
+    ...artifactRows.map(toArtifact),
+    ...planRows.map(toPlan),
+    ...pullRequestRows.map(toPullRequest),
+  ];
+  // A stable sort: files keep their order among themselves, and so do plans and pull requests.
   artifacts.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   return {
     id: row.id as string,

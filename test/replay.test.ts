@@ -38,10 +38,11 @@ const SCENARIOS = [
   // A schedule's firing (test/schedules.test.ts): one that created its run, one that was refused.
   'scheduled-run-creates-run',
   'scheduled-run-refused',
-  // The service's maintenance firing (test/resource-lists.test.ts), and one recorded before the
-  // audit-retention patch.
+  // The service's maintenance firing (test/resource-lists.test.ts), and ones recorded before the
+  // audit-retention and the pull-request-poll patches.
   'maintenance-prunes',
   'maintenance-before-audit-retention',
+  'maintenance-before-pull-request-poll',
   // Factories (test/factory-orchestration.test.ts): a foreman that dispatches two children and
   // waits for them, a child that failed, and a foreman cancelled with its child.
   'factory-foreman-two-children',

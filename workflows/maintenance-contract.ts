@@ -26,6 +26,9 @@ export const AUDIT_RETENTION_PATCH = 'audit-retention';
 /** Firings that took this patch also collect the object store's unnamed objects. */
 export const OBJECT_COLLECTION_PATCH = 'object-collection';
 
+/** Firings that took this patch also ask forges without webhooks for their pull requests' status. */
+export const PULL_REQUEST_POLL_PATCH = 'pull-request-poll';
+
 export interface MaintenanceResult {
   /** Idempotency records past their 24 hours. */
   idempotencyRecordsPruned: number;
@@ -33,6 +36,8 @@ export interface MaintenanceResult {
   runsDeleted?: number;
   /** Audit events deleted past AUDIT_RETENTION_DAYS. */
   auditEventsPruned?: number;
+  /** Pull requests whose forge was asked, and those whose status changed. */
+  pullRequests?: { checked: number; changed: number };
   /** What the collector went through and removed, and the store as its last whole cycle counted it. */
   objects?: {
     partitions: number;

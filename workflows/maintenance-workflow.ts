@@ -3,16 +3,20 @@ import type { RunActivities } from '../activities';
 import {
   AUDIT_RETENTION_PATCH,
   OBJECT_COLLECTION_PATCH,
+  PULL_REQUEST_POLL_PATCH,
   RUN_RETENTION_PATCH,
   type MaintenanceResult,
 } from './maintenance-contract';
 
+/** Batches of pull requests one firing asks about at most (a minute's worth of forge calls); the next firing goes on. */
+const POLL_BATCHES_PER_FIRING = 5;
 /** Batches of expired runs one firing deletes at most: its history stays small; the next firing goes on. */
 const RETENTION_BATCHES_PER_FIRING = 100;
 
 /**
  * One firing of the maintenance Schedule: prunes expired records, a batch per activity call;
- * deletes the runs past their retention, then the audit events past theirs; then removes the objects of runs' files that no row
+ * deletes the runs past their retention, then the audit events past theirs; asks forges without
+ * webhooks for their pull requests' status; then removes the objects of runs' files that no row
  * names any more.
  */
 export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
@@ -28,6 +32,7 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
   }
   const runsDeleted = patched(RUN_RETENTION_PATCH) ? await deleteExpiredRuns() : undefined;
   const auditEventsPruned = patched(AUDIT_RETENTION_PATCH) ? await pruneExpiredAuditEvents() : undefined;
+  const pullRequests = patched(PULL_REQUEST_POLL_PATCH) ? await pollPullRequestStatuses() : undefined;
   if (!patched(OBJECT_COLLECTION_PATCH)) return { idempotencyRecordsPruned };
   const { collectUnreferencedObjects } = proxyActivities<RunActivities>({
     // Three minutes' worth of the store a firing (the firing has five); it heartbeats each batch.
@@ -40,6 +45,7 @@ export async function maintenanceWorkflow(): Promise<MaintenanceResult> {
     idempotencyRecordsPruned,
     ...(runsDeleted === undefined ? {} : { runsDeleted }),
     ...(auditEventsPruned === undefined ? {} : { auditEventsPruned }),
+    ...(pullRequests === undefined ? {} : { pullRequests }),
     objects,
   };
 }
@@ -57,6 +63,22 @@ async function pruneExpiredAuditEvents(): Promise<number> {
     if (!result.more) break;
   }
   return pruned;
+}
+
+/** Asks forges without webhooks about their pull requests, a batch per activity call. */
+async function pollPullRequestStatuses(): Promise<{ checked: number; changed: number }> {
+  const activities = proxyActivities<RunActivities>({
+    startToCloseTimeout: '2 minutes',
+    retry: { maximumAttempts: 2 },
+  });
+  const total = { checked: 0, changed: 0 };
+  for (let batch = 0; batch < POLL_BATCHES_PER_FIRING; batch++) {
+    const result = await activities.pollPullRequestStatuses();
+    total.checked += result.checked;
+    total.changed += result.changed;
+    if (!result.more) break;
+  }
+  return total;
 }
 
 /** Deletes runs past RUN_RETENTION_DAYS, a batch per activity call. */

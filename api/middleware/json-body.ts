@@ -79,7 +79,8 @@ function tooLarge(limit: number): ApiError {
   return new ApiError('invalid_request', detail, { status: 413 });
 }
 
-async function readBody(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
+/** The raw bytes of a body, refused (413) past `limit` bytes as they arrive. */
+export async function readBody(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {

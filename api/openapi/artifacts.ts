@@ -2,7 +2,8 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../../core/schemas/zod';
 import { registerOperation, SIGNED_LOCATION_HEADER, signatureParameters, timestamp } from './common';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
-import type { toArtifactResponse, toPlanResponse } from '../../services/views/artifact-views';
+import type { toArtifactResponse, toPlanResponse, toPullRequestResponse } from '../../services/views/artifact-views';
+import { pullRequestDataSchema } from './run-responses';
 import type { Fits } from './fits';
 
 /** `GET /agent/artifacts/{uid}` of a file (services/views/artifact-views.ts `toArtifactResponse`). */
@@ -41,7 +42,20 @@ const planArtifactSchema = z
   })
   .openapi('PlanArtifact');
 
-const artifactSchema = z.union([fileArtifactSchema, planArtifactSchema]).openapi('Artifact');
+/**
+ * `GET /agent/artifacts/{uid}` of a pull request (`toPullRequestResponse`): the clients define no
+ * answer for one, so it is the list's item with its `artifact_uid`.
+ */
+const pullRequestArtifactSchema = z
+  .object({
+    artifact_type: z.literal('PULL_REQUEST'),
+    artifact_uid: z.uuid(),
+    created_at: timestamp(),
+    data: pullRequestDataSchema,
+  })
+  .openapi('PullRequestArtifact');
+
+const artifactSchema = z.union([fileArtifactSchema, planArtifactSchema, pullRequestArtifactSchema]).openapi('Artifact');
 
 const downloadHeaders = {
   'Content-Disposition': {
@@ -58,7 +72,7 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/api/v1/agent/artifacts/{artifactUid}',
     operationId: 'getArtifact',
-    summary: 'Get an artifact: a file with a signed download URL, or a plan with its markdown',
+    summary: 'Get an artifact: a file with a signed download URL, a plan with its markdown, or a pull request',
     tags: ['Artifacts'],
     params: z.object({ artifactUid: z.uuid().openapi({ param: { description: 'The artifact uid.' } }) }),
     responses: [{ status: 200, description: 'The artifact.', schema: artifactSchema }],
@@ -186,3 +200,4 @@ export function registerArtifactOperations(registry: OpenAPIRegistry): void {
 /** What services/views/artifact-views.ts builds is what the document says an artifact is. */
 export type ArtifactFits = Fits<typeof fileArtifactSchema, ReturnType<typeof toArtifactResponse>>;
 export type PlanArtifactFits = Fits<typeof planArtifactSchema, ReturnType<typeof toPlanResponse>>;
+export type PullRequestArtifactFits = Fits<typeof pullRequestArtifactSchema, ReturnType<typeof toPullRequestResponse>>;

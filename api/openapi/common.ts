@@ -7,6 +7,8 @@ export const BEARER_AUTH = 'bearerAuth';
 
 /** `/metrics`: `Authorization: Bearer <METRICS_BEARER_TOKEN>` when the operator sets one (always off loopback), else open. */
 export const METRICS_TOKEN_AUTH = 'metricsToken';
+/** A forge's webhook signature with the operator's FORGE_WEBHOOK_SECRETS (not an API key). */
+export const FORGE_SIGNATURE_AUTH = 'forgeSignature';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -191,8 +193,11 @@ export interface Operation {
   description?: string;
   tags: string[];
   deprecated?: boolean;
-  /** Authenticated with an API key (default), open to anyone, or with the operator's metrics token when set. */
-  auth?: boolean | 'metrics-token';
+  /**
+   * Authenticated with an API key (default), open to anyone, with the operator's metrics token
+   * when set, or by a forge's signature with the operator's webhook secret.
+   */
+  auth?: boolean | 'metrics-token' | 'forge-signature';
   params?: z.ZodObject;
   query?: z.ZodObject;
   headers?: z.ZodObject;
@@ -211,7 +216,7 @@ export interface Operation {
 export function registerOperation(registry: OpenAPIRegistry, op: Operation): void {
   const auth = (op.auth ?? true) === true;
   const errors = new Set<ErrorStatus>([...(op.errors ?? []), 500, 503]);
-  if (op.auth === 'metrics-token') errors.add(401);
+  if (op.auth === 'metrics-token' || op.auth === 'forge-signature') errors.add(401);
   if (auth) {
     errors.add(401);
     // `X-Warp-Team-Uid` naming another team.
@@ -252,7 +257,13 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
     description: op.description,
     tags: op.tags,
     ...(op.deprecated ? { deprecated: true } : {}),
-    security: auth ? [{ [BEARER_AUTH]: [] }] : op.auth === 'metrics-token' ? [{}, { [METRICS_TOKEN_AUTH]: [] }] : [],
+    security: auth
+      ? [{ [BEARER_AUTH]: [] }]
+      : op.auth === 'metrics-token'
+        ? [{}, { [METRICS_TOKEN_AUTH]: [] }]
+        : op.auth === 'forge-signature'
+          ? [{ [FORGE_SIGNATURE_AUTH]: [] }]
+          : [],
     request: {
       ...(op.params ? { params: op.params } : {}),
       ...(op.query ? { query: op.query } : {}),

@@ -3,7 +3,7 @@ import type { Config } from '../../core/config';
 import { registerAgentOperations } from './agent';
 import { registerArtifactOperations } from './artifacts';
 import { registerCheckpointOperations } from './checkpoints';
-import { BEARER_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
+import { BEARER_AUTH, FORGE_SIGNATURE_AUTH, METRICS_TOKEN_AUTH, registerErrorComponents } from './common';
 import { registerEnvironmentOperations } from './environments';
 import { registerLiveOperations } from './live';
 import { registerFactoryOperations, registerFactoryResourceOperations } from './factories';
@@ -14,6 +14,7 @@ import { registerPlatformOperations } from './platform';
 import { registerTimelineOperations } from './timeline';
 import { registerFactoryTaskOperations } from './factory-tasks';
 import { registerFactoryFileOperations } from './factory-files';
+import { registerForgeWebhookOperations } from './forge-webhooks';
 import { registerTaskViewOperations } from './task-view';
 import { registerRunOperations } from './runs';
 import { registerScheduleOperations } from './schedules';
@@ -34,6 +35,10 @@ const TAGS = [
   { name: 'Skills', description: "Skills found in the team's environments." },
   { name: 'Redirects', description: 'Session and conversation lookups the official clients make without a key.' },
   { name: 'Webhooks', description: 'Signed notifications of run state changes, delivered durably.' },
+  {
+    name: 'Forge webhooks',
+    description: "Forges' signed pull request events, which keep PULL_REQUEST artifacts current.",
+  },
   { name: 'Secrets', description: "A team's credentials for harnesses, stored encrypted and never shown." },
   { name: 'Audit', description: 'Who changed what, when and from where, in a hash chain per team.' },
   { name: 'Service', description: 'Health, the transcript page, the error reference and this document.' },
@@ -56,6 +61,13 @@ function registry(): OpenAPIRegistry {
     description:
       "The operator's `METRICS_BEARER_TOKEN` (not an API key); `/metrics` is open without it only on a service bound to loopback.",
   });
+  registry.registerComponent('securitySchemes', FORGE_SIGNATURE_AUTH, {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Hub-Signature-256',
+    description:
+      "A forge's signature of the raw body with the secret FORGE_WEBHOOK_SECRETS holds for the repository's host: GitHub's `X-Hub-Signature-256` (`sha256=<hex HMAC-SHA256>`), Gitea's and Forgejo's `X-Gitea-Signature` (hex HMAC-SHA256), GitLab's `X-Gitlab-Token` (the secret itself).",
+  });
   registerRunOperations(registry);
   registerCheckpointOperations(registry);
   registerAgentOperations(registry);
@@ -65,6 +77,7 @@ function registry(): OpenAPIRegistry {
   registerFactoryResourceOperations(registry);
   registerFactoryTaskOperations(registry);
   registerFactoryFileOperations(registry);
+  registerForgeWebhookOperations(registry);
   registerTaskViewOperations(registry);
   registerScheduleOperations(registry);
   registerArtifactOperations(registry);

@@ -1,3 +1,4 @@
+import { PULL_REQUEST_STATUSES } from '../../core/pull-requests';
 import { forkedFromSchema } from '../../core/schemas/checkpoint-schemas';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
 import { RUN_SOURCES, RUN_STATES } from '../../core/run-state';
@@ -61,6 +62,23 @@ const principalSchema = z.object({
   type: z.enum(['user', 'service_account']),
 });
 
+/** A `PULL_REQUEST` artifact's `data` (services/views/artifact-views.ts `pullRequestData`). */
+export const pullRequestDataSchema = z.object({
+  branch: z.string().openapi({ description: 'The branch the run pushed.' }),
+  status: z.enum(PULL_REQUEST_STATUSES).openapi({
+    description:
+      'As the forge last said it: its webhook, or a poll where none is set up (`unknown`: the forge has not been asked yet).',
+  }),
+  url: z
+    .string()
+    .openapi({ description: "The pull request's page (canonical: `run-by-external-reference` finds it)." }),
+  artifact_uid: z.uuid(),
+  repository: z.string().openapi({ description: 'The repository as the run names it.' }),
+  base: z.string().openapi({ description: 'The branch it merges into.' }),
+  number: z.number().int().optional().openapi({ description: "The forge's number (GitLab: the merge request's iid)." }),
+  status_checked_at: timestamp().optional().openapi({ description: 'When the forge last said the status.' }),
+});
+
 export const artifactItemSchema = z
   .union([
     z.object({
@@ -88,6 +106,11 @@ export const artifactItemSchema = z
       }),
     }),
     z.object({
+      artifact_type: z.literal('PULL_REQUEST'),
+      created_at: timestamp(),
+      data: pullRequestDataSchema,
+    }),
+    z.object({
       artifact_type: z.literal('EXTERNAL_REFERENCE'),
       created_at: timestamp(),
       data: z.object({
@@ -101,7 +124,7 @@ export const artifactItemSchema = z
   ])
   .openapi('ArtifactItem', {
     description:
-      'A file the run uploaded (`FILE`), a version of its plan (`PLAN`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
+      'A file the run uploaded (`FILE`), a version of its plan (`PLAN`), a pull request it delivered (`PULL_REQUEST`), or something it reported making elsewhere (`EXTERNAL_REFERENCE`).',
   });
 
 /** `pending_approval` of a BLOCKED run. */

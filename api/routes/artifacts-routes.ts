@@ -3,21 +3,28 @@ import type { DataSource } from 'typeorm';
 import { isUuid } from '../../core/ids';
 import { findArtifact } from '../../db/artifact-reads';
 import { findPlan } from '../../db/plan-reads';
+import { findPullRequest, findRunByPullRequestUrl } from '../../db/pull-request-reads';
 import { findRun } from '../../db/run-reads';
 import { invalid, notFound } from '../../core/api-error';
 import { canonicalReferenceUrl } from '../../core/external-references';
 import { externalReferenceQuerySchema } from '../../core/schemas/agent-schemas';
 import { findRunByExternalReference } from '../../db/external-reference-reads';
-import { signedUrl, toArtifactResponse, toPlanResponse } from '../../services/views/artifact-views';
+import {
+  signedUrl,
+  toArtifactResponse,
+  toPlanResponse,
+  toPullRequestResponse,
+} from '../../services/views/artifact-views';
 import type { UrlSigner } from '../../core/signed-urls';
 import { principalOf } from '../middleware/auth';
 import { rejectQueryParameters, validate } from '../validate';
 
 /**
- * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, a file with a signed download URL
- * or a plan version with its markdown;
+ * `GET /agent/artifacts/{uid}`: an artifact of the caller's team, a file with a signed download URL,
+ * a plan version with its markdown, or a pull request;
  * `…/download`, and a conversation's screenshot (an image artifact of one of its runs), redirect
- * to that URL; `GET /agent/run-by-external-reference` finds the run that reported a URL.
+ * to that URL; `GET /agent/run-by-external-reference` finds the run that reported a URL, or whose
+ * pull request is there.
  */
 export function createArtifactsRouter({
   dataSource,
@@ -37,9 +44,12 @@ export function createArtifactsRouter({
     rejectQueryParameters(ctx.query);
     const uid = ctx.params.artifactUid!;
     const teamId = principalOf(ctx.state).teamId;
-    // A plan has no file to download: its markdown is in the answer.
+    // A plan has no file to download: its markdown is in the answer. Nor has a pull request.
     const plan = isUuid(uid) ? await findPlan(dataSource.manager, uid, teamId) : null;
-    ctx.body = plan ? toPlanResponse(plan) : toArtifactResponse(await teamArtifact(uid, teamId), downloads);
+    const pullRequest = isUuid(uid) && !plan ? await findPullRequest(dataSource.manager, uid, teamId) : null;
+    if (plan) ctx.body = toPlanResponse(plan);
+    else if (pullRequest) ctx.body = toPullRequestResponse(pullRequest);
+    else ctx.body = toArtifactResponse(await teamArtifact(uid, teamId), downloads);
   });
 
   router.get('/agent/artifacts/:artifactUid/download', async (ctx) => {
@@ -59,6 +69,13 @@ export function createArtifactsRouter({
     }
     ctx.redirect(signedUrl(downloads, 'artifacts', artifact.artifactUid));
   });
+  /** The run that reported `url` or delivered a pull request there; the newer when both did. */
+  const runByUrl = async (teamId: string, url: string) => {
+    const reported = await findRunByExternalReference(dataSource.manager, teamId, url);
+    const delivered = await findRunByPullRequestUrl(dataSource.manager, teamId, url);
+    if (!reported || !delivered) return reported?.runId ?? delivered?.runId ?? null;
+    return reported.createdAt > delivered.createdAt ? reported.runId : delivered.runId;
+  };
   router.get('/agent/run-by-external-reference', async (ctx) => {
     const { url } = validate(externalReferenceQuerySchema, ctx.query, 'query');
     let canonical: string;
@@ -67,7 +84,7 @@ export function createArtifactsRouter({
     } catch (err) {
       throw invalid(`Query parameter \`url\`: ${(err as Error).message}.`);
     }
-    const runId = await findRunByExternalReference(dataSource.manager, principalOf(ctx.state).teamId, canonical);
+    const runId = await runByUrl(principalOf(ctx.state).teamId, canonical);
     if (!runId) throw notFound(`No run of your team reported ${canonical}.`);
     ctx.body = { run_id: runId };
   });

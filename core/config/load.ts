@@ -11,6 +11,7 @@ import {
   parseNetworkPolicy,
   parseOtlpHeaders,
   parseEgressCidrs,
+  parseForgeWebhookSecrets,
   parseGitForges,
   parseRegistries,
 } from './parsers';
@@ -253,6 +254,11 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
       },
       /** Finished deliveries older than this leave the delivery log. */
       logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    },
+    /** Pull requests' status from their forges: webhooks' secrets by host (lower case), and the poll where there is none. */
+    forgeStatus: {
+      webhookSecrets: parseForgeWebhookSecrets(e.FORGE_WEBHOOK_SECRETS),
+      pollStaleSeconds: e.PULL_REQUEST_POLL_STALE_MINUTES * 60,
     },
     /** Rate limits and quotas (0 = off), kept in PostgreSQL so every API instance and worker shares them. */
     quotas: {

@@ -100,6 +100,19 @@ export const webhooks = group('Webhooks', {
     description: 'finished deliveries older than this leave the delivery log',
     readBy: ['workers'],
   },
+  FORGE_WEBHOOK_SECRETS: {
+    schema: optionalString,
+    description:
+      "comma-separated `host=secret` pairs (host with its port where there is one, as GIT_FORGES names it): the secret each forge signs its pull request webhooks to `POST /api/v1/forge-webhooks/{github|gitlab|gitea}` with (GitHub's and Gitea's HMAC key, GitLab's token); a host listed here is not polled",
+    readBy: ['API', 'workers'],
+    unset: 'unset: no forge webhooks are accepted, every pull request is polled',
+  },
+  PULL_REQUEST_POLL_STALE_MINUTES: {
+    schema: intFrom(30, 1, 7 * 24 * 60),
+    description:
+      'the hourly maintenance asks the forge for the status of open and draft pull requests on hosts without a FORGE_WEBHOOK_SECRETS entry when it was last checked longer ago than this (with GIT_TOKEN as the credential)',
+    readBy: ['workers'],
+  },
 });
 
 /** Limits per key, client and team; counted in PostgreSQL (event streams: per API process). */

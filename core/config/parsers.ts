@@ -133,3 +133,21 @@ export function parseGitForges(raw: string | undefined): Record<string, ForgeKin
   }
   return forges;
 }
+
+/** FORGE_WEBHOOK_SECRETS: `host=secret` pairs, hosts in lower case; a secret may hold `=` (base64), not a comma. */
+export function parseForgeWebhookSecrets(raw: string | undefined): Record<string, string> {
+  const secrets: Record<string, string> = {};
+  for (const pair of commaList(raw)) {
+    const at = pair.indexOf('=');
+    const host = pair.slice(0, Math.max(at, 0)).trim().toLowerCase();
+    const secret = pair.slice(at + 1).trim();
+    const validHost = /^[a-z0-9.-]+(?::[0-9]{1,5})?$/.test(host) && !host.includes('..');
+    if (at < 0 || !validHost || secret.length < 16 || Object.hasOwn(secrets, host)) {
+      throw new ConfigError(
+        `Invalid configuration:\n  FORGE_WEBHOOK_SECRETS: a pair is not host=secret (host once, secret of at least 16 characters); write pairs like git.example.com=<secret>,github.com=<secret>, separated by commas`,
+      );
+    }
+    secrets[host] = secret;
+  }
+  return secrets;
+}

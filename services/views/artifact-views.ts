@@ -2,6 +2,7 @@ import { signedDownloadUrl, type DownloadKind, type UrlSigner } from '../../core
 import type { FileArtifact, RunArtifact } from '../../db/artifact-reads';
 import type { HandoffAttachment } from '../../db/attachment-reads';
 import type { PlanArtifact } from '../../db/plan-reads';
+import type { PullRequestArtifact } from '../../db/pull-request-reads';
 
 /** The MIME type of a plan's `content`. */
 export const PLAN_CONTENT_TYPE = 'text/markdown' as const;
@@ -14,9 +15,12 @@ export function signedUrl(signer: UrlSigner, kind: DownloadKind, id: string): st
 /**
  * An artifact as a run's `artifacts` list shows it (`ArtifactItem` of the clients): a `FILE`, a
  * `PLAN` (one per version; this service has no Warp Drive notebook, so the plan document is its
- * own `notebook_uid`) or an `EXTERNAL_REFERENCE`.
+ * own `notebook_uid`), a `PULL_REQUEST` or an `EXTERNAL_REFERENCE`.
  */
 export function toArtifactItem(a: RunArtifact) {
+  if (a.kind === 'PULL_REQUEST') {
+    return { artifact_type: 'PULL_REQUEST' as const, created_at: a.createdAt.toISOString(), data: pullRequestData(a) };
+  }
   if (a.kind === 'PLAN') {
     return {
       artifact_type: 'PLAN' as const,
@@ -49,6 +53,38 @@ export function toArtifactItem(a: RunArtifact) {
       ...(a.description !== null ? { description: a.description } : {}),
       ...(a.title !== null ? { title: a.title } : {}),
     },
+  };
+}
+
+/**
+ * A pull request's `data`: the clients' `branch`, `status` and `url`, and more they tolerate (their
+ * models keep unknown fields): which repository, its number, the branch it merges into, when the
+ * forge last said its status, and the artifact's uid.
+ */
+function pullRequestData(a: PullRequestArtifact) {
+  return {
+    branch: a.branch,
+    status: a.status,
+    url: a.url,
+    artifact_uid: a.artifactUid,
+    repository: a.repository,
+    base: a.base,
+    ...(a.number !== null ? { number: a.number } : {}),
+    ...(a.statusCheckedAt ? { status_checked_at: a.statusCheckedAt.toISOString() } : {}),
+  };
+}
+
+/**
+ * `GET /agent/artifacts/{uid}` of a pull request. The clients define no answer for one (their
+ * `AgentGetArtifactResponse` has plans, screenshots and files): this one is the list's item with
+ * its `artifact_uid` beside, as the other answers have it.
+ */
+export function toPullRequestResponse(a: PullRequestArtifact) {
+  return {
+    artifact_type: 'PULL_REQUEST' as const,
+    artifact_uid: a.artifactUid,
+    created_at: a.createdAt.toISOString(),
+    data: pullRequestData(a),
   };
 }
 

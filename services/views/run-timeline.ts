@@ -41,6 +41,9 @@ function eventUuid(runId: string, what: string): string {
  * image it runs on, `image_reference` and `image_digest`, when it runs on one), the agent
  * started (its setup, or the turn's start when the workspace was already there), blocked each
  * time a call waited for a person, and how the turn ended. A run still queued has only its creation.
+ * A pull request's events (`pull_request`) are not here: the clients' timeline types are the
+ * run's setup and lifecycle, and none says "pull request" (naming one `oz_run_done` would tell a
+ * client the run ended again); the event stream, the transcript and the artifacts carry them.
  */
 export function runTimeline(run: { runId: string; createdAt: Date; source: string }, entries: StoredRunEvent[]) {
   const events: TimelineEvent[] = [];

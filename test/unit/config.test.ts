@@ -198,6 +198,7 @@ describe('loadConfig', () => {
         retry: { initialIntervalMs: 1000, maxIntervalMs: 3_600_000, windowSeconds: 86_400 },
         logRetentionDays: 30,
       },
+      forgeStatus: { webhookSecrets: {}, pollStaleSeconds: 1800 },
       quotas: {
         requestsPerMinute: 600,
         unauthenticatedPerMinute: 300,
