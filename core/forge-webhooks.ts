@@ -14,6 +14,9 @@ export { FORGE_KINDS as FORGE_WEBHOOK_KINDS };
 /** Largest webhook body read: GitHub caps its payloads at 25 MB, but a pull request event is far below 1 MB. */
 export const MAX_FORGE_WEBHOOK_BYTES = 1024 * 1024;
 
+/** The challenge of a refused forge webhook (a 401 names one): a signature over the body, not a key. */
+export const FORGE_WEBHOOK_CHALLENGE = 'Signature realm="forge-webhooks"';
+
 type Headers = Record<string, string | string[] | undefined>;
 
 function header(headers: Headers, name: string): string | undefined {

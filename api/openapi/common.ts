@@ -1,5 +1,6 @@
 import type { OpenAPIRegistry, RouteConfig, ZodRequestBody } from '@asteasolutions/zod-to-openapi';
 import { ALL_ERROR_CODES } from '../../core/error-codes';
+import { FORGE_WEBHOOK_CHALLENGE } from '../../core/forge-webhooks';
 import { z } from '../../core/schemas/zod';
 
 /** The security scheme of every authenticated operation: `Authorization: Bearer <API key>`. */
@@ -208,6 +209,21 @@ export interface Operation {
   errors?: ErrorStatus[];
 }
 
+/** A forge webhook refused for its signature: its challenge names the signature, not a key. */
+function unsignedWebhookResponse() {
+  return {
+    description: "The body is not signed with the host's secret (FORGE_WEBHOOK_SECRETS).",
+    headers: {
+      ...PROBLEM_HEADERS,
+      'WWW-Authenticate': header('The signature the forge must send.', {
+        type: 'string',
+        const: FORGE_WEBHOOK_CHALLENGE,
+      }),
+    },
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/ProblemDocument' } } },
+  };
+}
+
 /**
  * Registers one operation. Every operation may answer 500 and 503; an authenticated one 401, and
  * 429 with the RateLimit fields on its every answer; one with a body 413 and 415
@@ -243,6 +259,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
           }),
     };
   }
+  if (op.auth === 'forge-signature') responses[401] = unsignedWebhookResponse();
   for (const status of [...errors].sort()) responses[status] ??= problemResponse(status);
   const body: ZodRequestBody | undefined = op.body && {
     description: op.body.description,

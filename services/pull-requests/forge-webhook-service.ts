@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { ApiError, invalid } from '../../core/api-error';
 import {
+  FORGE_WEBHOOK_CHALLENGE,
   forgeEventName,
   forgeSigned,
   readForgeWebhook,
@@ -17,6 +18,7 @@ const unsigned = () =>
   new ApiError(
     'authentication_required',
     "The webhook is not signed with this host's secret in FORGE_WEBHOOK_SECRETS: check the forge webhook's secret.",
+    { headers: { 'WWW-Authenticate': FORGE_WEBHOOK_CHALLENGE } },
   );
 
 /**
