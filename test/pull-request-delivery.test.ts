@@ -4,26 +4,73 @@
  * a branch and opens (then updates) one pull request per repository, from outside the sandbox.
  */
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { SharedGitea } from './stack/on-demand-servers';
 import { createEnvironment } from './helpers/environments';
 import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/gitea';
+import { activityAttempts } from './helpers/activity-attempts';
+import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, waitForState, transcript } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 jest.setTimeout(600_000);
 
+/**
+ * Gitea behind a forwarding proxy (the service's GIT_BASE_URL): armed, it forwards the next
+ * `POST …/pulls` (Gitea opens the pull request) but holds its answer until released, then loses
+ * it (503), as a worker that dies after the forge acted would.
+ */
+function forwardingProxy(target: string) {
+  let armed: { held: () => void; release: Promise<void> } | undefined;
+  const server = http.createServer((req, res) => {
+    const upstream = http.request(
+      new URL(req.url ?? '/', target),
+      { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
+      (answer) => {
+        const trap = armed && req.method === 'POST' && /\/pulls$/.test(req.url ?? '') ? armed : undefined;
+        if (!trap) {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          return;
+        }
+        armed = undefined;
+        answer.resume();
+        trap.held();
+        void trap.release.then(() =>
+          res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"lost"}'),
+        );
+      },
+    );
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  return {
+    server,
+    /** Resolves `held` when the trap caught a request; the answer is lost once `release` resolves. */
+    arm(release: Promise<void>): Promise<void> {
+      return new Promise((held) => (armed = { held, release }));
+    },
+  };
+}
+
 let ctx: TestContext;
 let gitea: SharedGitea;
+let proxy: ReturnType<typeof forwardingProxy>;
 let host: string;
 beforeAll(async () => {
   gitea = await sharedGitea();
-  host = new URL(gitea.url).host;
+  proxy = forwardingProxy(gitea.url);
+  await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+  host = `127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
   ctx = await createTestContext({
-    env: { GIT_BASE_URL: gitea.url, GIT_FORGES: `${host}=gitea`, AGENT_MAX_STEPS: '50' },
+    env: { GIT_BASE_URL: `http://${host}`, GIT_FORGES: `${host}=gitea`, AGENT_MAX_STEPS: '50' },
   });
 });
 afterAll(async () => {
   await ctx?.close();
+  proxy?.server.closeAllConnections();
+  await new Promise((resolve) => proxy?.server.close(resolve));
 });
 
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
@@ -127,6 +174,7 @@ test('a run that changes two cloned repositories opens two pull requests; a foll
     `/repos/${one.owner}/${one.name}/pulls/${(await pullsOf(one))[0]!.number}/files`,
   );
   expect(files.map((f) => f.filename).sort()).toEqual(['a.txt', 'c.txt']);
+  await recordReplayFixture(ctx, runId, 'pull-request-delivery');
 });
 
 test('the push credential never reaches the sandbox, the transcript or the pull request', async () => {
@@ -150,7 +198,9 @@ test('the push credential never reaches the sandbox, the transcript or the pull 
   });
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
   const events = JSON.stringify(await transcript(ctx, runId));
-  expect(events).toContain('x.txt');
+  // The commands ran: the sandbox's environment and the repository's config are in the transcript.
+  expect(events).toContain('PATH=');
+  expect(events).toContain('remote.origin.url');
   const basic = Buffer.from(`${gitea.username}:${gitea.token}`).toString('base64');
   expect(events).not.toContain(gitea.token);
   expect(events).not.toContain(basic);
@@ -188,6 +238,7 @@ test('a branch someone else changed is a typed conflict, and nothing is pushed o
     `/repos/${repo.owner}/${repo.name}/branches/${branch}`,
   );
   expect(after.commit.id).toBe(before.commit.id);
+  await recordReplayFixture(ctx, runId, 'pull-request-conflict');
 });
 
 test('without a credential the turn fails pull_request_no_credential, naming what to set', async () => {
@@ -223,4 +274,46 @@ test('delivery without a cloned repository, or with a credential the team lacks,
     .send({ prompt: 'x', config: { delivery: { pull_request: { branch: 'a..b' } } } });
   expect(badBranch.status).toBe(400);
   expect(JSON.stringify(badBranch.body)).toMatch(/git branch name/);
+});
+
+test('a delivery retried after the forge opened the pull request but its answer was lost, and the pushed commit was not recorded, leaves one branch and one pull request', async () => {
+  const key = await teamWithCredential();
+  const repo = await createRepository(gitea, unique('deliver-retry'));
+  const envId = await createEnvironment(ctx, key, {
+    name: 'retry',
+    github_repos: [{ owner: repo.owner, repo: repo.name }],
+  });
+  const marker = uniqueName('retry');
+  scriptWrites(marker, { [`${repo.name}/r.txt`]: 'r' }, 'Added r.txt.');
+  let release!: () => void;
+  const held = proxy.arm(new Promise<void>((resolve) => (release = resolve)));
+  const runId = await createRun(ctx, key, {
+    prompt: `Write ${marker}`,
+    config: { environment_id: envId, delivery: { pull_request: {} } },
+  });
+  await held;
+  // As if the worker had died between its push and recording it: the retry must make the same
+  // commit, find the branch already at it, and find the pull request the lost answer opened.
+  const pushed = (await ctx.dataSource.query(`SELECT head_sha FROM run_pull_requests WHERE run_id = $1`, [runId])) as {
+    head_sha: string;
+  }[];
+  expect(pushed[0]?.head_sha).toMatch(/^[0-9a-f]{40}$/);
+  await ctx.dataSource.query(`UPDATE run_pull_requests SET head_sha = NULL WHERE run_id = $1`, [runId]);
+  release();
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+
+  expect((await activityAttempts(ctx, runId)).some((line) => line.startsWith('deliverPullRequests#2'))).toBe(true);
+  const pulls = await pullsOf(repo);
+  expect(pulls).toHaveLength(1);
+  expect(pulls[0]!.head.sha).toBe(pushed[0]!.head_sha);
+  const branches = await giteaApi<{ name: string }[]>(gitea, 'GET', `/repos/${repo.owner}/${repo.name}/branches`);
+  expect(branches.map((b) => b.name).sort()).toEqual([`agent-runs/${runId}`, 'main']);
+  const row = (await ctx.dataSource.query(`SELECT head_sha, number FROM run_pull_requests WHERE run_id = $1`, [
+    runId,
+  ])) as {
+    head_sha: string;
+    number: number;
+  }[];
+  expect(row).toEqual([{ head_sha: pushed[0]!.head_sha, number: pulls[0]!.number }]);
+  await recordReplayFixture(ctx, runId, 'pull-request-delivery-retry');
 });
