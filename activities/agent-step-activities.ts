@@ -188,13 +188,23 @@ export function createAgentStepActivities(deps: ActivityDeps) {
         const run = (await loadStepRun(dataSource.manager, runId))!;
         const harness = run.config.harness?.type;
         if (isCliHarness(harness)) {
-          return runHarnessStep({ runId, turn, step, run, type: harness, workspace, ctx, log });
+          return withDelivery(
+            run,
+            await runHarnessStep({ runId, turn, step, run, type: harness, workspace, ctx, log }),
+          );
         }
         const at = { runId, turn, step, run, workspace, ctx, log };
-        return withStepAttempt(dataSource, { runId, turn, step }, () => runModelStep(at));
+        const outcome = await withStepAttempt(dataSource, { runId, turn, step }, () => runModelStep(at));
+        return withDelivery(run, outcome);
       });
     },
   };
+}
+
+/** A step that ends its turn says so when the run delivers pull requests: the workflow then delivers them. */
+function withDelivery(run: StepRun, outcome: AgentStepOutcome): AgentStepOutcome {
+  const deliver = outcome.done && !outcome.turnEnded && !!run.config.delivery?.pull_request;
+  return deliver ? { ...outcome, deliver } : outcome;
 }
 
 /** Where a step stands: its run, turn and step, the run's workspace, its activity context and log. */

@@ -1,4 +1,5 @@
 import { createAgentStepActivities } from './agent-step-activities';
+import { createDeliveryActivities } from './delivery/deliver-pull-requests';
 import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance-activities';
 import { createOrchestrationActivities } from './orchestration-activities';
@@ -14,6 +15,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createRunStoreActivities(deps),
     ...createWorkspaceActivities(deps),
     ...createAgentStepActivities(deps),
+    ...createDeliveryActivities(deps),
     ...createScheduleActivities(deps),
     ...createOrchestrationActivities(deps),
     ...createMaintenanceActivities(deps),

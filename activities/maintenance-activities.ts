@@ -5,7 +5,9 @@ import { collectUnreferencedObjects, type CollectionResult } from '../services/o
 import { pausedForRestore } from '../services/restore/restore-mode';
 import { createRunDeletion } from '../services/runs/run-deletion';
 import { pruneExpiredAuditEvents } from '../services/audit/audit-retention';
-import { createPullRequestPoll, gitTokenCredential } from '../services/pull-requests/pull-request-poll';
+import { createPullRequestPoll, type CredentialFor } from '../services/pull-requests/pull-request-poll';
+import { pushCredential } from './delivery/git-credential';
+import { DeliveryFailure } from './delivery/delivery-failures';
 import type { ActivityDeps } from './deps';
 
 /** Records one call deletes at most: short transactions, however much has piled up. */
@@ -27,6 +29,27 @@ const PAUSED_COLLECTION: CollectionResult = {
   storeBytes: null,
 };
 
+/**
+ * What reads a delivered pull request's status: the credential that delivered it (the team's
+ * `git_credentials` secret for the host, or GIT_TOKEN where it may push), else GIT_TOKEN, which
+ * clones already read with; none: the forge is not asked.
+ */
+function teamReadCredential({
+  dataSource,
+  config,
+  secretsKeyring,
+}: Pick<ActivityDeps, 'dataSource' | 'config' | 'secretsKeyring'>): CredentialFor {
+  return async (pullRequest) => {
+    try {
+      const deps = { config, secretsKeyring };
+      return (await pushCredential(dataSource.manager, deps, pullRequest.teamId, pullRequest.host, undefined)).token;
+    } catch (err) {
+      if (!(err instanceof DeliveryFailure)) throw err;
+      return config.workspace.gitToken;
+    }
+  };
+}
+
 /** The maintenance workflow's activities (workflows/maintenance-workflow.ts). */
 export function createMaintenanceActivities({
   dataSource,
@@ -34,15 +57,15 @@ export function createMaintenanceActivities({
   config,
   temporal,
   logger,
-}: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config' | 'temporal' | 'logger'>) {
+  secretsKeyring,
+}: Pick<ActivityDeps, 'dataSource' | 'objectStore' | 'config' | 'temporal' | 'logger' | 'secretsKeyring'>) {
   const deletion = createRunDeletion({ dataSource, temporal, logger, rpcTimeoutMs: config.temporal.rpcTimeoutMs });
   const poll = createPullRequestPoll({
     dataSource,
     forges: config.workspace.gitForges,
     webhookHosts: Object.keys(config.forgeStatus.webhookSecrets),
     staleSeconds: config.forgeStatus.pollStaleSeconds,
-    // The delivery's `git_credentials` lookup plugs in here once it exists.
-    credentialFor: gitTokenCredential(config.workspace.gitToken),
+    credentialFor: teamReadCredential({ dataSource, config, secretsKeyring }),
     logger,
   });
   return {

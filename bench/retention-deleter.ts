@@ -5,6 +5,7 @@
  * (with the time it was paused: see `resumed`).
  * Reads the same environment as a worker (DATABASE_URL, TEMPORAL_ADDRESS, ...).
  */
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { createMaintenanceActivities } from '../activities/maintenance-activities';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     config,
     temporal: client,
     logger: createLogger('error', 'bench'),
+    secretsKeyring: resolveSecretsKeyring(config),
   });
   const started = performance.now();
   let pausedMs = 0;

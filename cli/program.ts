@@ -92,6 +92,7 @@ export function createProgram(result: { exitCode: number }): Command {
       ]),
     )
     .option('--plan', 'the same as --mode plan')
+    .option('--pr', 'deliver the change as a pull request per repository of --env (its URL printed with --wait)')
     .addOption(waitOption())
     .addOption(followOption())
     .addOption(idempotencyOption())

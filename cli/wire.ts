@@ -9,10 +9,13 @@ export interface StatusMessage {
 export interface ArtifactItem {
   artifact_type: string;
   created_at: string;
-  /** A `FILE`'s; a `PLAN` has `artifact_uid`, `title`, `version`. */
+  /** A `FILE`'s; a `PLAN` has `artifact_uid`, `title`, `version`; a `PULL_REQUEST` `branch`, `status`, `url`. */
   data: {
     artifact_uid: string;
     filename: string;
+    branch?: string;
+    status?: string;
+    url?: string;
     filepath?: string;
     mime_type?: string;
     size_bytes?: number;

@@ -12,6 +12,13 @@ export const ERROR_CODES = {
   feature_not_available: { status: 400, retryable: false, title: 'Feature not available' },
   resource_unavailable: { status: 503, retryable: true, title: 'Resource unavailable' },
   internal_error: { status: 500, retryable: true, title: 'Internal error' },
+  // A run's status only: why delivering its pull request (config.delivery.pull_request) failed.
+  pull_request_no_credential: { status: 400, retryable: false, title: 'No credential to push' },
+  pull_request_owner_not_allowed: { status: 403, retryable: false, title: 'Owner not allowed' },
+  pull_request_branch_protected: { status: 400, retryable: false, title: 'Branch protected' },
+  pull_request_conflict: { status: 409, retryable: false, title: 'Branch changed by someone else' },
+  pull_request_rejected: { status: 400, retryable: false, title: 'Pull request refused' },
+  pull_request_forge_unavailable: { status: 503, retryable: true, title: 'Forge unavailable' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

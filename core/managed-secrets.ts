@@ -7,6 +7,7 @@ export const MANAGED_SECRET_KINDS = [
   'openai_api_key',
   'gemini_api_key',
   'registry_credentials',
+  'git_credentials',
   'other',
 ] as const;
 export type ManagedSecretKind = (typeof MANAGED_SECRET_KINDS)[number];

@@ -1,6 +1,7 @@
 import type { HarnessSecretField, HarnessType } from './harnesses';
 import type { ErrorCode } from './error-codes';
 import type { ApprovalPolicy } from './approval-policy';
+import type { DeliverySettings } from './schemas/delivery-schemas';
 
 /** `MCPServerConfig`: `command` (+ `args`, `env`) for stdio, or `url` (+ `headers`) for HTTP; exactly one. */
 export interface McpServerConfig {
@@ -33,6 +34,8 @@ export interface ResolvedAgentConfig {
   harness_auth_secrets?: Partial<Record<HarnessSecretField, string>>;
   /** The calls that wait for a person: the run's own policy merged with its agent's and environment's. */
   approval?: ApprovalPolicy;
+  /** What the worker does with a turn's change: the run's own settings over its environment's. */
+  delivery?: DeliverySettings;
 }
 
 export interface RunStatusMessage {

@@ -1,3 +1,4 @@
+import type { DeliverySettings } from '../core/schemas/delivery-schemas';
 import type { EntityManager } from 'typeorm';
 import type { NetworkPolicy } from '../core/network-policy';
 import type { ApprovalPolicy } from '../core/approval-policy';
@@ -13,6 +14,8 @@ export interface EnvironmentConfig {
   network?: NetworkPolicy;
   /** Calls of the environment's runs that wait for a person, merged with each run's own. */
   approval?: ApprovalPolicy;
+  /** What the worker does with a turn's change, under each run's own settings. */
+  delivery?: DeliverySettings;
 }
 
 export interface Environment {

@@ -1,3 +1,4 @@
+import { resolveSecretsKeyring } from '../infra/secrets-key';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomBytes } from 'node:crypto';
 import { createMaintenanceActivities } from '../activities/maintenance-activities';
@@ -139,6 +140,7 @@ test('in restore mode the maintenance deletes no expired run and collects no obj
     createMaintenanceActivities({
       dataSource: ctx.dataSource,
       objectStore: ctx.objectStore,
+      secretsKeyring: resolveSecretsKeyring(ctx.config),
       config: { ...ctx.config, restoreMode, runRetentionDays: 36_500 },
       temporal: ctx.client,
       logger: createLogger('error', 'test'),

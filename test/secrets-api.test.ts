@@ -170,7 +170,7 @@ test("the kind is read from the value's prefix (sk-ant-, sk-ant-oat, sk-, AIza) 
     unknown,
     400,
     'invalid_request',
-    'Field `kind`: the value does not say what it is; send `kind`, one of anthropic_api_key, claude_oauth_token, openai_api_key, gemini_api_key, registry_credentials, other.',
+    'Field `kind`: the value does not say what it is; send `kind`, one of anthropic_api_key, claude_oauth_token, openai_api_key, gemini_api_key, registry_credentials, git_credentials, other.',
   );
   expect((await secretRows(team.teamId)).map((r) => [r.name, r.kind])).toEqual([
     ['anthropic', 'anthropic_api_key'],
@@ -237,7 +237,12 @@ test('a bad request is 400 saying what to fix, never repeats the value, and stor
     [
       'an unknown kind',
       { name: 'k', value, kind: 'aws_key' },
-      /^`kind`: Invalid option: expected one of "anthropic_api_key"\|"claude_oauth_token"\|"openai_api_key"\|"gemini_api_key"\|"registry_credentials"\|"other"\.$/,
+      /^`kind`: Invalid option: expected one of "anthropic_api_key"\|"claude_oauth_token"\|"openai_api_key"\|"gemini_api_key"\|"registry_credentials"\|"git_credentials"\|"other"\.$/,
+    ],
+    [
+      'git_credentials without a host',
+      { name: 'k', value, kind: 'git_credentials' },
+      /^Field `value`: a secret of kind git_credentials is `username:token@host`/,
     ],
     ['an unknown field', { name: 'k', value, scope: 'team' }, 'Unknown field `scope`.'],
     ['a description too long', { name: 'k', value, description: 'd'.repeat(501) }, /^`description`: Too big/],

@@ -111,6 +111,8 @@ export const approvalSignal = defineSignal('approvalDecided');
 /** What one call of `runAgentStep` ended with. */
 export interface AgentStepOutcome {
   done: boolean;
+  /** The turn is done and its run delivers pull requests (`config.delivery.pull_request`). */
+  deliver?: boolean;
   /**
    * The step's orchestration calls, in order, once its other calls have run: the workflow carries
    * them out, then runs the same step again to finish it.
@@ -171,7 +173,13 @@ export interface UserFailureDetails {
     | 'resource_not_found'
     | 'not_authorized'
     | 'authentication_required'
-    | 'budget_exceeded';
+    | 'budget_exceeded'
+    | 'pull_request_no_credential'
+    | 'pull_request_owner_not_allowed'
+    | 'pull_request_branch_protected'
+    | 'pull_request_conflict'
+    | 'pull_request_rejected'
+    | 'pull_request_forge_unavailable';
   /** The run's files are given up with the turn: they reached the run's disk limit, a follow-up starts afresh. */
   releaseWorkspace?: boolean;
 }

@@ -12,12 +12,14 @@ export const SNAPSHOT_INDEX = 'agent-runs-snapshot.index';
 
 export interface GitAuth {
   token?: string;
+  /** The Basic user name the token goes with (default `x-access-token`, which every forge ignores). */
+  username?: string;
 }
 
-function authEnv(url: string, auth: GitAuth): Record<string, string> {
+export function authEnv(url: string, auth: GitAuth): Record<string, string> {
   if (!auth.token || !/^https?:/i.test(url)) return {};
   // Passed through the environment, never on the command line or in a URL that git may print.
-  const basic = Buffer.from(`x-access-token:${auth.token}`).toString('base64');
+  const basic = Buffer.from(`${auth.username ?? 'x-access-token'}:${auth.token}`).toString('base64');
   return {
     GIT_CONFIG_COUNT: '1',
     GIT_CONFIG_KEY_0: 'http.extraHeader',
@@ -33,14 +35,14 @@ export function scrubSecret(text: string, secret?: string): string {
  * Git inside the run's sandbox reads no system or global configuration and ignores the hooks and
  * fsmonitor a repository's own config could name: the agent can write that config.
  */
-const SAFE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
+export const SAFE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
 const SAFE_GIT_ARGS = ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null'];
 
 /**
  * How long one git call in the workspace may take: a repository's own config can name filters
  * that git runs, and the run controls that config.
  */
-const GIT_TIMEOUT_MS = 120_000;
+export const GIT_TIMEOUT_MS = 120_000;
 
 /** `value` as one word of a POSIX shell command. */
 function shellQuote(value: string): string {
@@ -201,6 +203,18 @@ export async function resolveCommit(
 }
 
 /**
+ * Shell words that stage everything of `repo` (untracked too) in the private snapshot index,
+ * never the agent's own: `.gitignore` respected, else the well-known dependency directories left out.
+ */
+export function snapshotStage(processes: RunProcesses, repo: string, hasGitignore: boolean | undefined) {
+  const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
+  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
+  const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
+  const stage = `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`;
+  return { index, git, stage };
+}
+
+/**
  * A script for `sh -c script sh <base>` that stages everything of `repo` (untracked too) in the
  * private snapshot index, compares it with the commit `<base>` names (else HEAD, else the empty
  * tree), and prints `git diff --cached <diffArgs>`: one sandboxed process for the git calls, as
@@ -215,10 +229,7 @@ function snapshotDiffScript(
   diffArgs: string[],
   withBase: boolean,
 ): string {
-  const index = shellQuote(path.posix.join(processes.workspacePath, repo, '.git', SNAPSHOT_INDEX));
-  const git = ['git', ...SAFE_GIT_ARGS].map(shellQuote).join(' ');
-  const exclude = hasGitignore ? [] : DEPENDENCY_DIRS.map((d) => `:(exclude,glob)**/${d}/**`);
-  const stage = `GIT_INDEX_FILE=${index} ${git} add -A -- . ${exclude.map(shellQuote).join(' ')} || exit $?`;
+  const { index, git, stage } = snapshotStage(processes, repo, hasGitignore);
   const diff = `GIT_INDEX_FILE=${index} exec ${git} diff --cached ${diffArgs.map(shellQuote).join(' ')}`;
   if (!withBase) return [stage, diff].join('\n');
   return [

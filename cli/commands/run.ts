@@ -14,6 +14,8 @@ export interface RunOptions {
   mode?: string;
   /** `--plan`: the same as `--mode plan`. */
   plan?: boolean;
+  /** `--pr`: deliver each turn's change as a pull request (`config.delivery.pull_request: {}`). */
+  pr?: boolean;
   wait?: boolean;
   follow?: boolean;
   idempotencyKey?: string;
@@ -30,6 +32,7 @@ export function createRunBody(prompt: string | undefined, options: RunOptions): 
     ...(options.model !== undefined ? { model_id: options.model } : {}),
     ...(options.env !== undefined ? { environment_id: options.env } : {}),
     ...(options.idleTimeout !== undefined ? { idle_timeout_minutes: options.idleTimeout } : {}),
+    ...(options.pr ? { delivery: { pull_request: {} } } : {}),
   };
   return {
     ...(prompt !== undefined ? { prompt } : {}),

@@ -36,9 +36,25 @@ export async function waitAndReport(ctx: CommandContext, runId: string): Promise
   });
   if (ctx.out.json) ctx.out.document(run);
   ctx.out.note(endLine(ctx, run, true));
+  printPullRequests(ctx, run);
   const plan = planOfTurn(run);
   if (plan && !ctx.out.json) await printPlan(ctx, plan, true);
   return exitCode(run);
+}
+
+/**
+ * The run's pull requests (`PULL_REQUEST` artifacts, `config.delivery.pull_request`), their URLs
+ * on stdout one a line after the run's id: what a CI job reads.
+ */
+function printPullRequests(ctx: CommandContext, run: RunItem): void {
+  if (ctx.out.json) return;
+  for (const artifact of run.artifacts ?? []) {
+    if (artifact.artifact_type !== 'PULL_REQUEST' || !artifact.data.url) continue;
+    ctx.out.text(artifact.data.url);
+    ctx.out.note(
+      `Pull request (${artifact.data.status ?? 'unknown'}) on ${artifact.data.branch ?? '?'}: ${artifact.data.url}`,
+    );
+  }
 }
 
 /** What the spinner says after `event`, or null to take it away; undefined leaves it as it is. */

@@ -163,6 +163,10 @@ function configFrom(e: Env, temporalConnection: TemporalConnectionSettings) {
       dir: workspaceDir,
       gitBaseUrl: e.GIT_BASE_URL.replace(/\/+$/, ''),
       gitToken: e.GIT_TOKEN,
+      /** GIT_TOKEN may push a run's pull request branch where a team has no credential of its own. */
+      gitTokenForPush: e.GIT_TOKEN_FOR_PUSH === 'true',
+      /** Author and committer of the worker's commits of a run's changes. */
+      gitCommitAuthor: parseCommitAuthor(e.GIT_COMMIT_AUTHOR ?? 'agent-runs <agent-runs@localhost>'),
       /** Lower-cased owners a run's repositories may belong to; undefined allows every owner. */
       gitAllowedOwners: e.GIT_ALLOWED_OWNERS ? commaList(e.GIT_ALLOWED_OWNERS).map((o) => o.toLowerCase()) : undefined,
       /** The forge kind of each repository host (`host[:port]`, lower case): GIT_FORGES over the built-ins. */
@@ -359,4 +363,10 @@ function tracingFrom(e: Env) {
     /** OTEL_SERVICE_NAME; each entry point has its own default. */
     serviceName: e.OTEL_SERVICE_NAME,
   };
+}
+
+/** `Name <email>` (validated by its variable's schema) as git's author fields. */
+function parseCommitAuthor(value: string): { name: string; email: string } {
+  const at = value.lastIndexOf(' <');
+  return { name: value.slice(0, at).trim(), email: value.slice(at + 2, -1) };
 }

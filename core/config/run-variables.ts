@@ -157,6 +157,22 @@ export const workspaces = group('Workspaces and git', {
     readBy: ['workers'],
     unset: 'unset',
   },
+  GIT_TOKEN_FOR_PUSH: {
+    schema: z.enum(['true', 'false']).default('false'),
+    description:
+      "`true`: GIT_TOKEN also pushes a run's branch and opens its pull request (`config.delivery.pull_request`) where the team has no `git_credentials` secret for the repository's host; otherwise a pull request needs the team's own credential",
+    readBy: ['workers'],
+  },
+  GIT_COMMIT_AUTHOR: {
+    schema: z
+      .string()
+      .regex(/^[^<>\n]*[^<>\s] <[^<>\s]+>$/, 'must be `Name <email>`, e.g. `Agent Runs <agent-runs@example.com>`')
+      .optional(),
+    description:
+      "author and committer of the commits the worker makes of a run's changes for a pull request, as `Name <email>`",
+    readBy: ['workers'],
+    unset: '`agent-runs <agent-runs@localhost>`',
+  },
   GIT_ALLOWED_OWNERS: {
     schema: optionalString,
     description:

@@ -6,6 +6,7 @@ import { VISIBLE } from './text';
 import { HARNESS_TYPES } from '../harnesses';
 import { managedSecretNameSchema } from './managed-secret-schemas';
 import { approvalPolicySchema } from './approval-schemas';
+import { deliverySchema } from './delivery-schemas';
 
 /** `config` of a run (and of schedules and agents): the model, MCP servers, harness and limits. */
 
@@ -116,6 +117,7 @@ export const agentConfigSchema = z
       .openapi({ enum: [false], description: 'Computer use is not available on this service: `true` is 400.' }),
     skills: z.array(skillSpecSchema).max(50).optional(),
     approval: approvalPolicySchema.optional(),
+    delivery: deliverySchema.optional(),
     // Sent by the official clients; recognised so that asking for them is a clear
     // `feature_not_available` (see api/run-request-fields.ts), and asking for nothing is fine.
     worker_host: z.string().max(255).nullish(),

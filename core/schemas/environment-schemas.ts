@@ -4,6 +4,7 @@ import { resourcePageQuery } from './resource-page-schemas';
 import { jsonSchema, z } from './zod';
 import { ALLOWED_DOMAIN_PATTERN, MAX_ALLOWED_DOMAIN_CHARS, networkPolicySchema } from '../network-policy';
 import { approvalPolicySchema } from './approval-schemas';
+import { deliverySchema } from './delivery-schemas';
 
 /** A GitHub owner or repository name; `.` and `..` are path segments, not names (they would escape the git host or workspace). */
 const REPO_PART = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
@@ -44,6 +45,7 @@ export const environmentConfigSchema = z
         "Keep the workspace and home as setup left them, and start the next run from that snapshot instead of cloning and setting up again, while the repositories' commits, the image's digest and this configuration are unchanged (and the snapshot is younger than ENVIRONMENT_SNAPSHOT_MAX_AGE_HOURS). Files only: a process setup started is not in it. Default false.",
     }),
     approval: approvalPolicySchema.optional(),
+    delivery: deliverySchema.optional(),
     /** What the run's processes may reach: `open`, `none` or `{allowed_domains}`; AGENT_NETWORK_DEFAULT when absent. */
     network: networkPolicySchema.optional().openapi(
       jsonSchema({

@@ -21,11 +21,6 @@ export interface PullRequestPollDeps {
   logger: Logger;
 }
 
-/** GIT_TOKEN for every pull request: the default credential until a team's `git_credentials` secret stands in. */
-export function gitTokenCredential(gitToken: string | undefined): CredentialFor {
-  return () => gitToken;
-}
-
 /**
  * Keeps the status of pull requests on forges without webhooks current: asks the forge about
  * a batch of open and draft ones (and ones it was never asked about) not checked for

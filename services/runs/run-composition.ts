@@ -13,6 +13,7 @@ import { findFactory, type Factory } from '../../db/factory-reads';
 import type { Run } from '../../db/rows/run';
 import { resolveConversation, resolveParent } from './create-request';
 import { checkRunHarness } from './harness-request';
+import { withDelivery } from './delivery-request';
 import { newRun, withFactoryDefaults, withIdentityDefaults, type RunOrigin } from './new-run';
 import { resolveCreator, resolveExecutor, type RunPrincipal } from './run-executor';
 import { honouredConfig } from './run-request-fields';
@@ -68,11 +69,12 @@ export async function composeRun(
   if (configured.environment_id && !environment) {
     throw notFound(`\`config.environment_id\`: no environment ${configured.environment_id} in your team.`);
   }
-  const resolved = withApprovalPolicy(configured, [
+  const withPolicy = withApprovalPolicy(configured, [
     creation.fork?.source.config.approval,
     executor?.approval,
     environment?.config.approval,
   ]);
+  const resolved = await withDelivery(tx, principal.teamId, withPolicy, environment);
   if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
   await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
   const asker = origin.source === 'ORCHESTRATION' ? 'dispatch_agent' : 'parent_run_id';

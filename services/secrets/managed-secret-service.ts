@@ -1,3 +1,4 @@
+import { GIT_CREDENTIAL_RULE, parseGitCredential } from '../../core/git-credentials';
 import { invalid, notFound } from '../../core/api-error';
 import { newUuidV7 } from '../../core/ids';
 import {
@@ -63,6 +64,11 @@ function kindOf(body: CreateManagedSecretRequest): ManagedSecretKind {
   if (kind === 'registry_credentials' && !parseRegistryCredential(body.value)) {
     throw invalid(
       `Field \`value\`: a secret of kind registry_credentials is ${REGISTRY_CREDENTIAL_RULE}; the registry part is not one.`,
+    );
+  }
+  if (kind === 'git_credentials' && !parseGitCredential(body.value)) {
+    throw invalid(
+      `Field \`value\`: a secret of kind git_credentials is ${GIT_CREDENTIAL_RULE}; this value is not one.`,
     );
   }
   return kind;

@@ -146,6 +146,8 @@ describe('loadConfig', () => {
         dir: workspaceDir,
         gitBaseUrl: 'https://github.com',
         gitToken: undefined,
+        gitTokenForPush: false,
+        gitCommitAuthor: { name: 'agent-runs', email: 'agent-runs@localhost' },
         gitAllowedOwners: undefined,
         gitForges: { 'github.com': 'github', 'gitlab.com': 'gitlab' },
         imageAllowedRegistries: [],

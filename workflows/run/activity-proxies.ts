@@ -43,6 +43,24 @@ export function runActivityProxies(settings: RunWorkflowInput['settings'], lease
         nonRetryableErrorTypes: [RunFailureType.USER_FAILURE, RunFailureType.WORKSPACE_LOST],
       },
     });
+  /**
+   * The delivery of a turn's pull requests on the workspace's worker: a forge that is down is
+   * tried again with backoff (activities/delivery: DELIVERY_ATTEMPTS), then fails the turn.
+   */
+  const deliveryOn = (taskQueue: string) =>
+    proxyActivities<RunActivities>({
+      taskQueue,
+      scheduleToStartTimeout: `${settings.workspaceScheduleToStartSeconds}s`,
+      startToCloseTimeout: '30 minutes',
+      heartbeatTimeout: `${settings.heartbeatTimeoutSeconds}s`,
+      retry: {
+        initialInterval: '5s',
+        backoffCoefficient: 2,
+        maximumInterval: '2 minutes',
+        maximumAttempts: 5,
+        nonRetryableErrorTypes: [RunFailureType.USER_FAILURE, RunFailureType.WORKSPACE_LOST],
+      },
+    });
   /** The removal of a workspace on a given worker's queue; never fails (a worker that is gone took it with it). */
   const removeWorkspaceOn = (runId: string, taskQueue: string, scheduleToStartTimeout: string, id?: string) =>
     proxyActivities<RunActivities>({
@@ -56,7 +74,7 @@ export function runActivityProxies(settings: RunWorkflowInput['settings'], lease
         () => undefined,
         () => undefined,
       );
-  return { store, provisioning, onWorkspace, removeWorkspaceOn };
+  return { store, provisioning, onWorkspace, deliveryOn, removeWorkspaceOn };
 }
 
 export type RunActivityProxies = ReturnType<typeof runActivityProxies>;

@@ -20,3 +20,8 @@ export const DISK_LIMIT_RELEASE_PATCH = 'disk-limit-release';
  * removal's 5-minute timeout.
  */
 export const BLOCKED_RELEASE_PATCH = 'blocked-release-concurrent';
+/**
+ * Executions that took this patch deliver a turn's change as a branch and a pull request per
+ * cloned repository (config.delivery.pull_request) on the workspace's worker before the turn ends.
+ */
+export const PULL_REQUEST_DELIVERY_PATCH = 'pull-request-delivery';

@@ -29,6 +29,7 @@ import { classifyFailure } from './failures';
 import {
   BLOCKED_RELEASE_PATCH,
   DISK_LIMIT_RELEASE_PATCH,
+  PULL_REQUEST_DELIVERY_PATCH,
   TEAM_ADMISSION_PATCH,
   WORKSPACE_LEASE_PATCH,
 } from './patches';
@@ -194,6 +195,16 @@ export class RunExecution {
     this.setState('INPROGRESS');
   }
 
+  /** The turn's change as a branch and a pull request per cloned repository, on the workspace's worker. */
+  private async deliverPullRequests(turn: number): Promise<void> {
+    const { runId } = this.input;
+    // Workflow time: the same on every retry, so a retried delivery makes the same commit.
+    const at = Date.now();
+    await this.workspace.run(turn, (queue) =>
+      this.activities.deliveryOn(queue).deliverPullRequests({ runId, turn, at }),
+    );
+  }
+
   /** Works one turn from INPROGRESS to a terminal state, starting at `firstStep`. */
   async runTurn(turn: number, firstStep: number): Promise<void> {
     const { runId } = this.input;
@@ -202,6 +213,8 @@ export class RunExecution {
     let to: TerminalRunState = 'SUCCEEDED';
     let statusMessage: RunStatusMessage | undefined;
     let releaseWorkspace: boolean | undefined;
+    /** The turn's last step asked for its change to be delivered as pull requests. */
+    let deliver = false;
     try {
       // No patch: the scope adds no command, and only an interrupt (a signal of this code) cancels it.
       await CancellationScope.cancellable(async () => {
@@ -222,6 +235,7 @@ export class RunExecution {
             outcome = await runStep();
           }
           const { done } = outcome;
+          deliver = outcome.deliver === true;
           step += 1;
           // The stored run is past this turn: a workflow task that recorded its end was lost and,
           // replayed with a follow-up's signal beside the last step's result, went on with the turn.
@@ -229,9 +243,11 @@ export class RunExecution {
           // step of this code returns `turnEnded`, so histories already in flight replay as before.)
           if (outcome.turnEnded) {
             this.followupPending = true;
+            deliver = false;
             break;
           }
           if (done && !this.followupPending) break;
+          deliver = false;
           if (workflowInfo().continueAsNewSuggested) {
             await continueAsNew<AgentRunWorkflow>({
               ...this.input,
@@ -241,6 +257,7 @@ export class RunExecution {
             });
           }
         }
+        if (deliver && patched(PULL_REQUEST_DELIVERY_PATCH)) await this.deliverPullRequests(turn);
       });
     } catch (err) {
       if (err instanceof ContinueAsNew) throw err;

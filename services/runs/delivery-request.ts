@@ -1,0 +1,38 @@
+import type { EntityManager } from 'typeorm';
+import { invalid } from '../../core/api-error';
+import type { ResolvedAgentConfig } from '../../core/run-types';
+import { mergeDelivery } from '../../core/schemas/delivery-schemas';
+import type { Environment } from '../../db/environment-reads';
+import { findManagedSecret } from '../../db/managed-secret-reads';
+
+/**
+ * The run's `delivery`: its own settings over its environment's. A pull request needs a
+ * repository to push: asked for without an environment that clones one, the run is refused
+ * (nothing would ever be delivered, and a CI job waiting for the PR would wait in vain); a named
+ * credential must be the team's `git_credentials` secret.
+ */
+export async function withDelivery(
+  tx: EntityManager,
+  teamId: string,
+  resolved: ResolvedAgentConfig,
+  environment: Environment | null,
+): Promise<ResolvedAgentConfig> {
+  const delivery = mergeDelivery(resolved.delivery, environment?.config.delivery);
+  const pullRequest = delivery?.pull_request;
+  if (!pullRequest) return delivery ? { ...resolved, delivery } : resolved;
+  if (!environment?.config.github_repos?.length) {
+    throw invalid(
+      '`config.delivery.pull_request`: the run clones no repository to deliver a pull request for; give `config.environment_id` of an environment with `github_repos`, or drop `delivery`.',
+    );
+  }
+  const name = pullRequest.credential_secret_name;
+  if (name) {
+    const secret = await findManagedSecret(tx, teamId, name);
+    if (!secret || secret.kind !== 'git_credentials') {
+      throw invalid(
+        `\`config.delivery.pull_request.credential_secret_name\`: your team has no secret ${name} of kind git_credentials; store one with POST /agent/secrets ({"name": "${name}", "kind": "git_credentials", "value": "username:token@host"}).`,
+      );
+    }
+  }
+  return { ...resolved, delivery };
+}
