@@ -132,6 +132,8 @@ const ERROR_RESPONSE_NAMES: Record<ErrorStatus, string> = {
   503: 'ServiceUnavailable',
 };
 
+const UNSIGNED_WEBHOOK = 'ForgeWebhookUnsigned';
+
 /** The problem document, and one reusable response per error status, under `components`. */
 export function registerErrorComponents(registry: OpenAPIRegistry): void {
   registry.register('ProblemDocument', problemDocumentSchema);
@@ -149,6 +151,18 @@ export function registerErrorComponents(registry: OpenAPIRegistry): void {
       content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/ProblemDocument' } } },
     });
   }
+  // A forge webhook refused for its signature: its challenge names the signature, not a key.
+  registry.registerComponent('responses', UNSIGNED_WEBHOOK, {
+    description: "The body is not signed with the host's secret (FORGE_WEBHOOK_SECRETS).",
+    headers: {
+      ...PROBLEM_HEADERS,
+      'WWW-Authenticate': header('The signature the forge must send.', {
+        type: 'string',
+        const: FORGE_WEBHOOK_CHALLENGE,
+      }),
+    },
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/ProblemDocument' } } },
+  });
 }
 
 const problemResponse = (status: ErrorStatus) => ({ $ref: `#/components/responses/${ERROR_RESPONSE_NAMES[status]}` });
@@ -209,21 +223,6 @@ export interface Operation {
   errors?: ErrorStatus[];
 }
 
-/** A forge webhook refused for its signature: its challenge names the signature, not a key. */
-function unsignedWebhookResponse() {
-  return {
-    description: "The body is not signed with the host's secret (FORGE_WEBHOOK_SECRETS).",
-    headers: {
-      ...PROBLEM_HEADERS,
-      'WWW-Authenticate': header('The signature the forge must send.', {
-        type: 'string',
-        const: FORGE_WEBHOOK_CHALLENGE,
-      }),
-    },
-    content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/ProblemDocument' } } },
-  };
-}
-
 /**
  * Registers one operation. Every operation may answer 500 and 503; an authenticated one 401, and
  * 429 with the RateLimit fields on its every answer; one with a body 413 and 415
@@ -259,7 +258,7 @@ export function registerOperation(registry: OpenAPIRegistry, op: Operation): voi
           }),
     };
   }
-  if (op.auth === 'forge-signature') responses[401] = unsignedWebhookResponse();
+  if (op.auth === 'forge-signature') responses[401] = { $ref: `#/components/responses/${UNSIGNED_WEBHOOK}` };
   for (const status of [...errors].sort()) responses[status] ??= problemResponse(status);
   const body: ZodRequestBody | undefined = op.body && {
     description: op.body.description,
