@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import type { PullRequestStatus } from '../core/pull-requests';
+import { recordPullRequestStatus } from './pull-request-events';
 import type { ForgeKind } from '../core/git-forges';
 
 /** The row of a run's pull request for one repository, as delivery needs it. */
@@ -64,19 +66,24 @@ export async function recordPushedHead(
   );
 }
 
-/** The pull request the forge opened or updated, its state as it answered; clears a past failure. */
+/**
+ * The pull request the forge opened or updated, its state as it answered, through the one writer
+ * of a pull request's status (its `pull_request` event with it, its url canonical); clears a past
+ * failure.
+ */
 export async function recordPullRequest(
   manager: EntityManager,
   runId: string,
   repository: string,
-  pullRequest: { number: number; url: string; status: string },
+  pullRequest: { number: number; url: string; status: PullRequestStatus },
 ): Promise<void> {
-  await manager.query(
-    `UPDATE run_pull_requests SET number = $3, url = $4, status = $5, status_checked_at = clock_timestamp(),
-       error_code = NULL, error_message = NULL, updated_at = clock_timestamp()
-     WHERE run_id = $1 AND repository = $2`,
-    [runId, repository, pullRequest.number, pullRequest.url, pullRequest.status],
-  );
+  await manager.transaction(async (tx) => {
+    await recordPullRequestStatus(tx, { runId, repository, ...pullRequest, source: 'delivery' });
+    await tx.query(
+      `UPDATE run_pull_requests SET error_code = NULL, error_message = NULL WHERE run_id = $1 AND repository = $2`,
+      [runId, repository],
+    );
+  });
 }
 
 /** Why the last delivery to the repository failed. */

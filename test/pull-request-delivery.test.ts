@@ -11,7 +11,7 @@ import { createEnvironment } from './helpers/environments';
 import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/gitea';
 import { activityAttempts } from './helpers/activity-attempts';
 import { recordReplayFixture } from './helpers/replay-fixtures';
-import { auth, createRun, waitForState, transcript } from './helpers/runs';
+import { auth, createRun, getRun, waitForState, transcript } from './helpers/runs';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 jest.setTimeout(600_000);
@@ -153,6 +153,18 @@ test('a run that changes two cloned repositories opens two pull requests; a foll
   )) as { branch: string; head_sha: string; number: number; url: string; status: string }[];
   expect(rows).toHaveLength(2);
   expect(rows.every((r) => r.branch === branch && r.status === 'open' && r.url.startsWith(gitea.url))).toBe(true);
+  // The run shows them as PULL_REQUEST artifacts, each opened with a `pull_request` event, and is found by their URLs.
+  const run = await getRun(ctx, key, runId);
+  const artifacts = (run.artifacts as { artifact_type: string; data: { url: string; branch: string } }[]).filter(
+    (a) => a.artifact_type === 'PULL_REQUEST',
+  );
+  expect(artifacts.map((a) => [a.data.url, a.data.branch]).sort()).toEqual(rows.map((r) => [r.url, branch]).sort());
+  const opened = (await transcript(ctx, runId)).filter((e) => e.kind === 'pull_request' && e.payload.opened);
+  expect(opened).toHaveLength(2);
+  const found = await ctx.api
+    .get(`/api/v1/agent/run-by-external-reference?url=${encodeURIComponent(rows[0]!.url)}`)
+    .set(auth(key));
+  expect(found.body.run_id).toBe(runId);
   const firstHead = (await pullsOf(one))[0]!.head.sha;
 
   // A follow-up that changes more pushes to the same branch and updates the same pull request.
