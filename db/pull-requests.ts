@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import type { PullRequestStatus } from '../core/pull-requests';
 import { recordPullRequestStatus } from './pull-request-events';
-import type { ForgeKind } from '../core/git-forges';
+import type { PullRequestArtifact } from './pull-request-reads';
 
 /** The row of a run's pull request for one repository, as delivery needs it. */
 export interface DeliveryRow {
@@ -13,18 +13,11 @@ export interface DeliveryRow {
   number: number | null;
 }
 
-export interface DeliveryTarget {
-  runId: string;
-  teamId: string;
-  /** The repository's URL: the row's key with the run. */
-  repository: string;
-  forge: ForgeKind;
-  host: string;
-  owner: string;
-  name: string;
-  branch: string;
-  base: string;
-}
+/** What a delivery names its row by: the artifact's identity, before the forge has a pull request. */
+export type DeliveryTarget = Pick<
+  PullRequestArtifact,
+  'runId' | 'teamId' | 'repository' | 'forge' | 'host' | 'owner' | 'name' | 'branch' | 'base'
+>;
 
 /**
  * The run's row for the repository, made on its first delivery (a fresh `artifact_uid`, kept

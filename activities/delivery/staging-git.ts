@@ -1,3 +1,10 @@
+/**
+ * Git on the worker's host, outside any sandbox, on purpose: the push needs the network to the
+ * forge and the credential, and it runs only on a bare staging repository the worker itself
+ * created in its temporary directory and filled from a pack (`index-pack --strict`), never on
+ * the agent's repository, with no configuration but its own (docs/operations.md, "Pushing runs'
+ * branches"). The sandbox layers offer read-only binds only, which image environments drop.
+ */
 import { execFile } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
