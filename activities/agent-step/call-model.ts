@@ -22,6 +22,7 @@ import { conversationFromEvents } from './conversation-from-events';
 import { PLAN_MODE_TOOLS, type MessageMode } from './plan-mode';
 import { systemPrompt } from './system-prompt';
 import { SUBMIT_PLAN_SPEC } from '../tools/submit-plan-tool';
+import { OPEN_PULL_REQUEST_SPEC } from '../tools/open-pull-request-tool';
 import type { ToolSpec } from '../model/types';
 import { assistantEventKey } from './tool-call-keys';
 
@@ -68,6 +69,7 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
       ...(run.factory_uid ? ORCHESTRATION_TOOL_SPECS : []),
       ...(mcp?.tools.map((t) => t.spec) ?? []),
       ...(offeredFactoryFileTool(run) ? [VALIDATE_FACTORY_FILE_SPEC] : []),
+      ...(run.config.delivery?.pull_request ? [OPEN_PULL_REQUEST_SPEC] : []),
     ]);
     const messages = await fitConversation(
       { dataSource, config, logger: log },
@@ -136,7 +138,7 @@ export function createCallModel({ dataSource, config, mcpSessions }: ActivityDep
   }
 }
 
-/** In plan mode, the tools that read, and `submit_plan`; otherwise all of them. */
+/** In plan mode, the tools that read, and `submit_plan` (never `open_pull_request`); otherwise all of them. */
 function offeredTools(mode: MessageMode, tools: ToolSpec[]): ToolSpec[] {
   return mode === 'plan' ? [...tools.filter((t) => PLAN_MODE_TOOLS.has(t.name)), SUBMIT_PLAN_SPEC] : tools;
 }

@@ -31,11 +31,15 @@ import { planModeRefusal, type MessageMode } from './plan-mode';
 import { recordPlan } from '../../db/plans';
 import { anyPlanRecorded } from '../../db/plan-reads';
 import { SUBMIT_PLAN_TOOL } from '../tools/submit-plan-tool';
+import { OPEN_PULL_REQUEST_TOOL } from '../../core/pull-request-tool';
+import { createPullRequestCall } from './pull-request-call';
 
 /**
  * Built-in tools a retried step runs again rather than calling them interrupted: those that only
  * read, `upload_artifact` and `submit_plan`, whose artifact is recorded once per tool-call key
- * however often it runs, and `report_external_reference`, recorded once per URL.
+ * however often it runs, `report_external_reference`, recorded once per URL, and
+ * `open_pull_request`, whose commit is dated by the reply (the same commit again), pushed with a
+ * lease and its one pull request per run and repository found again.
  */
 const REPEATABLE_TOOLS = new Set([
   'read_file',
@@ -45,6 +49,7 @@ const REPEATABLE_TOOLS = new Set([
   SUBMIT_PLAN_TOOL,
   'report_external_reference',
   VALIDATE_FACTORY_FILE_TOOL,
+  OPEN_PULL_REQUEST_TOOL,
 ]);
 
 function hasSideEffects(tool: string): boolean {
@@ -98,6 +103,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
   const { dataSource, config, mcpSessions, sandbox, blobs } = deps;
   const recordChangedFiles = createRecordChangedFiles(deps);
   const gate = createApprovalGate(deps);
+  const pullRequestCall = createPullRequestCall(deps);
   return runToolCalls;
 
   /**
@@ -268,12 +274,13 @@ export function createRunToolCalls(deps: ActivityDeps) {
 
   /** A built-in tool; one that writes is recorded as started first, and a run's disk limit it reaches is its result. */
   async function runBuiltin(
-    { runId, turn, step, ctx, mode }: ToolCallsInput,
+    input: ToolCallsInput,
     tools: StepTools,
     index: number,
     call: ToolCallRecord,
     sideEffects: boolean,
   ): Promise<CallRun> {
+    const { runId, turn, step, ctx, mode } = input;
     const keys = toolCallKeys(turn, step, index);
     const tool = () =>
       runBuiltinTool(call.name, call.arguments, {
@@ -293,6 +300,7 @@ export function createRunToolCalls(deps: ActivityDeps) {
                 recordPlan(dataSource.manager, { runId, turn, sourceKey: keys.result, ...plan }),
             }
           : {}),
+        openPullRequest: pullRequestCall(input),
         disk: tools.disk,
         memoryLimitMb: config.sandbox.limits.memoryMb,
       });

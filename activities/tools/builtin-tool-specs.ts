@@ -1,6 +1,7 @@
 import type { ToolSpec } from '../model/types';
 import { MAX_ARTIFACT_BYTES } from './upload-artifact-tool';
 import { SUBMIT_PLAN_SPEC } from './submit-plan-tool';
+import { OPEN_PULL_REQUEST_SPEC } from './open-pull-request-tool';
 
 const str = (description: string) => ({ type: 'string', description });
 const int = (description: string) => ({ type: 'integer', description });
@@ -122,5 +123,10 @@ export const BUILTIN_TOOLS: ToolSpec[] = [
   },
 ];
 
-/** Every built-in tool's name, `submit_plan` (offered only in plan mode) included. */
-export const BUILTIN_TOOL_NAMES = new Set([...BUILTIN_TOOLS, SUBMIT_PLAN_SPEC].map((t) => t.name));
+/**
+ * Every built-in tool's name, `submit_plan` (offered only in plan mode) and `open_pull_request`
+ * (only where the run delivers pull requests) included.
+ */
+export const BUILTIN_TOOL_NAMES = new Set(
+  [...BUILTIN_TOOLS, SUBMIT_PLAN_SPEC, OPEN_PULL_REQUEST_SPEC].map((t) => t.name),
+);

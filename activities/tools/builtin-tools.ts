@@ -1,3 +1,4 @@
+import { OPEN_PULL_REQUEST_TOOL } from '../../core/pull-request-tool';
 import { RunDiskLimitError } from '../sandbox/run-disk';
 import { editFile } from './edit-file-tool';
 import { runCommand } from './run-command-tool';
@@ -8,6 +9,7 @@ import { traceToolCall } from './traced-tool-call';
 import { uploadArtifact } from './upload-artifact-tool';
 import { reportExternalReference } from './external-reference-tool';
 import { submitPlan } from './submit-plan-tool';
+import { openPullRequest } from './open-pull-request-tool';
 
 export type { AdvertisedSkill, ArtifactUpload, ToolContext, ToolOutcome } from './tool-types';
 export { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS } from './builtin-tool-specs';
@@ -63,6 +65,8 @@ async function runTool(name: string, args: Record<string, unknown>, ctx: ToolCon
         return await reportExternalReference(args, ctx);
       case 'submit_plan':
         return await submitPlan(args, ctx);
+      case OPEN_PULL_REQUEST_TOOL:
+        return await openPullRequest(args, ctx);
       case 'read_skill': {
         const wanted = stringArg(args, 'name');
         const skill = ctx.skills.find(

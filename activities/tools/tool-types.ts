@@ -1,5 +1,7 @@
 import type { NetworkPolicy } from '../../core/network-policy';
+import type { PullRequestToolArguments } from '../../core/pull-request-tool';
 import type { ArtifactFile } from '../../db/artifacts';
+import type { RepositoryDelivery } from '../delivery/deliver-run';
 import type { NetworkRefusal } from '../sandbox/egress-proxy';
 import type { RunDiskQuota } from '../sandbox/run-disk';
 import type { RunProcesses } from '../sandbox/sandboxed-process';
@@ -43,6 +45,8 @@ export interface ToolContext {
   recordPlan?: (plan: { title: string; markdown: string }) => Promise<{ artifactUid: string; version: number }>;
   /** Records an external reference of the run (its canonical URL; once per URL). */
   recordExternalReference?: (ref: { url: string; referenceType: string; title: string | null }) => Promise<void>;
+  /** Delivers the run's change now as its pull requests; only in a run that delivers them, and not in plan mode. */
+  openPullRequest?: (request: PullRequestToolArguments) => Promise<RepositoryDelivery[]>;
   /** The run's disk limit: watched while a command runs, checked after a tool writes. */
   disk?: RunDiskQuota;
   /** The run's memory limit in MiB, for the note an OOM kill gets. */
