@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { SharedGitea } from './stack/on-demand-servers';
 import { createEnvironment } from './helpers/environments';
 import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/gitea';
+import { pullFiles, pullsOf as giteaPulls, teamWithGitCredential } from './helpers/gitea-delivery';
 import { activityAttempts } from './helpers/activity-attempts';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, waitForState, transcript } from './helpers/runs';
@@ -75,27 +76,8 @@ afterAll(async () => {
 
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
-interface GiteaPull {
-  number: number;
-  title: string;
-  body: string;
-  head: { ref: string; sha: string };
-  base: { ref: string };
-}
-
-async function pullsOf(repo: { owner: string; name: string }): Promise<GiteaPull[]> {
-  return giteaApi<GiteaPull[]>(gitea, 'GET', `/repos/${repo.owner}/${repo.name}/pulls?state=all`);
-}
-
-async function teamWithCredential(): Promise<string> {
-  const { key } = await ctx.newTeamKey('personal', uniqueName('team'), 'admin');
-  const res = await ctx.api
-    .post('/api/v1/agent/secrets')
-    .set(auth(key))
-    .send({ name: 'gitea', kind: 'git_credentials', value: `${gitea.username}:${gitea.token}@${host}` });
-  expect(res.status).toBe(201);
-  return key;
-}
+const pullsOf = (repo: { owner: string; name: string }) => giteaPulls(gitea, repo);
+const teamWithCredential = () => teamWithGitCredential(ctx, gitea, host);
 
 /** The agent writes `files` (path: content) with run_command, then answers `answer`. */
 function scriptWrites(marker: string, files: Record<string, string>, answer: string) {
@@ -180,12 +162,7 @@ test('a run that changes two cloned repositories opens two pull requests; a foll
   );
   await waitForState(ctx, key, runId, ['SUCCEEDED']);
   expect(await pullsOf(one)).toHaveLength(1);
-  const files = await giteaApi<{ filename: string }[]>(
-    gitea,
-    'GET',
-    `/repos/${one.owner}/${one.name}/pulls/${(await pullsOf(one))[0]!.number}/files`,
-  );
-  expect(files.map((f) => f.filename).sort()).toEqual(['a.txt', 'c.txt']);
+  expect(await pullFiles(gitea, one, (await pullsOf(one))[0]!)).toEqual(['a.txt', 'c.txt']);
   await recordReplayFixture(ctx, runId, 'pull-request-delivery');
 });
 
