@@ -20,13 +20,13 @@ export const pullRequestDeliverySchema = z
     branch: branchName
       .optional()
       .openapi({ description: 'The branch the worker pushes (default `agent-runs/<run id>`).' }),
-    draft: z.boolean().optional().openapi({ description: 'Open the pull request as a draft (default false).' }),
-    title: z
-      .string()
-      .min(1)
-      .max(250)
-      .optional()
-      .openapi({ description: "The pull request's title (default: the run's title)." }),
+    draft: z.boolean().optional().openapi({
+      description: "Open the pull request as a draft (default false; the agent's open_pull_request may say otherwise).",
+    }),
+    title: z.string().min(1).max(250).optional().openapi({
+      description:
+        "The pull request's title (default: the run's title). A title the agent gives its open_pull_request tool wins.",
+    }),
     credential_secret_name: managedSecretNameSchema.optional().openapi({
       description:
         "The team's managed secret of kind `git_credentials` to push and open the pull request with (default: the team's `git_credentials` secret for the repository's host, else GIT_TOKEN where the operator sets GIT_TOKEN_FOR_PUSH=true).",
