@@ -25,6 +25,7 @@ export function toAgentIdentityItem(identity: AgentIdentity) {
     base_harness: harness.type,
     harness_auth_secrets: identity.harnessAuthSecrets,
     ...(identity.approval ? { approval: identity.approval } : {}),
+    delivery: identity.delivery,
     available: true,
     default_runner_uid: '',
     memory: { attached_stores: [], auto_memory: { enabled: false } },

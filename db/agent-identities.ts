@@ -20,6 +20,7 @@ export function defaultIdentityFields(name: string): AgentIdentityFields {
     harness: null,
     harnessAuthSecrets: null,
     approval: null,
+    delivery: null,
   };
 }
 
@@ -38,6 +39,7 @@ const values = (f: AgentIdentityFields) => [
   f.harness === null ? null : JSON.stringify(f.harness),
   f.harnessAuthSecrets === null ? null : JSON.stringify(f.harnessAuthSecrets),
   f.approval === null ? null : JSON.stringify(f.approval),
+  f.delivery === null ? null : JSON.stringify(f.delivery),
 ];
 
 /** Creates the identity and the service-account principal it is. */
@@ -53,8 +55,10 @@ export async function createAgentIdentity(
   );
   const rows = (await manager.query(
     `INSERT INTO agent_identities (uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id,
-       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb, $15::jsonb, $16::jsonb)
+       base_model, mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval,
+       delivery)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb, $15::jsonb, $16::jsonb,
+       $17::jsonb)
      RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],
   )) as Record<string, unknown>[];
@@ -72,7 +76,7 @@ export async function updateAgentIdentity(
     `UPDATE agent_identities SET name = $3, description = $4, prompt = $5, agent_type = $6, factory_uid = $7,
        environment_id = $8, base_model = $9, mcp_servers = $10::jsonb, skills = $11::jsonb, worker_host = $12,
        on_behalf_of_enabled = $13, harness = $14::jsonb, harness_auth_secrets = $15::jsonb, approval = $16::jsonb,
-       updated_at = clock_timestamp()
+       delivery = $17::jsonb, updated_at = clock_timestamp()
      WHERE uid = $1 AND team_id = $2 RETURNING ${COLUMNS}`,
     [uid, teamId, ...values(fields)],
   )) as [Record<string, unknown>[], number];

@@ -25,6 +25,8 @@ export interface AgentIdentityFields {
   harnessAuthSecrets: NonNullable<ResolvedAgentConfig['harness_auth_secrets']> | null;
   /** Calls of its runs that wait for a person (merged with each run's own); null: none. */
   approval: NonNullable<ResolvedAgentConfig['approval']> | null;
+  /** What its runs do with a turn's change (under each run's own, field by field); null: nothing. */
+  delivery: NonNullable<ResolvedAgentConfig['delivery']> | null;
 }
 
 export interface AgentIdentity extends AgentIdentityFields {
@@ -35,7 +37,8 @@ export interface AgentIdentity extends AgentIdentityFields {
 }
 
 export const COLUMNS = `uid, team_id, name, description, prompt, agent_type, factory_uid, environment_id, base_model,
-  mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval, created_at, updated_at`;
+  mcp_servers, skills, worker_host, on_behalf_of_enabled, harness, harness_auth_secrets, approval, delivery, created_at,
+  updated_at`;
 
 export function toIdentity(r: Record<string, unknown>): AgentIdentity {
   return {
@@ -55,6 +58,7 @@ export function toIdentity(r: Record<string, unknown>): AgentIdentity {
     harness: r.harness as AgentIdentityFields['harness'],
     harnessAuthSecrets: r.harness_auth_secrets as AgentIdentityFields['harnessAuthSecrets'],
     approval: (r.approval ?? null) as AgentIdentityFields['approval'],
+    delivery: (r.delivery ?? null) as AgentIdentityFields['delivery'],
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };

@@ -43,6 +43,8 @@ import { DeletionIndexes1763978600000 } from './migrations/1763978600000-deletio
 import { RunPlans1763978750000 } from './migrations/1763978750000-run-plans';
 import { RunPullRequests1763979000000 } from './migrations/1763979000000-run-pull-requests';
 import { WebhookPullRequests1763979100000 } from './migrations/1763979100000-webhook-pull-requests';
+import { IdentityDelivery1763979200000 } from './migrations/1763979200000-identity-delivery';
+import { WebhookPullRequestChanges1763979300000 } from './migrations/1763979300000-webhook-pull-request-changes';
 
 export const MIGRATIONS = [
   InitialSchema1763780000000,
@@ -86,6 +88,8 @@ export const MIGRATIONS = [
   RunPlans1763978750000,
   RunPullRequests1763979000000,
   WebhookPullRequests1763979100000,
+  IdentityDelivery1763979200000,
+  WebhookPullRequestChanges1763979300000,
 ];
 
 /** How long a probe of an unreachable database may take to connect, and then to answer. */

@@ -220,6 +220,7 @@ function fileAgentFields(
     harness: null,
     harnessAuthSecrets: null,
     approval: null,
+    delivery: null,
   };
 }
 

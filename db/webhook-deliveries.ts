@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { WebhookDeliveryStatus } from '../core/webhooks';
+import type { RecordedPullRequestChange, WebhookDeliveryStatus } from '../core/webhooks';
 import { toArtifact, type RunArtifact } from './artifact-reads';
 import { toPlan } from './plan-reads';
 import { toPullRequest } from './pull-request-reads';
@@ -68,12 +68,14 @@ export interface DeliveryToSend {
   run: Run;
   /** The run's artifacts at the state change (its plans without their markdown, its pull requests). */
   artifacts: RunArtifact[];
+  /** A `run.pull_request_changed` event's change; null for a state change. */
+  pullRequestChange: RecordedPullRequestChange | null;
 }
 
 /** The delivery with its webhook and event, or null when it is gone (its webhook was deleted). */
 export async function loadDeliveryToSend(manager: EntityManager, deliveryId: string): Promise<DeliveryToSend | null> {
   const [row] = (await manager.query(
-    `SELECT d.id, d.status, w.url, w.secret, e.id::text AS event_id, e.event_type, e.occurred_at
+    `SELECT d.id, d.status, w.url, w.secret, e.id::text AS event_id, e.event_type, e.occurred_at, e.pull_request_change
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN webhook_events e ON e.id = d.event_id
       WHERE d.id = $1`,
     [deliveryId],
@@ -117,6 +119,7 @@ export async function loadDeliveryToSend(manager: EntityManager, deliveryId: str
     occurredAt: row.occurred_at as Date,
     run: rowToRun(runRow!),
     artifacts,
+    pullRequestChange: (row.pull_request_change ?? null) as RecordedPullRequestChange | null,
   };
 }
 

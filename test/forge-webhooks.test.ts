@@ -24,7 +24,10 @@ let ctx: TestContext;
 let key: string;
 let gitea: SharedGitea;
 let giteaHost: string;
+/** The team's webhook of the default event types, and one subscribed to pull request changes only. */
 const receiver = new WebhookReceiver();
+const changes = new WebhookReceiver();
+let defaultHookId: string;
 
 beforeAll(async () => {
   gitea = await sharedGitea();
@@ -42,9 +45,16 @@ beforeAll(async () => {
     .set(auth(key))
     .send({ url: await receiver.start() });
   expect(hook.status).toBe(201);
+  defaultHookId = hook.body.id as string;
+  const changesHook = await ctx.api
+    .post('/api/v1/agent/webhooks')
+    .set(auth(key))
+    .send({ url: await changes.start(), event_types: ['run.pull_request_changed'] });
+  expect(changesHook.body).toMatchObject({ event_types: ['run.pull_request_changed'] });
 });
 afterAll(async () => {
   await receiver.stop();
+  await changes.stop();
   await ctx?.close();
 });
 
@@ -84,10 +94,25 @@ const pullRequestOf = (run: RunBody) =>
     (a) => a.artifact_type === 'PULL_REQUEST',
   );
 
+interface PullRequestChangeBody {
+  type: string;
+  data: { run_id: string; artifacts: { artifact_type: string; data: { status?: string } }[] };
+  pull_request: { repository: string; url: string; branch: string; status: string; previous_status: string | null };
+}
+
+/** The run's `run.pull_request_changed` deliveries `changes` got (repeats of a delivery dropped), the opening first. */
+function changesOf(runId: string): PullRequestChangeBody[] {
+  return changes
+    .unique()
+    .map((r) => JSON.parse(r.body) as PullRequestChangeBody)
+    .filter((body) => body.data.run_id === runId)
+    .sort((a, b) => (a.pull_request.previous_status === null ? -1 : b.pull_request.previous_status === null ? 1 : 0));
+}
+
 const signed = (body: string, secret = SECRET) => createHmac('sha256', secret).update(body).digest('hex');
 
 test("Gitea's signed webhook: merging the pull request shows it merged in the run, its events and the clients", async () => {
-  const { runId, repository, opened, artifactUid, branch } = await runWithPullRequest();
+  const { runId, repository, repositoryUrl, opened, artifactUid, branch } = await runWithPullRequest();
   expect(pullRequestOf(await getRun(ctx, key, runId))).toMatchObject({
     data: { branch, status: 'open', url: opened.url, number: opened.number, artifact_uid: artifactUid },
   });
@@ -171,6 +196,43 @@ test("Gitea's signed webhook: merging the pull request shows it merged in the ru
     "a webhook delivery with the run's merged pull request",
     60_000,
   );
+
+  // The webhook subscribed to run.pull_request_changed: the opening and the merge, each once,
+  // with the run as at that change; the one of the default types got no such event.
+  await changes.until(
+    () => changesOf(runId).some((c) => c.pull_request.status === 'merged'),
+    'a run.pull_request_changed delivery of the merge',
+    60_000,
+  );
+  const pullRequest = { repository: repositoryUrl, url: opened.url, branch };
+  expect(changesOf(runId).map((c) => [c.type, c.pull_request])).toEqual([
+    ['run.pull_request_changed', { ...pullRequest, status: 'open', previous_status: null }],
+    ['run.pull_request_changed', { ...pullRequest, status: 'merged', previous_status: 'open' }],
+  ]);
+  const mergedChange = changesOf(runId)[1]!;
+  expect(mergedChange.data.artifacts).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ artifact_type: 'PULL_REQUEST', data: expect.objectContaining({ status: 'merged' }) }),
+    ]),
+  );
+  // Recorded once per change, whatever the forge sent again: the log holds two events, delivered once each.
+  const recorded = (await ctx.dataSource.query(
+    `SELECT e.pull_request_change->>'status' AS status, count(d.id)::int AS deliveries
+       FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
+      WHERE e.run_id = $1 AND e.event_type = 'run.pull_request_changed' GROUP BY e.id ORDER BY e.id`,
+    [runId],
+  )) as { status: string; deliveries: number }[];
+  expect(recorded).toEqual([
+    { status: 'open', deliveries: 1 },
+    { status: 'merged', deliveries: 1 },
+  ]);
+  const toDefault = (await ctx.dataSource.query(
+    `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+      WHERE d.webhook_id = $1 AND e.event_type = 'run.pull_request_changed'`,
+    [defaultHookId],
+  )) as { n: number }[];
+  expect(toDefault[0]!.n).toBe(0);
+  expect(receiver.requests.filter((r) => r.body.includes('"run.pull_request_changed"'))).toEqual([]);
 });
 
 test('a forged signature is 401 and changes nothing; a signed event for a pull request no run delivered is 202', async () => {
@@ -248,4 +310,13 @@ test('without a webhook, the poll asks Gitea and records the pull request closed
     [runId],
   )) as { payload: Record<string, unknown> }[];
   expect(event!.payload).toMatchObject({ status: 'closed', previous_status: 'open', source: 'poll' });
+  await changes.until(
+    () => changesOf(runId).some((c) => c.pull_request.status === 'closed'),
+    'a run.pull_request_changed delivery of the closing the poll found',
+    60_000,
+  );
+  expect(changesOf(runId).map((c) => [c.pull_request.status, c.pull_request.previous_status])).toEqual([
+    ['open', null],
+    ['closed', 'open'],
+  ]);
 });

@@ -3,18 +3,21 @@ import type { UrlSigner } from '../../core/signed-urls';
 import { toRunItem } from '../../services/views/run-item';
 import type { DeliveryToSend } from '../../db/webhook-deliveries';
 import type { SecretsKeyring } from '../../core/secrets-keyring';
+import { webhookPullRequestChange } from '../../core/webhooks';
 
 /**
  * The body of a delivery: the event type, when the change happened, and the run as
  * `GET /agent/runs/{id}` showed it at that change (built from the row copied when the change was
- * recorded, with `run_time` as of that moment, its `session_link` signed as of then). The same
- * bytes on every attempt.
+ * recorded, with `run_time` as of that moment, its `session_link` signed as of then); for a
+ * `run.pull_request_changed`, the changed pull request beside it (so that `data` stays the run
+ * the official clients parse). The same bytes on every attempt.
  */
 export function webhookBody(delivery: DeliveryToSend, sessionLinks: UrlSigner, secretsKeyring: SecretsKeyring): string {
   return JSON.stringify({
     type: delivery.eventType,
     timestamp: delivery.occurredAt.toISOString(),
     data: toRunItem(delivery.run, sessionLinks, secretsKeyring, delivery.artifacts, delivery.occurredAt),
+    ...(delivery.pullRequestChange ? { pull_request: webhookPullRequestChange(delivery.pullRequestChange) } : {}),
   });
 }
 

@@ -11,6 +11,7 @@ import type { Fits } from './fits';
 import { resourcePageInfoSchema } from '../../core/schemas/resource-page-schemas';
 import { identityListQuerySchema } from '../../core/schemas/agent-identity-schemas';
 import { approvalPolicySchema } from '../../core/schemas/approval-schemas';
+import { deliverySchema } from '../../core/schemas/delivery-schemas';
 
 const tags = ['Agent identities'];
 
@@ -40,6 +41,9 @@ const agentIdentitySchema = z
         description: 'The names of the managed secrets its harness authenticates with (never their values).',
       }),
     approval: approvalPolicySchema.optional(),
+    delivery: deliverySchema.nullable().openapi({
+      description: "What the agent's runs do with a turn's change unless a run sets it (null: nothing).",
+    }),
     available: z.boolean(),
     default_runner_uid: z.string(),
     memory: z.object({

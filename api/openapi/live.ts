@@ -101,7 +101,7 @@ export function registerLiveOperations(registry: OpenAPIRegistry): void {
     method: 'post',
     path: '/api/v1/agent/webhooks',
     operationId: 'createWebhook',
-    summary: 'Subscribe a URL to run state changes',
+    summary: "Subscribe a URL to run state changes (and, asked for, pull requests' status changes)",
     description:
       'The URL must be http(s) and resolve to a public address (or a host the operator lists in `OUTBOUND_ALLOWED_PRIVATE_HOSTS`). The `secret` (Standard Webhooks, `whsec_…`) is shown only here.',
     tags,

@@ -8,6 +8,7 @@ import type { RunItem } from '../../services/views/run-item';
 import { pageInfoSchema, timestamp } from './common';
 import type { Fits } from './fits';
 import { approvalPolicySchema } from '../../core/schemas/approval-schemas';
+import { deliverySchema } from '../../core/schemas/delivery-schemas';
 
 /** Response schemas of runs (api/run-item.ts and the run routes), shared by every operation that returns one. */
 
@@ -38,6 +39,7 @@ const agentConfigViewFields = {
   max_tokens: z.number().int().optional(),
   computer_use_enabled: z.boolean().optional(),
   approval: approvalPolicySchema.optional(),
+  delivery: deliverySchema.optional(),
 };
 
 /** A run's config as responses show it: the request's, with the service's defaults filled in. */

@@ -7,6 +7,7 @@ import { resourcePageQuery } from './resource-page-schemas';
 import { nonBlankText } from './text';
 import { z } from './zod';
 import { approvalPolicySchema } from './approval-schemas';
+import { deliverySchema } from './delivery-schemas';
 
 /** `base_harness`: the older way to name `harness.type`; an empty string clears it in an update. */
 const BASE_HARNESSES = ['', ...HARNESS_TYPES] as const;
@@ -32,6 +33,10 @@ export const agentIdentityBodySchema = z
     approval: approvalPolicySchema.nullish().openapi({
       description:
         "Calls of this agent's runs that wait for a person, merged with each run's own (the stricter wins); in an update, `{}` clears it.",
+    }),
+    delivery: deliverySchema.nullish().openapi({
+      description:
+        "What this agent's runs do with a turn's change, as a run's `config.delivery`: the run's own fields win one by one, then this agent's, then its environment's. In an update, `null` or `{}` clears it.",
     }),
     harness: harnessSchema.nullish().openapi({
       description:
@@ -67,7 +72,8 @@ const clears = z.literal('');
 /**
  * `PUT /agent/identities/{uid}`: a partial update, as both official clients send it. A field
  * not sent, or sent as `null`, keeps its value; an empty string (an empty list for `skills`, an
- * empty object for `mcp_servers`) clears it.
+ * empty object for `mcp_servers`, `approval` and `delivery`) clears it. `delivery`, which no
+ * official client sends, is also cleared by `null`.
  */
 export const agentIdentityUpdateSchema = agentIdentityBodySchema
   .partial()

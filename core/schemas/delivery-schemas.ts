@@ -34,7 +34,7 @@ export const pullRequestDeliverySchema = z
   })
   .openapi('PullRequestDelivery');
 
-/** `config.delivery`: on a run, an environment or a schedule's `agent_config`. */
+/** `config.delivery`: on a run, an agent identity, an environment or a schedule's `agent_config`. */
 export const deliverySchema = z
   .strictObject({ pull_request: pullRequestDeliverySchema.optional() })
   .openapi('Delivery', {
@@ -45,11 +45,12 @@ export const deliverySchema = z
 export type DeliverySettings = z.infer<typeof deliverySchema>;
 export type PullRequestDelivery = z.infer<typeof pullRequestDeliverySchema>;
 
-/** The run's own settings win, field by field, over its environment's. */
-export function mergeDelivery(
-  own: DeliverySettings | undefined,
-  environment: DeliverySettings | undefined,
-): DeliverySettings | undefined {
-  if (!own?.pull_request && !environment?.pull_request) return own ?? environment;
-  return { pull_request: { ...environment?.pull_request, ...own?.pull_request } };
+/**
+ * A run's delivery from its layers, nearest first (the run's own, its agent identity's, its
+ * environment's): each `pull_request` field is the nearest layer's that sets it.
+ */
+export function mergeDelivery(...layers: (DeliverySettings | null | undefined)[]): DeliverySettings | undefined {
+  const pullRequests = layers.flatMap((layer) => (layer?.pull_request ? [layer.pull_request] : []));
+  if (!pullRequests.length) return layers.find((layer) => layer) ?? undefined;
+  return { pull_request: Object.assign({}, ...pullRequests.reverse()) as PullRequestDelivery };
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from './zod';
 import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../webhooks';
 import { resourcePageInfoSchema } from './resource-page-schemas';
 
@@ -18,7 +18,11 @@ export const createWebhookSchema = z.strictObject({
     )
     .min(1, 'give at least one event type, or leave `event_types` out for run.state_changed')
     .max(WEBHOOK_EVENT_TYPES.length * 4)
-    .optional(),
+    .optional()
+    .openapi({
+      description:
+        'What the webhook is told of (default `["run.state_changed"]`): `run.state_changed`, each state a run enters; `run.pull_request_changed`, each pull request of a run opened or changing status (open, draft, merged, closed), the delivery\'s `pull_request` being `{repository, url, branch, status, previous_status}` beside the run in `data` (docs/guide/webhooks.md).',
+    }),
 });
 
 export type CreateWebhookRequest = z.infer<typeof createWebhookSchema>;

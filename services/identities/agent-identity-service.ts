@@ -23,6 +23,7 @@ import { assertSkillOwnerAllowed } from '../skills/git-owners';
 import type { ServiceDeps } from '../service-deps';
 import { assertTeamHasRoom } from '../team-caps';
 import { assertAdmin } from '../team-roles';
+import { assertDeliveryCredential } from '../runs/delivery-request';
 import { applyIdentityUpdate } from './agent-identity-update';
 import { checkIdentityHarness, foremanHarnessCheck } from './identity-harness';
 
@@ -72,6 +73,8 @@ export function createAgentIdentityService({ config, dataSource, secretsKeyring 
       assertSkillOwnerAllowed(config.workspace.gitAllowedOwners, skill, `skills.${index}`);
     }
     if (body.base_model) assertServedModel(config, body.base_model, 'base_model');
+    const pullRequest = body.delivery?.pull_request;
+    if (pullRequest) await assertDeliveryCredential(manager, teamId, pullRequest, 'delivery');
   }
 
   return {

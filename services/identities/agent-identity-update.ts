@@ -74,5 +74,7 @@ export function applyIdentityUpdate(
       update.approval === undefined || update.approval === null
         ? current.approval
         : (mergeApprovalPolicies(update.approval) ?? null),
+    // Sent, it replaces the stored settings (`null` or `{}` clears them); not sent, they are kept.
+    delivery: update.delivery === undefined ? current.delivery : update.delivery?.pull_request ? update.delivery : null,
   };
 }

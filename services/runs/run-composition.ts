@@ -74,7 +74,7 @@ export async function composeRun(
     executor?.approval,
     environment?.config.approval,
   ]);
-  const resolved = await withDelivery(tx, principal.teamId, withPolicy, environment);
+  const resolved = await withDelivery(tx, principal.teamId, withPolicy, { executor, environment });
   if (resolved.worker_host) await assertWorkerLive(tx, resolved.worker_host);
   await checkRunHarness(tx, principal.teamId, { requested, resolved, executor, factory });
   const asker = origin.source === 'ORCHESTRATION' ? 'dispatch_agent' : 'parent_run_id';

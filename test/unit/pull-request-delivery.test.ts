@@ -34,12 +34,30 @@ test('branch names are checked as git checks them', () => {
   expect(deliverySchema.safeParse({ pull_request: { unknown: 1 } }).success).toBe(false);
 });
 
-test("the run's delivery settings win, field by field, over its environment's", () => {
+test("a run's delivery: its own fields win one by one, then its agent identity's, then its environment's", () => {
   expect(mergeDelivery(undefined, undefined)).toBeUndefined();
+  expect(mergeDelivery(undefined, null, undefined)).toBeUndefined();
   expect(mergeDelivery({ pull_request: { draft: true } }, { pull_request: { base: 'dev', draft: false } })).toEqual({
     pull_request: { base: 'dev', draft: true },
   });
   expect(mergeDelivery(undefined, { pull_request: {} })).toEqual({ pull_request: {} });
+  const own = { pull_request: { draft: true } };
+  const identity = { pull_request: { draft: false, branch: 'identity-branch', title: 'From the identity' } };
+  const environment = { pull_request: { branch: 'env-branch', base: 'dev', credential_secret_name: 'GIT' } };
+  expect(mergeDelivery(own, identity, environment)).toEqual({
+    pull_request: {
+      draft: true,
+      branch: 'identity-branch',
+      title: 'From the identity',
+      base: 'dev',
+      credential_secret_name: 'GIT',
+    },
+  });
+  // Only the identity asks for a pull request: the run delivers one.
+  expect(mergeDelivery(undefined, identity, null)).toEqual(identity);
+  expect(mergeDelivery({}, null, environment)).toEqual(environment);
+  // The layers are not changed.
+  expect(identity.pull_request).toEqual({ draft: false, branch: 'identity-branch', title: 'From the identity' });
 });
 
 test("the body links the run and quotes the agent's answer with mentions and references defused", () => {
