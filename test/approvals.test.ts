@@ -116,6 +116,11 @@ test('a command glob blocks the run; it holds no slot; only a person of the team
 
   await waitForState(ctx, admin.key, runId, ['SUCCEEDED']);
   await recordReplayFixture(ctx, runId, 'blocked-approved');
+  // The provisioning after the decision never keeps the workspace given up while blocked, even
+  // if its removal (which goes on meanwhile) has not run yet.
+  const [first, afterDecision] = await provisioningsOf(runId);
+  expect(afterDecision?.input.discarded).toBe(first?.workspaceId);
+  expect(afterDecision?.workspaceId).not.toBe(first?.workspaceId);
   expect(await toolResultShown(marker)).toContain(`shipped-${marker}`);
   const entries = await transcript(ctx, runId);
   expect(entries.filter((e) => e.kind === 'approval').map((e) => e.payload)).toEqual([
@@ -323,3 +328,21 @@ describe('the whole service killed while a run is blocked', () => {
     expect(shown).toContain(`survived-${marker}`);
   });
 });
+
+/** Each provisioning of the run's workspace: what the workflow asked and the workspace it got. */
+async function provisioningsOf(runId: string): Promise<{ input: { discarded?: string }; workspaceId?: string }[]> {
+  const history = await ctx.client.workflow.getHandle(runWorkflowId(runId)).fetchHistory();
+  const json = (payloads?: { data?: Uint8Array | null }[] | null) =>
+    JSON.parse(Buffer.from(payloads?.[0]?.data ?? []).toString('utf8')) as Record<string, unknown>;
+  const byScheduledId = new Map<string, { input: { discarded?: string }; workspaceId?: string }>();
+  for (const e of history.events ?? []) {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === 'provisionEnvironment') {
+      byScheduledId.set(String(e.eventId), { input: json(scheduled.input?.payloads) });
+    }
+    const completed = e.activityTaskCompletedEventAttributes;
+    const provisioning = completed && byScheduledId.get(String(completed.scheduledEventId));
+    if (provisioning) provisioning.workspaceId = json(completed.result?.payloads).workspaceId as string;
+  }
+  return [...byScheduledId.values()];
+}

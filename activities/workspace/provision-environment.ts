@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { findEnvironment, repositoryNames, type Environment } from '../../db/environment-reads';
 import { markEnvironmentSetupFailed } from '../../db/environments';
 import type { RunImage } from '../../db/run-images';
-import { findWorkspaceHolder, recordWorkspaceHolder } from '../../db/run-workspaces';
 import type { ActivityDeps } from '../deps';
 import { recordEnvironmentFactories } from '../factories/discover-factories';
 import { withHeartbeat } from '../heartbeat';
@@ -20,6 +17,7 @@ import { createEnvironmentSnapshots } from './environment-snapshot';
 import { cloneRepository, CloneError, initRepository, repositoryUrl, workspaceRepositories } from './git';
 import { createRunSetupCommands } from './setup-commands';
 import type { WorkspaceContext } from './workspace-context';
+import { createClaimWorkspace, type WorkspaceClaim } from './claim-workspace';
 import { workspaceDir } from './workspace-paths';
 import { createWriteAttachments } from './write-attachments';
 import { createCheckpointStep } from '../checkpoints/checkpoint-step';
@@ -28,8 +26,7 @@ import { servedModelIds } from '../../services/platform/model-list';
 
 export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceContext) {
   const { dataSource, config, workspaceQueue, sandbox } = deps;
-  const { root, workerId, workspaceRoot, auth, provisionedMarker, workspaceIdFile, assertOwnerAllowed, loadRun, note } =
-    ws;
+  const { root, auth, provisionedMarker, workspaceIdFile, assertOwnerAllowed, loadRun, note } = ws;
   const runSetupCommands = createRunSetupCommands(deps, ws);
   const recordEnvironmentSkills = createRecordEnvironmentSkills(deps);
   const writeAttachments = createWriteAttachments(deps);
@@ -37,6 +34,7 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
   const restoreRunFiles = createRestoreRunFiles(deps, ws);
   const checkpointStep = createCheckpointStep(deps);
   const snapshots = createEnvironmentSnapshots(deps, ws);
+  const claimWorkspace = createClaimWorkspace(deps, ws);
 
   /** The workspace from scratch: the environment's repositories cloned, its setup run (or an empty repository). */
   async function cloneAndSetUp(
@@ -100,64 +98,15 @@ export function createProvisionEnvironment(deps: ActivityDeps, ws: WorkspaceCont
       runId,
       turn,
       reason,
-    }: {
-      runId: string;
-      turn: number;
-      reason?: string;
-    }): Promise<{ workspaceQueue: string; workspaceId: string }> {
+      discarded,
+    }: WorkspaceClaim): Promise<{ workspaceQueue: string; workspaceId: string }> {
       const ctx = Context.current();
       return withHeartbeat(async () => {
         const run = await loadRun(runId);
         const dir = workspaceDir(root, runId);
-        const kept = existsSync(provisionedMarker(runId)) && existsSync(dir);
-        if (!reason && kept) {
-          return { workspaceQueue, workspaceId: await readFile(provisionedMarker(runId), 'utf8') };
-        }
-        if (reason) {
-          // Given up because its worker stopped renewing its lease. When that worker is this one,
-          // back with the workspace it kept, and no other worker has taken the run over, it
-          // carries on there; otherwise the run starts afresh here.
-          const holder = await findWorkspaceHolder(dataSource.manager, runId);
-          const localId = kept ? await readFile(provisionedMarker(runId), 'utf8') : undefined;
-          if (holder?.workspaceQueue === workspaceQueue && holder.workspaceId === localId) {
-            // A new id: the removal the workflow left for the abandoned workspace names the old one.
-            const workspaceId = randomUUID();
-            await writeFile(workspaceIdFile(runId), workspaceId);
-            await writeFile(provisionedMarker(runId), workspaceId);
-            await recordWorkspaceHolder(dataSource.manager, runId, {
-              workerId,
-              workspaceQueue,
-              workspaceId,
-              workspaceRoot,
-            });
-            await note(
-              runId,
-              turn,
-              `reattach-t${turn}-${ctx.info.activityId}`,
-              `The worker that held the workspace (${workerId}) came back before any other worker took the run over: the run carries on in the same workspace.`,
-            );
-            return { workspaceQueue, workspaceId };
-          }
-          await note(
-            runId,
-            turn,
-            `reprovision-t${turn}-${ctx.info.activityId}`,
-            `${reason} The new workspace is on worker ${workerId}.`,
-          );
-        }
-        const workspaceId = randomUUID();
-        await rm(provisionedMarker(runId), { force: true });
-        await mkdir(path.dirname(workspaceIdFile(runId)), { recursive: true });
-        // Recorded before the work: from now on every worker's sweep knows whose it is.
-        await recordWorkspaceHolder(dataSource.manager, runId, {
-          workerId,
-          workspaceQueue,
-          workspaceId,
-          workspaceRoot,
-        });
-        await writeFile(workspaceIdFile(runId), workspaceId);
-        await sandbox.destroyRun(runId);
-        await sandbox.prepareRun(runId);
+        const claimed = await claimWorkspace({ runId, turn, reason, discarded });
+        if (claimed.kept) return { workspaceQueue, workspaceId: claimed.workspaceId };
+        const { workspaceId } = claimed;
         const processes = runProcesses(sandbox, runId);
         if (sandbox.kind === 'none') {
           await note(

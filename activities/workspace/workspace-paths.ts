@@ -24,6 +24,11 @@ export function workspaceIdFile(root: string, runId: string): string {
   return path.join(root, '.workspace-ids', runId);
 }
 
+/** The run's workspace lock (activities/workspace/workspace-lock.ts): beside the workspaces. */
+export function workspaceLockFile(root: string, runId: string): string {
+  return path.join(root, '.workspace-locks', runId);
+}
+
 /** Where the approval hooks of CLI invocations are written (each bound read-only into its own sandbox only). */
 export function harnessHooksDir(root: string): string {
   return path.join(root, '.harness-hooks');

@@ -25,6 +25,8 @@ class WorkspaceWorkerGone extends Error {
 export class RunWorkspace {
   queue: string | undefined;
   id: string | undefined;
+  /** The workspace last given up (remove()): its removal may still be on its way, so it is never kept. */
+  private discarded: string | undefined;
   private readonly leaseSeconds: number;
 
   constructor(
@@ -46,13 +48,12 @@ export class RunWorkspace {
       try {
         if (!this.queue) {
           const pinned = this.input.workerHost && workspaceQueueFor(workflowInfo().taskQueue, this.input.workerHost);
+          const request = { runId, turn, reason, ...(this.discarded ? { discarded: this.discarded } : {}) };
           // A pinned run is provisioned on its worker's own queue, waiting there while the worker
           // lives (it may be full), and nowhere else.
           const provisioned = pinned
-            ? await this.whileWorkerLives(pinned, () =>
-                onWorkspace(pinned).provisionEnvironment({ runId, turn, reason }),
-              )
-            : await provisioning.provisionEnvironment({ runId, turn, reason });
+            ? await this.whileWorkerLives(pinned, () => onWorkspace(pinned).provisionEnvironment(request))
+            : await provisioning.provisionEnvironment(request);
           this.queue = provisioned.workspaceQueue;
           if (this.leased) this.id = provisioned.workspaceId;
           const queue = this.queue;
@@ -103,6 +104,7 @@ export class RunWorkspace {
     const id = this.id;
     this.queue = undefined;
     this.id = undefined;
+    this.discarded = id;
     // A live worker may be slow to get to it; a dead one's workspace went with it.
     await this.activities.removeWorkspaceOn(
       this.input.runId,
