@@ -4,12 +4,11 @@
  * a branch and opens (then updates) one pull request per repository, from outside the sandbox.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { SharedGitea } from './stack/on-demand-servers';
 import { createEnvironment } from './helpers/environments';
 import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/gitea';
 import { pullFiles, pullsOf as giteaPulls, teamWithGitCredential } from './helpers/gitea-delivery';
+import { OPENS_PULL_REQUEST, startForgeProxy, type ForgeProxy } from './helpers/forge-proxy';
 import { activityAttempts } from './helpers/activity-attempts';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, waitForState, transcript } from './helpers/runs';
@@ -17,61 +16,21 @@ import { createTestContext, uniqueName, waitFor, type TestContext } from './help
 
 jest.setTimeout(600_000);
 
-/**
- * Gitea behind a forwarding proxy (the service's GIT_BASE_URL): armed, it forwards the next
- * `POST …/pulls` (Gitea opens the pull request) but holds its answer until released, then loses
- * it (503), as a worker that dies after the forge acted would.
- */
-function forwardingProxy(target: string) {
-  let armed: { held: () => void; release: Promise<void> } | undefined;
-  const server = http.createServer((req, res) => {
-    const upstream = http.request(
-      new URL(req.url ?? '/', target),
-      { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
-      (answer) => {
-        const trap = armed && req.method === 'POST' && /\/pulls$/.test(req.url ?? '') ? armed : undefined;
-        if (!trap) {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          return;
-        }
-        armed = undefined;
-        answer.resume();
-        trap.held();
-        void trap.release.then(() =>
-          res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"lost"}'),
-        );
-      },
-    );
-    upstream.on('error', () => res.writeHead(502).end());
-    req.pipe(upstream);
-  });
-  return {
-    server,
-    /** Resolves `held` when the trap caught a request; the answer is lost once `release` resolves. */
-    arm(release: Promise<void>): Promise<void> {
-      return new Promise((held) => (armed = { held, release }));
-    },
-  };
-}
-
 let ctx: TestContext;
 let gitea: SharedGitea;
-let proxy: ReturnType<typeof forwardingProxy>;
+let proxy: ForgeProxy;
 let host: string;
 beforeAll(async () => {
   gitea = await sharedGitea();
-  proxy = forwardingProxy(gitea.url);
-  await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
-  host = `127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+  proxy = await startForgeProxy(gitea.url);
+  host = proxy.host;
   ctx = await createTestContext({
     env: { GIT_BASE_URL: `http://${host}`, GIT_FORGES: `${host}=gitea`, AGENT_MAX_STEPS: '50' },
   });
 });
 afterAll(async () => {
   await ctx?.close();
-  proxy?.server.closeAllConnections();
-  await new Promise((resolve) => proxy?.server.close(resolve));
+  await proxy?.close();
 });
 
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
@@ -275,7 +234,7 @@ test('a delivery retried after the forge opened the pull request but its answer 
   const marker = uniqueName('retry');
   scriptWrites(marker, { [`${repo.name}/r.txt`]: 'r' }, 'Added r.txt.');
   let release!: () => void;
-  const held = proxy.arm(new Promise<void>((resolve) => (release = resolve)));
+  const held = proxy.arm(OPENS_PULL_REQUEST, new Promise<void>((resolve) => (release = resolve)));
   const runId = await createRun(ctx, key, {
     prompt: `Write ${marker}`,
     config: { environment_id: envId, delivery: { pull_request: {} } },
