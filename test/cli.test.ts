@@ -1,9 +1,10 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { startCli } from './helpers/cli-process';
 import { freePort } from './helpers/free-port';
 import { gate } from './helpers/scripted-model';
 import { auth, createRun, getRun, waitForState } from './helpers/runs';
@@ -16,7 +17,6 @@ import { createTestContext, uniqueName, type TestContext } from './helpers/test-
  * `GET /agent/runs/{id}/events` when the API has it, and otherwise stands in for it, replaying
  * the run's `run_events` rows in the same format.
  */
-const CLI = path.join(__dirname, '..', 'bin', 'agent-runs.mjs');
 const ANSI = '\x1b[';
 /** Events the proxy lets through on a run's first stream before it cuts the connection. */
 const CUT_AFTER = 3;
@@ -43,46 +43,6 @@ afterAll(async () => {
   await proxy?.close();
   await ctx?.close();
 });
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-interface CliProcess {
-  child: ChildProcessWithoutNullStreams;
-  done: Promise<CliResult>;
-  /** The first line the command writes to stdout. */
-  firstLine: Promise<string>;
-}
-
-/** Starts `agent-runs <args>` with only the environment given (no AGENT_RUNS_*, no colour settings inherited). */
-function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['AGENT_RUNS_URL', 'AGENT_RUNS_API_KEY', 'FORCE_COLOR', 'NO_COLOR']) delete childEnv[name];
-  const child = spawn(process.execPath, [CLI, ...args], {
-    env: { ...childEnv, AGENT_RUNS_CLI_FROM_SOURCE: '1', ...env },
-  });
-  child.stdin.end();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  const firstLine = new Promise<string>((resolve) => {
-    child.stdout.on('data', (chunk: string) => {
-      stdout += chunk;
-      const end = stdout.indexOf('\n');
-      if (end >= 0) resolve(stdout.slice(0, end));
-    });
-  });
-  child.stderr.on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliResult>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-  return { child, done, firstLine };
-}
 
 const cli = (args: string[], env: Record<string, string> = {}) => startCli(args, env).done;
 const as = (key: string, url = ctx.baseUrl) => ({ AGENT_RUNS_URL: url, AGENT_RUNS_API_KEY: key });

@@ -12,6 +12,7 @@ import { OPENS_PULL_REQUEST, startForgeProxy, type ForgeProxy } from './helpers/
 import { activityAttempts } from './helpers/activity-attempts';
 import { recordReplayFixture } from './helpers/replay-fixtures';
 import { auth, createRun, getRun, waitForState, transcript } from './helpers/runs';
+import { busyboxFiles, pushImage, startRegistry, type LocalRegistry } from './helpers/image-registry';
 import { createTestContext, uniqueName, waitFor, type TestContext } from './helpers/test-context';
 
 jest.setTimeout(600_000);
@@ -20,17 +21,26 @@ let ctx: TestContext;
 let gitea: SharedGitea;
 let proxy: ForgeProxy;
 let host: string;
+let registry: LocalRegistry;
 beforeAll(async () => {
   gitea = await sharedGitea();
   proxy = await startForgeProxy(gitea.url);
   host = proxy.host;
+  registry = await startRegistry();
   ctx = await createTestContext({
-    env: { GIT_BASE_URL: `http://${host}`, GIT_FORGES: `${host}=gitea`, AGENT_MAX_STEPS: '50' },
+    env: {
+      GIT_BASE_URL: `http://${host}`,
+      GIT_FORGES: `${host}=gitea`,
+      AGENT_MAX_STEPS: '50',
+      IMAGE_INSECURE_REGISTRIES: registry.host,
+      IMAGE_ALLOWED_REGISTRIES: registry.host,
+    },
   });
 });
 afterAll(async () => {
   await ctx?.close();
   await proxy?.close();
+  await registry?.stop();
 });
 
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
@@ -123,6 +133,29 @@ test('a run that changes two cloned repositories opens two pull requests; a foll
   expect(await pullsOf(one)).toHaveLength(1);
   expect(await pullFiles(gitea, one, (await pullsOf(one))[0]!)).toEqual(['a.txt', 'c.txt']);
   await recordReplayFixture(ctx, runId, 'pull-request-delivery');
+});
+
+test("a run on its environment's container image (busybox: no git in it) delivers its pull request as any run does", async () => {
+  const key = await teamWithCredential();
+  const repo = await createRepository(gitea, unique('deliver-image'));
+  const reference = `${registry.host}/deliver/busy:${unique('tag')}`;
+  await pushImage(reference, busyboxFiles('deliver'));
+  const envId = await createEnvironment(ctx, key, {
+    name: 'on an image',
+    docker_image: reference,
+    github_repos: [{ owner: repo.owner, repo: repo.name }],
+  });
+  const marker = uniqueName('image');
+  scriptWrites(marker, { [`${repo.name}/from-image.txt`]: 'made on busybox' }, 'Wrote from-image.txt.');
+  const runId = await createRun(ctx, key, {
+    prompt: `Write ${marker}`,
+    config: { environment_id: envId, delivery: { pull_request: {} } },
+  });
+  await waitForState(ctx, key, runId, ['SUCCEEDED']);
+  const pulls = await pullsOf(repo);
+  expect(pulls).toHaveLength(1);
+  expect(pulls[0]!.head.ref).toBe(`agent-runs/${runId}`);
+  expect(await pullFiles(gitea, repo, pulls[0]!)).toEqual(['from-image.txt']);
 });
 
 test('the push credential never reaches the sandbox, the transcript or the pull request', async () => {
