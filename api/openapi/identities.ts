@@ -41,7 +41,8 @@ const agentIdentitySchema = z
         description: 'The names of the managed secrets its harness authenticates with (never their values).',
       }),
     approval: approvalPolicySchema.optional(),
-    delivery: deliverySchema.nullable().openapi({
+    // A union, not .nullable(): on a registered schema that becomes an allOf no null passes.
+    delivery: z.union([deliverySchema, z.null()]).openapi({
       description: "What the agent's runs do with a turn's change unless a run sets it (null: nothing).",
     }),
     available: z.boolean(),
