@@ -10,7 +10,7 @@ import { findEnvironment } from '../../db/environment-reads';
 import { loadDeliveryRun, recordDeliveryFailure } from '../../db/pull-requests';
 import { loadStepRun } from '../../db/run-step-reads';
 import { succeededToolCallInputs } from '../../db/tool-call-reads';
-import { pullRequestBody } from '../../services/pull-requests/open-or-update';
+import { defuseReferences, pullRequestBody } from '../../services/pull-requests/open-or-update';
 import { sessionLink, sessionLinkSigner } from '../../services/views/run-item';
 import type { ActivityDeps } from '../deps';
 import { repositoryUrl } from '../workspace/git';
@@ -84,7 +84,8 @@ export function createDeliverRun(deps: ActivityDeps) {
       runId,
       turn,
       teamId: run.teamId,
-      title: agent.title ?? settings.title ?? run.title,
+      // The agent's title is untrusted text, as its answer is; the caller's and the run's are not.
+      title: agent.title !== undefined ? defuseReferences(agent.title) : (settings.title ?? run.title),
       body: pullRequestBody({ runId, link }, said),
       draft: agent.draft ?? settings.draft ?? false,
       date: Math.floor(at / 1000),

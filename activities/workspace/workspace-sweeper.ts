@@ -13,6 +13,7 @@ import type { Sandbox } from '../sandbox/sandbox';
 import type { McpSessionCache } from '../tools/mcp-sessions';
 import { removeStaleApprovalHookDirs } from '../harness/approval-hook-dir';
 import { removeRunWorkspace } from './remove-workspace';
+import { withWorkspaceLock } from './workspace-lock';
 import { workspaceRootOf } from './workspace-root';
 
 /** How long after a run's idle window its workspace is still left alone (its workflow removes it first). */
@@ -101,7 +102,17 @@ async function sweepOnce(deps: WorkspaceSweeperDeps): Promise<SweepResult> {
         continue;
       }
       const bytes = await runFilesBytes(deps.sandbox, run.runId).catch(() => 0);
-      await removeRunWorkspace(deps, run.runId);
+      // Looked at again under the run's lock: a provisioning may have claimed it meanwhile.
+      const removed = await withWorkspaceLock(deps.root, run.runId, async () => {
+        const [now] = await runsForSweep(deps.dataSource.manager, [run.runId], GRACE_SECONDS);
+        if (!now || !reasonToRemove(now, deps, root)) return false;
+        await removeRunWorkspace(deps, run.runId);
+        return true;
+      });
+      if (!removed) {
+        result.kept += 1;
+        continue;
+      }
       workspacesRemoved.inc({ reason });
       workspaceBytesReclaimed.inc(bytes);
       result.removed.push({ runId: run.runId, reason, bytes });

@@ -42,6 +42,14 @@ async function updated(
   return forge.update(repository, found, { title: content.title, body: content.body });
 }
 
+/**
+ * Untrusted text (the agent's) that notifies and links nobody on a forge: a zero-width space
+ * after each `@` of a mention and each `#` of an issue reference, so `Fixes #12` closes nothing.
+ */
+export function defuseReferences(text: string): string {
+  return text.replace(/@(?=[A-Za-z0-9])/g, '@\u200b').replace(/#(?=\d)/g, '#\u200b');
+}
+
 /** The longest part of the agent's answer a body quotes. */
 const MAX_ANSWER_CHARS = 4000;
 
@@ -56,9 +64,7 @@ export function pullRequestBody(
   const answer = (finalAnswer ?? '').trim();
   const trimmed = answer.length > MAX_ANSWER_CHARS ? `${answer.slice(0, MAX_ANSWER_CHARS)}…` : answer;
   const quoted = trimmed
-    ? trimmed
-        .replace(/@(?=[A-Za-z0-9])/g, '@\u200b')
-        .replace(/#(?=\d)/g, '#\u200b')
+    ? defuseReferences(trimmed)
         .split('\n')
         .map((line) => `> ${line}`)
         .join('\n')

@@ -28,8 +28,20 @@ export async function withDelivery(
       `\`config.delivery.pull_request\`: the run clones no repository to deliver a pull request for; give \`config.environment_id\` of an environment with \`github_repos\`, or drop \`delivery\`${executor?.delivery ? ` (the run's agent identity ${executor.uid} sets it too)` : ''}.`,
     );
   }
-  await assertDeliveryCredential(tx, teamId, pullRequest, 'config.delivery');
+  await assertDeliveryCredential(tx, teamId, pullRequest, deliveryOrigin(resolved, executor, environment));
   return { ...resolved, delivery };
+}
+
+/** Where the credential's name came from, as the 400 names it: the request, the agent identity or the environment. */
+function deliveryOrigin(
+  resolved: ResolvedAgentConfig,
+  executor: AgentIdentity | null,
+  environment: Environment | null,
+): string {
+  if (resolved.delivery?.pull_request?.credential_secret_name) return 'config.delivery';
+  if (executor?.delivery?.pull_request?.credential_secret_name) return `agent identity ${executor.uid}'s delivery`;
+  if (environment) return `environment ${environment.uid}'s config.delivery`;
+  return 'config.delivery';
 }
 
 /**

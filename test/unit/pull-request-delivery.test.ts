@@ -2,7 +2,11 @@ import { parseGitCredential } from '../../core/git-credentials';
 import { deliverySchema, mergeDelivery } from '../../core/schemas/delivery-schemas';
 import { ForgeError } from '../../services/pull-requests/forges/forge-errors';
 import type { Forge, PullRequest } from '../../services/pull-requests/forges/forge';
-import { openOrUpdatePullRequest, pullRequestBody } from '../../services/pull-requests/open-or-update';
+import {
+  defuseReferences,
+  openOrUpdatePullRequest,
+  pullRequestBody,
+} from '../../services/pull-requests/open-or-update';
 
 test('git_credentials values are username:token@host, the host as URLs name it', () => {
   expect(parseGitCredential('bot:glpat-x@Git.Example.com:8443')).toEqual({
@@ -58,6 +62,13 @@ test("a run's delivery: its own fields win one by one, then its agent identity's
   expect(mergeDelivery({}, null, environment)).toEqual(environment);
   // The layers are not changed.
   expect(identity.pull_request).toEqual({ draft: false, branch: 'identity-branch', title: 'From the identity' });
+});
+
+test("the agent's text (a title it gives) closes, links and notifies nothing: mentions and issue references defused", () => {
+  const title = defuseReferences('Fixes #12 for @alice (and octo-org/repo#3)');
+  expect(title).not.toMatch(/#\d|@[a-z]/);
+  expect(title.replace(/\u200b/g, '')).toBe('Fixes #12 for @alice (and octo-org/repo#3)');
+  expect(defuseReferences('no # or @ here, C# and a@ b')).toBe('no # or @ here, C# and a@ b');
 });
 
 test("the body links the run and quotes the agent's answer with mentions and references defused", () => {
