@@ -9,12 +9,18 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import lockfile from 'proper-lockfile';
 import type { ActivityDeps } from '../activities/deps';
 import type { Sandbox } from '../activities/sandbox/sandbox';
 import { createClaimWorkspace, type ClaimedWorkspace } from '../activities/workspace/claim-workspace';
 import { createRemoveWorkspace } from '../activities/workspace/remove-workspace-activity';
 import { workspaceContext } from '../activities/workspace/workspace-context';
-import { provisionedMarker, workspaceDir, workspaceIdFile } from '../activities/workspace/workspace-paths';
+import {
+  provisionedMarker,
+  workspaceDir,
+  workspaceIdFile,
+  workspaceLockFile,
+} from '../activities/workspace/workspace-paths';
 import { createRun } from './helpers/runs';
 import { createTestContext, uniqueName, type TestContext } from './helpers/test-context';
 
@@ -26,12 +32,23 @@ afterAll(async () => {
   await ctx?.close();
 });
 
+/** Whether the run's workspace lock was held, each time the sandbox made or removed its directory. */
+const heldWhenTouched: boolean[] = [];
+
 /** The activities' dependencies on a workspace root of the test's own; the sandbox makes and removes the run's directory. */
 function workerDeps(root: string): ActivityDeps {
+  const lockHeld = (runId: string) =>
+    lockfile.check(workspaceLockFile(root, runId), { realpath: false, stale: 10_000 });
   const sandbox = {
     kind: 'none',
-    prepareRun: async (runId: string) => void mkdirSync(workspaceDir(root, runId), { recursive: true }),
-    destroyRun: async (runId: string) => rmSync(workspaceDir(root, runId), { recursive: true, force: true }),
+    prepareRun: async (runId: string) => {
+      heldWhenTouched.push(await lockHeld(runId));
+      mkdirSync(workspaceDir(root, runId), { recursive: true });
+    },
+    destroyRun: async (runId: string) => {
+      heldWhenTouched.push(await lockHeld(runId));
+      rmSync(workspaceDir(root, runId), { recursive: true, force: true });
+    },
   } as unknown as Sandbox;
   return {
     dataSource: ctx.dataSource,
@@ -83,4 +100,6 @@ test('a provisioning after the workspace was given up builds afresh, and the rem
   // Removing the current one removes it.
   expect(await env.run(removeWorkspace, { runId, workspaceId: fresh.workspaceId })).toBe(true);
   expect(existsSync(workspaceDir(root, runId))).toBe(false);
+  // The claim's and the removals' work on the directory, each under the run's workspace lock.
+  expect(heldWhenTouched).toEqual([true, true, true]);
 });
