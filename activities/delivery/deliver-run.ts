@@ -43,7 +43,9 @@ export type RepositoryDelivery = { repository: string } & (
  */
 export function createDeliverRun(deps: ActivityDeps) {
   const { dataSource, config, secretsKeyring } = deps;
-  const signer = sessionLinkSigner(config, urlSigningKeys(secretsKeyring));
+  // Made when first needed: activities built for one purpose (tests, tools) may lack a keyring.
+  let signer: ReturnType<typeof sessionLinkSigner> | undefined;
+  const linkSigner = () => (signer ??= sessionLinkSigner(config, urlSigningKeys(secretsKeyring)));
   const deliverRepository = createDeliverRepository(deps);
 
   return async function deliverRun(request: DeliveryRequest): Promise<RepositoryDelivery[] | undefined> {
@@ -79,7 +81,7 @@ export function createDeliverRun(deps: ActivityDeps) {
     const env = run.environmentId ? await findEnvironment(dataSource.manager, run.environmentId, run.teamId) : null;
     const agent = await agentRequest(runId, turn, request.call);
     const said = agent.bodySummary ?? (await lastAgentMessage(dataSource.manager, runId, turn)) ?? undefined;
-    const link = config.publicUrl ? sessionLink(signer, run.sessionId, new Date(at)) : undefined;
+    const link = config.publicUrl ? sessionLink(linkSigner(), run.sessionId, new Date(at)) : undefined;
     return {
       runId,
       turn,
