@@ -11,6 +11,7 @@ import { createRepository, giteaApi, pushBranch, sharedGitea } from './helpers/g
 import { recordDeliveredPullRequest } from './helpers/pull-requests';
 import { auth, createRun, getRun, waitForState, type RunBody } from './helpers/runs';
 import { createLogger } from '../core/logger';
+import { SecretDecryptionError } from '../core/secrets';
 import { openStream } from './helpers/sse-client';
 import { createTestContext, waitFor, type TestContext } from './helpers/test-context';
 import { warpClientCalls } from './helpers/warp-client';
@@ -319,4 +320,45 @@ test('without a webhook, the poll asks Gitea and records the pull request closed
     ['open', null],
     ['closed', 'open'],
   ]);
+});
+
+test("a pull request whose team's credential cannot be decrypted is noted and skipped: the poll goes on with the others", async () => {
+  const unreadable = await runWithPullRequest();
+  const readable = await runWithPullRequest();
+  await giteaApi(
+    gitea,
+    'PATCH',
+    `/repos/${readable.repository.owner}/${readable.repository.name}/pulls/${readable.opened.number}`,
+    {
+      state: 'closed',
+    },
+  );
+  await ctx.dataSource.query(`UPDATE run_pull_requests SET status_checked_at = NULL WHERE run_id = ANY($1)`, [
+    [unreadable.runId, readable.runId],
+  ]);
+  const poll = createPullRequestPoll({
+    dataSource: ctx.dataSource,
+    forges: { [giteaHost]: 'gitea' },
+    webhookHosts: [],
+    staleSeconds: 0,
+    credentialFor: (pullRequest) => {
+      if (pullRequest.runId !== unreadable.runId) return gitea.token;
+      throw new SecretDecryptionError('it is encrypted under the key "fp-gone"', 'missing_key');
+    },
+    logger: createLogger('error', 'test'),
+  });
+  await waitFor(
+    async () => {
+      await poll.pollBatch(1000);
+      return getRun(ctx, key, readable.runId);
+    },
+    (run) => pullRequestOf(run)?.data.status === 'closed',
+    'the poll to record the readable pull request closed',
+    60_000,
+  );
+  const checked = (await ctx.dataSource.query(`SELECT status_checked_at FROM run_pull_requests WHERE run_id = $1`, [
+    unreadable.runId,
+  ])) as { status_checked_at: Date | null }[];
+  expect(checked[0]!.status_checked_at).not.toBeNull();
+  expect(pullRequestOf(await getRun(ctx, key, unreadable.runId))!.data.status).toBe('open');
 });

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { ForgeKind } from '../../core/git-forges';
+import { SecretDecryptionError } from '../../core/secrets';
 import type { Logger } from '../../core/logger';
 import { notePullRequestChecked, recordPullRequestStatus } from '../../db/pull-request-events';
 import { pullRequestsDueForPoll, type PullRequestArtifact } from '../../db/pull-request-reads';
@@ -38,7 +39,10 @@ export function createPullRequestPoll(deps: PullRequestPollDeps) {
         recordPullRequestStatus(tx, { ...pullRequest, number: read.number, status: read.state, source: 'poll' }),
       );
     } catch (err) {
-      if (!(err instanceof ForgeError || err instanceof UnknownForgeError)) throw err;
+      // One pull request's forge or credential (a secret under a key no longer configured) stops
+      // neither the batch nor the maintenance of every other team's.
+      if (!(err instanceof ForgeError || err instanceof UnknownForgeError || err instanceof SecretDecryptionError))
+        throw err;
       deps.logger.warn('could not read a pull request from its forge', {
         run_id: pullRequest.runId,
         url: pullRequest.url,
